@@ -1,0 +1,57 @@
+"""The project's exception hierarchy.
+
+Every error raised on bad input is a :class:`CgraError` subclass whose message names the
+object at fault, where it is (spec file and line, tile x/y, net id, config field) and what
+would fix it. The command line prints the message on one line and exits with status 2;
+it never shows a traceback for a ``CgraError``.
+"""
+from __future__ import annotations
+
+
+class CgraError(Exception):
+    """Base class of every error this project raises on bad input or an infeasible task."""
+
+
+class SpecError(CgraError):
+    """A hardware spec (PEak PE, Lake memory, Canal interconnect) is malformed.
+
+    ``file`` and ``line`` locate the offending construct in the user's spec when known.
+    """
+
+    def __init__(self, message: str, file: str | None = None, line: int | None = None,
+                 construct: str | None = None):
+        self.file = file
+        self.line = line
+        self.construct = construct
+        where = ""
+        if file is not None:
+            where = f"{file}:{line}: " if line is not None else f"{file}: "
+        super().__init__(f"{where}{message}")
+
+
+class ConfigError(CgraError):
+    """A configuration value (parameter file, port program, config register) is invalid."""
+
+
+class RuleError(CgraError):
+    """Rewrite-rule synthesis, loading or verification failed."""
+
+
+class MappingError(CgraError):
+    """An application cannot be mapped onto the PEs / MEMs described by the collateral."""
+
+
+class PlacementError(CgraError):
+    """Placement is infeasible (for example: more instances of a tile type than sites)."""
+
+
+class RoutingError(CgraError):
+    """A route is illegal or the router could not resolve congestion."""
+
+
+class SimulationError(CgraError):
+    """A simulation run failed or its output differs from the golden model."""
+
+
+class CollateralError(CgraError):
+    """A collateral directory is missing, stale (spec hash mismatch) or malformed."""
