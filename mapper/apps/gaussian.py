@@ -1,0 +1,28 @@
+"""gaussian 3x3, the integer kernel of ``../shared/apps/coreir/gaussian_compute.json``:
+
+- ``blur_unnormalized(x, y) = sum_{i,j in 0..2} w[j][i] * in(x+i, y+j)`` with
+  ``w = [[24, 30, 24], [30, 37, 30], [24, 30, 24]]`` (sum 253; UInt16 wrap-around), written as
+  a pure definition 0 plus one RDom update, as in the Halide source;
+- ``blur(x, y) = blur_unnormalized(x, y) >> 8`` (logical shift, the JSON's ``lshr 8``).
+
+Output domain: ``(W-2) x (H-2)``.
+"""
+from __future__ import annotations
+
+from mapper.frontend.dsl import Func, Input, Pipeline, RDom, Table, UInt16, Var, cast
+
+WEIGHTS = [[24, 30, 24], [30, 37, 30], [24, 30, 24]]
+SHIFT = 8
+
+
+def build(width: int = 64, height: int = 64, unroll: int = 1) -> Pipeline:
+    x, y = Var("x"), Var("y")
+    inp = Input("input", UInt16, (width, height))
+    w = Table("weights", WEIGHTS)
+    r = RDom([(0, 3), (0, 3)], "r")
+    blur_un = Func("blur_unnormalized")
+    blur_un[x, y] = cast(UInt16, 0)
+    blur_un[x, y] += w[r.x, r.y] * inp[x + r.x, y + r.y]
+    blur = Func("blur")
+    blur[x, y] = blur_un[x, y] >> SHIFT
+    return Pipeline(blur, "gaussian", unroll)

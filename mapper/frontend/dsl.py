@@ -1,0 +1,624 @@
+"""Front end A: a Halide-like embedded DSL for stencil pipelines, lowered to the IR.
+
+Example (the unified-buffer paper's brighten + blur)::
+
+    x, y = Var("x"), Var("y")
+    inp = Input("input", UInt16, (64, 64))          # shape = (width, height)
+    brighten = Func("brighten"); brighten[x, y] = inp[x, y] * 2
+    blur = Func("blur")
+    blur[x, y] = (brighten[x, y] + brighten[x + 1, y]
+                  + brighten[x, y + 1] + brighten[x + 1, y + 1]) / 4
+    pipe = Pipeline(blur, "brighten_blur").lower()  # -> mapper.ir.Pipeline
+
+Language (a subset of Halide with its semantics):
+
+- Types ``UInt16``, ``Int16`` (16-bit words, wrap-around arithmetic) and ``Bool`` (comparison
+  results).  A Python int adopts the type of the other operand; mixing ``UInt16`` and
+  ``Int16`` needs ``cast(type, e)`` (a bit-preserving reinterpretation, as in Halide for
+  same-width integers).
+- ``+ - *``, ``/`` and ``//`` by a power-of-two literal (floor division: ``lshr`` / ``ashr``),
+  ``>> <<`` by a literal amount in ``[0, 15]``, ``& | ^ ~`` (words or Bools), unary ``-``,
+  comparisons ``< <= > >= == !=`` (signed or unsigned by type), ``select(c, a, b)``,
+  ``min``/``max``/``clamp``, ``abs`` (``Int16 -> UInt16`` as in Halide).
+- ``Func`` with a pure definition ``f[x, y] = e`` and at most one update
+  ``f[x, y] += e(r)`` (or ``f[x, y] = f[x, y] op e(r)``) over one ``RDom``; the reduction is
+  fully unrolled at lowering (``r.x`` innermost), as the Halide-to-CGRA flow does.
+- Accesses ``g[x + c + r.x, y + d + r.y]``: dimension 0 must use the pure var ``x`` and
+  dimension 1 ``y`` with unit coefficient (stencil accesses; no strides).
+- ``Table(name, rows)``: a compile-time constant 2-D table indexed ``t[i, j]`` = ``rows[j][i]``
+  by RDom variables or literals (filter weights).
+- ``Pipeline(output, name, unroll=1)``: one output Func; ``unroll`` = output pixels per cycle
+  on the innermost (x) dimension.
+
+Every Func becomes one pipeline stage (one kernel); errors are :class:`MappingError` naming
+the Func and the construct.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from cgra.errors import MappingError
+from mapper import ir
+
+
+# ------------------------------------------------------------------------------ types
+@dataclass(frozen=True)
+class Type:
+    """A DSL scalar type: ``bits`` wide, ``signed`` or not; ``Bool`` has 1 bit."""
+
+    name: str
+    bits: int
+    signed: bool
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+UInt16 = Type("UInt16", 16, False)
+Int16 = Type("Int16", 16, True)
+Bool = Type("Bool", 1, False)
+
+
+# ------------------------------------------------------------------------------ index terms
+class Var:
+    """A pure variable of a Func definition (``x``, ``y``)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __add__(self, other: Any) -> Affine:
+        return Affine.of(self) + other
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> Affine:
+        return Affine.of(self) - other
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+class RVar:
+    """One dimension of an :class:`RDom`."""
+
+    def __init__(self, rdom: RDom, dim: int, lo: int, extent: int):
+        self.rdom, self.dim, self.lo, self.extent = rdom, dim, lo, extent
+        self.name = f"{rdom.name}.{'xyzw'[dim] if dim < 4 else dim}"
+
+    def __add__(self, other: Any) -> Affine:
+        return Affine.of(self) + other
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> Affine:
+        return Affine.of(self) - other
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+class RDom:
+    """A reduction domain: ``RDom([(min0, extent0), (min1, extent1)], name)``."""
+
+    _count = itertools.count()
+
+    def __init__(self, ranges: list[tuple[int, int]], name: str | None = None):
+        if not ranges or any(e < 1 for _, e in ranges):
+            raise MappingError(f"RDom {name}: needs >= 1 dimension with extents >= 1, got {ranges}")
+        self.name = name or f"r{next(RDom._count)}"
+        self.ranges = [(int(lo), int(e)) for lo, e in ranges]
+        self.vars = [RVar(self, i, lo, e) for i, (lo, e) in enumerate(self.ranges)]
+
+    def __getitem__(self, i: int) -> RVar:
+        return self.vars[i]
+
+    @property
+    def x(self) -> RVar:
+        return self.vars[0]
+
+    @property
+    def y(self) -> RVar:
+        return self.vars[1]
+
+    def points(self) -> list[dict[RVar, int]]:
+        """All points in Halide order (dimension 0 innermost)."""
+        pts = []
+        for combo in itertools.product(*[range(lo, lo + e) for lo, e in reversed(self.ranges)]):
+            pts.append({v: c for v, c in zip(reversed(self.vars), combo, strict=True)})
+        return pts
+
+
+class Affine:
+    """``sum(term) + const`` with unit-coefficient Var/RVar terms (an index expression)."""
+
+    def __init__(self, terms: tuple[Var | RVar, ...], const: int):
+        self.terms, self.const = terms, const
+
+    @staticmethod
+    def of(v: Any) -> Affine:
+        if isinstance(v, Affine):
+            return v
+        if isinstance(v, (Var, RVar)):
+            return Affine((v,), 0)
+        if isinstance(v, int):
+            return Affine((), v)
+        raise MappingError(f"index expression: cannot use {v!r} (only Var/RVar + integer)")
+
+    def __add__(self, other: Any) -> Affine:
+        o = Affine.of(other)
+        return Affine(self.terms + o.terms, self.const + o.const)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> Affine:
+        if isinstance(other, int):
+            return Affine(self.terms, self.const - other)
+        raise MappingError(f"index expression: cannot subtract {other!r} (only integers)")
+
+    def __repr__(self) -> str:
+        return " + ".join([t.name for t in self.terms] + [str(self.const)])
+
+
+# ------------------------------------------------------------------------------ expressions
+class Expr:
+    """A typed DSL expression (operator overloads build the tree)."""
+
+    type: Type
+
+    def _bin(self, op: str, other: Any, rev: bool = False) -> Expr:
+        a, b = (other, self) if rev else (self, other)
+        return BinOp.make(op, a, b)
+
+    def __add__(self, o): return self._bin("+", o)
+    def __radd__(self, o): return self._bin("+", o, True)
+    def __sub__(self, o): return self._bin("-", o)
+    def __rsub__(self, o): return self._bin("-", o, True)
+    def __mul__(self, o): return self._bin("*", o)
+    def __rmul__(self, o): return self._bin("*", o, True)
+    def __truediv__(self, o): return self._bin("/", o)
+    def __floordiv__(self, o): return self._bin("/", o)
+    def __rshift__(self, o): return self._bin(">>", o)
+    def __lshift__(self, o): return self._bin("<<", o)
+    def __and__(self, o): return self._bin("&", o)
+    def __rand__(self, o): return self._bin("&", o, True)
+    def __or__(self, o): return self._bin("|", o)
+    def __ror__(self, o): return self._bin("|", o, True)
+    def __xor__(self, o): return self._bin("^", o)
+    def __rxor__(self, o): return self._bin("^", o, True)
+    def __lt__(self, o): return self._bin("<", o)
+    def __le__(self, o): return self._bin("<=", o)
+    def __gt__(self, o): return self._bin(">", o)
+    def __ge__(self, o): return self._bin(">=", o)
+    def __eq__(self, o): return self._bin("==", o)  # type: ignore[override]
+    def __ne__(self, o): return self._bin("!=", o)  # type: ignore[override]
+    def __neg__(self): return BinOp.make("-", Const(0, self.type), self)
+    def __invert__(self): return Unary("~", self, self.type)
+    __hash__ = object.__hash__
+
+    def __bool__(self) -> bool:
+        raise MappingError("a DSL expression has no Python truth value; use select(c, a, b) "
+                           "and &, | instead of 'and', 'or', 'if'")
+
+
+class Const(Expr):
+    def __init__(self, value: int, type: Type):
+        lo = -(1 << (type.bits - 1)) if type.signed else 0
+        hi = (1 << (type.bits - 1)) - 1 if type.signed else (1 << type.bits) - 1
+        if type is Bool:
+            lo, hi = 0, 1
+        if not lo <= int(value) <= hi:
+            raise MappingError(f"constant {value} does not fit {type} (range {lo}..{hi}); "
+                               f"cast the other operand or change the constant")
+        self.value, self.type = int(value), type
+
+
+def _lift(v: Any, like: Type) -> Expr:
+    if isinstance(v, Expr):
+        return v
+    if isinstance(v, bool):
+        return Const(int(v), Bool)
+    if isinstance(v, int):
+        return Const(v, like)
+    if isinstance(v, (Var, RVar, Affine)):
+        raise MappingError(f"{v!r}: loop variables cannot be used as values (only as indices)")
+    raise MappingError(f"cannot use {v!r} of Python type {type(v).__name__} in a DSL expression")
+
+
+class BinOp(Expr):
+    ARITH = {"+", "-", "*", "/", ">>", "<<", "&", "|", "^", "min", "max"}
+    CMP = {"<", "<=", ">", ">=", "==", "!="}
+
+    def __init__(self, op: str, a: Expr, b: Expr, type: Type):
+        self.op, self.a, self.b, self.type = op, a, b, type
+
+    @staticmethod
+    def make(op: str, a: Any, b: Any) -> Expr:
+        if not isinstance(a, Expr) and not isinstance(b, Expr):
+            raise MappingError(f"operator {op}: at least one operand must be a DSL expression")
+        if op in (">>", "<<", "/"):
+            a = _lift(a, b.type if isinstance(b, Expr) else UInt16)
+            if not isinstance(b, int) or isinstance(b, bool):
+                raise MappingError(f"operator {op}: the right operand must be an integer literal "
+                                   f"(got {b!r})")
+            if a.type is Bool:
+                raise MappingError(f"operator {op} is not defined on Bool")
+            if op == "/":
+                if b <= 0 or b & (b - 1):
+                    raise MappingError(f"division by {b}: only positive powers of two are supported "
+                                       f"(they lower to shifts)")
+                return BinOp(">>", a, Const(b.bit_length() - 1, UInt16), a.type) if b > 1 else a
+            if not 0 <= b < a.type.bits:
+                raise MappingError(f"shift by {b}: amount must be in [0, {a.type.bits - 1}]")
+            return BinOp(op, a, Const(b, UInt16), a.type)
+        like = a.type if isinstance(a, Expr) else b.type
+        a, b = _lift(a, like), _lift(b, like)
+        if a.type != b.type:
+            raise MappingError(f"operator {op}: operand types differ ({a.type} vs {b.type}); "
+                               f"use cast(type, e)")
+        if op in BinOp.CMP:
+            if a.type is Bool and op not in ("==", "!="):
+                raise MappingError(f"operator {op} is not defined on Bool")
+            return BinOp(op, a, b, Bool)
+        if a.type is Bool and op not in ("&", "|", "^"):
+            raise MappingError(f"operator {op} is not defined on Bool (use &, |, ^, ~)")
+        return BinOp(op, a, b, a.type)
+
+
+class Unary(Expr):
+    def __init__(self, op: str, a: Expr, type: Type):
+        self.op, self.a, self.type = op, a, type
+
+
+class Select(Expr):
+    def __init__(self, c: Expr, a: Expr, b: Expr):
+        self.c, self.a, self.b, self.type = c, a, b, a.type
+
+
+class Cast(Expr):
+    def __init__(self, type: Type, a: Expr):
+        self.a, self.type = a, type
+
+
+class Access(Expr):
+    """``producer[i0, i1]`` — a Func, Input or Table read."""
+
+    def __init__(self, target: Any, idx: tuple[Affine, ...]):
+        self.target, self.idx = target, idx
+        self.type = target.type
+
+
+def select(c: Any, a: Any, b: Any) -> Expr:
+    """``a if c else b`` element-wise (Halide ``select``); ``c`` must be Bool."""
+    like = a.type if isinstance(a, Expr) else (b.type if isinstance(b, Expr) else UInt16)
+    a, b = _lift(a, like), _lift(b, like)
+    if not isinstance(c, Expr) or c.type is not Bool:
+        raise MappingError("select: the condition must be a Bool expression (a comparison)")
+    if a.type != b.type:
+        raise MappingError(f"select: branch types differ ({a.type} vs {b.type}); use cast")
+    return Select(c, a, b)
+
+
+def min(a: Any, b: Any) -> Expr:  # noqa: A001 - Halide name
+    """Element-wise minimum (signed or unsigned by type)."""
+    return BinOp.make("min", a, b)
+
+
+def max(a: Any, b: Any) -> Expr:  # noqa: A001 - Halide name
+    """Element-wise maximum (signed or unsigned by type)."""
+    return BinOp.make("max", a, b)
+
+
+def clamp(a: Any, lo: Any, hi: Any) -> Expr:
+    """``min(max(a, lo), hi)``."""
+    return min(max(a, lo), hi)
+
+
+def abs(a: Expr) -> Expr:  # noqa: A001 - Halide name
+    """Absolute value; ``Int16 -> UInt16`` (Halide's rule), identity type for UInt16."""
+    if not isinstance(a, Expr) or a.type is Bool:
+        raise MappingError("abs: needs a UInt16 or Int16 expression")
+    return Unary("abs", a, UInt16)
+
+
+def cast(t: Type, a: Any) -> Expr:
+    """Reinterpret between UInt16 and Int16, or turn a Bool into 0/1."""
+    a = _lift(a, t)
+    if t is Bool:
+        raise MappingError("cast to Bool is not supported; use a comparison")
+    return Cast(t, a)
+
+
+# ------------------------------------------------------------------------------ funcs
+class Input:
+    """A pipeline input image: ``Input(name, type, shape=(width, height))``."""
+
+    def __init__(self, name: str, type: Type, shape: tuple[int, int]):
+        if type is Bool:
+            raise MappingError(f"Input {name}: type must be UInt16 or Int16")
+        if len(shape) != 2 or shape[0] < 1 or shape[1] < 1:
+            raise MappingError(f"Input {name}: shape must be (width, height) >= 1, got {shape}")
+        self.name, self.type, self.shape = name, type, (int(shape[0]), int(shape[1]))
+
+    def __getitem__(self, idx: Any) -> Access:
+        return Access(self, _index(idx, self.name))
+
+
+class Table:
+    """A constant table ``t[i, j] = rows[j][i]`` (values fit ``type``)."""
+
+    def __init__(self, name: str, rows: list[list[int]], type: Type = UInt16):
+        self.name, self.rows, self.type = name, [list(map(int, r)) for r in rows], type
+        for r in self.rows:
+            for v in r:
+                Const(v, type)
+
+    def __getitem__(self, idx: Any) -> Access:
+        return Access(self, _index(idx, self.name))
+
+
+def _index(idx: Any, who: str) -> tuple[Affine, ...]:
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    if len(idx) != 2:
+        raise MappingError(f"{who}: accesses must have 2 indices (x, y), got {len(idx)}")
+    return tuple(Affine.of(i) for i in idx)
+
+
+class Func:
+    """A pipeline stage: one pure definition and at most one RDom update."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.vars: tuple[Var, ...] | None = None
+        self.pure: Expr | None = None
+        self.update: Expr | None = None
+        self.rdom: RDom | None = None
+
+    @property
+    def type(self) -> Type:
+        if self.pure is None:
+            raise MappingError(f"Func {self.name} is used before it is defined")
+        return self.pure.type
+
+    def __getitem__(self, idx: Any) -> Access:
+        return Access(self, _index(idx, self.name))
+
+    def __setitem__(self, idx: Any, value: Any) -> None:
+        args = idx if isinstance(idx, tuple) else (idx,)
+        if len(args) != 2 or not all(isinstance(a, Var) for a in args) or args[0] is args[1]:
+            raise MappingError(f"Func {self.name}: definitions must be f[x, y] = ... with two "
+                               f"distinct pure Vars")
+        if self.pure is None:
+            if isinstance(value, int):
+                raise MappingError(f"Func {self.name}: a pure definition needs a typed expression "
+                                   f"(write UInt16/Int16 constants as cast(UInt16, c))")
+            e = _lift(value, UInt16)
+            if e.type is Bool:
+                raise MappingError(f"Func {self.name}: a stage must produce UInt16 or Int16, not Bool")
+            self.vars, self.pure = tuple(args), e
+            return
+        if self.update is not None:
+            raise MappingError(f"Func {self.name}: only one update definition is supported")
+        if tuple(args) != self.vars:
+            raise MappingError(f"Func {self.name}: the update must use the pure vars {self.vars}")
+        e = _lift(value, self.type)
+        if e.type != self.type:
+            raise MappingError(f"Func {self.name}: update type {e.type} differs from {self.type}")
+        rdoms = {id(v.rdom): v.rdom for v in _rvars(e)}
+        if len(rdoms) != 1:
+            raise MappingError(f"Func {self.name}: an update must use exactly one RDom, "
+                               f"found {len(rdoms)}")
+        self.update, self.rdom = e, next(iter(rdoms.values()))
+
+
+def _children(e: Expr) -> list[Expr]:
+    if isinstance(e, BinOp):
+        return [e.a, e.b]
+    if isinstance(e, Unary):
+        return [e.a]
+    if isinstance(e, Select):
+        return [e.c, e.a, e.b]
+    if isinstance(e, Cast):
+        return [e.a]
+    return []
+
+
+def _walk(e: Expr) -> list[Expr]:
+    seen: dict[int, Expr] = {}
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen[id(n)] = n
+        stack.extend(_children(n))
+    return list(seen.values())
+
+
+def _rvars(e: Expr) -> list[RVar]:
+    out = []
+    for n in _walk(e):
+        if isinstance(n, Access):
+            for a in n.idx:
+                out.extend(t for t in a.terms if isinstance(t, RVar))
+    return out
+
+
+# ------------------------------------------------------------------------------ lowering
+_IROP = {"+": "add", "-": "sub", "*": "mul", "<<": "shl", "&": "and", "|": "or", "^": "xor"}
+
+
+class Pipeline:
+    """A DSL pipeline: the Funcs reachable from ``output``; ``unroll`` output pixels per cycle."""
+
+    def __init__(self, output: Func, name: str | None = None, unroll: int = 1):
+        if not isinstance(output, Func):
+            raise MappingError("Pipeline: the output must be a Func")
+        if unroll < 1:
+            raise MappingError(f"Pipeline {name}: unroll must be >= 1, got {unroll}")
+        self.output, self.name, self.unroll = output, name or output.name, unroll
+        self.funcs, self.inputs = self._collect()
+
+    def _collect(self) -> tuple[list[Func], list[Input]]:
+        order: list[Func] = []
+        inputs: dict[str, Input] = {}
+        state: dict[int, int] = {}
+
+        def visit(f: Func) -> None:
+            if state.get(id(f)) == 2:
+                return
+            if state.get(id(f)) == 1:
+                raise MappingError(f"Pipeline {self.name}: Func {f.name} depends on itself")
+            if f.pure is None:
+                raise MappingError(f"Pipeline {self.name}: Func {f.name} has no definition")
+            state[id(f)] = 1
+            for e in (f.pure, f.update):
+                if e is None:
+                    continue
+                for n in _walk(e):
+                    if isinstance(n, Access):
+                        if isinstance(n.target, Func) and n.target is not f:
+                            visit(n.target)
+                        elif isinstance(n.target, Input):
+                            old = inputs.setdefault(n.target.name, n.target)
+                            if old is not n.target:
+                                raise MappingError(f"Pipeline {self.name}: two Inputs named "
+                                                   f"{n.target.name}")
+                        elif n.target is f and e is f.pure:
+                            raise MappingError(f"Func {f.name}: the pure definition reads itself")
+            state[id(f)] = 2
+            order.append(f)
+
+        visit(self.output)
+        names = [f.name for f in order] + list(inputs)
+        if len(set(names)) != len(names):
+            raise MappingError(f"Pipeline {self.name}: Func/Input names must be unique: {names}")
+        return order, list(inputs.values())
+
+    def lower(self) -> ir.Pipeline:
+        """Lower to :class:`mapper.ir.Pipeline` (one stage per Func, reductions unrolled)."""
+        stages = [_lower_func(f) for f in self.funcs]
+        p = ir.Pipeline(
+            self.name,
+            {i.name: ir.PipelineInput(i.name, i.shape, i.type.signed, i.type.bits) for i in self.inputs},
+            stages, self.output.name, self.unroll)
+        p.validate()
+        p.domains()
+        return p
+
+
+def _lower_func(f: Func) -> ir.Stage:
+    k = ir.Kernel(f"hcompute_{f.name}")
+    offsets: dict[str, list[tuple[int, int]]] = {}
+    consts: dict[tuple[int, int], int] = {}
+    xv, yv = f.vars
+
+    def const(v: int, bits: int) -> int:
+        key = (v & ((1 << bits) - 1), bits)
+        if key not in consts:
+            consts[key] = k.const(v, bits)
+        return consts[key]
+
+    def offset(idx: tuple[Affine, ...], env: dict[RVar, int], who: str) -> tuple[int, int]:
+        out = []
+        for dim, (a, pv) in enumerate(zip(idx, (xv, yv), strict=True)):
+            pure = [t for t in a.terms if isinstance(t, Var)]
+            if len(pure) != 1 or pure[0] is not pv:
+                raise MappingError(f"Func {f.name}: access to {who} dimension {dim} must be "
+                                   f"{pv.name} + constant (+ RDom vars), got {a!r}")
+            c = a.const
+            for t in a.terms:
+                if isinstance(t, RVar):
+                    if t not in env:
+                        raise MappingError(f"Func {f.name}: RDom var {t.name} used outside the update")
+                    c += env[t]
+            out.append(c)
+        return out[0], out[1]
+
+    def table_value(acc: Access, env: dict[RVar, int]) -> int:
+        vals = []
+        for a in acc.idx:
+            if any(isinstance(t, Var) for t in a.terms):
+                raise MappingError(f"Func {f.name}: Table {acc.target.name} may only be indexed by "
+                                   f"RDom vars and literals")
+            vals.append(a.const + sum(env[t] for t in a.terms))
+        i, j = vals
+        rows = acc.target.rows
+        if not (0 <= j < len(rows) and 0 <= i < len(rows[j])):
+            raise MappingError(f"Func {f.name}: Table {acc.target.name}[{i}, {j}] is out of range")
+        return rows[j][i]
+
+    def lower(e: Expr, env: dict[RVar, int], acc: int | None, memo: dict[int, int]) -> int:
+        if id(e) in memo:
+            return memo[id(e)]
+        if isinstance(e, Const):
+            r = const(e.value, e.type.bits)
+        elif isinstance(e, Access):
+            t = e.target
+            if t is f:
+                if acc is None:
+                    raise MappingError(f"Func {f.name}: reads itself outside its update")
+                if any(a.terms != (v,) or a.const for a, v in zip(e.idx, (xv, yv), strict=True)):
+                    raise MappingError(f"Func {f.name}: the update may read {f.name} only at the "
+                                       f"pure point [{xv.name}, {yv.name}]")
+                r = acc
+            elif isinstance(t, Table):
+                r = const(table_value(e, env), t.type.bits)
+            else:
+                off = offset(e.idx, env, t.name)
+                lst = offsets.setdefault(t.name, [])
+                if off not in lst:
+                    lst.append(off)
+                    k.declare_input(t.name, len(lst), 16)
+                r = k.input(t.name, lst.index(off))
+        elif isinstance(e, Cast):
+            a = lower(e.a, env, acc, memo)
+            if e.a.type is Bool:
+                r = k.add("coreir.mux", const(0, 16), const(1, 16), a)
+            else:
+                r = a
+        elif isinstance(e, Select):
+            c, a, b = (lower(x, env, acc, memo) for x in (e.c, e.a, e.b))
+            r = k.add("corebit.mux" if e.type is Bool else "coreir.mux", b, a, c)
+        elif isinstance(e, Unary):
+            a = lower(e.a, env, acc, memo)
+            if e.op == "~":
+                r = k.add("corebit.not" if e.a.type is Bool else "coreir.not", a)
+            elif e.op == "abs":
+                r = k.add("commonlib.abs", a) if e.a.type.signed else a
+            else:
+                raise MappingError(f"Func {f.name}: unknown unary op {e.op}")
+        elif isinstance(e, BinOp):
+            a, b = lower(e.a, env, acc, memo), lower(e.b, env, acc, memo)
+            s = e.a.type.signed
+            if e.a.type is Bool:
+                r = k.add({"&": "corebit.and", "|": "corebit.or", "^": "corebit.xor",
+                           "!=": "corebit.xor"}.get(e.op, "corebit.xor"), a, b)
+                if e.op == "==":
+                    r = k.add("corebit.not", r)
+            elif e.op in _IROP:
+                r = k.add(f"coreir.{_IROP[e.op]}", a, b)
+            elif e.op == ">>":
+                r = k.add("coreir.ashr" if s else "coreir.lshr", a, b)
+            elif e.op in ("min", "max"):
+                r = k.add(f"commonlib.{'s' if s else 'u'}{e.op}", a, b)
+            elif e.op in ("==", "!="):
+                r = k.add("coreir.eq" if e.op == "==" else "coreir.neq", a, b)
+            else:
+                cmp = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge"}[e.op]
+                r = k.add(f"coreir.{'s' if s else 'u'}{cmp}", a, b)
+        else:
+            raise MappingError(f"Func {f.name}: cannot lower {type(e).__name__}")
+        memo[id(e)] = r
+        return r
+
+    val = lower(f.pure, {}, None, {})
+    if f.update is not None:
+        for point in f.rdom.points():
+            val = lower(f.update, point, val, {})
+    k.set_output("out", val)
+    k = ir.simplify(k)
+    windows = {name: ir.Window(name, tuple(offs)) for name, offs in offsets.items()}
+    return ir.Stage(f.name, k, windows, f.type.signed)

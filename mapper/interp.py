@@ -1,0 +1,141 @@
+"""Golden model 1: a numpy interpreter of the IR, vectorised over the image.
+
+Values are carried as ``int64`` arrays holding the unsigned ``width``-bit patterns (widths up to
+31 bits), so every op is exact: wrap-around modulo ``2**width`` and signed/unsigned readings
+follow :func:`mapper.ir.eval_op` bit for bit.  Images are numpy arrays indexed ``[y, x]``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from cgra.errors import MappingError
+from mapper.ir import BIT, CONST_OPS, INPUT, OPS, Box, Kernel, Pipeline
+
+_MAX_WIDTH = 31
+
+
+def _signed(a: np.ndarray, w: int) -> np.ndarray:
+    return a - (((a >> (w - 1)) & 1) << w)
+
+
+def np_op(op: str, args: list[np.ndarray], width: int) -> np.ndarray:
+    """Apply IR op ``op`` element-wise; ``args`` hold unsigned patterns, ``width`` = operand
+    width in bits for comparisons, result width otherwise.  Returns an int64 array."""
+    if width > _MAX_WIDTH:
+        raise MappingError(f"interpreter: {width}-bit values are wider than {_MAX_WIDTH} bits")
+    m = (1 << width) - 1
+    a = args
+    name = op.split(".", 1)[1]
+    if op.startswith("corebit."):
+        if name == "and":
+            return a[0] & a[1]
+        if name == "or":
+            return a[0] | a[1]
+        if name == "xor":
+            return a[0] ^ a[1]
+        if name == "not":
+            return 1 - a[0]
+        if name == "mux":
+            return np.where(a[2] != 0, a[1], a[0])
+    s = lambda i: _signed(a[i], width)  # noqa: E731
+    if name == "add":
+        return (a[0] + a[1]) & m
+    if name == "sub":
+        return (a[0] - a[1]) & m
+    if name == "mul":
+        return (a[0] * a[1]) & m
+    if name == "lshr":
+        return np.where(a[1] >= width, 0, a[0] >> np.minimum(a[1], width - 1))
+    if name == "shl":
+        return np.where(a[1] >= width, 0, (a[0] << np.minimum(a[1], width - 1)) & m)
+    if name == "ashr":
+        return (s(0) >> np.minimum(a[1], width - 1)) & m
+    if name == "and":
+        return a[0] & a[1]
+    if name == "or":
+        return a[0] | a[1]
+    if name == "xor":
+        return a[0] ^ a[1]
+    if name == "not":
+        return ~a[0] & m
+    cmp = {"eq": np.equal, "neq": np.not_equal, "ult": np.less, "ule": np.less_equal,
+           "ugt": np.greater, "uge": np.greater_equal}
+    if name in cmp:
+        return cmp[name](a[0], a[1]).astype(np.int64)
+    scmp = {"slt": np.less, "sle": np.less_equal, "sgt": np.greater, "sge": np.greater_equal}
+    if name in scmp:
+        return scmp[name](s(0), s(1)).astype(np.int64)
+    if name == "mux":
+        return np.where(a[2] != 0, a[1], a[0])
+    if name == "smax":
+        return np.where(s(0) >= s(1), a[0], a[1])
+    if name == "smin":
+        return np.where(s(0) <= s(1), a[0], a[1])
+    if name == "umax":
+        return np.maximum(a[0], a[1])
+    if name == "umin":
+        return np.minimum(a[0], a[1])
+    if name == "abs":
+        return np.abs(s(0)) & m
+    if name == "absd":
+        return np.abs(_signed((a[0] - a[1]) & m, width)) & m
+    if name == "mult_middle":
+        return ((s(0) * s(1)) >> (width // 2)) & m
+    raise MappingError(f"interpreter: unknown op '{op}'")
+
+
+def eval_kernel(kernel: Kernel, inputs: dict[str, list[np.ndarray]]) -> dict[str, np.ndarray]:
+    """Evaluate ``kernel`` on arrays: ``inputs[name][i]`` is the array of element ``i``.
+
+    All arrays must broadcast together.  Returns output name -> int64 array of unsigned
+    patterns.  Raises :class:`MappingError` for a missing input element.
+    """
+    vals: dict[int, np.ndarray] = {}
+    for n in kernel.live_nodes():
+        if n.op == INPUT:
+            name, idx = n.input
+            if name not in inputs or len(inputs[name]) <= idx:
+                raise MappingError(f"interpreter: kernel {kernel.name} needs input {name}[{idx}]")
+            vals[n.id] = np.asarray(inputs[name][idx], dtype=np.int64) & ((1 << n.width) - 1)
+        elif n.op in CONST_OPS:
+            vals[n.id] = np.int64(n.value)
+        else:
+            spec = OPS[n.op]
+            w = kernel.nodes[n.args[0]].width if spec.result == BIT and spec.operands[0] != BIT \
+                else n.width
+            vals[n.id] = np_op(n.op, [vals[a] for a in n.args], w)
+    return {k: np.asarray(vals[v]) for k, v in kernel.outputs.items()}
+
+
+def run_pipeline(pipeline: Pipeline, images: dict[str, np.ndarray],
+                 all_stages: bool = False) -> np.ndarray | dict[str, tuple[Box, np.ndarray]]:
+    """Run ``pipeline`` on input images (arrays ``[y, x]`` of shape ``(height, width)``).
+
+    Returns the output stage over its valid domain (shape ``(y1-y0, x1-x0)``, dtype uint16 or
+    int16 by the stage's signedness), or with ``all_stages`` every stage's ``(Box, array)``.
+    Raises :class:`MappingError` if an image is missing or has the wrong shape.
+    """
+    dom = pipeline.domains()
+    arrays: dict[str, np.ndarray] = {}
+    for name, pin in pipeline.inputs.items():
+        if name not in images:
+            raise MappingError(f"pipeline {pipeline.name}: no image given for input '{name}'")
+        img = np.asarray(images[name])
+        if img.shape != (pin.shape[1], pin.shape[0]):
+            raise MappingError(f"pipeline {pipeline.name}: input '{name}' must have shape "
+                               f"(height, width) = {(pin.shape[1], pin.shape[0])}, got {img.shape}")
+        arrays[name] = img.astype(np.int64) & ((1 << pin.width_bits) - 1)
+    for s in pipeline.stages:
+        b = dom[s.name]
+        ins: dict[str, list[np.ndarray]] = {}
+        for iname, w in s.windows.items():
+            pb, pa = dom[w.producer], arrays[w.producer]
+            ins[iname] = [pa[b.y0 + dy - pb.y0: b.y1 + dy - pb.y0, b.x0 + dx - pb.x0: b.x1 + dx - pb.x0]
+                          for dx, dy in w.offsets]
+        out = eval_kernel(s.kernel, ins)["out"]
+        arrays[s.name] = np.broadcast_to(out, (b.height, b.width)).astype(np.int64)
+    if all_stages:
+        return {s.name: (dom[s.name], arrays[s.name]) for s in pipeline.stages}
+    st = pipeline.stage(pipeline.output)
+    res = arrays[st.name].astype(np.uint16)
+    return res.view(np.int16) if st.signed else res

@@ -1,0 +1,581 @@
+"""The mapper's op-DAG IR: kernels (one DAG per ``hcompute_*`` stage) and stencil pipelines.
+
+Ops are CoreIR / commonlib / corebit primitives, named exactly as in CoreIR JSON
+(``coreir.add``, ``commonlib.smax``, ``corebit.and`` ...), because the rewrite-rule table of
+the compute mapper is keyed by these names.  Two pseudo-ops complete a DAG: ``input`` (one
+element of a kernel input; stencil windows are *indexed* inputs ``name[i]``) and the constants
+``coreir.const`` / ``corebit.const``.
+
+Value model: every data value is a ``width``-bit word (16 bits for all shipped apps) stored as
+an unsigned integer in ``[0, 2**width)``; bit values are 0/1.  Signedness lives in the op
+(``slt`` vs ``ult``, ``ashr`` vs ``lshr``, ``smax`` vs ``umax``), never in the value.
+:func:`eval_op` is the reference semantics of every op (the numpy interpreter and the Halide
+exporter are checked against each other; rule synthesis must use the same definitions):
+
+- ``add sub mul shl``: result modulo ``2**width``.  ``mul`` keeps the low ``width`` bits.
+- ``lshr a b`` / ``shl a b``: shift by the unsigned amount ``b``; ``b >= width`` gives 0.
+- ``ashr a b``: arithmetic shift of ``a`` read as two's complement; ``b >= width`` gives the
+  sign fill (0 or all ones).  (This is SMT-LIB ``bvashr``/``bvlshr``/``bvshl``.)
+- ``eq neq ult ule ugt uge slt sle sgt sge``: 1-bit results.
+- ``coreir.mux(in0, in1, sel)``: ``in1 if sel else in0`` (CoreIR's port order).
+- ``smax smin umax umin``: signed / unsigned max and min.
+- ``commonlib.abs a``: ``|a|`` of ``a`` read as signed, modulo ``2**width`` (abs(-32768) = 0x8000).
+- ``commonlib.absd a b``: ``abs((a - b) mod 2**width)`` (the wrapped difference read as signed).
+- ``commonlib.mult_middle a b``: bits ``[width*3/2-1 : width/2]`` of the ``2*width``-bit
+  product of ``a`` and ``b`` both sign-extended (bits 23..8 for 16-bit words).
+- ``corebit.and/or/xor/not/mux/const``: 1-bit logic; ``corebit.mux(in0, in1, sel)`` as above.
+
+Pipelines: a :class:`Pipeline` is a list of :class:`Stage` in topological order; each stage has
+one kernel whose indexed inputs are bound to :class:`Window` s (the producer — a pipeline input
+or an earlier stage — and one ``(dx, dy)`` offset per index: element ``i`` of the window for
+output pixel ``(x, y)`` is ``producer(x + dx_i, y + dy_i)``).  Boundary handling: a stage's
+output exists only where every window element lies inside its producer's domain, so the domain
+of each stage is the intersection of its producers' domains shifted by the negated offsets
+(output images shrink; nothing is padded or clamped).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from cgra.errors import MappingError
+
+DATA = "d"
+BIT = "b"
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """Signature of an IR op: operand kinds (``'d'`` data word, ``'b'`` bit), result kind."""
+
+    name: str
+    operands: tuple[str, ...]
+    result: str
+    ports: tuple[str, ...]
+
+
+def _spec(name: str, operands: str, result: str, ports: tuple[str, ...] | None = None) -> OpSpec:
+    if ports is None:
+        ports = tuple(f"in{i}" for i in range(len(operands))) if len(operands) > 1 else (
+            ("in",) if len(operands) == 1 else ())
+    return OpSpec(name, tuple(operands), result, ports)
+
+
+#: Every op of the IR by its CoreIR name.
+OPS: dict[str, OpSpec] = {}
+for _n in ("add", "sub", "mul", "lshr", "ashr", "shl", "and", "or", "xor"):
+    OPS[f"coreir.{_n}"] = _spec(f"coreir.{_n}", "dd", DATA)
+OPS["coreir.not"] = _spec("coreir.not", "d", DATA)
+for _n in ("eq", "neq", "ult", "ule", "ugt", "uge", "slt", "sle", "sgt", "sge"):
+    OPS[f"coreir.{_n}"] = _spec(f"coreir.{_n}", "dd", BIT)
+OPS["coreir.mux"] = _spec("coreir.mux", "ddb", DATA, ("in0", "in1", "sel"))
+OPS["coreir.const"] = _spec("coreir.const", "", DATA)
+for _n in ("smax", "smin", "umax", "umin", "absd", "mult_middle"):
+    OPS[f"commonlib.{_n}"] = _spec(f"commonlib.{_n}", "dd", DATA)
+OPS["commonlib.abs"] = _spec("commonlib.abs", "d", DATA)
+for _n in ("and", "or", "xor"):
+    OPS[f"corebit.{_n}"] = _spec(f"corebit.{_n}", "bb", BIT)
+OPS["corebit.not"] = _spec("corebit.not", "b", BIT)
+OPS["corebit.mux"] = _spec("corebit.mux", "bbb", BIT, ("in0", "in1", "sel"))
+OPS["corebit.const"] = _spec("corebit.const", "", BIT)
+
+INPUT = "input"
+CONST_OPS = frozenset({"coreir.const", "corebit.const"})
+
+
+def to_signed(v: int, width: int) -> int:
+    """Read the ``width``-bit pattern ``v`` as a two's-complement integer."""
+    v &= (1 << width) - 1
+    return v - (1 << width) if v >> (width - 1) else v
+
+
+def eval_op(op: str, args: list[int], width: int, value: int | None = None) -> int:
+    """Reference semantics of one IR op on Python ints (see the module docstring).
+
+    ``args`` are unsigned bit patterns; data operands/results are ``width`` bits, bit operands
+    and results are 0/1.  Raises :class:`MappingError` for an unknown op.
+    """
+    m = (1 << width) - 1
+    s = [to_signed(a, width) for a in args] if op not in CONST_OPS else []
+    if op == "coreir.const":
+        return int(value) & m
+    if op == "corebit.const":
+        return int(value) & 1
+    name = op.split(".", 1)[1]
+    if op.startswith("corebit."):
+        a = args
+        if name == "and":
+            return a[0] & a[1]
+        if name == "or":
+            return a[0] | a[1]
+        if name == "xor":
+            return a[0] ^ a[1]
+        if name == "not":
+            return 1 - a[0]
+        if name == "mux":
+            return a[1] if a[2] else a[0]
+    a = args
+    table = {
+        "add": lambda: (a[0] + a[1]) & m,
+        "sub": lambda: (a[0] - a[1]) & m,
+        "mul": lambda: (a[0] * a[1]) & m,
+        "lshr": lambda: 0 if a[1] >= width else a[0] >> a[1],
+        "shl": lambda: 0 if a[1] >= width else (a[0] << a[1]) & m,
+        "ashr": lambda: (s[0] >> min(a[1], width - 1)) & m,
+        "and": lambda: a[0] & a[1],
+        "or": lambda: a[0] | a[1],
+        "xor": lambda: a[0] ^ a[1],
+        "not": lambda: ~a[0] & m,
+        "eq": lambda: int(a[0] == a[1]),
+        "neq": lambda: int(a[0] != a[1]),
+        "ult": lambda: int(a[0] < a[1]),
+        "ule": lambda: int(a[0] <= a[1]),
+        "ugt": lambda: int(a[0] > a[1]),
+        "uge": lambda: int(a[0] >= a[1]),
+        "slt": lambda: int(s[0] < s[1]),
+        "sle": lambda: int(s[0] <= s[1]),
+        "sgt": lambda: int(s[0] > s[1]),
+        "sge": lambda: int(s[0] >= s[1]),
+        "mux": lambda: a[1] if a[2] else a[0],
+        "smax": lambda: a[0] if s[0] >= s[1] else a[1],
+        "smin": lambda: a[0] if s[0] <= s[1] else a[1],
+        "umax": lambda: max(a[0], a[1]),
+        "umin": lambda: min(a[0], a[1]),
+        "abs": lambda: abs(s[0]) & m,
+        "absd": lambda: abs(to_signed(a[0] - a[1], width)) & m,
+        "mult_middle": lambda: ((s[0] * s[1]) >> (width // 2)) & m,
+    }
+    if op.startswith(("coreir.", "commonlib.")) and name in table and op in OPS:
+        return table[name]()
+    raise MappingError(f"eval_op: unknown IR op '{op}'; known ops: {', '.join(sorted(OPS))}")
+
+
+@dataclass(frozen=True)
+class Node:
+    """One DAG node.  ``args`` are ids of earlier nodes (operand order = the op's ports).
+
+    ``width`` is the result width in bits (1 for bit results).  ``value`` is set for constants;
+    ``input`` = ``(input name, element index)`` for ``op == 'input'``.
+    """
+
+    id: int
+    op: str
+    args: tuple[int, ...]
+    width: int
+    value: int | None = None
+    input: tuple[str, int] | None = None
+    name: str | None = None
+
+
+@dataclass
+class Kernel:
+    """One compute kernel: a DAG of :class:`Node` (ids are list positions, topological order).
+
+    ``inputs`` maps an input name to its element count (a stencil window of n words is one
+    input with n indexed elements; a scalar input has 1); ``input_widths`` its element width
+    in bits.  ``outputs`` maps output names to node ids.
+    """
+
+    name: str
+    nodes: list[Node] = field(default_factory=list)
+    inputs: dict[str, int] = field(default_factory=dict)
+    input_widths: dict[str, int] = field(default_factory=dict)
+    outputs: dict[str, int] = field(default_factory=dict)
+    _input_nodes: dict[tuple[str, int], int] = field(default_factory=dict, repr=False)
+
+    def declare_input(self, name: str, size: int, width: int = 16) -> None:
+        """Declare input ``name`` with ``size`` elements of ``width`` bits."""
+        if size < 1:
+            raise MappingError(f"kernel {self.name}: input '{name}' must have >= 1 element")
+        self.inputs[name] = max(size, self.inputs.get(name, 0))
+        self.input_widths[name] = width
+
+    def input(self, name: str, index: int = 0) -> int:
+        """Node id of element ``index`` of input ``name`` (created on first use)."""
+        if name not in self.inputs:
+            raise MappingError(f"kernel {self.name}: input '{name}' is not declared")
+        if not 0 <= index < self.inputs[name]:
+            raise MappingError(f"kernel {self.name}: input '{name}' has {self.inputs[name]} "
+                               f"elements; index {index} is out of range")
+        key = (name, index)
+        if key not in self._input_nodes:
+            nid = len(self.nodes)
+            self.nodes.append(Node(nid, INPUT, (), self.input_widths[name], input=key))
+            self._input_nodes[key] = nid
+        return self._input_nodes[key]
+
+    def const(self, value: int, width: int = 16) -> int:
+        """A new constant node (``corebit.const`` when ``width == 1``)."""
+        op = "corebit.const" if width == 1 else "coreir.const"
+        nid = len(self.nodes)
+        self.nodes.append(Node(nid, op, (), width, value=int(value) & ((1 << width) - 1)))
+        return nid
+
+    def add(self, op: str, *args: int, width: int | None = None, name: str | None = None) -> int:
+        """Append op ``op`` applied to node ids ``args``; returns the new node id.
+
+        The result width is 1 for bit results, else ``width`` or the first data operand's width.
+        Raises :class:`MappingError` on an unknown op, wrong arity or operand kind.
+        """
+        spec = OPS.get(op)
+        if spec is None or op in CONST_OPS:
+            raise MappingError(f"kernel {self.name}: unknown op '{op}' (node {name or len(self.nodes)})")
+        if len(args) != len(spec.operands):
+            raise MappingError(f"kernel {self.name}: op {op} takes {len(spec.operands)} operands, "
+                               f"got {len(args)} (node {name or len(self.nodes)})")
+        for port, kind, a in zip(spec.ports, spec.operands, args, strict=True):
+            if not 0 <= a < len(self.nodes):
+                raise MappingError(f"kernel {self.name}: op {op} port {port} refers to missing node {a}")
+            aw = self.nodes[a].width
+            if (kind == BIT) != (aw == 1):
+                raise MappingError(f"kernel {self.name}: op {op} port {port} expects a "
+                                   f"{'bit' if kind == BIT else 'data word'}, got a {aw}-bit value "
+                                   f"(node {name or len(self.nodes)})")
+        if spec.result == BIT:
+            w = 1
+        else:
+            data_ws = [self.nodes[a].width for a, k in zip(args, spec.operands, strict=True) if k == DATA]
+            w = width if width is not None else (data_ws[0] if data_ws else 16)
+            if any(dw != w for dw in data_ws):
+                raise MappingError(f"kernel {self.name}: op {op} mixes operand widths {data_ws} "
+                                   f"(node {name or len(self.nodes)})")
+        nid = len(self.nodes)
+        self.nodes.append(Node(nid, op, tuple(args), w, name=name))
+        return nid
+
+    def set_output(self, name: str, nid: int) -> None:
+        """Make node ``nid`` the kernel output ``name``."""
+        if not 0 <= nid < len(self.nodes):
+            raise MappingError(f"kernel {self.name}: output '{name}' refers to missing node {nid}")
+        self.outputs[name] = nid
+
+    # ------------------------------------------------------------------ queries
+    def live_nodes(self) -> list[Node]:
+        """Nodes reachable from the outputs, in topological order."""
+        live: set[int] = set()
+        stack = list(self.outputs.values())
+        while stack:
+            n = stack.pop()
+            if n in live:
+                continue
+            live.add(n)
+            stack.extend(self.nodes[n].args)
+        return [n for n in self.nodes if n.id in live]
+
+    def op_counts(self) -> Counter:
+        """Count of each compute op reachable from the outputs (no inputs, no constants)."""
+        return Counter(n.op for n in self.live_nodes() if n.op != INPUT and n.op not in CONST_OPS)
+
+    def num_ops(self) -> int:
+        """Number of compute ops (the PE count when every op takes one PE)."""
+        return sum(self.op_counts().values())
+
+    def evaluate(self, inputs: dict[str, list[int]]) -> dict[str, int]:
+        """Evaluate on Python ints with :func:`eval_op`; ``inputs[name][i]`` = element i."""
+        vals: list[int] = []
+        for n in self.nodes:
+            if n.op == INPUT:
+                name, idx = n.input
+                if name not in inputs or len(inputs[name]) <= idx:
+                    raise MappingError(f"kernel {self.name}: no value given for input {name}[{idx}]")
+                vals.append(int(inputs[name][idx]) & ((1 << n.width) - 1))
+            else:
+                w = self.nodes[n.args[0]].width if n.args and OPS[n.op].result == BIT \
+                    and OPS[n.op].operands[0] == DATA else n.width
+                vals.append(eval_op(n.op, [vals[a] for a in n.args], w, n.value))
+        return {k: vals[v] for k, v in self.outputs.items()}
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (round trip with :meth:`from_dict`)."""
+        return {
+            "name": self.name,
+            "inputs": {k: [v, self.input_widths[k]] for k, v in self.inputs.items()},
+            "outputs": dict(self.outputs),
+            "nodes": [{"id": n.id, "op": n.op, "args": list(n.args), "width": n.width,
+                       **({"value": n.value} if n.value is not None else {}),
+                       **({"input": list(n.input)} if n.input is not None else {}),
+                       **({"name": n.name} if n.name is not None else {})}
+                      for n in self.nodes],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Kernel:
+        """Inverse of :meth:`to_dict`; validates every node."""
+        k = cls(d["name"])
+        for name, (size, width) in d["inputs"].items():
+            k.declare_input(name, size, width)
+        for nd in d["nodes"]:
+            if nd["op"] == INPUT:
+                got = k.input(nd["input"][0], nd["input"][1])
+            elif nd["op"] in CONST_OPS:
+                got = k.const(nd["value"], nd["width"])
+            else:
+                got = k.add(nd["op"], *nd["args"], width=nd["width"], name=nd.get("name"))
+            if got != nd["id"]:
+                raise MappingError(f"kernel {k.name}: node ids must be consecutive (node {nd['id']})")
+        for name, nid in d["outputs"].items():
+            k.set_output(name, nid)
+        return k
+
+
+# ---------------------------------------------------------------------------- pipelines
+@dataclass(frozen=True)
+class Box:
+    """A half-open 2-D domain ``[x0, x1) x [y0, y1)`` in the pipeline's pixel coordinates."""
+
+    x0: int
+    x1: int
+    y0: int
+    y1: int
+
+    @property
+    def width(self) -> int:
+        return self.x1 - self.x0
+
+    @property
+    def height(self) -> int:
+        return self.y1 - self.y0
+
+    def empty(self) -> bool:
+        return self.width <= 0 or self.height <= 0
+
+
+@dataclass(frozen=True)
+class Window:
+    """Binding of one indexed kernel input: element ``i`` reads ``producer(x+dx_i, y+dy_i)``."""
+
+    producer: str
+    offsets: tuple[tuple[int, int], ...]
+
+
+@dataclass
+class Stage:
+    """One pipeline stage: a kernel with one output ``out`` and its input windows.
+
+    ``signed`` says how the stage's 16-bit output words are read (for images and Halide types).
+    """
+
+    name: str
+    kernel: Kernel
+    windows: dict[str, Window]
+    signed: bool = False
+
+
+@dataclass(frozen=True)
+class PipelineInput:
+    """An input image: ``shape = (width, height)`` in pixels, words of ``width_bits`` bits."""
+
+    name: str
+    shape: tuple[int, int]
+    signed: bool = False
+    width_bits: int = 16
+
+
+@dataclass
+class Pipeline:
+    """A stencil pipeline with one output stage; ``unroll`` = output pixels per cycle along x."""
+
+    name: str
+    inputs: dict[str, PipelineInput]
+    stages: list[Stage]
+    output: str
+    unroll: int = 1
+
+    def stage(self, name: str) -> Stage:
+        for s in self.stages:
+            if s.name == name:
+                return s
+        raise MappingError(f"pipeline {self.name}: no stage named '{name}'")
+
+    def validate(self) -> None:
+        """Check names, topological order, window sizes and offsets; raises MappingError."""
+        seen = set(self.inputs)
+        if self.unroll < 1:
+            raise MappingError(f"pipeline {self.name}: unroll must be >= 1, got {self.unroll}")
+        for s in self.stages:
+            if s.name in seen:
+                raise MappingError(f"pipeline {self.name}: duplicate stage/input name '{s.name}'")
+            if set(s.kernel.outputs) != {"out"}:
+                raise MappingError(f"pipeline {self.name}: stage {s.name} kernel must have exactly "
+                                   f"one output 'out', has {sorted(s.kernel.outputs)}")
+            for iname, size in s.kernel.inputs.items():
+                w = s.windows.get(iname)
+                if w is None:
+                    raise MappingError(f"pipeline {self.name}: stage {s.name} input '{iname}' has "
+                                       f"no window binding")
+                if w.producer not in seen:
+                    raise MappingError(f"pipeline {self.name}: stage {s.name} reads '{w.producer}' "
+                                       f"which is not an input or an earlier stage")
+                if len(w.offsets) != size:
+                    raise MappingError(f"pipeline {self.name}: stage {s.name} input '{iname}' has "
+                                       f"{size} elements but {len(w.offsets)} offsets")
+            seen.add(s.name)
+        if self.output not in {s.name for s in self.stages}:
+            raise MappingError(f"pipeline {self.name}: output '{self.output}' is not a stage")
+        shapes = {i.shape for i in self.inputs.values()}
+        if len(shapes) > 1:
+            raise MappingError(f"pipeline {self.name}: all inputs must share one shape, got {shapes}")
+
+    def domains(self) -> dict[str, Box]:
+        """Valid output domain of every input and stage (see the module docstring)."""
+        self.validate()
+        dom: dict[str, Box] = {}
+        for i in self.inputs.values():
+            dom[i.name] = Box(0, i.shape[0], 0, i.shape[1])
+        for s in self.stages:
+            x0, x1, y0, y1 = -(1 << 30), 1 << 30, -(1 << 30), 1 << 30
+            for w in s.windows.values():
+                p = dom[w.producer]
+                for dx, dy in w.offsets:
+                    x0, x1 = max(x0, p.x0 - dx), min(x1, p.x1 - dx)
+                    y0, y1 = max(y0, p.y0 - dy), min(y1, p.y1 - dy)
+            if not s.windows:
+                raise MappingError(f"pipeline {self.name}: stage {s.name} reads no input; "
+                                   f"a constant stage has no domain")
+            b = Box(x0, x1, y0, y1)
+            if b.empty():
+                raise MappingError(f"pipeline {self.name}: stage {s.name} has an empty domain "
+                                   f"{b} (the image is smaller than its stencil)")
+            dom[s.name] = b
+        return dom
+
+    def consumers(self, producer: str) -> list[tuple[Stage, str]]:
+        """``(stage, kernel input name)`` pairs reading ``producer``."""
+        return [(s, i) for s in self.stages for i, w in s.windows.items() if w.producer == producer]
+
+    def op_counts(self) -> Counter:
+        """Total compute-op counts over all stages (one lane)."""
+        c: Counter = Counter()
+        for s in self.stages:
+            c.update(s.kernel.op_counts())
+        return c
+
+    def kernels(self) -> dict[str, Kernel]:
+        """Stage name -> kernel (one lane)."""
+        return {s.name: s.kernel for s in self.stages}
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (round trip with :meth:`from_dict`)."""
+        return {
+            "name": self.name, "output": self.output, "unroll": self.unroll,
+            "inputs": [{"name": i.name, "shape": list(i.shape), "signed": i.signed,
+                        "width_bits": i.width_bits} for i in self.inputs.values()],
+            "stages": [{"name": s.name, "signed": s.signed, "kernel": s.kernel.to_dict(),
+                        "windows": {k: {"producer": w.producer,
+                                        "offsets": [list(o) for o in w.offsets]}
+                                    for k, w in s.windows.items()}} for s in self.stages],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Pipeline:
+        """Inverse of :meth:`to_dict`; validates the result."""
+        try:
+            p = cls(d["name"],
+                    {i["name"]: PipelineInput(i["name"], tuple(i["shape"]), i["signed"],
+                                              i["width_bits"]) for i in d["inputs"]},
+                    [Stage(s["name"], Kernel.from_dict(s["kernel"]),
+                           {k: Window(w["producer"], tuple(tuple(o) for o in w["offsets"]))
+                            for k, w in s["windows"].items()}, s["signed"])
+                     for s in d["stages"]],
+                    d["output"], d["unroll"])
+        except (KeyError, TypeError) as exc:
+            raise MappingError(f"pipeline JSON: missing or malformed field ({exc!r})") from None
+        p.validate()
+        return p
+
+
+def unroll_stage(stage: Stage, unroll: int) -> Stage:
+    """The ``unroll``-lane version of a stage: lane ``l`` computes pixel ``(U*xo + l, y)``.
+
+    Each input window becomes the union of the lanes' windows (offset ``(dx + l, dy)``), so
+    lanes share window elements; outputs are ``out_0 .. out_{U-1}``.  The returned stage has
+    the same ``windows`` keys with merged offsets.  Source: the Halide-to-CGRA flow's
+    ``unroll`` of the innermost output loop.
+    """
+    k = stage.kernel
+    merged: dict[str, list[tuple[int, int]]] = {}
+    for iname, w in stage.windows.items():
+        offs = sorted({(dx + lane, dy) for lane in range(unroll) for dx, dy in w.offsets},
+                      key=lambda o: (o[1], o[0]))
+        merged[iname] = offs
+    nk = Kernel(k.name if unroll == 1 else f"{k.name}_u{unroll}")
+    for iname, offs in merged.items():
+        nk.declare_input(iname, len(offs), k.input_widths[iname])
+    for lane in range(unroll):
+        remap: dict[int, int] = {}
+        for n in k.nodes:
+            if n.op == INPUT:
+                iname, idx = n.input
+                dx, dy = stage.windows[iname].offsets[idx]
+                remap[n.id] = nk.input(iname, merged[iname].index((dx + lane, dy)))
+            elif n.op in CONST_OPS:
+                remap[n.id] = nk.const(n.value, n.width)
+            else:
+                remap[n.id] = nk.add(n.op, *(remap[a] for a in n.args), width=n.width,
+                                     name=f"{n.name}_l{lane}" if n.name else None)
+        nk.set_output(f"out_{lane}", remap[k.outputs["out"]])
+    return Stage(stage.name, nk, {i: Window(stage.windows[i].producer, tuple(o))
+                                  for i, o in merged.items()}, stage.signed)
+
+
+def simplify(kernel: Kernel) -> Kernel:
+    """Constant folding, algebraic identities and common-subexpression elimination.
+
+    Folds ops whose operands are all constants (with :func:`eval_op`), removes ``x + 0``,
+    ``x - 0``, ``x * 1``, ``x | 0``, ``x ^ 0``, shifts by 0, ``x * 0 -> 0``, merges equal
+    constants and structurally equal ops, and drops nodes not reachable from the outputs.
+    The result computes the same function (same inputs and outputs).
+    """
+    new = Kernel(kernel.name)
+    for name, size in kernel.inputs.items():
+        new.declare_input(name, size, kernel.input_widths[name])
+    remap: dict[int, int] = {}
+    cval: dict[int, int] = {}
+    consts: dict[tuple[int, int], int] = {}
+    cse: dict[tuple, int] = {}
+
+    def const(v: int, w: int) -> int:
+        key = (v, w)
+        if key not in consts:
+            consts[key] = new.const(v, w)
+            cval[consts[key]] = new.nodes[consts[key]].value
+        return consts[key]
+
+    for n in kernel.live_nodes():
+        if n.op == INPUT:
+            remap[n.id] = new.input(*n.input)
+            continue
+        if n.op in CONST_OPS:
+            remap[n.id] = const(n.value, n.width)
+            continue
+        args = [remap[a] for a in n.args]
+        spec = OPS[n.op]
+        if all(a in cval for a in args):
+            w = new.nodes[args[0]].width if spec.result == BIT and spec.operands[0] == DATA else n.width
+            remap[n.id] = const(eval_op(n.op, [cval[a] for a in args], w), n.width)
+            continue
+        short = n.op.split(".", 1)[1]
+        c = [cval.get(a) for a in args]
+        if short in ("add", "or", "xor") and n.op.startswith("coreir.") and 0 in c:
+            remap[n.id] = args[1 - c.index(0)]
+            continue
+        if short in ("sub", "lshr", "ashr", "shl") and c[1] == 0:
+            remap[n.id] = args[0]
+            continue
+        if short == "mul" and 1 in c:
+            remap[n.id] = args[1 - c.index(1)]
+            continue
+        if short == "mul" and 0 in c:
+            remap[n.id] = const(0, n.width)
+            continue
+        if short == "mux" and c[2] is not None:
+            remap[n.id] = args[1] if c[2] else args[0]
+            continue
+        key = (n.op, tuple(args), n.width)
+        if key not in cse:
+            cse[key] = new.add(n.op, *args, width=n.width, name=n.name)
+        remap[n.id] = cse[key]
+    for name, nid in kernel.outputs.items():
+        new.set_output(name, remap[nid])
+    return new

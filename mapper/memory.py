@@ -1,0 +1,403 @@
+"""Memory mapping for stencil pipelines: shift registers, line buffers on MEM tiles, Lake port
+programs, chaining, and the memory-side netlist.
+
+Source: the unified-buffer paper (Liu et al., TACO 2023), section 5 (shift-register
+optimisation, mapping buffers onto physical memories, chaining) on top of the schedules and
+ports of :mod:`mapper.schedule`.
+
+1. **Shift-register optimisation.**  For each buffer (producer, lane) take the distinct read
+   distances ``0 <= d_1 < d_2 < ...`` (cycles between write and read, see
+   :mod:`mapper.schedule`).  Walking them in order from the write (distance 0), a distance
+   whose gap to the previous one is ``<= threshold`` is reached by a chain of ``gap``
+   one-cycle registers from the previous tap; a larger gap becomes a *memory tap* (a delay
+   line read port).  Distance 0 is a plain wire.  The threshold is at least the memory's read
+   latency.  Gaussian 3x3 on a W-wide image: distances ``{0,1,2, W,W+1,W+2, 2W,2W+1,2W+2}``
+   -> 6 registers and memory taps ``{W, 2W}``.
+2. **Delay-line segments.**  Memory taps are cut into segments, each fed by one stream (the
+   write stream or an earlier tap) and serving up to ``out_ports`` taps whose delay relative to
+   the segment input ``r`` satisfies ``r - read_latency + 1 <= capacity`` (words needed by a
+   circular delay line; rounded up to a multiple of the fetch width, which only changes the
+   modulus of the circular addressing, not the delay).  A tap farther than one tile can hold gets pass-through segments
+   chained in front (chaining).
+3. **Tiles.**  Segments are packed first-fit into MEM tiles by input ports, output ports and
+   capacity (each segment gets its own address range).
+4. **Lake port programs** (``{dimensionality, extents[], address: {strides[], offset},
+   schedule: {strides[], offset}}``), for a segment of ``M`` words at address base ``a`` whose
+   input stream starts at cycle ``F`` and spans ``N`` cycles: the write port is
+   ``extents [M, ceil(N/M)]``, ``address strides [1, 0] offset a``,
+   ``schedule strides [1, M] offset F`` (one word per cycle into a circular buffer); the read
+   port of a tap at relative delay ``r`` is the same with schedule offset
+   ``F + r - read_latency``, so its data appears exactly ``r`` cycles after it was written.
+   Gap cycles of a stream (row pitch > valid width) are written too; no valid output reads them.
+
+MEM collateral (``MemSpec.from_dict``): ``name``, ``capacity`` (words), ``in_ports``,
+``out_ports``, ``max_dimensionality``, ``read_latency`` (cycles), ``extent_width`` (bits of
+each extent register), ``schedule_width`` (bits of the cycle counter), optional
+``word_width``, ``fetch_width`` (``max_dims`` is accepted for ``max_dimensionality``).
+Presets (named as Lake's presets): :data:`DUAL_PORT_SRAM` (``dualport_2048x16``, 1 in + 1 out)
+and :data:`PHYSICAL_UNIFIED_BUFFER` (``pub_512x64``: 512 x 64-bit, fetch width 4 = 2048 words,
+2 in + 2 out).  MEM ports are named like Lake's external ports (``data_in_<i>``,
+``data_out_<i>``), so ``tile.programs`` can be passed to ``lake.config.configure`` as is.
+Chaining here cascades tiles (a tile's output feeds the next tile's input), so every tile
+is configured on its own (Lake ``chain_length`` 1).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from cgra.errors import MappingError
+from mapper import ir
+from mapper.netlist import Netlist
+from mapper.schedule import PipelineSchedule, schedule_pipeline
+
+DUAL_PORT_SRAM: dict[str, Any] = {
+    "name": "dualport_2048x16", "capacity": 2048, "word_width": 16, "fetch_width": 1,
+    "in_ports": 1, "out_ports": 1, "max_dimensionality": 6, "read_latency": 1,
+    "extent_width": 16, "schedule_width": 24,
+}
+PHYSICAL_UNIFIED_BUFFER: dict[str, Any] = {
+    "name": "pub_512x64", "capacity": 2048, "word_width": 16, "fetch_width": 4,
+    "sram_depth": 512, "in_ports": 2, "out_ports": 2, "max_dimensionality": 6,
+    "read_latency": 1, "extent_width": 16, "schedule_width": 24,
+}
+PRESETS = {"dualport_2048x16": DUAL_PORT_SRAM, "pub_512x64": PHYSICAL_UNIFIED_BUFFER}
+DEFAULT_SR_THRESHOLD = 8
+
+
+@dataclass(frozen=True)
+class MemSpec:
+    """What memory mapping needs to know about a MEM tile (from the MEM collateral)."""
+
+    name: str
+    capacity: int
+    in_ports: int
+    out_ports: int
+    max_dimensionality: int
+    read_latency: int = 1
+    extent_width: int = 16
+    schedule_width: int = 24
+    word_width: int = 16
+    fetch_width: int = 1
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> MemSpec:
+        """Build from a collateral dict; raises MappingError naming a missing/bad field."""
+        d = dict(d)
+        if "max_dims" in d and "max_dimensionality" not in d:
+            d["max_dimensionality"] = d["max_dims"]
+        need = ("name", "capacity", "in_ports", "out_ports", "max_dimensionality")
+        for k in need:
+            if k not in d:
+                raise MappingError(f"MEM collateral {d.get('name', '?')}: missing field '{k}'")
+        spec = cls(str(d["name"]), int(d["capacity"]), int(d["in_ports"]), int(d["out_ports"]),
+                   int(d["max_dimensionality"]), int(d.get("read_latency", 1)),
+                   int(d.get("extent_width", 16)), int(d.get("schedule_width", 24)),
+                   int(d.get("word_width", 16)), int(d.get("fetch_width", 1)))
+        for k in ("capacity", "in_ports", "out_ports", "extent_width", "schedule_width",
+                  "fetch_width"):
+            if getattr(spec, k) < 1:
+                raise MappingError(f"MEM collateral {spec.name}: field '{k}' must be >= 1")
+        if spec.max_dimensionality < 2:
+            raise MappingError(f"MEM collateral {spec.name}: max_dimensionality must be >= 2 "
+                               f"for line buffers")
+        if spec.read_latency < 0:
+            raise MappingError(f"MEM collateral {spec.name}: read_latency must be >= 0")
+        return spec
+
+
+def plan_shift_registers(distances: list[int], threshold: int) -> tuple[list[int], list[int]]:
+    """Split sorted distinct read distances into register steps and memory taps.
+
+    Returns ``(registers, mem_taps)``: ``registers`` lists the *target* distance of each
+    one-cycle register (its input is the signal one cycle earlier); ``mem_taps`` lists the
+    distances served by memory.  See the module docstring, step 1.
+    """
+    regs: list[int] = []
+    taps: list[int] = []
+    prev = 0
+    for d in sorted(set(distances)):
+        if d < 0:
+            raise MappingError(f"shift-register planning: negative distance {d}")
+        if d == 0:
+            continue
+        if d - prev <= threshold:
+            regs.extend(range(prev + 1, d + 1))
+        else:
+            taps.append(d)
+        prev = d
+    return regs, taps
+
+
+@dataclass
+class Segment:
+    """One circular delay line: input at distance ``base``, read taps at absolute distances
+    ``taps``; ``passthrough`` segments exist only to chain a long delay."""
+
+    buffer: tuple[str, int]
+    base: int
+    taps: list[int]
+    words: int
+    passthrough: bool = False
+    tile: int = -1
+    address: int = 0
+    in_port: int = -1
+    out_ports: list[int] = field(default_factory=list)
+
+
+@dataclass
+class DelayChain:
+    """The result of shift-register optimisation and segmentation for one buffer."""
+
+    buffer: tuple[str, int]
+    distances: list[int]
+    registers: list[int]
+    mem_taps: list[int]
+    segments: list[Segment]
+
+
+@dataclass
+class MemTile:
+    """One MEM tile instance: segments placed in it and its port programs by port name."""
+
+    name: str
+    spec: MemSpec
+    segments: list[Segment] = field(default_factory=list)
+    programs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def used(self) -> tuple[int, int, int]:
+        """(input ports, output ports, words) in use."""
+        return (sum(1 for _ in self.segments), sum(len(s.taps) for s in self.segments),
+                sum(s.words for s in self.segments))
+
+
+def segment_taps(buffer: tuple[str, int], taps: list[int], spec: MemSpec) -> list[Segment]:
+    """Cut sorted memory taps into delay-line segments (module docstring, step 2)."""
+    max_rel = spec.capacity + spec.read_latency - 1
+    segs: list[Segment] = []
+    base, i = 0, 0
+    while i < len(taps):
+        if taps[i] - base > max_rel:
+            segs.append(Segment(buffer, base, [base + max_rel], spec.capacity, passthrough=True))
+            base += max_rel
+            continue
+        group = [taps[i]]
+        i += 1
+        while i < len(taps) and len(group) < spec.out_ports and taps[i] - base <= max_rel:
+            group.append(taps[i])
+            i += 1
+        need = group[-1] - base - spec.read_latency + 1
+        words = min(spec.capacity, -(-need // spec.fetch_width) * spec.fetch_width)
+        segs.append(Segment(buffer, base, group, words))
+        base = group[-1]
+    return segs
+
+
+def pack_segments(segments: list[Segment], spec: MemSpec) -> list[MemTile]:
+    """First-fit packing of segments into MEM tiles (module docstring, step 3)."""
+    tiles: list[MemTile] = []
+    def fits(t: MemTile, seg: Segment) -> bool:
+        ins, outs, words = t.used()
+        return (ins < spec.in_ports and outs + len(seg.taps) <= spec.out_ports
+                and words + seg.words <= spec.capacity)
+
+    for seg in segments:
+        k = next((i for i, t in enumerate(tiles) if fits(t, seg)), len(tiles))
+        if k == len(tiles):
+            tiles.append(MemTile(f"mem_{k}", spec))
+        t = tiles[k]
+        ins, outs, words = t.used()
+        seg.tile, seg.address, seg.in_port = k, words, ins
+        seg.out_ports = list(range(outs, outs + len(seg.taps)))
+        t.segments.append(seg)
+    return tiles
+
+
+def _check_program(prog: dict[str, Any], spec: MemSpec, where: str) -> None:
+    """Dimensionality, extent register width, schedule range (cycle counter width) and
+    address range of one port program (the rules of Lake's program checker)."""
+    if prog["dimensionality"] > spec.max_dimensionality:
+        raise MappingError(f"{where}: needs {prog['dimensionality']} dimensions, MEM {spec.name} "
+                           f"supports {spec.max_dimensionality}")
+    for e in prog["extents"]:
+        if not 1 <= e <= 1 << spec.extent_width:
+            raise MappingError(f"{where}: extent {e} does not fit the {spec.extent_width}-bit "
+                               f"extent registers of MEM {spec.name} (use a smaller image or a "
+                               f"MEM with wider registers)")
+    sched, addr = prog["schedule"], prog["address"]
+    last = sched["offset"] + sum((e - 1) * s for e, s in zip(prog["extents"], sched["strides"],
+                                                             strict=True))
+    if sched["offset"] < 0 or last >= 1 << spec.schedule_width:
+        raise MappingError(f"{where}: schedule cycles [{sched['offset']}, {last}] do not fit the "
+                           f"{spec.schedule_width}-bit cycle counter of MEM {spec.name}")
+    hi = addr["offset"] + sum((e - 1) * s for e, s in zip(prog["extents"], addr["strides"],
+                                                          strict=True))
+    if addr["offset"] < 0 or hi >= spec.capacity:
+        raise MappingError(f"{where}: addresses [{addr['offset']}, {hi}] exceed the "
+                           f"{spec.capacity} words of MEM {spec.name}")
+
+
+def delay_line_programs(seg: Segment, first_write: int, span: int, spec: MemSpec
+                        ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Write program and one read program per tap for a segment (module docstring, step 4).
+
+    ``first_write`` = cycle of the first word of the *producer* stream (distance 0),
+    ``span`` = cycles from its first to its last word + 1.
+    """
+    m = seg.words
+    wraps = -(-span // m)
+    start = first_write + seg.base
+
+    def prog(offset: int) -> dict[str, Any]:
+        return {"dimensionality": 2, "extents": [m, wraps],
+                "address": {"strides": [1, 0], "offset": seg.address},
+                "schedule": {"strides": [1, m], "offset": offset}}
+
+    reads = [prog(start + (t - seg.base) - spec.read_latency) for t in seg.taps]
+    return prog(start), reads
+
+
+@dataclass
+class MemoryMapping:
+    """Everything memory mapping produced for one pipeline.
+
+    ``netlist`` holds IO, register and MEM instances plus one ``kernel`` placeholder instance
+    per stage (``kernel_<stage>``, ports ``<input>.<index>`` and ``out_<lane>`` of the unrolled
+    kernel in ``schedule.kernels[stage]``) that compute mapping replaces with PEs.
+    """
+
+    pipeline: ir.Pipeline
+    spec: MemSpec
+    threshold: int
+    schedule: PipelineSchedule
+    chains: dict[tuple[str, int], DelayChain]
+    tiles: list[MemTile]
+    netlist: Netlist
+    seconds: float
+
+    def counts(self) -> dict[str, int]:
+        """``mem`` tiles, ``reg`` registers, ``io`` IO instances, ``pe_ops`` compute ops
+        (one PE per op before rule covering), ``stages``."""
+        c = self.netlist.counts()
+        return {"mem": c.get("mem", 0), "reg": c.get("reg", 0),
+                "io": c.get("io_in", 0) + c.get("io_out", 0),
+                "pe_ops": sum(s.kernel.num_ops() for s in self.schedule.kernels.values()),
+                "stages": len(self.pipeline.stages)}
+
+
+def kernel_instance(stage: str) -> str:
+    """Netlist name of a stage's kernel placeholder."""
+    return f"kernel_{stage}"
+
+
+def map_memory(pipeline: ir.Pipeline, mem: dict[str, Any] | MemSpec,
+               threshold: int = DEFAULT_SR_THRESHOLD,
+               latencies: dict[str, int] | None = None) -> MemoryMapping:
+    """Schedule ``pipeline``, extract buffers, run shift-register optimisation, map the
+    remaining delays onto MEM tiles of ``mem`` and build the memory-side netlist.
+
+    ``threshold`` (cycles) is the largest gap a register chain covers; ``latencies`` gives
+    compute latency per stage (cycles).  Raises :class:`MappingError` when a program does not
+    fit the MEM's config registers or dimensionality.
+    """
+    t0 = time.perf_counter()
+    spec = mem if isinstance(mem, MemSpec) else MemSpec.from_dict(mem)
+    if threshold < 0:
+        raise MappingError(f"memory mapping {pipeline.name}: threshold must be >= 0")
+    thr = max(threshold, spec.read_latency)
+    sched = schedule_pipeline(pipeline, latencies)
+    u = pipeline.unroll
+    nl = Netlist(pipeline.name)
+    sig: dict[tuple[str, int, int], tuple[str, str]] = {}
+    sinks: dict[tuple[str, int, int], list[tuple[str, str]]] = {}
+
+    for name, pin in pipeline.inputs.items():
+        st = sched.stages[name]
+        for lane in range(u):
+            inst = f"io_in_{name}_l{lane}"
+            nl.add_instance(inst, "io_in", "I", {
+                "input": name, "lane": lane, "unroll": u, "width": pin.shape[0],
+                "height": pin.shape[1], "program": st.program()})
+            sig[(name, lane, 0)] = (inst, "out")
+    for s in pipeline.stages:
+        st = sched.stages[s.name]
+        us = sched.kernels[s.name]
+        inst = kernel_instance(s.name)
+        nl.add_instance(inst, "kernel", None, {
+            "stage": s.name, "kernel": us.kernel.name, "start": st.start, "latency": st.latency,
+            "first_cycle": st.first_cycle(), "extents": st.extents,
+            "schedule": {"strides": [1, st.row_pitch], "offset": st.first_cycle()},
+            "dag": us.kernel.to_dict()})
+        for lane in range(u):
+            sig[(s.name, lane, 0)] = (inst, f"out_{lane}")
+    out = sched.stages[pipeline.output]
+    for lane in range(u):
+        inst = f"io_out_{pipeline.output}_l{lane}"
+        xs = [x for x in range(u * out.xo_range[0] + lane, u * out.xo_range[1], u)
+              if out.box.x0 <= x < out.box.x1]
+        nl.add_instance(inst, "io_out", "I", {
+            "stage": pipeline.output, "lane": lane, "unroll": u, "program": out.program(),
+            "x_valid": [xs[0], xs[-1]] if xs else None, "box": [out.box.x0, out.box.x1,
+                                                                out.box.y0, out.box.y1]})
+        sinks.setdefault((pipeline.output, lane, 0), []).append((inst, "in"))
+
+    chains: dict[tuple[str, int], DelayChain] = {}
+    all_segments: list[Segment] = []
+    for key, ports in sched.buffers.items():
+        dists = sorted({p.distance for p in ports if p.kind == "read"})
+        for p in ports:
+            if p.kind == "read":
+                sinks.setdefault((key[0], key[1], p.distance), []).append(
+                    (kernel_instance(p.stage), f"{p.input}.{p.index}"))
+        regs, taps = plan_shift_registers(dists, thr)
+        segs = segment_taps(key, taps, spec)
+        chains[key] = DelayChain(key, dists, regs, taps, segs)
+        all_segments.extend(segs)
+    tiles = pack_segments(all_segments, spec)
+
+    # build registers and memories in order of target distance
+    for key, ch in chains.items():
+        prod, lane = key
+        st = sched.stages[prod]
+        first, span = st.first_write(), st.last_write() - st.first_write() + 1
+        events: list[tuple[int, str, Any]] = [(d, "reg", None) for d in ch.registers]
+        for seg in ch.segments:
+            events.append((seg.taps[0], "seg", seg))
+        for target, kind, seg in sorted(events, key=lambda e: e[0]):
+            if kind == "reg":
+                inst = f"reg_{prod}_l{lane}_d{target}"
+                nl.add_instance(inst, "reg", "r", {"buffer": prod, "lane": lane,
+                                                   "distance": target, "delay": 1})
+                src = (prod, lane, target - 1)
+                if src not in sig:
+                    raise MappingError(f"memory mapping {pipeline.name}: register {inst} has no "
+                                       f"driver at distance {target - 1}")
+                sinks.setdefault(src, []).append((inst, "in"))
+                sig[(prod, lane, target)] = (inst, "out")
+            else:
+                tile = tiles[seg.tile]
+                wprog, rprogs = delay_line_programs(seg, first, span, spec)
+                where = f"MEM {tile.name} (buffer {prod} lane {lane}, delay line at distance {seg.base})"
+                _check_program(wprog, spec, where)
+                tile.programs[f"data_in_{seg.in_port}"] = wprog
+                sinks.setdefault((prod, lane, seg.base), []).append(
+                    (tile.name, f"data_in_{seg.in_port}"))
+                for t, op, rp in zip(seg.taps, seg.out_ports, rprogs, strict=True):
+                    _check_program(rp, spec, where)
+                    tile.programs[f"data_out_{op}"] = rp
+                    sig[(prod, lane, t)] = (tile.name, f"data_out_{op}")
+    for tile in tiles:
+        nl.add_instance(tile.name, "mem", "m", {
+            "preset": spec.name, "ports": dict(sorted(tile.programs.items())),
+            "segments": [{"buffer": s.buffer[0], "lane": s.buffer[1], "base": s.base,
+                          "taps": s.taps, "words": s.words, "address": s.address,
+                          "passthrough": s.passthrough} for s in tile.segments]})
+    for key in sorted(sinks, key=lambda k: (k[0], k[1], k[2])):
+        if key not in sig:
+            raise MappingError(f"memory mapping {pipeline.name}: no signal for buffer {key[0]} "
+                               f"lane {key[1]} at distance {key[2]}")
+        nl.add_net(sig[key], sinks[key], 16, f"{key[0]}_l{key[1]}_d{key[2]}")
+    nl.validate()
+    return MemoryMapping(pipeline, spec, thr, sched, chains, tiles, nl,
+                         time.perf_counter() - t0)

@@ -1,0 +1,614 @@
+"""Routing: the routing-graph view the mapper works on, and negotiated-congestion routing.
+
+**Routing-graph view.** :class:`RoutingGraph` loads one routing-graph JSON file written by
+``canal.collateral`` (schema ``canal.routing_graph/1``: ``nodes`` with ordered ``fanin`` lists and
+``delay_ps`` per fan-in edge, ``tiles`` with PnR tags, ports, config fields and core delays,
+``layout``) into a :class:`networkx.DiGraph` (node attrs ``kind``, ``x``, ``y``, ``side``,
+``track``, ``io``, ``port``, ``direction``; edge attrs ``sel`` = index of the source in the sink's
+fan-in list, ``delay`` in ps) plus integer-indexed arrays for the router. The mapper never
+imports canal to do this, so the router depends only on the file format.
+
+**Router.** PathFinder (McMurchie & Ebeling, "PathFinder: A Negotiation-Based Performance-Driven
+Router for FPGAs", FPGA 1995): every routing node has capacity 1; the cost of entering node
+``n`` is ``(b(n) + h(n)) * p(n)`` with base cost ``b`` (1 per node), history cost ``h``
+(increased by ``hist_fac`` times the overuse of ``n`` after every iteration in which it is
+overused) and present-congestion factor ``p(n) = 1 + pres_fac * max(0, occ(n) + 1 - cap)``
+(``pres_fac`` multiplied by ``pres_mult`` each iteration). Each sink is found with A* whose
+heuristic is the Manhattan distance in tiles times the minimum cost of one tile hop (an SB_OUT
+plus an SB_IN, 2 base units), which is admissible because every multiplier is >= 1. A
+multi-sink net is routed as a tree: sinks in order of distance, each search starting from every
+node already in the net's tree. After the first iteration, only nets that use an overused node
+are ripped up and re-routed; routing stops when no node is overused, or raises
+:class:`~cgra.errors.RoutingError` after ``max_iterations`` naming the overused nodes and the
+nets using them. The 16-bit and 1-bit graphs are routed separately.
+
+**Registers.** A netlist register (tag ``r``) placed in tile (x, y) occupies one pipeline-register
+node (``REG``) of that tile: the net driving the register is routed to any free ``REG`` node of
+the tile (a multi-target search) and the register's output net starts at that ``REG`` node (its
+only successor is the register mux, which then selects the register). ``REG`` nodes are never
+used as plain wires by the router; enabling one on a route is the pipelining pass's decision.
+
+Route record: for every net, ``paths[sink] = [node ids from the source node to the sink node]``
+(a sink is ``(instance, port)``); the union of a net's paths is a tree rooted at its source.
+"""
+from __future__ import annotations
+
+import heapq
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import networkx as nx
+
+from cgra.config import ConfigField
+from cgra.errors import CollateralError, PlacementError, RoutingError
+
+ROUTING_GRAPH_SCHEMA = "canal.routing_graph/1"
+
+Terminal = tuple[str, str]
+"""``(instance name, netlist port name)``."""
+
+
+@dataclass(frozen=True)
+class CorePort:
+    """A core port of a tile: ``width`` in bits, ``direction`` ``in``/``out``."""
+
+    name: str
+    width: int
+    direction: str
+
+
+@dataclass(frozen=True)
+class TileSite:
+    """A tile of the layout as the routing graph describes it: PnR ``tag`` (``p``, ``m``,
+    ``I``, ``i``; ``""`` for a tile without core), core name, timing class, core delay (ps,
+    ``None`` when unknown), core ports in core order, config fields (feature 0) and the ports
+    wired to the array edge (``external``, never routed)."""
+
+    x: int
+    y: int
+    tag: str
+    core: str | None
+    timing_class: str
+    core_delay_ps: float | None
+    ports: tuple[CorePort, ...]
+    config_fields: tuple[ConfigField, ...]
+    external: tuple[str, ...]
+
+    def routable(self, width: int | None = None, direction: str | None = None
+                 ) -> list[CorePort]:
+        """Routable core ports, optionally filtered by width (bits) and direction."""
+        return [p for p in self.ports if p.name not in self.external
+                and (width is None or p.width == width)
+                and (direction is None or p.direction == direction)]
+
+
+class RoutingGraph:
+    """One bit width of the routing graph (see the module docstring).
+
+    Attributes: ``width`` (bits), ``g`` (:class:`networkx.DiGraph`), ``tiles`` ((x, y) ->
+    :class:`TileSite`), ``layout`` (one tag string per row), ``params`` (builder parameters),
+    ``source`` (file name). Integer view for the router: ``ids`` (index -> node id), ``index``
+    (node id -> index), ``succ`` (index -> successor indices), ``xy``, ``kind``.
+    """
+
+    def __init__(self, doc: dict[str, Any], source: str = "<json>"):
+        if doc.get("schema") != ROUTING_GRAPH_SCHEMA:
+            raise CollateralError(f"{source}: routing graph schema {doc.get('schema')!r}, "
+                                  f"expected {ROUTING_GRAPH_SCHEMA!r}; regenerate the collateral "
+                                  f"(make rtl)")
+        self.source = source
+        try:
+            self.width = int(doc["width"])
+            self.params = dict(doc.get("params", {}))
+            self.layout = list(doc.get("layout", []))
+            self.timing_notes = list(doc.get("timing_notes", []))
+            self.tiles: dict[tuple[int, int], TileSite] = {}
+            for t in doc["tiles"]:
+                self.tiles[(t["x"], t["y"])] = TileSite(
+                    t["x"], t["y"], t.get("tag") or "", t.get("core"),
+                    t.get("timing_class", "pe"), t.get("core_delay_ps"),
+                    tuple(CorePort(p["name"], int(p["width"]), p["direction"])
+                          for p in t.get("ports", [])),
+                    tuple(ConfigField(f["name"], int(f["width"]), int(f.get("reset", 0)))
+                          for f in t.get("config_fields", [])),
+                    tuple(t.get("external", [])))
+            g = nx.DiGraph()
+            for d in doc["nodes"]:
+                g.add_node(d["id"], kind=d["kind"], x=int(d["x"]), y=int(d["y"]),
+                           side=d.get("side"), track=d.get("track"), io=d.get("io"),
+                           port=d.get("port"), direction=d.get("direction"))
+            for d in doc["nodes"]:
+                fanin = d["fanin"]
+                delays = d.get("delay_ps", [0.0] * len(fanin))
+                if len(delays) != len(fanin):
+                    raise CollateralError(f"{source}: node {d['id']} has {len(fanin)} fan-ins "
+                                          f"but {len(delays)} delays")
+                for sel, (src, dl) in enumerate(zip(fanin, delays)):
+                    if src not in g:
+                        raise CollateralError(f"{source}: node {d['id']} has fan-in {src} that "
+                                              f"is not a node; regenerate the routing graph")
+                    g.add_edge(src, d["id"], sel=sel, delay=float(dl))
+                g.nodes[d["id"]]["fanin"] = list(fanin)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CollateralError(f"{source}: malformed routing graph ({type(exc).__name__}: "
+                                  f"{exc}); regenerate it with canal") from None
+        self.g = g
+        self.ids: list[str] = list(g.nodes)
+        self.index: dict[str, int] = {n: i for i, n in enumerate(self.ids)}
+        self.succ: list[list[int]] = [[self.index[s] for s in g.successors(n)] for n in self.ids]
+        self.xy: list[tuple[int, int]] = [(g.nodes[n]["x"], g.nodes[n]["y"]) for n in self.ids]
+        self.kind: list[str] = [g.nodes[n]["kind"] for n in self.ids]
+        self.regs_by_tile: dict[tuple[int, int], list[str]] = {}
+        for n in self.ids:
+            if g.nodes[n]["kind"] == "REG":
+                self.regs_by_tile.setdefault(self.xy[self.index[n]], []).append(n)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "RoutingGraph":
+        """Read a routing-graph JSON file; raises :class:`CollateralError` when unreadable."""
+        try:
+            doc = json.loads(Path(path).read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise CollateralError(f"{path}: cannot read routing graph ({exc}); run make rtl "
+                                  f"to write the collateral") from None
+        return cls(doc, str(path))
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(columns, rows) of the array."""
+        return (max(x for x, _ in self.tiles) + 1, max(y for _, y in self.tiles) + 1)
+
+    def port_node(self, x: int, y: int, port: str) -> str:
+        """Node id of core port ``port`` of tile (x, y); :class:`RoutingError` if absent."""
+        nid = f"PORT:{self.width}:{x}:{y}:{port}"
+        if nid not in self.index:
+            raise RoutingError(f"tile ({x}, {y}) has no routable {self.width}-bit port '{port}' "
+                               f"in {self.source}; ports: "
+                               f"{[p.name for p in self.tiles[(x, y)].routable(self.width)]}")
+        return nid
+
+    def delay(self, src: str, dst: str) -> float:
+        """Delay of edge src -> dst in ps."""
+        return self.g.edges[src, dst]["delay"]
+
+
+def load_graphs(paths: Iterable[str | Path]) -> dict[int, RoutingGraph]:
+    """Load routing-graph JSON files; returns width -> :class:`RoutingGraph`. Raises
+    :class:`CollateralError` when two files have the same width or different tile sets."""
+    out: dict[int, RoutingGraph] = {}
+    for p in paths:
+        rg = RoutingGraph.load(p)
+        if rg.width in out:
+            raise CollateralError(f"{p}: a second {rg.width}-bit routing graph (first: "
+                                  f"{out[rg.width].source}); give one file per bit width")
+        out[rg.width] = rg
+    if not out:
+        raise CollateralError("no routing graph given; pass the routing/*.json files of the "
+                              "design's collateral")
+    first = next(iter(out.values()))
+    for rg in out.values():
+        if set(rg.tiles) != set(first.tiles):
+            raise CollateralError(f"{rg.source} and {first.source} describe different tile sets")
+    return out
+
+
+def find_graphs(design_dir: str | Path) -> dict[int, RoutingGraph]:
+    """Load every ``*.json`` routing graph in ``<design_dir>/routing`` (or ``design_dir``
+    itself when it holds them)."""
+    d = Path(design_dir)
+    cands = sorted((d / "routing").glob("*.json")) if (d / "routing").is_dir() else []
+    if not cands:
+        cands = sorted(d.glob("*.json"))
+    docs = []
+    for c in cands:
+        try:
+            if json.loads(c.read_text()).get("schema") == ROUTING_GRAPH_SCHEMA:
+                docs.append(c)
+        except (OSError, json.JSONDecodeError, AttributeError):
+            continue
+    if not docs:
+        raise CollateralError(f"{d}: no routing graph JSON ({ROUTING_GRAPH_SCHEMA}) found; run "
+                              f"make rtl to write the collateral")
+    return load_graphs(docs)
+
+
+# --------------------------------------------------------------------------- router
+
+@dataclass
+class RouterParams:
+    """PathFinder parameters: ``max_iterations`` (rip-up-and-re-route rounds), ``pres_fac``
+    (initial present-congestion factor), ``pres_mult`` (its growth per iteration),
+    ``hist_fac`` (history increment per unit of overuse), ``base_cost`` (per node)."""
+
+    max_iterations: int = 40
+    pres_fac: float = 0.5
+    pres_mult: float = 1.6
+    hist_fac: float = 1.0
+    base_cost: float = 1.0
+
+
+@dataclass
+class RouteNet:
+    """A net to route on one graph: ``source`` node id (a PORT out or a REG), and its sinks:
+    ``(terminal, candidate node ids)`` (one candidate for a core port, the tile's REG nodes for
+    a register). ``after``: name of the net whose routing decides ``source`` (register chains),
+    ``None`` otherwise."""
+
+    name: str
+    source: str
+    sinks: list[tuple[Terminal, list[str]]]
+    reg_source: str | None = None
+    reg_sinks: dict[Terminal, str] = field(default_factory=dict)
+
+
+@dataclass
+class NetRoute:
+    """The routed tree of one net: ``paths`` sink terminal -> node ids source..sink."""
+
+    name: str
+    width: int
+    source: Terminal
+    paths: dict[Terminal, list[str]] = field(default_factory=dict)
+
+    def nodes(self) -> list[str]:
+        """Distinct nodes of the tree, in first-use order."""
+        seen: dict[str, None] = {}
+        for p in self.paths.values():
+            for n in p:
+                seen.setdefault(n, None)
+        return list(seen)
+
+    def edges(self) -> list[tuple[str, str]]:
+        """Distinct tree edges (src, dst)."""
+        seen: dict[tuple[str, str], None] = {}
+        for p in self.paths.values():
+            for e in zip(p, p[1:]):
+                seen.setdefault(e, None)
+        return list(seen)
+
+
+@dataclass
+class RoutingResult:
+    """The routing of a design: ``nets`` name -> :class:`NetRoute`; ``reg_sites``: register
+    instance -> REG node id; ``iterations`` per width; ``seconds``; ``wirelength`` = number of
+    tile-to-tile track segments used (SB_IN nodes), per width."""
+
+    nets: dict[str, NetRoute]
+    reg_sites: dict[str, str]
+    iterations: dict[int, int]
+    seconds: float
+    wirelength: dict[int, int]
+
+    def routes(self) -> dict[str, list[list[str]]]:
+        """net -> list of paths (the ``route_bitstream`` input format of canal)."""
+        return {n: list(r.paths.values()) for n, r in self.nets.items()}
+
+    def total_wirelength(self) -> int:
+        return sum(self.wirelength.values())
+
+
+class PathFinder:
+    """Negotiated-congestion router on one :class:`RoutingGraph` (see the module docstring)."""
+
+    def __init__(self, graph: RoutingGraph, params: RouterParams | None = None):
+        self.rg = graph
+        self.p = params or RouterParams()
+        n = len(graph.ids)
+        self.hist = [0.0] * n
+        self.occ = [0] * n
+        self.users: list[set[str]] = [set() for _ in range(n)]
+        self.pres_fac = self.p.pres_fac
+        self.hop = 2.0 * self.p.base_cost
+        self._g = [0.0] * n
+        self._stamp = [0] * n
+        self._prev = [-1] * n
+        self._epoch = 0
+
+    def _cost(self, i: int) -> float:
+        over = self.occ[i]  # occupancy by other nets (this net's nodes are ripped up)
+        return (self.p.base_cost + self.hist[i]) * (1.0 + self.pres_fac * over)
+
+    def _search(self, starts: list[int], targets: set[int], tx: int, ty: int,
+                blocked_kinds: tuple[str, ...] = ("REG", "PORT")) -> list[int] | None:
+        """A* from ``starts`` (cost 0) to any of ``targets``; returns the node path from a
+        start to the reached target, or ``None`` when no target is reachable."""
+        self._epoch += 1
+        ep = self._epoch
+        gcost, stamp, prev = self._g, self._stamp, self._prev
+        xy, succ, kind = self.rg.xy, self.rg.succ, self.rg.kind
+        hop = self.hop
+        heap: list[tuple[float, float, int]] = []
+        for s in starts:
+            stamp[s] = ep
+            gcost[s] = 0.0
+            prev[s] = -1
+            x, y = xy[s]
+            heapq.heappush(heap, (hop * (abs(x - tx) + abs(y - ty)), 0.0, s))
+        while heap:
+            f, gc, u = heapq.heappop(heap)
+            if gc > gcost[u]:
+                continue
+            if u in targets:
+                path = [u]
+                while prev[path[-1]] != -1:
+                    path.append(prev[path[-1]])
+                path.reverse()
+                return path
+            for v in succ[u]:
+                if kind[v] in blocked_kinds and v not in targets:
+                    continue
+                ng = gc + self._cost(v)
+                if stamp[v] != ep or ng < gcost[v]:
+                    stamp[v] = ep
+                    gcost[v] = ng
+                    prev[v] = u
+                    x, y = xy[v]
+                    heapq.heappush(heap, (ng + hop * (abs(x - tx) + abs(y - ty)), ng, v))
+        return None
+
+    def _ripup(self, net: str, nodes: Iterable[int]) -> None:
+        for i in nodes:
+            if net in self.users[i]:
+                self.users[i].discard(net)
+                self.occ[i] -= 1
+
+    def _claim(self, net: str, nodes: Iterable[int]) -> None:
+        for i in nodes:
+            if net not in self.users[i]:
+                self.users[i].add(net)
+                self.occ[i] += 1
+
+    def route_net(self, net: RouteNet, old: list[int]) -> tuple[dict[Terminal, list[int]],
+                                                              list[int]]:
+        """Rip up ``old`` (node indices) and route ``net``; returns (sink -> path indices,
+        tree node indices). Raises :class:`RoutingError` when a sink is unreachable."""
+        self._ripup(net.name, old)
+        idx = self.rg.index
+        src = idx[net.source]
+        tree: list[int] = [src]
+        in_tree = {src}
+        branchable = [src]
+        parent: dict[int, int] = {src: -1}
+        paths: dict[Terminal, list[int]] = {}
+        sx, sy = self.rg.xy[src]
+        order = sorted(net.sinks, key=lambda s: (abs(self.rg.xy[idx[s[1][0]]][0] - sx)
+                                                  + abs(self.rg.xy[idx[s[1][0]]][1] - sy)))
+        for term, cands in order:
+            targets = {idx[c] for c in cands} - in_tree
+            tx, ty = self.rg.xy[idx[cands[0]]]
+            p = self._search(branchable, targets, tx, ty) if targets else None
+            if p is None:
+                what = cands[0] if len(cands) == 1 else \
+                    f"{len(cands)} register sites in tile ({tx}, {ty})"
+                raise RoutingError(
+                    f"net {net.name}: sink {term[0]}.{term[1]} ({what}) is unreachable from "
+                    f"{net.source} in the {self.rg.width}-bit routing graph {self.rg.source}; "
+                    f"check the core port connections of tile ({tx}, {ty})")
+            for a, b in zip(p, p[1:]):
+                parent.setdefault(b, a)
+            for v in p:
+                if v not in in_tree:
+                    in_tree.add(v)
+                    tree.append(v)
+                    if self.rg.kind[v] not in ("REG", "PORT"):
+                        branchable.append(v)
+            self._claim(net.name, p)  # claim as we go so later sinks of this net see it free
+            # full path from the source through parents
+            full = [p[-1]]
+            while parent.get(full[-1], -1) != -1:
+                full.append(parent[full[-1]])
+            full.reverse()
+            paths[term] = full
+        self._claim(net.name, tree)
+        # the net's own nodes must not count as congestion for itself: occ includes it once
+        return paths, tree
+
+
+def _overused(pf: PathFinder) -> list[int]:
+    return [i for i, o in enumerate(pf.occ) if o > 1]
+
+
+def route_width(graph: RoutingGraph, nets: list[RouteNet], reg_feeds: dict[str, str],
+                params: RouterParams | None = None) -> tuple[dict[str, dict[Terminal, list[str]]],
+                                                            dict[str, str], int]:
+    """Route ``nets`` on one graph with PathFinder.
+
+    ``reg_feeds``: register instance -> name of the net whose register sink decides the
+    register's REG node; a net with ``reg_source`` set starts at that REG node. Returns
+    (net -> sink -> node ids, register instance -> REG node id, iterations used). Raises
+    :class:`RoutingError` naming overused nodes and their nets when congestion remains.
+    """
+    p = params or RouterParams()
+    pf = PathFinder(graph, p)
+    by_name = {n.name: n for n in nets}
+    # order: a register's output net after the net feeding the register
+    deps = nx.DiGraph()
+    for n in nets:
+        deps.add_node(n.name)
+        if n.reg_source is not None:
+            deps.add_edge(reg_feeds[n.reg_source], n.name)
+    try:
+        order = list(nx.lexicographical_topological_sort(deps))
+    except nx.NetworkXUnfeasible:
+        cyc = nx.find_cycle(deps)
+        raise RoutingError(f"register loop through nets {[a for a, _ in cyc]} without any "
+                           f"core in between; a register chain must end at a core") from None
+    trees: dict[str, list[int]] = {n.name: [] for n in nets}
+    paths: dict[str, dict[Terminal, list[int]]] = {}
+    reg_site: dict[str, str] = {}
+    idx = graph.index
+    it = 0
+    for it in range(1, p.max_iterations + 1):
+        over = set(_overused(pf)) if it > 1 else set()
+        redo: set[str] = set()
+        for name in order:
+            net = by_name[name]
+            if net.reg_source is not None:
+                site = reg_site[net.reg_source]
+                if net.source != site:
+                    net.source = site
+                    redo.add(name)
+            if it == 1 or name in redo or any(i in over for i in trees[name]):
+                res, tree = pf.route_net(net, trees[name])
+                # the REG that roots a register output net belongs to the feeding net
+                if net.reg_source is not None:
+                    root = idx[net.source]
+                    pf._ripup(name, [root])
+                    tree = [i for i in tree if i != root]
+                trees[name] = tree
+                paths[name] = res
+                for term, reg in net.reg_sinks.items():
+                    new = graph.ids[res[term][-1]]
+                    reg_site[reg] = new
+        overused = _overused(pf)
+        if not overused:
+            break
+        for i in overused:
+            pf.hist[i] += p.hist_fac * (pf.occ[i] - 1)
+        pf.pres_fac *= p.pres_mult
+    else:
+        overused = _overused(pf)
+        lines = [f"{graph.ids[i]} used by {sorted(pf.users[i])}" for i in overused[:20]]
+        raise RoutingError(
+            f"{graph.width}-bit routing did not converge after {p.max_iterations} PathFinder "
+            f"iterations: {len(overused)} overused node(s): " + "; ".join(lines)
+            + ("; ..." if len(overused) > 20 else "")
+            + ". Fix: use a larger array or more tracks, or spread the placement "
+              "(another seed / lower utilisation)")
+    out = {name: {t: [graph.ids[i] for i in pth] for t, pth in res.items()}
+           for name, res in paths.items()}
+    return out, reg_site, it
+
+
+# --------------------------------------------------------------------------- design level
+
+def route_design(packed, placement, graphs: dict[int, RoutingGraph],
+                 params: RouterParams | None = None) -> RoutingResult:
+    """Route every net of a packed, placed design.
+
+    ``packed``: :class:`mapper.pack.PackedDesign`; ``placement``:
+    :class:`mapper.place.Placement`; ``graphs``: width -> :class:`RoutingGraph`. Each net is
+    routed on the graph of its width. Raises :class:`RoutingError` (congestion, unreachable
+    sink, missing graph) and :class:`PlacementError` (an instance without a site).
+    """
+    t0 = time.perf_counter()
+    per_width: dict[int, list[RouteNet]] = {}
+    reg_feeds_w: dict[int, dict[str, str]] = {}
+    meta: dict[str, tuple[int, Terminal]] = {}
+    for net in packed.nets:
+        if net.width not in graphs:
+            raise RoutingError(f"net {net.name} is {net.width} bits but the design has routing "
+                               f"graphs for widths {sorted(graphs)}")
+        rg = graphs[net.width]
+        src_inst, src_port = net.source
+        rs = None
+        if packed.instances[src_inst].tag == "r":
+            rs = src_inst
+            source = ""  # decided by the net feeding the register
+        else:
+            x, y = _site(placement, src_inst)
+            source = rg.port_node(x, y, packed.core_port(src_inst, src_port, x, y, rg, "out"))
+        sinks = []
+        reg_sinks: dict[Terminal, str] = {}
+        for inst, port in net.sinks:
+            x, y = _site(placement, inst)
+            if packed.instances[inst].tag == "r":
+                regs = rg.regs_by_tile.get((x, y), [])
+                if not regs:
+                    raise RoutingError(f"register {inst} is placed in tile ({x}, {y}) which has "
+                                       f"no {rg.width}-bit pipeline-register sites")
+                sinks.append(((inst, port), list(regs)))
+                reg_sinks[(inst, port)] = inst
+                reg_feeds_w.setdefault(net.width, {})[inst] = net.name
+            else:
+                pn = rg.port_node(x, y, packed.core_port(inst, port, x, y, rg, "in"))
+                sinks.append(((inst, port), [pn]))
+        per_width.setdefault(net.width, []).append(
+            RouteNet(net.name, source, sinks, rs, reg_sinks))
+        meta[net.name] = (net.width, net.source)
+    result_nets: dict[str, NetRoute] = {}
+    reg_sites: dict[str, str] = {}
+    iters: dict[int, int] = {}
+    wl: dict[int, int] = {}
+    for w in sorted(per_width, reverse=True):
+        rg = graphs[w]
+        feeds = reg_feeds_w.get(w, {})
+        for n in per_width[w]:
+            if n.reg_source is not None and n.reg_source not in feeds:
+                raise RoutingError(f"register {n.reg_source} drives net {n.name} but no "
+                                   f"{w}-bit net feeds it")
+            if n.reg_source is not None:
+                n.source = rg.regs_by_tile[_site(placement, n.reg_source)][0]
+        paths, sites, it = route_width(rg, per_width[w], feeds, params)
+        iters[w] = it
+        reg_sites.update(sites)
+        used: set[str] = set()
+        for name, pth in paths.items():
+            width, src = meta[name]
+            result_nets[name] = NetRoute(name, width, src, pth)
+            for p in pth.values():
+                used.update(n for n in p if rg.kind[rg.index[n]] == "SB"
+                            and rg.g.nodes[n]["io"] == "SB_IN")
+        wl[w] = len(used)
+    ordered = {n.name: result_nets[n.name] for n in packed.nets}
+    return RoutingResult(ordered, reg_sites, iters, time.perf_counter() - t0, wl)
+
+
+def _site(placement, inst: str) -> tuple[int, int]:
+    try:
+        return placement.sites[inst]
+    except KeyError:
+        raise PlacementError(f"instance {inst} has no placement site; run placement on the "
+                             f"packed design first") from None
+
+
+# --------------------------------------------------------------------------- checkers
+
+def check_routing(result: RoutingResult, graphs: dict[int, RoutingGraph]) -> None:
+    """Check the routing invariants; raises :class:`RoutingError` naming the first violation.
+
+    * every path edge is an edge of the routing graph of the net's width;
+    * every net is a tree: each node except the root has exactly one predecessor in the net,
+      all paths start at the same root, and the tree is connected and acyclic;
+    * no node is overused: each node belongs to one net, except the REG node of a netlist
+      register, shared by the net ending there and the net starting there (as its root).
+    """
+    owner: dict[tuple[int, str], str] = {}
+    roots: dict[tuple[int, str], str] = {}
+    for name, r in result.nets.items():
+        rg = graphs[r.width]
+        if not r.paths:
+            raise RoutingError(f"net {name} has no routed sink")
+        root = next(iter(r.paths.values()))[0]
+        t = nx.DiGraph()
+        t.add_node(root)
+        for term, p in r.paths.items():
+            if p[0] != root:
+                raise RoutingError(f"net {name}: path to {term} starts at {p[0]}, not at the "
+                                   f"net's root {root}")
+            for a, b in zip(p, p[1:]):
+                if not rg.g.has_edge(a, b):
+                    raise RoutingError(f"net {name}: edge {a} -> {b} is not in the "
+                                       f"{r.width}-bit routing graph")
+                t.add_edge(a, b)
+        for n in t.nodes:
+            if n != root and t.in_degree(n) != 1:
+                raise RoutingError(f"net {name}: node {n} has {t.in_degree(n)} drivers in the "
+                                   f"net; a net must be a tree")
+        if t.in_degree(root) != 0 or not nx.is_arborescence(t):
+            raise RoutingError(f"net {name}: the routed nodes do not form a tree rooted at "
+                               f"{root}")
+        for n in t.nodes:
+            key = (r.width, n)
+            if n == root and rg.g.nodes[n]["kind"] == "REG":
+                roots[key] = name
+                continue
+            if key in owner:
+                raise RoutingError(f"node {n} is overused: nets {owner[key]} and {name}")
+            owner[key] = name
+    for key, name in roots.items():
+        if key not in owner:
+            raise RoutingError(f"net {name} starts at register node {key[1]} that no net feeds")

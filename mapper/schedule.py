@@ -1,0 +1,178 @@
+"""Cycle-accurate affine schedules and unified-buffer port extraction for stencil pipelines.
+
+Source: the unified-buffer paper (Liu et al., "Unified Buffer: Compiling Image Processing and
+Machine Learning Applications to Push-Memory Accelerators", TACO 2023), sections 4-5: every
+stage is scheduled at one (vector of ``U``) output(s) per cycle in raster order, with the same
+affine schedule shape as the input stream and the earliest start that respects dependences.
+
+Time model (``U`` = unroll, ``W`` = input width, ``P = ceil(W / U)`` cycles per row):
+
+- the input streams pixel ``(x, y)`` on lane ``x mod U`` at cycle ``y * P + x // U``;
+- stage ``s`` runs iteration ``(xo, y)`` (its lanes ``l`` compute pixels ``x = U*xo + l``) at
+  cycle ``start_s + y * P + xo`` and its outputs are written ``latency_s`` cycles later
+  (``latency_s`` = the compute latency given by the caller, default 0);
+- stage ``c`` reading producer ``p`` at merged window offset ``(dx, dy)`` (lane offset included,
+  see :func:`mapper.ir.unroll_stage`) needs pixel ``(U*xo + dx, y + dy)`` of producer lane
+  ``dx mod U``, written at ``start_p + latency_p + (y+dy) * P + xo + dx // U``; so
+  ``start_c = max`` over its reads of ``start_p + latency_p + dy * P + dx // U`` and every
+  read port has the constant *distance* ``start_c - start_p - latency_p - dy * P - dx // U``
+  (cycles between the write and the read of the same element, >= 0).
+
+Each buffer (one per producer and producer lane) has one write port and one read port per
+live kernel input element; a port is (iteration domain, access map, schedule):
+``extents = [n_xo, n_y]`` (innermost first), access map ``(x, y) = offset + strides * (i0, i1)``
+with ``strides = [[U, 0], [0, 1]]``, schedule ``offset + 1 * i0 + P * i1`` cycles.
+Iterations run over ``xo in [x0 // U, ceil(x1 / U))`` for the valid domain ``[x0, x1)``;
+with ``U > 1`` edge lanes may compute pixels outside the valid domain, which no valid output
+reads.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from cgra.errors import MappingError
+from mapper import ir
+
+
+@dataclass(frozen=True)
+class StageSchedule:
+    """Schedule of one stage (or pipeline input): iteration ``(xo, y)`` runs at
+    ``start + y * row_pitch + xo``; outputs are written ``latency`` cycles later."""
+
+    name: str
+    start: int
+    latency: int
+    box: ir.Box
+    xo_range: tuple[int, int]
+    row_pitch: int
+
+    @property
+    def extents(self) -> list[int]:
+        """Iteration domain ``[n_xo, n_y]`` (innermost first)."""
+        return [self.xo_range[1] - self.xo_range[0], self.box.height]
+
+    def first_cycle(self) -> int:
+        """Cycle of the first iteration."""
+        return self.start + self.box.y0 * self.row_pitch + self.xo_range[0]
+
+    def first_write(self) -> int:
+        """Cycle the first output is written."""
+        return self.first_cycle() + self.latency
+
+    def last_write(self) -> int:
+        """Cycle the last output is written."""
+        return (self.first_write() + (self.box.height - 1) * self.row_pitch
+                + self.xo_range[1] - self.xo_range[0] - 1)
+
+    def program(self, extra: int = 0) -> dict[str, Any]:
+        """Write schedule as ``{extents, schedule: {strides, offset}}`` (+ ``extra`` cycles)."""
+        return {"dimensionality": 2, "extents": self.extents,
+                "schedule": {"strides": [1, self.row_pitch], "offset": self.first_write() + extra}}
+
+
+@dataclass(frozen=True)
+class BufferPort:
+    """One unified-buffer port.  ``kind`` is ``write`` (the producer) or ``read`` (a consumer's
+    kernel input element ``input[index]``); ``distance`` = cycles from write to read (0 for the
+    write port).  ``access`` maps counters to buffer pixel coordinates (see module docstring)."""
+
+    buffer: str
+    lane: int
+    kind: str
+    stage: str
+    input: str | None
+    index: int | None
+    extents: tuple[int, int]
+    access: dict[str, Any]
+    schedule: dict[str, Any]
+    distance: int
+
+
+@dataclass
+class PipelineSchedule:
+    """Schedules of all stages and the ports of all buffers (key ``(producer, lane)``)."""
+
+    pipeline: ir.Pipeline
+    unroll: int
+    row_pitch: int
+    stages: dict[str, StageSchedule]
+    kernels: dict[str, ir.Stage]
+    buffers: dict[tuple[str, int], list[BufferPort]] = field(default_factory=dict)
+
+    def distances(self, producer: str, lane: int = 0) -> list[int]:
+        """Sorted distinct read distances of buffer ``(producer, lane)``."""
+        return sorted({p.distance for p in self.buffers.get((producer, lane), [])
+                       if p.kind == "read"})
+
+    def completion_cycle(self) -> int:
+        """Cycle after the last output of the output stage is written."""
+        return self.stages[self.pipeline.output].last_write() + 1
+
+
+def live_inputs(kernel: ir.Kernel) -> list[tuple[str, int]]:
+    """Kernel input elements ``(name, index)`` reachable from the outputs."""
+    return [n.input for n in kernel.live_nodes() if n.op == ir.INPUT]
+
+
+def schedule_pipeline(pipeline: ir.Pipeline, latencies: dict[str, int] | None = None
+                      ) -> PipelineSchedule:
+    """Earliest-start affine schedules and buffer ports (see the module docstring).
+
+    ``latencies`` gives compute latency in cycles per stage (default 0).  Raises
+    :class:`MappingError` for an invalid pipeline.
+    """
+    latencies = dict(latencies or {})
+    dom = pipeline.domains()
+    u = pipeline.unroll
+    width = next(iter(pipeline.inputs.values())).shape[0]
+    pitch = -(-width // u)
+    for name in latencies:
+        if name not in dom:
+            raise MappingError(f"schedule {pipeline.name}: latency given for unknown stage '{name}'")
+    stages: dict[str, StageSchedule] = {}
+    for name in pipeline.inputs:
+        stages[name] = StageSchedule(name, 0, 0, dom[name], (0, pitch), pitch)
+    kernels: dict[str, ir.Stage] = {}
+    reads: dict[str, list[tuple[str, int, str, int, int]]] = {}
+    for s in pipeline.stages:
+        us = ir.unroll_stage(s, u)
+        kernels[s.name] = us
+        need: list[tuple[str, int, str, int, int]] = []
+        start = None
+        for iname, idx in live_inputs(us.kernel):
+            w = us.windows[iname]
+            dx, dy = w.offsets[idx]
+            p = stages[w.producer]
+            t = p.start + p.latency + dy * pitch + dx // u
+            start = t if start is None else max(start, t)
+            need.append((iname, idx, w.producer, dx, dy))
+        if start is None:
+            raise MappingError(f"schedule {pipeline.name}: stage {s.name} reads no live input "
+                               f"(a constant stage cannot be scheduled as a stream)")
+        lat = int(latencies.get(s.name, 0))
+        if lat < 0:
+            raise MappingError(f"schedule {pipeline.name}: stage {s.name} latency {lat} < 0")
+        b = dom[s.name]
+        stages[s.name] = StageSchedule(s.name, start, lat, b, (b.x0 // u, -(-b.x1 // u)), pitch)
+        reads[s.name] = need
+    sched = PipelineSchedule(pipeline, u, pitch, stages, kernels)
+    # write ports
+    for name, st in stages.items():
+        for lane in range(u):
+            sched.buffers[(name, lane)] = [BufferPort(
+                name, lane, "write", name, None, None, tuple(st.extents),
+                {"strides": [[u, 0], [0, 1]],
+                 "offset": [u * st.xo_range[0] + lane, st.box.y0]},
+                {"strides": [1, pitch], "offset": st.first_write()}, 0)]
+    for s in pipeline.stages:
+        c = stages[s.name]
+        for iname, idx, prod, dx, dy in reads[s.name]:
+            p = stages[prod]
+            dist = c.start - p.start - p.latency - dy * pitch - dx // u
+            port = BufferPort(prod, dx % u, "read", s.name, iname, idx, tuple(c.extents),
+                              {"strides": [[u, 0], [0, 1]],
+                               "offset": [u * c.xo_range[0] + dx, c.box.y0 + dy]},
+                              {"strides": [1, pitch], "offset": c.first_cycle()}, dist)
+            sched.buffers[(prod, dx % u)].append(port)
+    return sched
