@@ -1,0 +1,114 @@
+"""PEak: a PE is one Python spec with three interpretations (Python, SMT, Verilog).
+
+Write a spec (see ``peak/examples/toy_pe.py``)::
+
+    class ToyPE(Peak):
+        def __init__(self):
+            self.o_reg = Register(Data, 0)           # state: Register / RegisterFile / sub-PE
+        @name_outputs(res=Data, flag=Bit)
+        def __call__(self, inst: Inst, A: Data, B: Data, C: Data, c_in: Bit):
+            ...plain if/elif/else and return over hwtypes values...
+
+Public API (for the rules synthesiser, the array generator and the mapper):
+
+Spec and normal form
+  ``Peak``, ``Register(T, init)``, ``RegisterFile(depth, T, init)``, ``name_outputs(**types)``
+  ``normal_form(spec_cls) -> NormalForm`` (cached once per class): ``.isa`` (instruction
+  type), ``.inputs`` / ``.outputs`` (``[(name, hwtypes type)]``), ``.state``
+  (``[StateLeaf(name, T, init)]``), ``.source`` (the SSA function), ``.function(family)``.
+  Bad specs raise ``cgra.errors.SpecError`` with ``file``/``line``.
+  ``spec_hash(spec_cls) -> str``: sha256 (hex) of the source of the spec's module, the
+  modules of its ISA and sub-PEs, and the class name; stable across processes.
+
+Assembler (``peak.assembler``)
+  ``assembler(isa) -> Assembler``; ``Assembler.width`` (bits), ``.fields``
+  (``[FieldInfo(name, lo, width, kind, signed, tags, variant_of)]``), ``.layout()`` (JSON for
+  ``pe.json``), ``.encode(value) -> int``, ``.encode_bv(value) -> BitVector[width]``,
+  ``.decode(int | BitVector) -> value`` (``ConfigError`` on an invalid encoding),
+  ``.is_valid(flat)`` on an int / ``BitVector`` / ``SMTBitVector`` / z3 bit vector,
+  ``.enumerate_tags()``, ``.field(name)``.
+
+Python model (``peak.model``)
+  ``model = Spec(); outs = model(inst, *inputs)`` — one call = one clock cycle; ``inst`` an
+  ISA value, flat ``BitVector`` or int; inputs hwtypes values or ints; returns a tuple
+  (or the single output). ``model.reset()``, ``model.state()``, ``model.set_state(values)``.
+  ``evaluate(spec, inst, inputs, state) -> (outputs, next_state)`` (pure).
+
+SMT model (``peak.smt``)
+  ``evaluate_smt(spec, inst, inputs, state=None) -> (outputs, next_state)`` with ``inst`` a
+  flat ``SMTBitVector[width]`` or a dict field name -> SMT value/int; ``symbolic(spec,
+  fields=False, prefix=None) -> SymbolicPE`` elaborated once (``.outputs``, ``.next_state``,
+  ``.valid``, ``.variables()``, ``.substitute(values)``, ``.z3()``);
+  ``field_valid(spec, fields)``; ``to_z3(x)``.
+
+Hardware (``peak.rtl``)
+  ``pe_circuit(spec) -> magma circuit`` (cached; module ``<Spec>_<hash8>``; ports CLK,
+  RESET (sync, active high), clk_en (0 = every register holds), inst[width], inputs,
+  outputs); ``write_verilog(spec, out_dir) -> path``; ``pe_core_circuit(spec)`` /
+  ``pe_core_spec(spec) -> cgra.core.CoreSpec`` (the tile-core wrapper: ``flush`` and
+  ``config_inst`` ports, tag ``p``, one config field ``inst`` of ``width`` bits).
+
+Collateral (``peak.collateral``, no hardware imports)
+  ``pe_json(spec) -> dict`` (schema ``peak.pe/1``: spec hash, instruction width, field
+  layout with enum tags, ports, state); ``load_pe_json(path)``;
+  ``assemble_fields(doc, {field: value | tag name}) -> int``; ``disassemble_fields``.
+
+Test helper (``peak.sim``)
+  ``RTLSim(spec, directory)``: data-driven fault/Verilator bench built once;
+  ``.run([(inst, inputs[, clk_en])]) -> [outputs]``; ``run_rtl(spec, vectors, dir)``;
+  ``model_outputs(spec, vectors)``; ``check_vectors(spec, vectors, dir)`` compares model
+  and RTL and raises ``SimulationError`` naming the first mismatching vector.
+
+Examples: ``peak.examples.toy_pe`` (``make_toy_pe(width)``, ``ToyPE`` = 16 bits, ``Inst``,
+``Opcode``) and ``peak.examples.cgra_pe`` (``PE``, ``Inst``, ``ALU``, ``Cond``, ``Mode``).
+Spec modules whose types are closure variables must not use
+``from __future__ import annotations``.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import sys
+
+from cgra.errors import SpecError
+from peak.assembler import assembler
+from peak.normalize import NormalForm, StateLeaf, normal_form
+from peak.spec import Peak, Register, RegisterFile, name_outputs
+
+
+@functools.lru_cache(maxsize=None)
+def spec_hash(spec: type) -> str:
+    """sha256 hex digest over the source files of the modules defining ``spec``, its ISA
+    type (and their ADT field types) and its sub-PEs, plus the class name. Raises
+    :class:`SpecError` if a source file cannot be read."""
+    nf = normal_form(spec)
+    mods: set[str] = set()
+
+    def add(obj: object) -> None:
+        mod = getattr(obj, "__module__", None)
+        if mod and mod in sys.modules and not mod.startswith(("hwtypes", "builtins")):
+            mods.add(mod)
+
+    add(spec)
+    add(nf.isa)
+    for f in getattr(nf.isa, "field_dict", {}).values():
+        add(f)
+    for sub in nf.subs.values():
+        add(sub.spec)
+    h = hashlib.sha256()
+    h.update(spec.__qualname__.encode())
+    h.update(spec.__name__.encode())
+    for mod in sorted(mods):
+        try:
+            src = inspect.getsource(sys.modules[mod])
+        except (OSError, TypeError) as e:
+            raise SpecError(f"cannot read the source of module {mod} to hash spec "
+                            f"{spec.__name__}: {e}") from e
+        h.update(mod.encode())
+        h.update(src.encode())
+    return h.hexdigest()
+
+
+__all__ = ["Peak", "Register", "RegisterFile", "name_outputs", "normal_form", "NormalForm",
+           "StateLeaf", "assembler", "spec_hash"]

@@ -1,0 +1,102 @@
+"""What a PE author writes: :class:`Peak`, :class:`Register`, :class:`RegisterFile`,
+:func:`name_outputs`.
+
+A spec is a ``Peak`` subclass. ``__init__`` declares state as attributes (a ``Register``, a
+``RegisterFile``, a sub-PE, or a plain int/bool parameter). ``__call__(self, inst, *inputs)``
+is annotated (``inst: ISA``, each input with a hwtypes type) and decorated with
+``@name_outputs(name=Type, ...)``; its body uses ordinary ``if``/``elif``/``else`` and
+``return``. The body is normalised once per class (:mod:`peak.normalize`); calling an
+instance runs the normal form on concrete values (:mod:`peak.model`)::
+
+    model = ToyPE()
+    res, flag = model(inst, A, B, C, c_in)     # hwtypes values or ints; state kept inside
+
+Register semantics (one cycle of latency): ``self.r(v)`` returns the stored value and
+latches ``v``; ``self.r(v, en)`` latches only when ``en`` is 1. On a path where ``self.r``
+is not called the register holds. ``RegisterFile(depth, T)``: ``self.rf.read(addr)``
+returns the stored entry (combinational), ``self.rf.write(addr, data, en=1)`` writes at the
+end of the cycle. A sub-PE attribute is called ``self.sub(inst, *inputs)`` at one place.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from cgra.errors import SpecError
+
+
+class Register:
+    """A state element of hwtypes type ``T`` (``Bit`` or ``BitVector[n]``) with reset value
+    ``init`` (int). One cycle of latency."""
+
+    def __init__(self, T: Any, init: int = 0):
+        from peak.assembler import is_bit_type, is_bv_type
+        if not (is_bit_type(T) or is_bv_type(T)):
+            raise SpecError(f"Register type {T!r} must be Bit or a sized BitVector/SInt/UInt")
+        self.T = T
+        self.init = int(init)
+        self.value: Any = T(self.init)
+
+    def __call__(self, *args: Any) -> Any:
+        raise SpecError("a Register is only called inside a Peak spec's __call__ "
+                        "(it is interpreted by the normal form)")
+
+
+class RegisterFile:
+    """``depth`` entries of hwtypes type ``T``, reset to ``init``. ``read(addr)`` is
+    combinational; ``write(addr, data, en=1)`` takes effect at the next cycle. ``addr`` is a
+    bit vector of ``max(1, (depth-1).bit_length())`` bits; out-of-range addresses read
+    entry 0 and write nothing."""
+
+    def __init__(self, depth: int, T: Any, init: int = 0):
+        from peak.assembler import is_bit_type, is_bv_type
+        if depth < 1:
+            raise SpecError(f"RegisterFile depth {depth} must be >= 1")
+        if not (is_bit_type(T) or is_bv_type(T)):
+            raise SpecError(f"RegisterFile type {T!r} must be Bit or a sized BitVector")
+        self.depth = depth
+        self.T = T
+        self.init = int(init)
+        self.values: list[Any] = [T(self.init) for _ in range(depth)]
+
+
+def name_outputs(**outputs: Any) -> Callable:
+    """Decorator of ``__call__`` naming its outputs and their hwtypes types, in order."""
+
+    def deco(fn: Callable) -> Callable:
+        fn._peak_outputs_ = dict(outputs)
+        return fn
+
+    return deco
+
+
+class Peak:
+    """Base class of PE specs. Subclasses define ``__init__`` (state) and ``__call__``.
+
+    Calling an instance runs the normalised ``__call__`` on concrete values, updates the
+    state and returns the outputs (a tuple when there are several, else the value).
+    Methods: ``reset()`` restores every register to its init value; ``state()`` /
+    ``set_state(values)`` read / write the state leaves (order of
+    ``normal_form(cls).state``)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__call__" in cls.__dict__:
+            user = cls.__dict__["__call__"]
+            cls._spec_call_ = user
+            cls.__call__ = Peak._model_call  # type: ignore[method-assign]
+
+    def _model_call(self, inst: Any, *inputs: Any) -> Any:
+        from peak.model import step
+        return step(self, inst, *inputs)
+
+    def reset(self) -> None:
+        from peak.model import reset
+        reset(self)
+
+    def state(self) -> tuple:
+        from peak.model import get_state
+        return get_state(self)
+
+    def set_state(self, values: tuple | list) -> None:
+        from peak.model import set_state
+        set_state(self, values)
