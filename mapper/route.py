@@ -15,7 +15,8 @@ Router for FPGAs", FPGA 1995): every routing node has capacity 1; the cost of en
 overused) and present-congestion factor ``p(n) = 1 + pres_fac * max(0, occ(n) + 1 - cap)``
 (``pres_fac`` multiplied by ``pres_mult`` each iteration). Each sink is found with A* whose
 heuristic is the Manhattan distance in tiles times the minimum cost of one tile hop (an SB_OUT
-plus an SB_IN, 2 base units), which is admissible because every multiplier is >= 1. A
+plus an SB_IN, 2 base units, divided by the track length in tiles), which is admissible
+because every multiplier is >= 1. A
 multi-sink net is routed as a tree: sinks in order of distance, each search starting from every
 node already in the net's tree. After the first iteration, only nets that use an overused node
 are ripped up and re-routed; routing stops when no node is overused, or raises
@@ -36,6 +37,7 @@ from __future__ import annotations
 import heapq
 import json
 import time
+from itertools import pairwise
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -115,36 +117,44 @@ class RoutingGraph:
                     tuple(ConfigField(f["name"], int(f["width"]), int(f.get("reset", 0)))
                           for f in t.get("config_fields", [])),
                     tuple(t.get("external", [])))
-            g = nx.DiGraph()
-            for d in doc["nodes"]:
-                g.add_node(d["id"], kind=d["kind"], x=int(d["x"]), y=int(d["y"]),
-                           side=d.get("side"), track=d.get("track"), io=d.get("io"),
-                           port=d.get("port"), direction=d.get("direction"))
-            for d in doc["nodes"]:
+            nodes = doc["nodes"]
+            self.ids: list[str] = [d["id"] for d in nodes]
+            self.index: dict[str, int] = {n: i for i, n in enumerate(self.ids)}
+            if len(self.index) != len(self.ids):
+                raise CollateralError(f"{source}: duplicate node ids; regenerate the routing "
+                                      f"graph")
+            self.succ: list[list[int]] = [[] for _ in self.ids]
+            edges = []
+            for j, d in enumerate(nodes):
                 fanin = d["fanin"]
                 delays = d.get("delay_ps", [0.0] * len(fanin))
                 if len(delays) != len(fanin):
                     raise CollateralError(f"{source}: node {d['id']} has {len(fanin)} fan-ins "
                                           f"but {len(delays)} delays")
-                for sel, (src, dl) in enumerate(zip(fanin, delays)):
-                    if src not in g:
+                for sel, (src, dl) in enumerate(zip(fanin, delays, strict=True)):
+                    i = self.index.get(src)
+                    if i is None:
                         raise CollateralError(f"{source}: node {d['id']} has fan-in {src} that "
                                               f"is not a node; regenerate the routing graph")
-                    g.add_edge(src, d["id"], sel=sel, delay=float(dl))
-                g.nodes[d["id"]]["fanin"] = list(fanin)
+                    self.succ[i].append(j)
+                    edges.append((src, d["id"], {"sel": sel, "delay": float(dl)}))
+            g = nx.DiGraph()
+            g.add_nodes_from((d["id"], {"kind": d["kind"], "x": int(d["x"]), "y": int(d["y"]),
+                                        "side": d.get("side"), "track": d.get("track"),
+                                        "io": d.get("io"), "port": d.get("port"),
+                                        "direction": d.get("direction"),
+                                        "fanin": list(d["fanin"])}) for d in nodes)
+            g.add_edges_from(edges)
+            self.xy: list[tuple[int, int]] = [(int(d["x"]), int(d["y"])) for d in nodes]
+            self.kind: list[str] = [d["kind"] for d in nodes]
         except (KeyError, TypeError, ValueError) as exc:
             raise CollateralError(f"{source}: malformed routing graph ({type(exc).__name__}: "
                                   f"{exc}); regenerate it with canal") from None
         self.g = g
-        self.ids: list[str] = list(g.nodes)
-        self.index: dict[str, int] = {n: i for i, n in enumerate(self.ids)}
-        self.succ: list[list[int]] = [[self.index[s] for s in g.successors(n)] for n in self.ids]
-        self.xy: list[tuple[int, int]] = [(g.nodes[n]["x"], g.nodes[n]["y"]) for n in self.ids]
-        self.kind: list[str] = [g.nodes[n]["kind"] for n in self.ids]
         self.regs_by_tile: dict[tuple[int, int], list[str]] = {}
-        for n in self.ids:
-            if g.nodes[n]["kind"] == "REG":
-                self.regs_by_tile.setdefault(self.xy[self.index[n]], []).append(n)
+        for i, n in enumerate(self.ids):
+            if self.kind[i] == "REG":
+                self.regs_by_tile.setdefault(self.xy[i], []).append(n)
 
     @classmethod
     def load(cls, path: str | Path) -> "RoutingGraph":
@@ -176,7 +186,8 @@ class RoutingGraph:
 
 
 def load_graphs(paths: Iterable[str | Path]) -> dict[int, RoutingGraph]:
-    """Load routing-graph JSON files; returns width -> :class:`RoutingGraph`. Raises
+    """Load routing-graph JSON files; returns width -> :class:`RoutingGraph` (widest first,
+    whatever the file order). Raises
     :class:`CollateralError` when two files have the same width or different tile sets."""
     out: dict[int, RoutingGraph] = {}
     for p in paths:
@@ -192,7 +203,7 @@ def load_graphs(paths: Iterable[str | Path]) -> dict[int, RoutingGraph]:
     for rg in out.values():
         if set(rg.tiles) != set(first.tiles):
             raise CollateralError(f"{rg.source} and {first.source} describe different tile sets")
-    return out
+    return {w: out[w] for w in sorted(out, reverse=True)}
 
 
 def find_graphs(design_dir: str | Path) -> dict[int, RoutingGraph]:
@@ -234,8 +245,9 @@ class RouterParams:
 class RouteNet:
     """A net to route on one graph: ``source`` node id (a PORT out or a REG), and its sinks:
     ``(terminal, candidate node ids)`` (one candidate for a core port, the tile's REG nodes for
-    a register). ``after``: name of the net whose routing decides ``source`` (register chains),
-    ``None`` otherwise."""
+    a register). ``reg_source``: the register instance driving the net (its REG node, chosen
+    when the feeding net is routed, becomes ``source``), ``None`` otherwise; ``reg_sinks``:
+    sink terminal -> register instance for register sinks."""
 
     name: str
     source: str
@@ -265,7 +277,7 @@ class NetRoute:
         """Distinct tree edges (src, dst)."""
         seen: dict[tuple[str, str], None] = {}
         for p in self.paths.values():
-            for e in zip(p, p[1:]):
+            for e in pairwise(p):
                 seen.setdefault(e, None)
         return list(seen)
 
@@ -301,7 +313,9 @@ class PathFinder:
         self.occ = [0] * n
         self.users: list[set[str]] = [set() for _ in range(n)]
         self.pres_fac = self.p.pres_fac
-        self.hop = 2.0 * self.p.base_cost
+        # one tile of Manhattan distance costs at least an SB_OUT and an SB_IN per wire of
+        # ``track_length`` tiles: the A* heuristic stays admissible for long tracks
+        self.hop = 2.0 * self.p.base_cost / max(1, int(graph.params.get("track_length", 1)))
         self._g = [0.0] * n
         self._stamp = [0] * n
         self._prev = [-1] * n
@@ -387,7 +401,7 @@ class PathFinder:
                     f"net {net.name}: sink {term[0]}.{term[1]} ({what}) is unreachable from "
                     f"{net.source} in the {self.rg.width}-bit routing graph {self.rg.source}; "
                     f"check the core port connections of tile ({tx}, {ty})")
-            for a, b in zip(p, p[1:]):
+            for a, b in pairwise(p):
                 parent.setdefault(b, a)
             for v in p:
                 if v not in in_tree:
@@ -403,7 +417,6 @@ class PathFinder:
             full.reverse()
             paths[term] = full
         self._claim(net.name, tree)
-        # the net's own nodes must not count as congestion for itself: occ includes it once
         return paths, tree
 
 
@@ -498,6 +511,15 @@ def route_design(packed, placement, graphs: dict[int, RoutingGraph],
     per_width: dict[int, list[RouteNet]] = {}
     reg_feeds_w: dict[int, dict[str, str]] = {}
     meta: dict[str, tuple[int, Terminal]] = {}
+    port_user: dict[str, tuple[str, Terminal]] = {}
+
+    def claim_port(node: str, term: Terminal, net: str) -> None:
+        prev = port_user.setdefault(node, (net, term))
+        if prev[1] != term:
+            raise RoutingError(f"netlist ports {prev[1][0]}.{prev[1][1]} (net {prev[0]}) and "
+                               f"{term[0]}.{term[1]} (net {net}) both map to core port {node}; "
+                               f"name the ports like the core's or give PackParams.port_map")
+
     for net in packed.nets:
         if net.width not in graphs:
             raise RoutingError(f"net {net.name} is {net.width} bits but the design has routing "
@@ -511,6 +533,7 @@ def route_design(packed, placement, graphs: dict[int, RoutingGraph],
         else:
             x, y = _site(placement, src_inst)
             source = rg.port_node(x, y, packed.core_port(src_inst, src_port, x, y, rg, "out"))
+            claim_port(source, net.source, net.name)
         sinks = []
         reg_sinks: dict[Terminal, str] = {}
         for inst, port in net.sinks:
@@ -525,6 +548,7 @@ def route_design(packed, placement, graphs: dict[int, RoutingGraph],
                 reg_feeds_w.setdefault(net.width, {})[inst] = net.name
             else:
                 pn = rg.port_node(x, y, packed.core_port(inst, port, x, y, rg, "in"))
+                claim_port(pn, (inst, port), net.name)
                 sinks.append(((inst, port), [pn]))
         per_width.setdefault(net.width, []).append(
             RouteNet(net.name, source, sinks, rs, reg_sinks))
@@ -589,7 +613,7 @@ def check_routing(result: RoutingResult, graphs: dict[int, RoutingGraph]) -> Non
             if p[0] != root:
                 raise RoutingError(f"net {name}: path to {term} starts at {p[0]}, not at the "
                                    f"net's root {root}")
-            for a, b in zip(p, p[1:]):
+            for a, b in pairwise(p):
                 if not rg.g.has_edge(a, b):
                     raise RoutingError(f"net {name}: edge {a} -> {b} is not in the "
                                        f"{r.width}-bit routing graph")

@@ -1,0 +1,268 @@
+"""Bitstream: the (address, data) pairs that configure a placed, routed and pipelined design.
+
+Config address ``reg << 24 | feature << 16 | x << 8 | y`` (:func:`cgra.config.config_address`),
+32-bit data. Entries, all sorted by address (so the same app + seed gives the same bitstream):
+
+* **cores** (feature 0 of every used tile): the core config fields of the tile (the routing
+  graph's ``config_fields`` of that tile) packed with :func:`cgra.config.encode_fields`, values
+  from the instance: its packing fields (absorbed registers, constants, balancing input
+  registers), every ``config`` entry whose key names a core field, ``config['fields']``, and for
+  a MEM with port programs (``config['ports']``) the fields returned by the MEM encoder
+  (default :func:`lake_mem_encoder`: ``lake.config.configure(config['preset'], ports)``);
+  every register of feature 0 is written, fields not given keep their reset value;
+* **interconnect** (switch-box, connection-box and register-mux selects): for every routed
+  tree edge ``a -> b`` where ``b`` has more than one fan-in, the select field of ``b`` = the
+  index of ``a`` in ``b``'s fan-in list; a register mux selecting its ``REG`` is an enabled
+  pipeline register. Field locations come from the config map (:class:`ConfigMap`); fields
+  sharing a 32-bit register are OR-merged, other fields of such a register are 0.
+
+Unused tiles get no entry (they stay in their reset configuration).
+
+Files (:meth:`Bitstream.save`): ``<name>.bs`` with one ``AAAAAAAA DDDDDDDD`` line (hex) per
+entry, and ``<name>.bs.json`` (schema ``mapper.bitstream/1``) listing each entry with the tile,
+feature, register and the fields it sets and what they configure.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from cgra.config import config_address, encode_fields, pack_fields, split_address
+from cgra.errors import CollateralError, ConfigError, RoutingError
+from mapper.pack import PackedDesign
+from mapper.place import Placement
+from mapper.route import RoutingGraph, RoutingResult
+
+SCHEMA = "mapper.bitstream/1"
+
+MemEncoder = Callable[[str, dict[str, Any], dict[str, Any]], dict[str, int]]
+"""``(instance name, instance config, port programs) -> core field values``."""
+
+
+def lake_mem_encoder(inst: str, config: dict[str, Any], ports: dict[str, Any]) -> dict[str, int]:
+    """MEM field values from Lake port programs: ``lake.config.configure(config['preset'],
+    ports, chain_index, chain_length)`` (a pure config encoder). Port names ``in<k>`` /
+    ``out<k>`` (memory mapping's names) are the preset's k-th input / output port. Raises
+    :class:`ConfigError` naming the instance when the preset is unknown or a program does not
+    fit."""
+    from lake.config import configure  # pure encoder, no hardware generation
+    from lake.spec import preset as lake_preset
+
+    preset = config.get("preset")
+    if preset is None:
+        raise ConfigError(f"MEM {inst}: config has port programs but no 'preset'; name the Lake "
+                          f"preset the programs are for")
+    try:
+        spec = lake_preset(preset)
+        named: dict[str, Any] = {}
+        for port, prog in ports.items():
+            m = re.fullmatch(r"(in|out)(\d+)", port)
+            names = list(spec.inputs if m and m.group(1) == "in" else spec.outputs)
+            if m and port not in names:
+                k = int(m.group(2))
+                if k >= len(names):
+                    raise ConfigError(f"port {port}: the preset has {len(names)} "
+                                      f"{m.group(1)}put port(s) {names}")
+                port = names[k]
+            named[port] = prog
+        return configure(preset, named, int(config.get("chain_index", 0)),
+                         int(config.get("chain_length", 1)))
+    except Exception as exc:  # lake raises SpecError/ConfigError: re-raise with the instance
+        raise ConfigError(f"MEM {inst}: cannot encode port programs for preset {preset!r}: "
+                          f"{exc}") from None
+
+
+@dataclass(frozen=True)
+class FieldLoc:
+    """One piece of a field: bits ``[lo, lo+width)`` of register ``reg`` of ``feature`` hold
+    bits ``[field_lo, field_lo+width)`` of field ``name``."""
+
+    name: str
+    feature: int
+    feature_name: str
+    reg: int
+    lo: int
+    width: int
+    field_lo: int
+
+
+@dataclass
+class ConfigMap:
+    """Routing-node select fields: node id -> (x, y, [FieldLoc]), from the config-map rows of
+    the collateral (``config_map.json``: ``x, y, feature, feature_name, field, node, reg, lo,
+    width, field_lo`` per field, as ``canal.config.config_map_rows`` computes them; rows without
+    a ``node`` are core fields and are not needed here)."""
+
+    nodes: dict[str, tuple[int, int, list[FieldLoc]]] = field(default_factory=dict)
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[dict[str, Any]], source: str = "<rows>") -> "ConfigMap":
+        cm = cls()
+        try:
+            for r in rows:
+                if r.get("node") is None:
+                    continue
+                ent = cm.nodes.setdefault(r["node"], (int(r["x"]), int(r["y"]), []))
+                ent[2].append(FieldLoc(r["field"], int(r["feature"]), r.get("feature_name", ""),
+                                       int(r["reg"]), int(r["lo"]), int(r["width"]),
+                                       int(r.get("field_lo", 0))))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CollateralError(f"{source}: malformed config-map row ({exc!r}); regenerate "
+                                  f"the collateral") from None
+        return cm
+
+    @classmethod
+    def load(cls, path: str | Path) -> "ConfigMap":
+        """Read ``config_map.json``: a list of rows, or an object with the rows under
+        ``rows`` / ``fields``."""
+        try:
+            doc = json.loads(Path(path).read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise CollateralError(f"{path}: cannot read config map ({exc})") from None
+        rows = doc if isinstance(doc, list) else doc.get("rows", doc.get("fields"))
+        if not isinstance(rows, list):
+            raise CollateralError(f"{path}: config map has no list of rows ('rows' or "
+                                  f"'fields')")
+        return cls.from_rows(rows, str(path))
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One bitstream word: ``addr``/``data`` (32 bits each) and what it configures:
+    ``fields`` name -> value and ``what`` (instance or nets)."""
+
+    addr: int
+    data: int
+    fields: tuple[tuple[str, int], ...]
+    what: str
+
+    def to_dict(self) -> dict[str, Any]:
+        reg, feat, x, y = split_address(self.addr)
+        return {"addr": f"{self.addr:08X}", "data": f"{self.data:08X}", "x": x, "y": y,
+                "feature": feat, "reg": reg, "fields": dict(self.fields),
+                "configures": self.what}
+
+
+@dataclass
+class Bitstream:
+    """Sorted entries; ``pairs()`` gives ``[(addr, data)]``."""
+
+    name: str
+    entries: list[Entry]
+
+    def pairs(self) -> list[tuple[int, int]]:
+        return [(e.addr, e.data) for e in self.entries]
+
+    def to_text(self) -> str:
+        return "".join(f"{e.addr:08X} {e.data:08X}\n" for e in self.entries)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"schema": SCHEMA, "design": self.name, "count": len(self.entries),
+                "entries": [e.to_dict() for e in self.entries]}
+
+    def save(self, out_dir: str | Path) -> tuple[Path, Path]:
+        """Write ``<name>.bs`` and ``<name>.bs.json`` into ``out_dir``; returns both paths."""
+        d = Path(out_dir)
+        d.mkdir(parents=True, exist_ok=True)
+        txt, js = d / f"{self.name}.bs", d / f"{self.name}.bs.json"
+        txt.write_text(self.to_text())
+        js.write_text(json.dumps(self.to_json(), indent=1) + "\n")
+        return txt, js
+
+
+def parse_text(text: str) -> list[tuple[int, int]]:
+    """Inverse of :meth:`Bitstream.to_text`; raises :class:`ConfigError` naming the line."""
+    out = []
+    for k, line in enumerate(text.splitlines(), 1):
+        parts = line.split()
+        if len(parts) != 2 or any(len(p) != 8 for p in parts):
+            raise ConfigError(f"bitstream line {k}: expected 'AAAAAAAA DDDDDDDD', got {line!r}")
+        out.append((int(parts[0], 16), int(parts[1], 16)))
+    return out
+
+
+def route_selects(routing: RoutingResult, graphs: dict[int, RoutingGraph]
+                  ) -> dict[str, tuple[int, str]]:
+    """Mux node -> (select value, net) for every routed tree edge into a node with several
+    fan-ins. Raises :class:`RoutingError` when two nets want different selects of one node
+    or an edge is not in the graph."""
+    chosen: dict[str, tuple[int, str]] = {}
+    for name, r in routing.nets.items():
+        rg = graphs[r.width]
+        for a, b in r.edges():
+            if not rg.g.has_edge(a, b):
+                raise RoutingError(f"net {name}: edge {a} -> {b} is not in the {r.width}-bit "
+                                   f"routing graph")
+            fanin = rg.g.nodes[b]["fanin"]
+            if len(fanin) > 1:
+                sel = rg.g.edges[a, b]["sel"]
+                prev = chosen.get(b)
+                if prev is not None and prev[0] != sel:
+                    raise RoutingError(f"net {name}: node {b} select {sel} conflicts with net "
+                                       f"{prev[1]} (select {prev[0]})")
+                chosen[b] = (sel, name)
+    return chosen
+
+
+def core_values(packed: PackedDesign, inst: str, field_names: set[str],
+                mem_encoder: MemEncoder | None) -> dict[str, int]:
+    """Core config field values of instance ``inst`` (rules in the module docstring)."""
+    pi = packed.instances[inst]
+    vals: dict[str, int] = {}
+    for k, v in pi.config.items():
+        if k in field_names and isinstance(v, int) and not isinstance(v, bool):
+            vals[k] = v
+    vals.update({k: int(v) for k, v in pi.config.get("fields", {}).items()})
+    if pi.tag == "m" and "ports" in pi.config:
+        enc = mem_encoder or lake_mem_encoder
+        vals.update(enc(inst, pi.config, pi.config["ports"]))
+    vals.update(pi.fields)
+    return vals
+
+
+def generate(packed: PackedDesign, placement: Placement, routing: RoutingResult,
+             graphs: dict[int, RoutingGraph], config_map: ConfigMap,
+             mem_encoder: MemEncoder | None = None) -> Bitstream:
+    """The bitstream of a design (module docstring). ``packed`` and ``routing`` should be the
+    pipelined ones (:class:`mapper.pipeline.PipelineResult`). Raises :class:`ConfigError` for a
+    value that does not fit its field or an unknown field, :class:`RoutingError` for select
+    conflicts, :class:`CollateralError` when a used mux is missing from the config map."""
+    regs: dict[int, int] = {}
+    fields: dict[int, list[tuple[str, int]]] = {}
+    what: dict[int, list[str]] = {}
+    rg0 = next(iter(graphs.values()))
+    for inst, pi in packed.instances.items():
+        if pi.tag == "r":
+            continue
+        x, y = placement.sites[inst]
+        flds = rg0.tiles[(x, y)].config_fields
+        vals = core_values(packed, inst, {f.name for f in flds}, mem_encoder)
+        try:
+            words = encode_fields(flds, vals)
+        except ConfigError as exc:
+            raise ConfigError(f"{pi.kind} {inst} at tile ({x}, {y}) core config: {exc}") from None
+        full = {f.name: vals.get(f.name, f.reset) for f in flds}
+        slices = pack_fields(flds)
+        for reg, data in sorted(words.items()):
+            addr = config_address(reg, 0, x, y)
+            regs[addr] = data
+            fields[addr] = [(s.name, (full[s.name] >> s.field_lo) & ((1 << s.width) - 1))
+                            for s in slices if s.reg == reg]
+            what[addr] = [f"{pi.kind} {inst} (core)"]
+    for node, (sel, net) in route_selects(routing, graphs).items():
+        if node not in config_map.nodes:
+            raise CollateralError(f"routing node {node} (net {net}) has several fan-ins but no "
+                                  f"select field in the config map; regenerate the collateral")
+        x, y, locs = config_map.nodes[node]
+        for loc in locs:
+            part = (sel >> loc.field_lo) & ((1 << loc.width) - 1)
+            addr = config_address(loc.reg, loc.feature, x, y)
+            regs[addr] = regs.get(addr, 0) | part << loc.lo
+            fields.setdefault(addr, []).append((loc.name, part))
+            what.setdefault(addr, []).append(f"net {net}")
+    entries = [Entry(a, regs[a], tuple(fields[a]), ", ".join(dict.fromkeys(what[a])))
+               for a in sorted(regs)]
+    return Bitstream(packed.name, entries)

@@ -1,0 +1,223 @@
+"""Branch-delay matching, MEM latency absorption, compute pipelining and static timing."""
+from __future__ import annotations
+
+import json
+from itertools import pairwise
+
+import networkx as nx
+import pytest
+
+from canal.collateral import dump_json
+from canal.passes import InterconnectParams, build_uniform, io_on_edges
+from cgra.config import ConfigField
+from cgra.core import CoreSpec, PortSpec
+from cgra.errors import MappingError
+from mapper.netlist import Netlist
+from mapper.pack import pack, stencil_netlist
+from mapper.pipeline import (DEFAULT_DELAYS, PipelineParams, check_balanced, pipeline,
+                             timing_analysis)
+from mapper.place import PlaceParams, place
+from mapper.route import check_routing, load_graphs, route_design
+
+
+def _no_rtl():
+    raise AssertionError("PnR tests never build RTL")
+
+
+PE = CoreSpec("t_pe", "p", (PortSpec("data0", 16, "in"), PortSpec("data1", 16, "in"),
+                            PortSpec("res", 16, "out")),
+              (ConfigField("inst", 20), ConfigField("data0_reg_en", 1),
+               ConfigField("data1_reg_en", 1)), _no_rtl, {"timing_class": "pe"})
+MEM = CoreSpec("t_mem", "m", (PortSpec("data_in_0", 16, "in"), PortSpec("data_out_0", 16, "out")),
+               (ConfigField("depth", 12),), _no_rtl, {"timing_class": "mem"})
+IO = CoreSpec("t_io", "I", (PortSpec("f2io_16", 16, "in"), PortSpec("io2f_16", 16, "out")),
+              (), _no_rtl, {"timing_class": "io"})
+
+
+@pytest.fixture(scope="module")
+def graphs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("t8")
+    core = io_on_edges(lambda x, y: MEM if x % 4 == 3 else PE, IO, 8, 8)
+    ic = build_uniform(InterconnectParams(8, 8, tracks=5, widths=(16,)), core)
+    dump_json(ic.graphs[16], tmp / "routing_16.json")
+    return load_graphs([tmp / "routing_16.json"])
+
+
+def _pnr(nl, graphs, seed=0, **kw):
+    packed = pack(nl, graphs)
+    pl = place(packed, graphs, PlaceParams(seed=seed, **kw))
+    return packed, pl, route_design(packed, pl, graphs)
+
+
+def _independent_sigma(res, lat):
+    """Extra latency at every sink recomputed from the routes alone."""
+    pk = res.packed
+    dag = nx.DiGraph()
+    dag.add_nodes_from(pk.instances)
+    for n in pk.nets:
+        for s in n.sinks:
+            dag.add_edge(n.source[0], s[0])
+    out_sig: dict[str, int] = {}
+    sig_in: dict[tuple[str, str], int] = {}
+    drv = {s: n for n in pk.nets for s in n.sinks}
+    for inst in nx.topological_sort(dag):
+        ins = [s for s in drv if s[0] == inst]
+        for s in ins:
+            n = drv[s]
+            path = res.routing.nets[n.name].paths[s]
+            extra = sum(1 for v in path[1:-1] if v.startswith("REG:"))
+            sig_in[s] = out_sig[n.source[0]] + extra
+        for pe, port in res.pe_input_regs:
+            if pe == inst:
+                sig_in[(inst, port)] += 1
+        tag = pk.instances[inst].tag
+        base = max((sig_in[s] for s in ins), default=0)
+        out_sig[inst] = base + (lat if tag == "p" else 0)
+        if tag == "m":
+            out_sig[inst] += max((v for (m, _), v in res.mem_absorbed.items() if m == inst),
+                                 default=0)
+    return sig_in
+
+
+def test_zero_latency_needs_no_registers(graphs):
+    packed, pl, rr = _pnr(stencil_netlist("g"), graphs)
+    res = pipeline(packed, pl, rr, graphs, PipelineParams(latency={"p": 0}))
+    assert res.enabled_regs == [] and res.forced_regs == [] and res.output_latency == {
+        "io_out": 0}
+    assert res.routing.nets == rr.nets
+    check_balanced(res)
+
+
+def test_branch_delay_matching_with_pe_latency(graphs):
+    packed, pl, rr = _pnr(stencil_netlist("g"), graphs, seed=4)
+    res = pipeline(packed, pl, rr, graphs, PipelineParams(latency={"p": 1}))
+    check_routing(res.routing, graphs)
+    check_balanced(res)
+    sig = _independent_sigma(res, 1)
+    for inst, i in res.packed.instances.items():
+        if i.tag == "p":
+            assert len({v for (n, _), v in sig.items() if n == inst}) == 1, inst
+    # 9 products (1 level) + a 4-level add tree: every output 5 cycles later
+    assert res.output_latency == {"io_out": 5}
+    prog = res.packed.instances["io_out"].config["program"]["schedule"]["offset"]
+    assert prog == packed.instances["io_out"].config["program"]["schedule"]["offset"] + 5
+    # the leftover 9th product waits 3 cycles for the add tree: registers were enabled
+    assert len(res.enabled_regs) + len(res.pe_input_regs) >= 3
+    for r in res.enabled_regs:
+        assert r in graphs[16].g
+
+
+def _mem_vs_pe_chain(extra_words: int) -> Netlist:
+    nl = Netlist("absorb")
+    nl.add_instance("in", "io_in", "I")
+    nl.add_instance("m", "mem", "m", {
+        "ports": {"in0": {"schedule": {"strides": [1, 64 + extra_words], "offset": 0}},
+                  "out0": {"schedule": {"strides": [1, 64 + extra_words], "offset": 63}}},
+        "segments": [{"base": 0, "taps": [64], "words": 64 + extra_words}]})
+    for p in ("p1", "p2", "pa"):
+        nl.add_instance(p, "pe", "p", {"inst": 1})
+    nl.add_instance("out", "io_out", "I", {"program": {"schedule": {"offset": 64}}})
+    nl.add_net(("in", "out"), [("m", "in0"), ("p1", "data0")], 16, "src")
+    nl.add_net(("p1", "res"), [("p2", "data0")], 16, "c1")
+    nl.add_net(("p2", "res"), [("pa", "data0")], 16, "c2")
+    nl.add_net(("m", "out0"), [("pa", "data1")], 16, "tap")
+    nl.add_net(("pa", "res"), [("out", "in")], 16, "o")
+    return nl
+
+
+def test_balancing_absorbed_into_memory_schedule(graphs):
+    packed, pl, rr = _pnr(_mem_vs_pe_chain(extra_words=4), graphs, seed=1)
+    res = pipeline(packed, pl, rr, graphs, PipelineParams(latency={"p": 1}))
+    check_balanced(res)
+    assert res.mem_absorbed == {("m", "out0"): 2}
+    tap = res.routing.nets["tap"].paths[("pa", "data1")]
+    assert not any(v.startswith("REG:") for v in tap)
+    ports = res.packed.instances["m"].config["ports"]
+    assert ports["out0"]["schedule"]["offset"] == 65 and ports["in0"]["schedule"]["offset"] == 0
+    assert res.output_latency == {"out": 3}
+
+
+def test_no_room_in_memory_uses_route_registers(graphs):
+    packed, pl, rr = _pnr(_mem_vs_pe_chain(extra_words=0), graphs, seed=1)
+    res = pipeline(packed, pl, rr, graphs, PipelineParams(latency={"p": 1}))
+    check_balanced(res)
+    assert res.mem_absorbed == {}
+    tap = res.routing.nets["tap"].paths[("pa", "data1")]
+    assert sum(v.startswith("REG:") for v in tap) + len(res.pe_input_regs) == 2
+    check_routing(res.routing, graphs)
+    assert res.packed.instances["m"].config["ports"]["out0"]["schedule"]["offset"] == 63
+
+
+def _adjacent(graphs):
+    nl = Netlist("adj")
+    nl.add_instance("src", "io_in", "I")
+    nl.add_instance("pe", "pe", "p", {"inst": 1})
+    nl.add_instance("dst", "io_out", "I")
+    nl.add_net(("src", "out"), [("pe", "data0")], 16, "a")
+    nl.add_net(("pe", "res"), [("dst", "in")], 16, "b")
+    return _pnr(nl, graphs, fixed={"src": (1, 0), "pe": (2, 2), "dst": (4, 0)})
+
+
+def _path_delay(graphs, path):
+    return sum(graphs[16].delay(a, b) for a, b in pairwise(path))
+
+
+def test_timing_known_answer(graphs):
+    table = json.loads(DEFAULT_DELAYS.read_text())
+    packed, pl, rr = _adjacent(graphs)
+    a = rr.nets["a"].paths[("pe", "data0")]
+    b = rr.nets["b"].paths[("dst", "in")]
+    io, pe = table["core"]["io"], table["core"]["pe"]
+    comb = timing_analysis(packed, pl, rr, graphs, PipelineParams(latency={"p": 0}))
+    assert comb.period_ps == pytest.approx(io + _path_delay(graphs, a) + pe
+                                           + _path_delay(graphs, b))
+    assert comb.path[0][0] == a[0] and comb.path[-1][0] == b[-1]
+    assert comb.fmax_mhz == pytest.approx(1e6 / comb.period_ps)
+    reg = timing_analysis(packed, pl, rr, graphs, PipelineParams(latency={"p": 1}))
+    assert reg.period_ps == pytest.approx(max(io + _path_delay(graphs, a),
+                                              pe + _path_delay(graphs, b)))
+    # the connection box of the PE input is part of the path
+    assert graphs[16].delay(a[-2], a[-1]) == table["connection_box"]["pe"]
+
+
+def test_compute_pipelining_meets_target(graphs):
+    packed, pl, rr = _pnr(stencil_netlist("g"), graphs, seed=2)
+    base = pipeline(packed, pl, rr, graphs, PipelineParams(latency={"p": 0}))
+    target = 2000.0
+    assert base.timing.period_ps > target
+    res = pipeline(packed, pl, rr, graphs, PipelineParams(latency={"p": 0},
+                                                          target_period_ps=target))
+    assert res.timing.period_ps <= target
+    assert res.forced_regs and res.output_latency["io_out"] > 0
+    check_balanced(res)
+    check_routing(res.routing, graphs)
+    # STA of the pipelined design agrees with the reported figure
+    again = timing_analysis(res.packed, pl, res.routing, graphs, PipelineParams(latency={"p": 0}),
+                            res.pe_input_regs)
+    assert again.period_ps == pytest.approx(res.timing.period_ps)
+
+
+def test_feedback_loop_is_reported(graphs):
+    nl = Netlist("loop")
+    nl.add_instance("a", "pe", "p", {"inst": 1})
+    nl.add_instance("b", "pe", "p", {"inst": 1})
+    nl.add_net(("a", "res"), [("b", "data0")], 16)
+    nl.add_net(("b", "res"), [("a", "data0")], 16)
+    packed, pl, rr = _pnr(nl, graphs)
+    with pytest.raises(MappingError, match="feedback loop through instances"):
+        pipeline(packed, pl, rr, graphs)
+
+
+@pytest.mark.parametrize("seed,lat,target", [(0, 0, 1500.0), (5, 1, 1300.0)])
+def test_pipelining_and_latency_together_stay_balanced(graphs, seed, lat, target):
+    packed, pl, rr = _pnr(stencil_netlist("g"), graphs, seed=seed)
+    res = pipeline(packed, pl, rr, graphs, PipelineParams(latency={"p": lat},
+                                                          target_period_ps=target))
+    assert res.timing.period_ps <= target
+    check_routing(res.routing, graphs)
+    sig = _independent_sigma(res, lat)
+    assert sig == res.sigma_in
+    for inst, i in res.packed.instances.items():
+        if i.tag == "p":
+            assert len({v for (n, _), v in sig.items() if n == inst}) == 1, inst
+    assert res.output_latency["io_out"] == sig[("io_out", "in")] >= 5 * lat

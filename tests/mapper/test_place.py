@@ -1,0 +1,116 @@
+"""Simulated-annealing placement (with and without quadratic global placement)."""
+from __future__ import annotations
+
+import pytest
+
+from canal.collateral import dump_json
+from canal.passes import InterconnectParams, build_uniform, io_on_edges
+from cgra.config import ConfigField
+from cgra.core import CoreSpec, PortSpec
+from cgra.errors import PlacementError
+from mapper.netlist import Netlist
+from mapper.pack import pack, stencil_netlist
+from mapper.place import PlaceParams, Placement, check_placement, place, site_capacity
+from mapper.route import load_graphs
+
+
+def _no_rtl():
+    raise AssertionError("PnR tests never build RTL")
+
+
+PE = CoreSpec("t_pe", "p", (PortSpec("data0", 16, "in"), PortSpec("data1", 16, "in"),
+                            PortSpec("res", 16, "out")),
+              (ConfigField("inst", 20),), _no_rtl, {"timing_class": "pe"})
+MEM = CoreSpec("t_mem", "m", (PortSpec("data_in_0", 16, "in"), PortSpec("data_out_0", 16, "out")),
+               (ConfigField("depth", 12),), _no_rtl, {"timing_class": "mem"})
+IO = CoreSpec("t_io", "I", (PortSpec("f2io_16", 16, "in"), PortSpec("io2f_16", 16, "out"),
+                            PortSpec("f2io_1", 1, "in"), PortSpec("io2f_1", 1, "out")),
+              (), _no_rtl, {"timing_class": "io"})
+
+
+@pytest.fixture(scope="module")
+def graphs8(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("p8")
+    core = io_on_edges(lambda x, y: MEM if x % 4 == 3 else PE, IO, 8, 8)
+    ic = build_uniform(InterconnectParams(8, 8, tracks=2), core)
+    for w, g in ic.graphs.items():
+        dump_json(g, tmp / f"routing_{w}.json")
+    return load_graphs(sorted(tmp.glob("*.json")))
+
+
+@pytest.fixture(scope="module")
+def stencil(graphs8):
+    return pack(stencil_netlist("g"), graphs8)
+
+
+def _hpwl_recomputed(packed, pl: Placement, alpha: float) -> float:
+    total = 0.0
+    for n in packed.nets:
+        pts = [pl.sites[i] for i in {n.source[0], *(s[0] for s in n.sinks)}]
+        if len(pts) < 2:
+            continue
+        h = max(p[0] for p in pts) - min(p[0] for p in pts) + \
+            max(p[1] for p in pts) - min(p[1] for p in pts)
+        total += h ** alpha if h else 0.0
+    return total
+
+
+def test_site_capacity_from_layout(graphs8):
+    caps = site_capacity(graphs8)
+    assert len(caps[("p",)]) == 7 * 6 and len(caps[("m",)]) == 7 * 2
+    assert sorted(caps[("I",)]) == [(x, 0) for x in range(8)]
+    # IO tiles with a 1-bit port also host 1-bit IO; 2 tracks x 4 sides register sites per tile
+    assert set(caps[("i",)]) == set(caps[("I",)])
+    assert set(caps[("r", 16)].values()) == {8}
+
+
+@pytest.mark.parametrize("analytical", [True, False])
+def test_placement_is_legal_and_deterministic(graphs8, stencil, analytical):
+    a = place(stencil, graphs8, PlaceParams(seed=7, analytical=analytical))
+    check_placement(stencil, a, graphs8)
+    b = place(stencil, graphs8, PlaceParams(seed=7, analytical=analytical))
+    assert a.sites == b.sites and a.cost == b.cost
+    assert a.hpwl == _hpwl_recomputed(stencil, a, 1.0)
+    # 17 PEs + taps: far better than a random scatter on an 8x8 array
+    assert a.hpwl <= 2 * len(stencil.nets)
+
+
+def test_cost_uses_alpha(graphs8, stencil):
+    pl = place(stencil, graphs8, PlaceParams(seed=1, alpha=2.0))
+    assert pl.cost == pytest.approx(_hpwl_recomputed(stencil, pl, 2.0))
+    assert pl.alpha == 2.0
+
+
+def test_two_connected_pes_end_adjacent(graphs8):
+    nl = Netlist("pair")
+    nl.add_instance("a", "pe", "p", {"inst": 0})
+    nl.add_instance("b", "pe", "p", {"inst": 0})
+    nl.add_net(("a", "res"), [("b", "data0")], 16)
+    for analytical in (True, False):
+        pl = place(pack(nl, graphs8), graphs8, PlaceParams(seed=5, analytical=analytical))
+        assert pl.hpwl == 1
+
+
+def test_fixed_instances_stay(graphs8, stencil):
+    pl = place(stencil, graphs8, PlaceParams(seed=2, fixed={"io_in": (0, 0), "io_out": (7, 0)}))
+    assert pl.sites["io_in"] == (0, 0) and pl.sites["io_out"] == (7, 0)
+    with pytest.raises(PlacementError, match="cannot be fixed at tile"):
+        place(stencil, graphs8, PlaceParams(fixed={"io_in": (1, 1)}))
+
+
+def test_too_many_pes_names_the_resource(graphs8):
+    # a stencil of 7x7 taps needs 49 + 48 PEs; the 8x8 array has 42 PE tiles
+    packed = pack(stencil_netlist("big", kh=7, kw=7), graphs8)
+    with pytest.raises(PlacementError) as exc:
+        place(packed, graphs8)
+    msg = str(exc.value)
+    assert "needs 97 PE site(s) (tag 'p')" in msg and "has 42" in msg
+
+
+def test_checker_rejects_wrong_tile_type(graphs8, stencil):
+    pl = place(stencil, graphs8, PlaceParams(seed=0))
+    bad = Placement(dict(pl.sites), pl.cost, pl.hpwl, 0.0, 0, 0, 1.0)
+    mem_site = next(xy for xy, t in graphs8[16].tiles.items() if t.tag == "m")
+    bad.sites["mul0"] = mem_site
+    with pytest.raises(PlacementError, match="mul0 .* tag 'm'"):
+        check_placement(stencil, bad, graphs8)

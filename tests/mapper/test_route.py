@@ -1,0 +1,219 @@
+"""PathFinder routing on canal routing graphs (dumped to JSON and read back by the mapper)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from canal.collateral import dump_json
+from canal.config import route_bitstream
+from canal.passes import InterconnectParams, build_uniform, io_on_edges
+from cgra.config import ConfigField
+from cgra.core import CoreSpec, PortSpec
+from cgra.errors import CollateralError, RoutingError
+from mapper.netlist import Netlist
+from mapper.pack import pack, stencil_netlist
+from mapper.place import PlaceParams, place
+from mapper.route import (RouteNet, RouterParams, RoutingGraph, check_routing, load_graphs,
+                          route_design, route_width)
+
+
+def _no_rtl():
+    raise AssertionError("PnR tests never build RTL")
+
+
+PE = CoreSpec("t_pe", "p", (PortSpec("data0", 16, "in"), PortSpec("data1", 16, "in"),
+                            PortSpec("bit0", 1, "in"), PortSpec("res", 16, "out"),
+                            PortSpec("res_p", 1, "out")),
+              (ConfigField("inst", 20), ConfigField("data0_reg_en", 1),
+               ConfigField("data1_reg_en", 1)), _no_rtl, {"timing_class": "pe"})
+MEM = CoreSpec("t_mem", "m", (PortSpec("data_in_0", 16, "in"), PortSpec("data_out_0", 16, "out")),
+               (ConfigField("depth", 12),), _no_rtl, {"timing_class": "mem"})
+IO = CoreSpec("t_io", "I", (PortSpec("f2io_16", 16, "in"), PortSpec("io2f_16", 16, "out"),
+                            PortSpec("f2io_1", 1, "in"), PortSpec("io2f_1", 1, "out"),
+                            PortSpec("glb2io_16", 16, "in"), PortSpec("io2glb_16", 16, "out")),
+              (), _no_rtl, {"external": ("glb2io_16", "io2glb_16"), "timing_class": "io"})
+
+
+def build(tmp, w, h, tracks=5):
+    core = io_on_edges(lambda x, y: MEM if x % 4 == 3 else PE, IO, w, h)
+    ic = build_uniform(InterconnectParams(w, h, tracks=tracks), core)
+    paths = []
+    for width, g in ic.graphs.items():
+        dump_json(g, tmp / f"routing_{width}.json")
+        paths.append(tmp / f"routing_{width}.json")
+    return ic, load_graphs(paths)
+
+
+@pytest.fixture(scope="module")
+def arr8(tmp_path_factory):
+    return build(tmp_path_factory.mktemp("r8"), 8, 8)
+
+
+@pytest.fixture(scope="module")
+def routed8(arr8):
+    ic, graphs = arr8
+    packed = pack(stencil_netlist("g", image_width=64), graphs)
+    pl = place(packed, graphs, PlaceParams(seed=3))
+    return packed, pl, route_design(packed, pl, graphs)
+
+
+def test_loaded_graph_equals_canal_graph(arr8, tmp_path):
+    ic, graphs = arr8
+    for w, g in ic.graphs.items():
+        rg = graphs[w]
+        assert rg.g.number_of_nodes() == len(g.nodes)
+        assert rg.g.number_of_edges() == g.num_edges()
+        for dst, srcs in list(g.fanin.items())[::97]:
+            for sel, src in enumerate(srcs):
+                assert rg.g.edges[src, dst]["sel"] == sel
+                assert rg.g.edges[src, dst]["delay"] == g.delay[(src, dst)]
+        assert rg.size == (8, 8)
+        assert rg.tiles[(3, 1)].tag == "m" and rg.tiles[(0, 0)].tag == "I"
+
+
+def test_bad_routing_graph_is_a_collateral_error(tmp_path):
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps({"schema": "canal.routing_graph/0", "nodes": []}))
+    with pytest.raises(CollateralError, match="schema"):
+        RoutingGraph.load(p)
+
+
+def test_stencil_routes_legally_and_matches_canal_bitstream(arr8, routed8):
+    ic, graphs = arr8
+    packed, pl, rr = routed8
+    check_routing(rr, graphs)
+    assert set(rr.nets) == {n.name for n in packed.nets}
+    for net in packed.nets:
+        r = rr.nets[net.name]
+        assert set(r.paths) == set(net.sinks)
+    # every netlist register sits on a REG node of its placed tile
+    assert set(rr.reg_sites) == {n for n, i in packed.instances.items() if i.tag == "r"}
+    for reg, node in rr.reg_sites.items():
+        _, _, x, y, *_ = node.split(":")
+        assert (int(x), int(y)) == pl.sites[reg] and node.startswith("REG:16:")
+    # canal's own bitstream generator accepts the routes (edges exist, no select conflicts)
+    assert route_bitstream(ic.graphs, rr.routes())
+    segs = {n for r in rr.nets.values() for n in r.nodes() if n.endswith(":IN")}
+    assert rr.wirelength[16] == len(segs) > 0
+
+
+def test_adjacent_tiles_known_route(arr8):
+    _, graphs = arr8
+    nl = Netlist("adj")
+    nl.add_instance("src", "io_in", "I")
+    nl.add_instance("pe", "pe", "p", {"inst": 1})
+    nl.add_instance("dst", "io_out", "I")
+    nl.add_net(("src", "out"), [("pe", "data0")], 16)
+    nl.add_net(("pe", "res"), [("dst", "in")], 16)
+    nl.add_net(("pe", "res_p"), [("dst", "valid")], 1)
+    packed = pack(nl, graphs)
+    pl = place(packed, graphs, PlaceParams(fixed={"src": (1, 0), "pe": (1, 1), "dst": (2, 0)}))
+    rr = route_design(packed, pl, graphs)
+    check_routing(rr, graphs)
+    p = rr.nets["n0"].paths[("pe", "data0")]
+    # IO (1,0) -> south switch-box output -> register mux (bypass) -> PE (1,1) north input
+    assert p[0] == "PORT:16:1:0:io2f_16" and p[-1] == "PORT:16:1:1:data0"
+    assert p[1].startswith("SB:16:1:0:SOUTH:") and p[1].endswith(":OUT")
+    assert p[2].startswith("RMUX:16:1:0:SOUTH:") and p[3].startswith("SB:16:1:1:NORTH:")
+    assert len(p) == 5
+    one = rr.nets["n2"].paths[("dst", "valid")]
+    assert one[0] == "PORT:1:1:1:res_p" and one[-1] == "PORT:1:2:0:f2io_1"
+    assert rr.wirelength[16] == 3 and rr.wirelength[1] == 2
+
+
+def _toy_graph(tmp_path, middle_nodes: int):
+    """Hand-written routing graph: sources a, b; sinks A, B; a shared middle node M and
+    (for a) a detour D1 -> D2. Node (x, y) are chosen so the heuristic is exact."""
+    def node(i, x, y, fanin, kind="SB"):
+        d = {"id": i, "kind": kind, "x": x, "y": y, "width": 16, "fanin": fanin,
+             "delay_ps": [10.0] * len(fanin)}
+        if kind == "SB":
+            d.update(side="EAST", track=int(i[-1]) if i[-1].isdigit() else 0, io="SB_OUT")
+        else:
+            d.update(port=i, direction="out" if not fanin else "in")
+        return d
+    nodes = [node("a", 0, 0, [], "PORT"), node("b", 0, 1, [], "PORT"),
+             node("M", 1, 0, ["a", "b"]),
+             node("A", 2, 0, ["M", "D2"] if middle_nodes else ["M"], "PORT"),
+             node("B", 2, 1, ["M"], "PORT")]
+    if middle_nodes:
+        nodes += [node("D1", 1, 1, ["a"]), node("D2", 1, 2, ["D1"])]
+    doc = {"schema": "canal.routing_graph/1", "width": 16, "params": {}, "timing_notes": [],
+           "layout": ["pp"], "tiles": [{"x": 0, "y": 0, "tag": "p", "core": "c",
+                                        "timing_class": "pe", "ports": [],
+                                        "config_fields": [], "external": []}],
+           "nodes": nodes}
+    p = tmp_path / "toy.json"
+    p.write_text(json.dumps(doc))
+    return RoutingGraph.load(p)
+
+
+def test_pathfinder_negotiates_shared_node(tmp_path):
+    rg = _toy_graph(tmp_path, middle_nodes=2)
+    nets = [RouteNet("na", "a", [(("A", "in"), ["A"])]), RouteNet("nb", "b", [(("B", "in"), ["B"])])]
+    paths, _, iters = route_width(rg, nets, {})
+    # both first take M; negotiation moves net a (which has an alternative) to the detour
+    assert paths["na"][("A", "in")] == ["a", "D1", "D2", "A"]
+    assert paths["nb"][("B", "in")] == ["b", "M", "B"]
+    assert iters >= 2
+
+
+def test_unroutable_raises_with_overused_nodes_and_nets(tmp_path):
+    rg = _toy_graph(tmp_path, middle_nodes=0)
+    nets = [RouteNet("na", "a", [(("A", "in"), ["A"])]), RouteNet("nb", "b", [(("B", "in"), ["B"])])]
+    with pytest.raises(RoutingError) as exc:
+        route_width(rg, nets, {}, RouterParams(max_iterations=5))
+    msg = str(exc.value)
+    assert "after 5 PathFinder iterations" in msg
+    assert "M used by ['na', 'nb']" in msg
+
+
+def test_congested_small_array_converges(tmp_path):
+    ic, graphs = build(tmp_path, 4, 4, tracks=2)
+    nl = Netlist("dense")
+    pes = [f"p{i}" for i in range(9)]
+    for p in pes:
+        nl.add_instance(p, "pe", "p", {"inst": 0})
+    # every PE drives two others: 18 two-pin connections on 2 tracks per side
+    for i, p in enumerate(pes):
+        nl.add_net((p, "res"), [(pes[(i + 1) % 9], "data0"), (pes[(i + 4) % 9], "data1")], 16)
+    packed = pack(nl, graphs)
+    pl = place(packed, graphs, PlaceParams(seed=0))
+    rr = route_design(packed, pl, graphs)
+    check_routing(rr, graphs)
+    assert rr.iterations[16] >= 1
+
+
+def test_checker_rejects_broken_routes(routed8, arr8):
+    _, graphs = arr8
+    _, _, rr = routed8
+    import copy
+    bad = copy.deepcopy(rr)
+    name, r = next((n, r) for n, r in bad.nets.items() if max(map(len, r.paths.values())) > 4)
+    term, p = next((t, p) for t, p in r.paths.items() if len(p) > 4)
+    r.paths[term] = p[:2] + p[3:]
+    with pytest.raises(RoutingError, match="not in the 16-bit routing graph"):
+        check_routing(bad, graphs)
+    bad = copy.deepcopy(rr)
+    (n1, r1), (n2, r2) = [(n, r) for n, r in bad.nets.items()
+                          if not next(iter(r.paths.values()))[0].startswith("REG")][:2]
+    t2 = next(iter(r2.paths))
+    r2.paths[t2] = r2.paths[t2] + [next(iter(r1.paths.values()))[1]]
+    with pytest.raises(RoutingError):
+        check_routing(bad, graphs)
+
+
+def test_two_netlist_ports_on_one_core_port_is_an_error(arr8):
+    _, graphs = arr8
+    nl = Netlist("clash")
+    nl.add_instance("a", "io_in", "I")
+    nl.add_instance("b", "io_in", "I")
+    nl.add_instance("o", "io_out", "I")
+    nl.add_net(("a", "out"), [("o", "in")], 16)
+    nl.add_net(("b", "out"), [("o", "other")], 16)   # the IO core has one 16-bit input
+    packed = pack(nl, graphs)
+    pl = place(packed, graphs, PlaceParams(seed=0))
+    with pytest.raises(RoutingError, match=r"o\.in \(net n0\) and o\.other \(net n1\) both map "
+                                           r"to core port PORT:16:\d+:0:f2io_16"):
+        route_design(packed, pl, graphs)
