@@ -1,0 +1,139 @@
+"""Compiler collateral of a Lake memory: one JSON document per preset.
+
+Schema ``lake.collateral/1`` (all widths in bits, latencies in cycles)::
+
+    {"schema": "lake.collateral/1", "preset": str, "module": str, "spec_hash": hex,
+     "capacity_words": int, "capacity_wide_words": int, "data_width": int,
+     "fetch_width": int, "word_width": int, "storage": {"kind": "sram"|"registers", ...},
+     "read_latency": int,              # scheduled read cycle -> data on the output port
+     "ports": {"in": [{"name", "width"}], "out": [...], "valid": [...], "chain_in": [...]},
+     "operations_per_cycle": {"storage_accesses": int, "words_per_port": 1},
+     "max_dimensionality": int, "max_schedule_cycle": int,
+     "register_widths": {"dim", "extent", "schedule", "address", "chain_id"},
+     "chaining": {"max_tiles": int, "tile_words": int},
+     "supported_modes": [str], "constraints": [str], "min_delay_full_rate": int,
+     "controllers": [{"name", "role", "port", "address_generators": [{"name","width"}]}],
+     "components": {...}, "config_fields": [{"name", "width", "reset"}]}
+
+The mapper reads only this (plus the pure encoder :func:`lake.config.configure`).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from cgra.errors import ConfigError
+from lake.config import config_fields, configure
+from lake.program import delay_line
+from lake.spec import PRESETS, MemorySpec, as_spec, circuit_name
+
+SCHEMA = "lake.collateral/1"
+
+
+def spec_hash(spec: MemorySpec) -> str:
+    """Content hash of a spec (sha256 of its canonical repr)."""
+    return hashlib.sha256(repr(spec).encode()).hexdigest()
+
+
+def _min_delay(spec: MemorySpec) -> int:
+    """Smallest write-to-read schedule distance of a full-rate (1 word/cycle) delay line
+    that the preset realises (found by trying the encoder)."""
+    fw = spec.storage.fetch_width
+    for d in range(0, 64):
+        try:
+            w, r = delay_line(d, 8 * fw * 4, spec.storage.words, start=0, align=fw)
+            configure(spec, {spec.inputs[0]: w, spec.outputs[0]: r})
+            return d
+        except ConfigError:
+            continue
+    raise ConfigError(f"memory {spec.name}: no full-rate delay line below 64 cycles")
+
+
+@lru_cache(maxsize=None)
+def _collateral(spec: MemorySpec) -> str:
+    st = spec.storage
+    modes = ["affine", "delay_line", "line_buffer", "chaining"]
+    constraints = ["schedule strictly increasing in iteration order (every level delta >= 1)",
+                   "addresses within [0, capacity_words * chain_tiles)"]
+    if spec.wide:
+        modes = ["vectorized_affine", "delay_line", "line_buffer", "chaining"]
+        constraints += [
+            f"innermost address stride 1, innermost extent a multiple of {st.fetch_width}, "
+            f"address offset and outer strides multiples of {st.fetch_width}",
+            "output schedule offset >= 2 (SRAM prefetch)",
+            "at most one SRAM access per cycle across the 4 SRAM-side controllers",
+            "reads must follow the write by enough cycles for aggregation "
+            "(see min_delay_full_rate)"]
+    else:
+        modes.append("downsample")
+    doc = {
+        "schema": SCHEMA,
+        "preset": spec.name,
+        "module": circuit_name(spec),
+        "spec_hash": spec_hash(spec),
+        "capacity_words": st.words,
+        "capacity_wide_words": st.capacity,
+        "data_width": st.data_width,
+        "fetch_width": st.fetch_width,
+        "word_width": st.word_width,
+        "storage": {"kind": st.kind, "storage_read_latency": st.read_latency,
+                    "ports": [{"name": p.name, "kind": p.kind, "latency": p.latency}
+                              for p in spec.mem_ports]},
+        "read_latency": 1,
+        "ports": {
+            "in": [{"name": p, "width": st.data_width} for p in spec.inputs],
+            "out": [{"name": q, "width": st.data_width} for q in spec.outputs],
+            "valid": [{"name": f"valid_out_{i}", "width": 1} for i in range(len(spec.outputs))],
+            "chain_in": [{"name": f"chain_data_in_{i}", "width": st.data_width}
+                         for i in range(len(spec.outputs))]
+            + [{"name": f"chain_valid_in_{i}", "width": 1} for i in range(len(spec.outputs))],
+        },
+        "operations_per_cycle": {
+            "storage_accesses": len(spec.mem_ports) if not spec.wide else 1,
+            "words_per_access": st.fetch_width,
+            "words_per_port": 1},
+        "max_dimensionality": spec.max_dims,
+        "max_schedule_cycle": (1 << spec.schedule_width) - 1,
+        "register_widths": {"dim": 3, "extent": spec.extent_width,
+                            "schedule": spec.schedule_width,
+                            "address": spec.global_address_bits,
+                            "chain_id": spec.chain_bits},
+        "chaining": {"max_tiles": 1 << spec.chain_bits, "tile_words": st.words},
+        "supported_modes": modes,
+        "constraints": constraints,
+        "min_delay_full_rate": _min_delay(spec),
+        "controllers": [{"name": c.name, "role": c.role, "port": c.port,
+                         "address_generators": [{"name": g.name, "width": g.width}
+                                                for g in c.address_generators]}
+                        for c in spec.controllers],
+        "components": {
+            "storage": {"name": st.name, "capacity": st.capacity, "fetch_width": st.fetch_width},
+            "aggregators": [a.name for a in spec.aggregators],
+            "transpose_buffers": [t.name for t in spec.transpose_buffers],
+            "port_selects": [{"mem_port": p.mem_port, "controllers": list(p.controllers)}
+                             for p in spec.port_selects],
+            "edges": [list(e) for e in spec.edges]},
+        "config_fields": [{"name": f.name, "width": f.width, "reset": f.reset}
+                          for f in config_fields(spec)],
+    }
+    return json.dumps(doc, sort_keys=True)
+
+
+def collateral(preset: MemorySpec | str) -> dict:
+    """The collateral document of a preset (a fresh dict each call)."""
+    return json.loads(_collateral(as_spec(preset)))
+
+
+def write_collateral(preset: MemorySpec | str, path: str | Path) -> Path:
+    """Write the collateral JSON of a preset to ``path``; returns the path."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps(collateral(preset), indent=2, sort_keys=True) + "\n")
+    return p
+
+
+def all_collateral() -> dict[str, dict]:
+    """Preset name -> collateral, for every preset (the ``mem.json`` garnet writes)."""
+    return {name: collateral(name) for name in PRESETS}

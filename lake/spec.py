@@ -1,0 +1,312 @@
+"""Lake memory specs: a memory is a graph of components.
+
+Components (all frozen dataclasses):
+
+* :class:`Storage` — the storage unit: ``capacity`` wide words of ``fetch_width`` x
+  ``data_width`` bits, an SRAM-macro behavioural model (read latency 1) or registers;
+* :class:`MemPort` — a port of the storage (``R``, ``W`` or ``RW``) with its latency;
+* :class:`ExternalPort` — a data port of the memory tile (direction, width in bits);
+* :class:`Controller` — an iteration domain (nested counters, up to ``dims`` levels), one
+  schedule generator and one or more address generators, all affine functions of the
+  counters in recurrence form;
+* :class:`Aggregator` (serial-in / parallel-out, wide fetch on the write side) and
+  :class:`TransposeBuffer` (parallel-in / serial-out, read side), each double-buffered
+  (2 x ``fetch_width`` words);
+* :class:`PortSelect` — the mux that lets several controllers share one storage port.
+
+``edges`` records the data-flow graph between component names. The three presets of the
+unified-buffer paper (Liu et al., ACM TACO 2023, Sec. 6) are :func:`dual_port`,
+:func:`physical_unified_buffer` and :func:`pond`; :data:`PRESETS` maps their names.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from cgra.errors import SpecError
+
+
+@dataclass(frozen=True)
+class Storage:
+    """Storage unit. ``capacity`` in wide words; a wide word is ``fetch_width`` words of
+    ``data_width`` bits. ``kind`` is ``"sram"`` or ``"registers"``; ``read_latency`` in
+    cycles (the SRAM macro model has 1)."""
+
+    name: str
+    capacity: int
+    data_width: int
+    fetch_width: int
+    kind: str
+    read_latency: int = 1
+
+    @property
+    def word_width(self) -> int:
+        """Width of one wide word in bits."""
+        return self.fetch_width * self.data_width
+
+    @property
+    def words(self) -> int:
+        """Capacity in data words."""
+        return self.capacity * self.fetch_width
+
+
+@dataclass(frozen=True)
+class MemPort:
+    """A storage port: ``kind`` in {"R", "W", "RW"}; ``latency`` in cycles."""
+
+    name: str
+    kind: str
+    latency: int
+
+
+@dataclass(frozen=True)
+class ExternalPort:
+    """A data port of the tile: ``direction`` "in" or "out", ``width`` in bits."""
+
+    name: str
+    direction: str
+    width: int
+
+
+@dataclass(frozen=True)
+class AddressGenerator:
+    """An address generator of a controller; ``width`` in bits (register width; the
+    recurrence wraps modulo ``2**width``)."""
+
+    name: str
+    width: int
+
+
+@dataclass(frozen=True)
+class Controller:
+    """Iteration domain + schedule generator + address generators of one access stream.
+
+    ``role`` names what firing does: ``"write"`` (external port -> storage),
+    ``"read"`` (storage -> external port), ``"agg_in"`` (external port -> aggregator),
+    ``"agg_to_sram"`` (aggregator -> storage, shared AGG-read / SRAM-write schedule),
+    ``"sram_to_tb"`` (storage -> transpose buffer, shared SRAM-read / TB-write schedule),
+    ``"tb_out"`` (transpose buffer -> external port). ``port`` is the external port served.
+    """
+
+    name: str
+    role: str
+    port: str
+    dims: int
+    address_generators: tuple[AddressGenerator, ...]
+
+
+@dataclass(frozen=True)
+class Aggregator:
+    """Serial-in / parallel-out buffer of ``2 * fetch_width`` words fed by ``port``."""
+
+    name: str
+    port: str
+    fetch_width: int
+
+
+@dataclass(frozen=True)
+class TransposeBuffer:
+    """Parallel-in / serial-out buffer of ``2 * fetch_width`` words feeding ``port``."""
+
+    name: str
+    port: str
+    fetch_width: int
+
+
+@dataclass(frozen=True)
+class PortSelect:
+    """Several controllers share storage port ``mem_port``; at most one fires per cycle
+    (checked by the validator); priority is the tuple order."""
+
+    mem_port: str
+    controllers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class MemorySpec:
+    """A memory tile. Register widths in bits: ``extent_width`` (holds extent - 1),
+    ``schedule_width`` (cycle counter, schedule offsets and deltas), ``chain_bits``
+    (tile index within a chain; address generators of storage addresses are
+    ``log2(capacity) + chain_bits`` wide)."""
+
+    name: str
+    storage: Storage
+    mem_ports: tuple[MemPort, ...]
+    external_ports: tuple[ExternalPort, ...]
+    controllers: tuple[Controller, ...]
+    aggregators: tuple[Aggregator, ...] = ()
+    transpose_buffers: tuple[TransposeBuffer, ...] = ()
+    port_selects: tuple[PortSelect, ...] = ()
+    edges: tuple[tuple[str, str], ...] = ()
+    extent_width: int = 16
+    schedule_width: int = 24
+    chain_bits: int = 4
+    max_dims: int = 6
+    info: dict = field(default_factory=dict, compare=False, hash=False)
+
+    # -- derived ------------------------------------------------------------------------
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.external_ports if p.direction == "in")
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.external_ports if p.direction == "out")
+
+    @property
+    def address_bits(self) -> int:
+        """Bits of a local storage address (wide-word address)."""
+        return max(1, (self.storage.capacity - 1).bit_length())
+
+    @property
+    def global_address_bits(self) -> int:
+        """Bits of a storage address including the chain tile index."""
+        return self.address_bits + self.chain_bits
+
+    @property
+    def wide(self) -> bool:
+        """True when the storage is fetched through aggregators / transpose buffers."""
+        return self.storage.fetch_width > 1
+
+    def controller(self, name: str) -> Controller:
+        for c in self.controllers:
+            if c.name == name:
+                return c
+        raise SpecError(f"memory '{self.name}' has no controller '{name}'; "
+                        f"known: {[c.name for c in self.controllers]}")
+
+    def check(self) -> None:
+        """Structural checks; raises :class:`SpecError` naming the component."""
+        names = [p.name for p in self.external_ports]
+        if len(set(names)) != len(names):
+            raise SpecError(f"memory '{self.name}': duplicate external port names {names}")
+        if self.storage.capacity < 2 or self.storage.capacity & (self.storage.capacity - 1):
+            raise SpecError(f"memory '{self.name}': storage capacity {self.storage.capacity} "
+                            "must be a power of two >= 2")
+        if not 1 <= self.max_dims <= 6:
+            raise SpecError(f"memory '{self.name}': max_dims {self.max_dims} must be 1..6")
+        for c in self.controllers:
+            if c.port not in names:
+                raise SpecError(f"memory '{self.name}': controller '{c.name}' serves unknown "
+                                f"port '{c.port}'")
+            if c.dims != self.max_dims:
+                raise SpecError(f"memory '{self.name}': controller '{c.name}' has {c.dims} "
+                                f"levels, expected {self.max_dims}")
+        for a, b in self.edges:
+            known = set(names) | {c.name for c in self.controllers} | {self.storage.name} | {
+                x.name for x in self.aggregators + self.transpose_buffers}
+            if a not in known or b not in known:
+                raise SpecError(f"memory '{self.name}': edge {a} -> {b} names an unknown "
+                                "component")
+
+
+def _storage_ag(spec_bits: int) -> AddressGenerator:
+    return AddressGenerator("addr", spec_bits)
+
+
+def simple(name: str, capacity: int, data_width: int, kind: str, n_in: int = 1,
+           n_out: int = 1, chain_bits: int = 4, schedule_width: int = 24,
+           extent_width: int = 16) -> MemorySpec:
+    """A memory whose external ports access the storage directly (one controller per
+    port, a W port per input and an R port per output): the dual-port SRAM and the pond."""
+    abits = max(1, (capacity - 1).bit_length()) + chain_bits
+    ports = tuple(ExternalPort(f"data_in_{i}", "in", data_width) for i in range(n_in)) + tuple(
+        ExternalPort(f"data_out_{i}", "out", data_width) for i in range(n_out))
+    ctrls = tuple(Controller(f"in{i}", "write", f"data_in_{i}", 6, (_storage_ag(abits),))
+                  for i in range(n_in)) + tuple(
+        Controller(f"out{i}", "read", f"data_out_{i}", 6, (_storage_ag(abits),))
+        for i in range(n_out))
+    mem_ports = tuple(MemPort(f"w{i}", "W", 0) for i in range(n_in)) + tuple(
+        MemPort(f"r{i}", "R", 1) for i in range(n_out))
+    edges = tuple((f"data_in_{i}", "storage") for i in range(n_in)) + tuple(
+        ("storage", f"data_out_{i}") for i in range(n_out))
+    spec = MemorySpec(name, Storage("storage", capacity, data_width, 1, kind, 1), mem_ports,
+                      ports, ctrls, edges=edges, chain_bits=chain_bits,
+                      schedule_width=schedule_width, extent_width=extent_width)
+    spec.check()
+    return spec
+
+
+def dual_port() -> MemorySpec:
+    """Preset (a): dual-port SRAM 2048 x 16, one write and one read port, each with its
+    own iteration domain, address generator and schedule generator."""
+    return simple("dualport_2048x16", 2048, 16, "sram")
+
+
+def pond() -> MemorySpec:
+    """Preset (c): the PE register file ("pond"), 32 x 16 registers, 1 in + 1 out."""
+    return simple("pond_32x16", 32, 16, "registers")
+
+
+def physical_unified_buffer(capacity: int = 512, data_width: int = 16, fetch_width: int = 4,
+                            chain_bits: int = 4) -> MemorySpec:
+    """Preset (b): the physical unified buffer — a single-port SRAM of ``capacity`` wide
+    words (``fetch_width`` x ``data_width`` bits), 2 inputs through aggregators and 2
+    outputs through transpose buffers. As in the unified-buffer paper (Sec. 6.1), the
+    SRAM-side schedules are shared: one controller drives both the aggregator read and the
+    SRAM write (``agg<i>``), one drives both the SRAM read and the transpose-buffer write
+    (``tb<i>``); the four share the single SRAM port through a port-select mux."""
+    if fetch_width & (fetch_width - 1) or fetch_width < 2:
+        raise SpecError(f"physical unified buffer: fetch_width {fetch_width} must be a power "
+                        "of two >= 2")
+    abits = max(1, (capacity - 1).bit_length()) + chain_bits
+    slot_bits = (2 * fetch_width - 1).bit_length()
+    ports = (ExternalPort("data_in_0", "in", data_width), ExternalPort("data_in_1", "in", data_width),
+             ExternalPort("data_out_0", "out", data_width),
+             ExternalPort("data_out_1", "out", data_width))
+    ctrls = []
+    for i in range(2):
+        ctrls.append(Controller(f"in{i}", "agg_in", f"data_in_{i}", 6,
+                                (AddressGenerator("addr", slot_bits),)))
+    for i in range(2):
+        ctrls.append(Controller(f"agg{i}", "agg_to_sram", f"data_in_{i}", 6,
+                                (AddressGenerator("addr", abits), AddressGenerator("half", 1))))
+    for i in range(2):
+        ctrls.append(Controller(f"tb{i}", "sram_to_tb", f"data_out_{i}", 6,
+                                (AddressGenerator("addr", abits), AddressGenerator("half", 1))))
+    for i in range(2):
+        ctrls.append(Controller(f"out{i}", "tb_out", f"data_out_{i}", 6,
+                                (AddressGenerator("addr", slot_bits),)))
+    edges = []
+    for i in range(2):
+        edges += [(f"data_in_{i}", f"aggregator{i}"), (f"aggregator{i}", "storage"),
+                  ("storage", f"transpose{i}"), (f"transpose{i}", f"data_out_{i}")]
+    spec = MemorySpec(
+        f"pub_{capacity}x{fetch_width * data_width}",
+        Storage("storage", capacity, data_width, fetch_width, "sram", 1),
+        (MemPort("rw", "RW", 1),), ports, tuple(ctrls),
+        aggregators=tuple(Aggregator(f"aggregator{i}", f"data_in_{i}", fetch_width)
+                          for i in range(2)),
+        transpose_buffers=tuple(TransposeBuffer(f"transpose{i}", f"data_out_{i}", fetch_width)
+                                for i in range(2)),
+        port_selects=(PortSelect("rw", ("agg0", "agg1", "tb0", "tb1")),),
+        edges=tuple(edges), chain_bits=chain_bits)
+    spec.check()
+    return spec
+
+
+PRESETS = {
+    "dualport_2048x16": dual_port,
+    "pub_512x64": physical_unified_buffer,
+    "pond_32x16": pond,
+}
+"""Preset name -> spec constructor."""
+
+
+@lru_cache(maxsize=None)
+def preset(name: str) -> MemorySpec:
+    """The :class:`MemorySpec` of a preset by name. Raises :class:`SpecError` if unknown."""
+    try:
+        return PRESETS[name]()
+    except KeyError:
+        raise SpecError(f"unknown Lake preset '{name}'; known presets: {sorted(PRESETS)}") from None
+
+
+def as_spec(spec: "MemorySpec | str") -> MemorySpec:
+    """Accept a preset name or a spec."""
+    return spec if isinstance(spec, MemorySpec) else preset(spec)
+
+
+def circuit_name(spec: MemorySpec, form: str = "recurrence") -> str:
+    """Verilog module name of a memory (encodes the preset and the generator form)."""
+    return f"lake_{spec.name}" + ("" if form == "recurrence" else f"_{form}")
