@@ -1,0 +1,290 @@
+"""The interconnect as a directed graph (one :class:`InterconnectGraph` per bit width).
+
+Nodes (``NodeKind``):
+
+* ``PORT``  — a core port of tile (x, y): name, width, direction (``in`` = the core reads it,
+  fed through a connection box; ``out`` = the core drives it);
+* ``SB``    — a switch-box node: (x, y, side, track, io) with ``io`` ``SB_IN`` (the wire entering
+  the tile from ``side``) or ``SB_OUT`` (the switch-box mux driving the wire leaving by ``side``);
+* ``REG``   — a pipeline register on the SB_OUT of (side, track);
+* ``RMUX``  — the register mux after it: fan-in ``[SB_OUT (bypass), REG]``.
+
+Every node has an *ordered* fan-in list. A node with more than one fan-in is a multiplexer and
+**its select value is the index of the source in the fan-in list** (Canal, Melchert et al.,
+"Canal: A Flexible Interconnect Generator for Coarse-Grained Reconfigurable Arrays", §3).
+Each edge carries a delay in picoseconds (see :mod:`canal.timing`).
+
+Node ids are stable strings (used by the routing graph, the router and the bitstream)::
+
+    SB:<width>:<x>:<y>:<SIDE>:<track>:<IN|OUT>     e.g. SB:16:1:2:EAST:3:OUT
+    PORT:<width>:<x>:<y>:<port name>               e.g. PORT:16:0:1:io2f_16
+    REG:<width>:<x>:<y>:<SIDE>:<track>
+    RMUX:<width>:<x>:<y>:<SIDE>:<track>
+
+Coordinates: x is the column (0 = west), y the row (0 = north). Side NORTH of (x, y) faces
+(x, y - 1).
+"""
+from __future__ import annotations
+
+import contextlib
+import enum
+import gc
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+import networkx as nx
+
+from cgra.config import ConfigField
+from cgra.core import CoreSpec, PortSpec
+from cgra.errors import SpecError
+
+
+class Side(enum.IntEnum):
+    """Switch-box side; the integer codes are those of the text routing-graph format."""
+
+    NORTH = 0
+    SOUTH = 1
+    EAST = 2
+    WEST = 3
+
+    @property
+    def opposite(self) -> "Side":
+        return {Side.NORTH: Side.SOUTH, Side.SOUTH: Side.NORTH,
+                Side.EAST: Side.WEST, Side.WEST: Side.EAST}[self]
+
+    @property
+    def letter(self) -> str:
+        return self.name[0]
+
+    def step(self) -> tuple[int, int]:
+        """(dx, dy) of the neighbour on this side (y grows southwards)."""
+        return {Side.NORTH: (0, -1), Side.SOUTH: (0, 1),
+                Side.EAST: (1, 0), Side.WEST: (-1, 0)}[self]
+
+
+class IO(enum.IntEnum):
+    """Switch-box node direction (text-format codes 0 / 1)."""
+
+    SB_IN = 0
+    SB_OUT = 1
+
+
+class NodeKind(str, enum.Enum):
+    PORT = "PORT"
+    SB = "SB"
+    REG = "REG"
+    RMUX = "RMUX"
+
+
+@dataclass(frozen=True)
+class Node:
+    """One routing resource. ``width`` in bits. ``side``/``track`` are set for SB, REG, RMUX;
+    ``io`` for SB only; ``name`` and ``direction`` (``in``/``out``) for PORT only."""
+
+    kind: NodeKind
+    x: int
+    y: int
+    width: int
+    side: Side | None = None
+    track: int | None = None
+    io: IO | None = None
+    name: str | None = None
+    direction: str | None = None
+
+    @property
+    def id(self) -> str:
+        if self.kind is NodeKind.SB:
+            io = "IN" if self.io is IO.SB_IN else "OUT"
+            return f"SB:{self.width}:{self.x}:{self.y}:{self.side.name}:{self.track}:{io}"
+        if self.kind is NodeKind.PORT:
+            return f"PORT:{self.width}:{self.x}:{self.y}:{self.name}"
+        return f"{self.kind.value}:{self.width}:{self.x}:{self.y}:{self.side.name}:{self.track}"
+
+    @property
+    def local_name(self) -> str:
+        """Name of the node inside its tile's RTL (unique per tile across widths)."""
+        if self.kind is NodeKind.SB:
+            return f"SB_T{self.track}_{self.side.name}_{self.io.name}_B{self.width}"
+        if self.kind is NodeKind.PORT:
+            return f"PORT_{self.name}"
+        return f"{self.kind.value}_T{self.track}_{self.side.name}_B{self.width}"
+
+
+def sb_id(width: int, x: int, y: int, side: Side, track: int, io: IO) -> str:
+    return Node(NodeKind.SB, x, y, width, side, track, io).id
+
+
+def port_id(width: int, x: int, y: int, name: str) -> str:
+    return f"PORT:{width}:{x}:{y}:{name}"
+
+
+def reg_id(width: int, x: int, y: int, side: Side, track: int) -> str:
+    return f"REG:{width}:{x}:{y}:{side.name}:{track}"
+
+
+def rmux_id(width: int, x: int, y: int, side: Side, track: int) -> str:
+    return f"RMUX:{width}:{x}:{y}:{side.name}:{track}"
+
+
+@dataclass(frozen=True)
+class TileInfo:
+    """What the interconnect knows about the tile at (x, y): its core's name, PnR tag, ports,
+    config fields, the ports wired straight to the array edge (``external``, IO cores) and the
+    timing class used for delays (``pe``, ``mem``, ``io``). ``core`` is ``None`` for an empty
+    tile (switch boxes only)."""
+
+    x: int
+    y: int
+    core: str | None
+    tag: str
+    ports: tuple[PortSpec, ...] = ()
+    config_fields: tuple[ConfigField, ...] = ()
+    external: tuple[str, ...] = ()
+    timing_class: str = "pe"
+
+    def routable_ports(self) -> list[PortSpec]:
+        """Core ports that connect to the interconnect (not wired to the array edge)."""
+        return [p for p in self.ports if p.name not in self.external]
+
+
+TAG_TIMING_CLASS = {"p": "pe", "m": "mem", "I": "io", "i": "io"}
+
+
+def tile_info_from_core(x: int, y: int, core: CoreSpec | None) -> TileInfo:
+    """:class:`TileInfo` for ``core`` placed at (x, y). ``core.info["external"]`` lists the
+    ports that go to the array edge; ``core.info["timing_class"]`` overrides the class derived
+    from the tag (p->pe, m->mem, I/i->io)."""
+    if core is None:
+        return TileInfo(x, y, None, "", (), (), (), "pe")
+    external = tuple(core.info.get("external", ()))
+    names = {p.name for p in core.ports}
+    for e in external:
+        if e not in names:
+            raise SpecError(f"core '{core.name}' at tile ({x}, {y}) lists external port '{e}' "
+                            f"that it does not have; ports: {sorted(names)}")
+    tclass = core.info.get("timing_class", TAG_TIMING_CLASS.get(core.tag, "pe"))
+    return TileInfo(x, y, core.name, core.tag, tuple(core.ports), tuple(core.config_fields),
+                    external, tclass)
+
+
+@dataclass
+class InterconnectGraph:
+    """The routing resources of one bit width.
+
+    ``nodes``: id -> :class:`Node` (insertion order is the canonical order);
+    ``fanin``: id -> ordered list of source ids (the select value of a mux is the index);
+    ``delay``: (src id, dst id) -> picoseconds; ``tiles``: (x, y) -> :class:`TileInfo`;
+    ``params``: the builder parameters (topology, tracks, track length, ...), informative.
+    """
+
+    width: int
+    tiles: dict[tuple[int, int], TileInfo] = field(default_factory=dict)
+    nodes: dict[str, Node] = field(default_factory=dict)
+    fanin: dict[str, list[str]] = field(default_factory=dict)
+    delay: dict[tuple[str, str], float] = field(default_factory=dict)
+    params: dict = field(default_factory=dict)
+    timing_notes: list[str] = field(default_factory=list)
+
+    # -- construction -----------------------------------------------------------------
+    def add_node(self, node: Node) -> str:
+        """Add ``node`` (width must match the graph); returns its id. Re-adding is a no-op."""
+        if node.width != self.width:
+            raise SpecError(f"node {node.id} has width {node.width} but graph is {self.width}-bit")
+        nid = node.id
+        if nid not in self.nodes:
+            self.nodes[nid] = node
+            self.fanin[nid] = []
+        return nid
+
+    def add_edge(self, src: str, dst: str, delay_ps: float = 0.0) -> None:
+        """Append ``src`` to the fan-in of ``dst`` (its select value is the new index)."""
+        for n in (src, dst):
+            if n not in self.nodes:
+                raise SpecError(f"edge {src} -> {dst}: node {n} is not in the {self.width}-bit "
+                                f"graph; add the node first")
+        if src in self.fanin[dst]:
+            raise SpecError(f"edge {src} -> {dst} added twice")
+        self.fanin[dst].append(src)
+        self.delay[(src, dst)] = float(delay_ps)
+
+    def copy(self) -> "InterconnectGraph":
+        return InterconnectGraph(self.width, dict(self.tiles), dict(self.nodes),
+                                 {k: list(v) for k, v in self.fanin.items()}, dict(self.delay),
+                                 dict(self.params), list(self.timing_notes))
+
+    # -- queries ----------------------------------------------------------------------
+    def node(self, nid: str) -> Node:
+        try:
+            return self.nodes[nid]
+        except KeyError:
+            raise SpecError(f"node '{nid}' is not in the {self.width}-bit interconnect graph") \
+                from None
+
+    def has_edge(self, src: str, dst: str) -> bool:
+        return dst in self.fanin and src in self.fanin[dst]
+
+    def edges(self) -> Iterator[tuple[str, str]]:
+        for dst, srcs in self.fanin.items():
+            for src in srcs:
+                yield src, dst
+
+    def num_edges(self) -> int:
+        return sum(len(v) for v in self.fanin.values())
+
+    def fanout(self) -> dict[str, list[str]]:
+        """id -> list of sink ids (derived; in canonical order of the sinks)."""
+        out: dict[str, list[str]] = {n: [] for n in self.nodes}
+        for dst, srcs in self.fanin.items():
+            for src in srcs:
+                out[src].append(dst)
+        return out
+
+    def nodes_at(self, x: int, y: int) -> list[Node]:
+        return [n for n in self.nodes.values() if n.x == x and n.y == y]
+
+    def by_tile(self) -> dict[tuple[int, int], list[Node]]:
+        out: dict[tuple[int, int], list[Node]] = {xy: [] for xy in self.tiles}
+        for n in self.nodes.values():
+            out.setdefault((n.x, n.y), []).append(n)
+        return out
+
+    def to_networkx(self) -> nx.DiGraph:
+        """A networkx view: node attrs ``kind``, ``x``, ``y``, ``width``; edge attrs ``sel``
+        (index in the sink's fan-in) and ``delay`` (ps)."""
+        g = nx.DiGraph()
+        for nid, n in self.nodes.items():
+            g.add_node(nid, kind=n.kind.value, x=n.x, y=n.y, width=n.width)
+        for dst, srcs in self.fanin.items():
+            for i, src in enumerate(srcs):
+                g.add_edge(src, dst, sel=i, delay=self.delay[(src, dst)])
+        return g
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, InterconnectGraph):
+            return NotImplemented
+        return (self.width == other.width and self.tiles == other.tiles
+                and self.nodes == other.nodes
+                and self.fanin == other.fanin and self.delay == other.delay
+                and self.params == other.params and self.timing_notes == other.timing_notes)
+
+    def __repr__(self) -> str:
+        return (f"InterconnectGraph(width={self.width}, tiles={len(self.tiles)}, "
+                f"nodes={len(self.nodes)}, edges={self.num_edges()})")
+
+
+def iter_sides() -> Iterable[Side]:
+    return (Side.NORTH, Side.SOUTH, Side.EAST, Side.WEST)
+
+
+@contextlib.contextmanager
+def no_gc():
+    """Pause Python's cyclic garbage collector while building large object graphs (magma
+    circuits): its full collections rescan every live object and made generation quadratic
+    in the array size. Collection resumes on exit."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()

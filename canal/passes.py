@@ -1,0 +1,344 @@
+"""Graph passes that build an :class:`~canal.graph.InterconnectGraph` (each graph -> graph).
+
+Composition used by :func:`build_uniform` (and by garnet)::
+
+    g = empty_graph(width, tiles)                      # tiles: (x, y) -> TileInfo
+    g = add_switch_boxes(g, topology="imran", tracks=5, timing=tm)
+    g = wire_tracks(g, track_length=1)                 # SB_OUT -> neighbour SB_IN
+    g = connect_core_ports(g, CorePortConnections(), timing=tm)
+    g = insert_pipeline_registers(g, [(t, side) ...], timing=tm)
+
+Switch-box topologies (pairs are bidirectional: ``A t <-> B f(t)`` adds
+SB_IN(A, t) -> SB_OUT(B, f(t)) and SB_IN(B, f(t)) -> SB_OUT(A, t)), W = number of tracks:
+
+* ``disjoint`` (the "subset" box): every side pair t <-> t;
+* ``wilton`` (S. Wilton, PhD thesis 1997, §4; the cyclic turn box):
+  W t<->N (W-t) mod W, N t<->E (t+1) mod W, E t<->S (2W-2-t) mod W, S t<->W (t-1) mod W,
+  W t<->E t, N t<->S t;
+* ``imran`` (Masud & Wilton, "A new switch block for segmented FPGAs", FPL 1999, as used by
+  Canal): W t<->N (W-t) mod W, N t<->E (t+1) mod W, S t<->E (W-t-2) mod W,
+  W t<->S (t-1) mod W, W t<->E t, S t<->N t.
+
+Each SB_IN therefore reaches exactly one track on each of the three other sides, and every
+SB_OUT has fan-in 3 from SB_INs (plus the core outputs that drive it).
+Fan-in order of an SB_OUT: SB_INs by side (NORTH, SOUTH, EAST, WEST, own side skipped), then
+core output ports in core port order.
+Fan-in order of a connection box (core input PORT): for each side in the order given, for each
+track in the order given, the SB_IN of (side, track).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+from cgra.core import CoreSpec
+from cgra.errors import SpecError
+
+from canal.graph import (IO, InterconnectGraph, Node, NodeKind, Side, TileInfo, iter_sides,
+                         no_gc, port_id, reg_id, rmux_id, sb_id, tile_info_from_core)
+from canal.timing import TimingModel
+
+TOPOLOGIES = ("disjoint", "wilton", "imran")
+
+SbPair = tuple[Side, int, Side, int]
+
+
+def topology_pairs(topology: str, tracks: int) -> list[SbPair]:
+    """Bidirectional pairs ``(side_a, track_a, side_b, track_b)`` of a switch box with
+    ``tracks`` tracks per side. Raises :class:`SpecError` on an unknown topology or
+    ``tracks < 1``."""
+    if tracks < 1:
+        raise SpecError(f"switch box: tracks={tracks}; use at least 1 track")
+    w = tracks
+    N, S, E, W = Side.NORTH, Side.SOUTH, Side.EAST, Side.WEST
+    topo = topology.lower()
+    pairs: list[SbPair] = []
+    for t in range(w):
+        if topo == "disjoint":
+            for a, b in ((W, N), (N, E), (S, E), (W, S), (W, E), (S, N)):
+                pairs.append((a, t, b, t))
+        elif topo == "wilton":
+            pairs += [(W, t, N, (w - t) % w), (N, t, E, (t + 1) % w),
+                      (E, t, S, (2 * w - 2 - t) % w), (S, t, W, (t - 1) % w),
+                      (W, t, E, t), (N, t, S, t)]
+        elif topo == "imran":
+            pairs += [(W, t, N, (w - t) % w), (N, t, E, (t + 1) % w),
+                      (S, t, E, (w - t - 2) % w), (W, t, S, (t - 1) % w),
+                      (W, t, E, t), (S, t, N, t)]
+        else:
+            raise SpecError(f"switch box: unknown topology '{topology}'; "
+                            f"choose one of {TOPOLOGIES}")
+    return pairs
+
+
+def topology_wires(topology: str, tracks: int) -> list[SbPair]:
+    """Directed internal wires ``(side_in, track_in, side_out, track_out)`` meaning
+    SB_IN(side_in, track_in) -> SB_OUT(side_out, track_out), sorted."""
+    wires = set()
+    for a, ta, b, tb in topology_pairs(topology, tracks):
+        wires.add((a, ta, b, tb))
+        wires.add((b, tb, a, ta))
+    return sorted(wires)
+
+
+def empty_graph(width: int, tiles: dict[tuple[int, int], TileInfo]) -> InterconnectGraph:
+    """A graph of ``width`` bits over the given tiles, without nodes."""
+    if width < 1:
+        raise SpecError(f"interconnect width {width}; use a positive bit width")
+    return InterconnectGraph(width, dict(sorted(tiles.items(), key=lambda kv: (kv[0][1],
+                                                                               kv[0][0]))))
+
+
+def add_switch_boxes(graph: InterconnectGraph, topology: str = "imran", tracks: int = 5,
+                     timing: TimingModel | None = None,
+                     tiles: Iterable[tuple[int, int]] | None = None) -> InterconnectGraph:
+    """Add a switch box (4 sides x ``tracks`` x {SB_IN, SB_OUT}) to every tile (or the given
+    ones) with the internal wiring of ``topology``. Edge delay: the switch-box hop of the
+    tile's timing class, width and side pair (ps)."""
+    tm = timing or TimingModel.load()
+    g = graph.copy()
+    wires = topology_wires(topology, tracks)
+    by_out: dict[tuple[Side, int], list[tuple[Side, int]]] = {}
+    for si, ti, so, to in wires:
+        by_out.setdefault((so, to), []).append((si, ti))
+    w = g.width
+    for (x, y) in (tiles if tiles is not None else list(g.tiles)):
+        info = g.tiles[(x, y)]
+        for io in (IO.SB_IN, IO.SB_OUT):
+            for side in iter_sides():
+                for t in range(tracks):
+                    g.add_node(Node(NodeKind.SB, x, y, w, side, t, io))
+        for side in iter_sides():
+            for t in range(tracks):
+                dst = sb_id(w, x, y, side, t, IO.SB_OUT)
+                for si, ti in sorted(by_out[(side, t)], key=lambda st: (int(st[0]), st[1])):
+                    g.add_edge(sb_id(w, x, y, si, ti, IO.SB_IN), dst,
+                               tm.sb_hop(info.timing_class, w, si.name, side.name))
+    g.params = {**g.params, "topology": topology.lower(), "tracks": tracks}
+    g.timing_notes = sorted(set(g.timing_notes) | set(tm.notes))
+    return g
+
+
+def wire_tracks(graph: InterconnectGraph, track_length: int = 1) -> InterconnectGraph:
+    """Connect every SB_OUT(x, y, side, t) to SB_IN(x', y', opposite side, t) of the tile
+    ``track_length`` tiles away on ``side`` (when that tile exists). Wire delay 0 ps."""
+    if track_length < 1:
+        raise SpecError(f"track_length={track_length}; use a length >= 1 (tiles per wire)")
+    g = graph.copy()
+    w = g.width
+    for n in list(g.nodes.values()):
+        if n.kind is NodeKind.SB and n.io is IO.SB_OUT:
+            dx, dy = n.side.step()
+            nx_, ny_ = n.x + dx * track_length, n.y + dy * track_length
+            dst = sb_id(w, nx_, ny_, n.side.opposite, n.track, IO.SB_IN)
+            if dst in g.nodes:
+                g.add_edge(n.id, dst, 0.0)
+    g.params = {**g.params, "track_length": track_length}
+    return g
+
+
+@dataclass
+class CorePortConnections:
+    """Which routing resources connect to core ports.
+
+    ``cb_sides`` / ``cb_tracks``: SB_IN nodes feeding each core input through its connection
+    box (default: all four sides, all tracks). ``out_sides`` / ``out_tracks``: SB_OUT nodes each
+    core output drives (default: all). ``per_port`` overrides ``(sides, tracks)`` for a port
+    name (``tracks`` ``None`` = all tracks).
+    """
+
+    cb_sides: tuple[Side, ...] = (Side.NORTH, Side.SOUTH, Side.EAST, Side.WEST)
+    cb_tracks: tuple[int, ...] | None = None
+    out_sides: tuple[Side, ...] = (Side.NORTH, Side.SOUTH, Side.EAST, Side.WEST)
+    out_tracks: tuple[int, ...] | None = None
+    per_port: dict[str, tuple[tuple[Side, ...], tuple[int, ...] | None]] = field(
+        default_factory=dict)
+
+
+def connect_core_ports(graph: InterconnectGraph, conn: CorePortConnections | None = None,
+                       timing: TimingModel | None = None) -> InterconnectGraph:
+    """Add PORT nodes for every routable core port of this graph's width and connect them:
+    SB_IN(side, t) -> core input (connection box, delay ``connection_box[class]``), and
+    core output -> SB_OUT(side, t) (delay 0). Raises :class:`SpecError` for a track that the
+    tile's switch box does not have."""
+    conn = conn or CorePortConnections()
+    tm = timing or TimingModel.load()
+    g = graph.copy()
+    w = g.width
+    tracks = g.params.get("tracks")
+    if tracks is None:
+        raise SpecError("connect_core_ports: the graph has no switch boxes; run "
+                        "add_switch_boxes first")
+    for (x, y), info in g.tiles.items():
+        for p in info.routable_ports():
+            if p.width != w:
+                continue
+            sides, trks = conn.per_port.get(
+                p.name, (conn.cb_sides, conn.cb_tracks) if p.direction == "in"
+                else (conn.out_sides, conn.out_tracks))
+            trks = tuple(range(tracks)) if trks is None else tuple(trks)
+            for t in trks:
+                if not 0 <= t < tracks:
+                    raise SpecError(f"core port '{p.name}' of tile ({x}, {y}): track {t} does "
+                                    f"not exist (tracks 0..{tracks - 1})")
+            pid = g.add_node(Node(NodeKind.PORT, x, y, w, name=p.name, direction=p.direction))
+            if p.direction == "in":
+                cb = tm.connection_box(info.timing_class)
+                for side in sides:
+                    for t in trks:
+                        g.add_edge(sb_id(w, x, y, side, t, IO.SB_IN), pid, cb)
+            elif p.direction == "out":
+                for side in sides:
+                    for t in trks:
+                        g.add_edge(pid, sb_id(w, x, y, side, t, IO.SB_OUT), 0.0)
+            else:
+                raise SpecError(f"core port '{p.name}' of tile ({x}, {y}) has direction "
+                                f"'{p.direction}'; use 'in' or 'out'")
+    g.timing_notes = sorted(set(g.timing_notes) | set(tm.notes))
+    return g
+
+
+def insert_pipeline_registers(graph: InterconnectGraph, track_sides: Iterable[tuple[int, Side]],
+                              timing: TimingModel | None = None,
+                              tiles: Iterable[tuple[int, int]] | None = None
+                              ) -> InterconnectGraph:
+    """Insert a pipeline register on SB_OUT(side, track) for each ``(track, side)`` in every
+    tile (or the given ones): SB_OUT -> REG -> RMUX and SB_OUT -> RMUX, RMUX fan-in
+    ``[SB_OUT (bypass, select 0), REG (select 1)]``; every former sink of the SB_OUT now reads
+    the RMUX (same position in its fan-in list, same delay). Delays: SB_OUT->REG 0,
+    REG->RMUX ``register_mux`` (ps), SB_OUT->RMUX 0."""
+    tm = timing or TimingModel.load()
+    g = graph.copy()
+    w = g.width
+    wanted = [(int(t), Side(s) if not isinstance(s, Side) else s) for t, s in track_sides]
+    fanout = g.fanout()
+    for (x, y) in (tiles if tiles is not None else list(g.tiles)):
+        for t, side in wanted:
+            out = sb_id(w, x, y, side, t, IO.SB_OUT)
+            if out not in g.nodes:
+                raise SpecError(f"pipeline register on track {t} side {side.name} of tile "
+                                f"({x}, {y}): no such SB_OUT in the {w}-bit graph")
+            r = g.add_node(Node(NodeKind.REG, x, y, w, side, t))
+            rm = g.add_node(Node(NodeKind.RMUX, x, y, w, side, t))
+            if g.fanin[r]:
+                raise SpecError(f"tile ({x}, {y}) track {t} side {side.name}: pipeline register "
+                                f"inserted twice")
+            for sink in fanout[out]:
+                i = g.fanin[sink].index(out)
+                g.fanin[sink][i] = rm
+                g.delay[(rm, sink)] = g.delay.pop((out, sink))
+            g.add_edge(out, r, 0.0)
+            g.add_edge(out, rm, 0.0)
+            g.add_edge(r, rm, tm.register_mux())
+    g.params = {**g.params, "pipeline_registers": sorted(
+        set(tuple(p) for p in g.params.get("pipeline_registers", []))
+        | {(t, s.name) for t, s in wanted})}
+    g.params["pipeline_registers"] = [list(p) for p in g.params["pipeline_registers"]]
+    return g
+
+
+# --- cores on the grid ------------------------------------------------------------------
+
+CoreFn = Callable[[int, int], "CoreSpec | None"]
+
+
+def per_column(fn: Callable[[int], CoreSpec | None]) -> CoreFn:
+    """A core-per-position function from a core-per-column function."""
+    return lambda x, y: fn(x)
+
+
+def io_on_edges(core_fn: CoreFn, io_core: CoreSpec, width: int, height: int,
+                sides: Sequence[Side] = (Side.NORTH,)) -> CoreFn:
+    """Put ``io_core`` on the tiles of the array edges ``sides`` (NORTH = row 0, SOUTH = last
+    row, WEST = column 0, EAST = last column); elsewhere use ``core_fn``."""
+    def fn(x: int, y: int) -> CoreSpec | None:
+        on_edge = ((Side.NORTH in sides and y == 0) or (Side.SOUTH in sides and y == height - 1)
+                   or (Side.WEST in sides and x == 0) or (Side.EAST in sides and x == width - 1))
+        return io_core if on_edge else core_fn(x, y)
+    return fn
+
+
+@dataclass
+class InterconnectParams:
+    """Parameters of a uniform interconnect (:func:`build_uniform`).
+
+    ``width`` x ``height`` tiles; ``tracks`` per side per bit width; ``topology`` one of
+    ``disjoint``/``wilton``/``imran``; ``track_length`` in tiles; ``widths`` the bit widths
+    (one graph each); ``pipeline_registers``: ``(track, side)`` list, ``None`` = every track
+    on every side; ``connections``: core port connections; ``timing_file``: delay table JSON
+    (``None`` = the shared default)."""
+
+    width: int
+    height: int
+    tracks: int = 5
+    topology: str = "imran"
+    track_length: int = 1
+    widths: tuple[int, ...] = (16, 1)
+    pipeline_registers: list[tuple[int, Side]] | None = None
+    connections: CorePortConnections = field(default_factory=CorePortConnections)
+    timing_file: str | None = None
+
+
+def build_tiles(params: InterconnectParams, core_fn: CoreFn
+                ) -> tuple[dict[tuple[int, int], TileInfo], dict[str, CoreSpec]]:
+    """Tile records and the distinct cores (by name) of a ``width`` x ``height`` array.
+    Raises :class:`SpecError` when two different cores share a name."""
+    if params.width < 1 or params.height < 1:
+        raise SpecError(f"array size {params.width}x{params.height}; width and height must "
+                        f"be >= 1")
+    tiles: dict[tuple[int, int], TileInfo] = {}
+    cores: dict[str, CoreSpec] = {}
+    for y in range(params.height):
+        for x in range(params.width):
+            core = core_fn(x, y)
+            if core is not None:
+                prev = cores.setdefault(core.name, core)
+                if prev is not core and (prev.ports != core.ports
+                                         or prev.config_fields != core.config_fields):
+                    raise SpecError(f"two different cores are named '{core.name}' (tile "
+                                    f"({x}, {y})); give each distinct core a unique name")
+            tiles[(x, y)] = tile_info_from_core(x, y, core)
+    return tiles, cores
+
+
+def build_graph(params: InterconnectParams, tiles: dict[tuple[int, int], TileInfo],
+                width: int, timing: TimingModel | None = None) -> InterconnectGraph:
+    """The uniform ``width``-bit graph: switch boxes, tracks, core ports, pipeline registers."""
+    tm = timing or TimingModel.load(params.timing_file)
+    g = empty_graph(width, tiles)
+    g = add_switch_boxes(g, params.topology, params.tracks, tm)
+    g = wire_tracks(g, params.track_length)
+    g = connect_core_ports(g, params.connections, tm)
+    regs = params.pipeline_registers
+    if regs is None:
+        regs = [(t, s) for s in iter_sides() for t in range(params.tracks)]
+    if regs:
+        g = insert_pipeline_registers(g, regs, tm)
+    g.params["array"] = [params.width, params.height]
+    return g
+
+
+def build_uniform(params: InterconnectParams, core_fn: CoreFn):
+    """Build the :class:`~canal.interconnect.Interconnect` (one graph per width in
+    ``params.widths``) of a uniform ``width`` x ``height`` array with ``core_fn(x, y)``
+    giving each tile's core (``None`` = switch boxes only)."""
+    from canal.interconnect import Interconnect
+
+    tiles, cores = build_tiles(params, core_fn)
+    tm = TimingModel.load(params.timing_file)
+    with no_gc():
+        graphs = {w: build_graph(params, tiles, w, tm) for w in params.widths}
+    for (x, y), info in tiles.items():
+        for p in info.routable_ports():
+            if p.width not in graphs:
+                raise SpecError(f"core '{info.core}' port '{p.name}' at tile ({x}, {y}) is "
+                                f"{p.width} bits but the interconnect has widths "
+                                f"{sorted(graphs)}; add width {p.width} or mark the port "
+                                f"external")
+    return Interconnect(graphs, cores)
+
+
+__all__ = ["topology_pairs", "topology_wires", "empty_graph", "add_switch_boxes",
+           "wire_tracks", "CorePortConnections", "connect_core_ports",
+           "insert_pipeline_registers", "per_column", "io_on_edges", "InterconnectParams",
+           "build_tiles", "build_graph", "build_uniform", "port_id", "reg_id", "rmux_id"]

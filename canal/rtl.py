@@ -1,0 +1,535 @@
+"""RTL of the interconnect (magma): tiles and the array.
+
+Tile module (one per distinct *tile shape* = core + the tile's local interconnect nodes and
+fan-ins + config layout; named ``Tile_<core>_<hash>``, generated once per process):
+
+* ports ``CLK``, ``RESET`` (sync, active high), ``clk_en`` (1 = run; gates pipeline registers
+  and the core), ``flush`` (to the core); the tile config bus of ``docs/interfaces.md``:
+  ``config_addr`` (32), ``config_data`` (32), ``config_write``, ``config_read``, ``tile_id``
+  (16 = x << 8 | y) and ``read_data`` (32, 0 unless ``config_read`` and the address matches);
+* per width ``w``, side and track ``t``: input ``SB_T<t>_<SIDE>_SB_IN_B<w>`` (the SB_IN node) and
+  output ``SB_T<t>_<SIDE>_SB_OUT_B<w>`` (driven by the RMUX of that track if it has a pipeline
+  register, else by the SB_OUT mux); ``Bit`` for w = 1, ``Bits[w]`` otherwise;
+* the core's external ports (``CoreSpec.info["external"]``) under their own names.
+
+Inside: one ``CanalMux_h<n>_w<w>`` instance ``mux_<local name>`` per SB_OUT, RMUX and
+connection box (core input), its select from the tile's config registers
+(:mod:`canal.config`); one register ``REG_T<t>_<SIDE>_B<w>`` per pipeline register (enabled by
+``clk_en``, reset 0); the core instance ``core``; config registers ``cfg_f<feature>_r<reg>``
+(32 bits, reset = the fields' reset values, written when ``config_write`` and the address
+matches, independent of ``clk_en``).
+
+Array module (:func:`array_circuit`): tiles ``Tile_X<xx>_Y<yy>`` (hex), tile_id constants,
+SB_IN of a tile driven by the neighbour's output named in the graph (0 at the array edge),
+``read_data`` = OR of all tiles, external core ports as ``<port>_X<xx>_Y<yy>``. Top ports:
+``CLK``, ``RESET``, ``clk_en``, ``flush`` and the config bus (``config_addr``, ``config_data``,
+``config_write``, ``config_read``, ``read_data``). Flush: with ``flush_interval = N > 0`` each
+column carries a pipelined flush spine with a register every N rows (row y sees ``flush``
+delayed by ``y // N`` cycles; the spine registers are not stalled by ``clk_en``); with
+``N = 0`` every tile gets ``flush`` directly. A wrapper (garnet) can instead instantiate
+the array and drive ``flush`` itself.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import magma as m
+
+from cgra.config import encode_fields
+from cgra.core import CoreSpec
+from cgra.errors import SpecError
+
+from canal.config import Feature, TileConfig, select_width
+from canal.graph import IO, InterconnectGraph, NodeKind, Side, iter_sides, no_gc
+from canal.interconnect import Interconnect
+
+def _t(width: int):
+    return m.Bit if width == 1 else m.Bits[width]
+
+
+def _zero(width: int):
+    return m.Bit(0) if width == 1 else m.Bits[width](0)
+
+
+@functools.lru_cache(maxsize=None)
+def mux_circuit(height: int, width: int):
+    """``CanalMux_h<height>_w<width>``: inputs ``I0..I<height-1>`` (``Bit`` for width 1),
+    select ``S`` of ``max(1, ceil(log2 height))`` bits (absent for height 1), output ``O`` =
+    ``I[S]`` (0 for S >= height)."""
+    ports = {f"I{i}": m.In(_t(width)) for i in range(height)}
+    sw = select_width(height)
+    if height > 1:
+        ports["S"] = m.In(m.Bits[sw])
+    ports["O"] = m.Out(_t(width))
+    circuit_name = f"CanalMux_h{height}_w{width}"
+
+    class CanalMux(m.Circuit):
+        name = circuit_name
+        io = m.IO(**ports)
+        _mux_body(io, height, width)
+    return CanalMux
+
+
+def _mux_body(io, height: int, width: int) -> None:
+    if height == 1:
+        io.O @= io.I0
+        return
+    ins = [getattr(io, f"I{i}") for i in range(height)]
+    ins += [_zero(width)] * ((1 << select_width(height)) - height)
+    io.O @= m.mux(ins, io.S)
+
+
+@dataclass(frozen=True)
+class LocalNode:
+    """A node of a tile shape: ``name`` = :attr:`Node.local_name`."""
+
+    name: str
+    kind: NodeKind
+    width: int
+    side: Side | None
+    track: int | None
+    io: IO | None
+    port: str | None
+    direction: str | None
+
+
+@dataclass(frozen=True)
+class TileShape:
+    """Everything the tile RTL depends on. ``fanin``: (local dst, (local src, ...)); an SB_IN
+    has no fan-in here (its source is in another tile; the array wires it).
+    ``drop``: (src, dst) local names of one edge left out (test hook for the structural check).
+    """
+
+    core: str | None
+    ports: tuple
+    config_fields: tuple
+    external: tuple[str, ...]
+    nodes: tuple[LocalNode, ...]
+    fanin: tuple[tuple[str, tuple[str, ...]], ...]
+    drop: tuple[str, str] | None = None
+
+    @functools.cached_property
+    def module_name(self) -> str:
+        digest = hashlib.sha1(repr(self).encode()).hexdigest()[:10]
+        core = re.sub(r"\W", "_", self.core) if self.core else "empty"
+        return f"Tile_{core}_{digest}"
+
+
+def exported_node(graph: InterconnectGraph, x: int, y: int, side: Side, track: int) -> str:
+    """Id of the node that drives tile (x, y)'s output ``SB_T<track>_<side>_SB_OUT_B<w>``:
+    the RMUX of that track if it exists, else the SB_OUT."""
+    w = graph.width
+    rm = f"RMUX:{w}:{x}:{y}:{side.name}:{track}"
+    return rm if rm in graph.nodes else f"SB:{w}:{x}:{y}:{side.name}:{track}:OUT"
+
+
+def tile_shape(ic: Interconnect, x: int, y: int, drop: tuple[str, str] | None = None
+               ) -> TileShape:
+    """The shape of tile (x, y). ``drop`` = (src id, dst id) of a graph edge to leave out of
+    the RTL (test hook). Raises :class:`SpecError` for graph structures the tile RTL cannot
+    express (an edge from another tile into anything but an SB_IN, an SB_IN fed from inside
+    its tile, a register with fan-in other than 1)."""
+    info = ic.tiles[(x, y)]
+    nodes: list[LocalNode] = []
+    fanin: list[tuple[str, tuple[str, ...]]] = []
+    drop_local = None
+    for w in sorted(ic.graphs, reverse=True):
+        g = ic.graphs[w]
+        for n in ic.nodes_by_tile[w].get((x, y), []):
+            nodes.append(LocalNode(n.local_name, n.kind, n.width, n.side, n.track, n.io,
+                                   n.name, n.direction))
+            srcs = []
+            for s in g.fanin[n.id]:
+                sn = g.nodes[s]
+                local = (sn.x, sn.y) == (x, y)
+                if n.kind is NodeKind.SB and n.io is IO.SB_IN:
+                    if local:
+                        raise SpecError(f"{n.id} at tile ({x}, {y}) is fed from inside its tile "
+                                        f"({s}); an SB_IN can only be fed by a neighbour")
+                    if len(g.fanin[n.id]) > 1:
+                        raise SpecError(f"{n.id} has {len(g.fanin[n.id])} fan-ins; an SB_IN is a "
+                                        f"wire with at most one source")
+                    continue          # the array wires it; not part of the tile shape
+                elif not local:
+                    raise SpecError(f"edge {s} -> {n.id} crosses tiles but does not end at an "
+                                    f"SB_IN; route inter-tile wires through switch boxes")
+                else:
+                    srcs.append(sn.local_name)
+                if drop is not None and drop == (s, n.id):
+                    drop_local = (sn.local_name, n.local_name)
+            if n.kind is NodeKind.REG and len(srcs) != 1:
+                raise SpecError(f"pipeline register {n.id} has fan-in {g.fanin[n.id]}; a "
+                                f"register has exactly one source")
+            if n.kind is NodeKind.PORT and n.direction == "out" and srcs:
+                raise SpecError(f"core output {n.id} has fan-in {g.fanin[n.id]}; a core output "
+                                f"is driven by the core only")
+            fanin.append((n.local_name, tuple(srcs)))
+    return TileShape(info.core, tuple(info.ports), tuple(info.config_fields),
+                     tuple(info.external), tuple(nodes), tuple(fanin), drop_local)
+
+
+_TILE_CACHE: dict[str, object] = {}
+_CORE_CACHE: dict[str, object] = {}
+
+
+def core_circuit_of(core: CoreSpec):
+    """``core.build()``, called once per core name per process (the :mod:`cgra.core`
+    contract: the caller caches the core circuit)."""
+    if core.name not in _CORE_CACHE:
+        _CORE_CACHE[core.name] = core.build()
+    return _CORE_CACHE[core.name]
+
+
+def tile_circuit(shape: TileShape, config: TileConfig, core: CoreSpec | None):
+    """The magma tile circuit of ``shape`` (cached by module name; see module docstring)."""
+    name = shape.module_name
+    if name in _TILE_CACHE:
+        return _TILE_CACHE[name]
+    if (core is None) != (shape.core is None):
+        raise SpecError(f"tile module {name}: core {shape.core!r} but CoreSpec "
+                        f"{getattr(core, 'name', None)!r}")
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 100_000))
+    ports: dict = {"clk_en": m.In(m.Bit), "flush": m.In(m.Bit),
+                   "config_addr": m.In(m.Bits[32]), "config_data": m.In(m.Bits[32]),
+                   "config_write": m.In(m.Bit), "config_read": m.In(m.Bit),
+                   "tile_id": m.In(m.Bits[16]), "read_data": m.Out(m.Bits[32])}
+    outs: dict[str, str] = {}      # output port -> local node driving it
+    by_name = {n.name: n for n in shape.nodes}
+    for n in shape.nodes:
+        if n.kind is NodeKind.SB and n.io is IO.SB_IN:
+            ports[n.name] = m.In(_t(n.width))
+    for n in shape.nodes:
+        if n.kind is NodeKind.SB and n.io is IO.SB_OUT:
+            rm = f"RMUX_T{n.track}_{n.side.name}_B{n.width}"
+            outs[n.name] = rm if rm in by_name else n.name
+            ports[n.name] = m.Out(_t(n.width))
+    ext_ports = [p for p in shape.ports if p.name in shape.external]
+    for p in ext_ports:
+        if p.name in ports:
+            raise SpecError(f"core '{shape.core}' external port '{p.name}' clashes with a tile "
+                            f"port name; rename the core port")
+        ports[p.name] = m.In(_t(p.width)) if p.direction == "in" else m.Out(_t(p.width))
+
+    fanin = dict(shape.fanin)
+    # define every sub-module before opening the tile definition
+    for n in shape.nodes:
+        if n.name in fanin and n.kind is not NodeKind.REG and not (
+                n.kind is NodeKind.SB and n.io is IO.SB_IN) and not (
+                n.kind is NodeKind.PORT and n.direction == "out"):
+            mux_circuit(max(1, len(fanin[n.name])), n.width)
+    core_circuit = core_circuit_of(core) if core is not None else None
+
+    class Tile(m.Circuit):
+        name = shape.module_name
+        io = m.IO(**ports) + m.ClockIO(has_reset=True)
+        _tile_body(io, shape, fanin, by_name, outs, config, core_circuit, ext_ports)
+
+    _TILE_CACHE[name] = Tile
+    return Tile
+
+
+def _wire_adapt(value, port) -> None:
+    """Wire ``value`` to ``port``, adapting ``Bit`` <-> ``Bits[1]`` (cores may declare 1-bit
+    ports either way)."""
+    if isinstance(port, m.Bits) and len(port) == 1 and not isinstance(value, m.Bits):
+        value = m.bits(value, 1)
+    elif not isinstance(port, m.Bits) and isinstance(value, m.Bits) and len(value) == 1:
+        value = value[0]
+    m.wire(value, port)
+
+
+def _field_value(regs: dict[tuple[int, int], object], feat: Feature, field_name: str):
+    parts = [regs[(feat.index, s.reg)][s.lo:s.lo + s.width] for s in feat.slices
+             if s.name == field_name]
+    return parts[0] if len(parts) == 1 else m.concat(*parts)
+
+
+def _tile_body(io, shape: TileShape, fanin, by_name, outs, config: TileConfig,
+               core_circuit, ext_ports) -> None:
+    # --- config registers and read-back ---
+    tile_match = io.config_addr[0:16] == io.tile_id
+    feat_bits, reg_bits = io.config_addr[16:24], io.config_addr[24:32]
+    regs: dict[tuple[int, int], object] = {}
+    reads = []
+    for feat in config.features:
+        resets = encode_fields(feat.fields, {})
+        for r in range(feat.num_regs):
+            sel = tile_match & (feat_bits == m.Bits[8](feat.index)) & (reg_bits == m.Bits[8](r))
+            reg = m.Register(m.Bits[32], has_enable=True, reset_type=m.Reset,
+                             init=m.Bits[32](resets.get(r, 0)))(name=f"cfg_f{feat.index}_r{r}")
+            reg.I @= io.config_data
+            reg.CE @= sel & io.config_write
+            regs[(feat.index, r)] = reg.O
+            reads.append(m.mux([m.Bits[32](0), reg.O], sel))
+    if reads:
+        acc = reads[0]
+        for r in reads[1:]:
+            acc = acc | r
+        io.read_data @= m.mux([m.Bits[32](0), acc], io.config_read)
+    else:
+        io.read_data @= m.Bits[32](0)
+
+    # local name -> (feature, field)
+    local_field: dict[str, tuple[Feature, str]] = {}
+    for feat in config.features:
+        for fname in feat.nodes:
+            local_field[fname[:-len("_sel")] if fname.endswith("_sel") else fname] = (feat, fname)
+
+    # --- core ---
+    core_inst = None
+    if core_circuit is not None:
+        core_inst = core_circuit(name="core")
+        core_inst.CLK @= io.CLK
+        core_inst.RESET @= io.RESET
+        core_inst.clk_en @= io.clk_en
+        core_inst.flush @= io.flush
+        for feat in config.features[:1]:
+            for f in feat.fields:
+                _wire_adapt(_field_value(regs, feat, f.name), getattr(core_inst, f"config_{f.name}"))
+        for p in ext_ports:
+            if p.direction == "in":
+                _wire_adapt(getattr(io, p.name), getattr(core_inst, p.name))
+            else:
+                _wire_adapt(getattr(core_inst, p.name), getattr(io, p.name))
+
+    # --- node instances ---
+    values: dict[str, object] = {}
+    muxes: dict[str, object] = {}
+    reg_insts: dict[str, object] = {}
+    for n in shape.nodes:
+        if n.kind is NodeKind.SB and n.io is IO.SB_IN:
+            values[n.name] = getattr(io, n.name)
+        elif n.kind is NodeKind.REG:
+            inst = m.Register(_t(n.width), has_enable=True, reset_type=m.Reset)(name=n.name)
+            inst.CE @= io.clk_en
+            reg_insts[n.name] = inst
+            values[n.name] = inst.O
+        elif n.kind is NodeKind.PORT and n.direction == "out":
+            if core_inst is None:
+                raise SpecError(f"tile module {shape.module_name}: port node {n.name} without "
+                                f"a core")
+            out = getattr(core_inst, n.port)
+            if n.width == 1 and isinstance(out, m.Bits):
+                out = out[0]
+            values[n.name] = out
+        else:
+            h = max(1, len(fanin[n.name]))
+            inst = mux_circuit(h, n.width)(name=f"mux_{n.name}")
+            muxes[n.name] = inst
+            values[n.name] = inst.O
+
+    # --- wiring ---
+    for name, inst in muxes.items():
+        n = by_name[name]
+        srcs = fanin[name]
+        if not srcs:
+            inst.I0 @= _zero(n.width)
+        for k, src in enumerate(srcs):
+            port = getattr(inst, f"I{k}")
+            if shape.drop == (src, name):
+                port @= _zero(n.width)
+            else:
+                port @= values[src]
+        if len(srcs) > 1:
+            key = name[len("PORT_"):] if n.kind is NodeKind.PORT else name
+            feat, fname = local_field[key]
+            inst.S @= _field_value(regs, feat, fname)
+        if n.kind is NodeKind.PORT:
+            _wire_adapt(inst.O, getattr(core_inst, n.port))
+    for name, inst in reg_insts.items():
+        src = fanin[name][0]
+        inst.I @= _zero(by_name[name].width) if shape.drop == (src, name) else values[src]
+    for port, local in outs.items():
+        m.wire(values[local], getattr(io, port))
+    if core_inst is not None:
+        routed = {n.port for n in shape.nodes if n.kind is NodeKind.PORT}
+        for p in shape.ports:
+            if p.direction == "in" and p.name not in routed and p.name not in shape.external:
+                _wire_adapt(_zero(p.width), getattr(core_inst, p.name))
+
+
+def _hex(x: int) -> str:
+    return f"{x:02X}"
+
+
+def tile_instance_name(x: int, y: int) -> str:
+    return f"Tile_X{_hex(x)}_Y{_hex(y)}"
+
+
+def top_port_name(port: str, x: int, y: int) -> str:
+    """Top-level name of external core port ``port`` of tile (x, y)."""
+    return f"{port}_X{_hex(x)}_Y{_hex(y)}"
+
+
+_ARRAY_CACHE: dict[str, object] = {}
+
+
+
+
+def array_circuit(ic: Interconnect, name: str = "CanalArray", flush_interval: int = 0,
+                  drop_edge: tuple[str, str] | None = None):
+    """The magma array circuit of ``ic`` (see module docstring). The module name is
+    ``<name>_<W>x<H>_<hash>`` (hash of the tile modules, their positions, the inter-tile
+    wiring, ``flush_interval`` and ``drop_edge``), cached per process. ``drop_edge`` = (src id, dst id): leave that graph
+    edge out of the RTL (test hook for :func:`canal.check.check_rtl`). Raises
+    :class:`SpecError` for graphs the RTL cannot express or an unknown ``drop_edge``."""
+    with no_gc():
+        return _array_circuit(ic, name, flush_interval, drop_edge)
+
+
+def _array_circuit(ic: Interconnect, name: str, flush_interval: int,
+                   drop_edge: tuple[str, str] | None):
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 100_000))
+    if flush_interval < 0:
+        raise SpecError(f"flush_interval={flush_interval}; use 0 (no spine) or rows per stage")
+    if drop_edge is not None:
+        g = next((gr for gr in ic.graphs.values() if drop_edge[1] in gr.nodes), None)
+        if g is None or not g.has_edge(*drop_edge):
+            raise SpecError(f"drop_edge {drop_edge} is not an edge of the interconnect graphs")
+    cols, rows = ic.size
+    shapes = {}
+    for (x, y) in ic.tiles:
+        dst_here = drop_edge is not None and _xy(drop_edge[1]) == (x, y) and \
+            not _is_sb_in(drop_edge[1])
+        shapes[(x, y)] = tile_shape(ic, x, y, drop_edge if dst_here else None)
+    wiring = [(nid, tuple(g.fanin[nid])) for w, g in sorted(ic.graphs.items())
+              for nid, n in g.nodes.items() if n.kind is NodeKind.SB and n.io is IO.SB_IN]
+    key = repr((sorted((xy, s.module_name) for xy, s in shapes.items()), flush_interval,
+                drop_edge, sorted(ic.graphs), wiring))
+    full = f"{name}_{cols}x{rows}_{hashlib.sha1(key.encode()).hexdigest()[:10]}"
+    if full in _ARRAY_CACHE:
+        return _ARRAY_CACHE[full]
+    circuits = {}
+    configs = ic.configs
+    for xy, s in shapes.items():
+        circuits[xy] = tile_circuit(s, configs[xy], ic.core(*xy))
+
+    ports: dict = {"clk_en": m.In(m.Bit), "flush": m.In(m.Bit),
+                   "config_addr": m.In(m.Bits[32]), "config_data": m.In(m.Bits[32]),
+                   "config_write": m.In(m.Bit), "config_read": m.In(m.Bit),
+                   "read_data": m.Out(m.Bits[32])}
+    for (x, y), info in ic.tiles.items():
+        for p in info.ports:
+            if p.name in info.external:
+                d = m.In if p.direction == "in" else m.Out
+                ports[top_port_name(p.name, x, y)] = d(_t(p.width))
+
+    class Array(m.Circuit):
+        name = full
+        io = m.IO(**ports) + m.ClockIO(has_reset=True)
+        _array_body(io, ic, circuits, flush_interval, drop_edge, rows)
+
+    _ARRAY_CACHE[full] = Array
+    return Array
+
+
+def _xy(nid: str) -> tuple[int, int]:
+    parts = nid.split(":")
+    return int(parts[2]), int(parts[3])
+
+
+def _is_sb_in(nid: str) -> bool:
+    return nid.startswith("SB:") and nid.endswith(":IN")
+
+
+def _array_body(io, ic: Interconnect, circuits, flush_interval: int, drop_edge, rows: int):
+    insts = {}
+    for (x, y) in ic.tiles:
+        insts[(x, y)] = circuits[(x, y)](name=tile_instance_name(x, y))
+    # flush spine per column
+    flush_at: dict[tuple[int, int], object] = {}
+    for x in sorted({x for x, _ in ic.tiles}):
+        sig = io.flush
+        stage = 0
+        for y in range(rows):
+            if flush_interval and y // flush_interval > stage:
+                stage = y // flush_interval
+                r = m.Register(m.Bit, reset_type=m.Reset)(name=f"flush_X{_hex(x)}_S{stage}")
+                r.I @= sig
+                sig = r.O
+            flush_at[(x, y)] = sig
+    reads = []
+    for (x, y), inst in insts.items():
+        info = ic.tiles[(x, y)]
+        inst.CLK @= io.CLK
+        inst.RESET @= io.RESET
+        inst.clk_en @= io.clk_en
+        inst.flush @= flush_at[(x, y)]
+        inst.config_addr @= io.config_addr
+        inst.config_data @= io.config_data
+        inst.config_write @= io.config_write
+        inst.config_read @= io.config_read
+        inst.tile_id @= m.Bits[16](x << 8 | y)
+        reads.append(inst.read_data)
+        for p in info.ports:
+            if p.name in info.external:
+                top = getattr(io, top_port_name(p.name, x, y))
+                if p.direction == "in":
+                    m.wire(top, getattr(inst, p.name))
+                else:
+                    m.wire(getattr(inst, p.name), top)
+    # SB_IN wiring from the graph
+    for w, g in ic.graphs.items():
+        for nid, n in g.nodes.items():
+            if n.kind is not NodeKind.SB or n.io is not IO.SB_IN:
+                continue
+            port = getattr(insts[(n.x, n.y)], n.local_name)
+            srcs = g.fanin[nid]
+            if not srcs or (drop_edge is not None and drop_edge == (srcs[0], nid)):
+                port @= _zero(w)
+                continue
+            src = g.nodes[srcs[0]]
+            side, track = src.side, src.track
+            if src.kind not in (NodeKind.SB, NodeKind.RMUX) or \
+                    exported_node(g, src.x, src.y, side, track) != src.id:
+                raise SpecError(f"edge {src.id} -> {nid}: the source is not the node exported "
+                                f"on its tile's side {side} track {track}")
+            out_name = f"SB_T{track}_{side.name}_SB_OUT_B{w}"
+            m.wire(getattr(insts[(src.x, src.y)], out_name), port)
+    # read-back: OR tree
+    while len(reads) > 1:
+        nxt = [a | b for a, b in zip(reads[::2], reads[1::2], strict=False)]
+        if len(reads) % 2:
+            nxt.append(reads[-1])
+        reads = nxt
+    io.read_data @= reads[0]
+
+
+def compile_array(circuit, out_dir: str | Path, basename: str | None = None) -> Path:
+    """Write the Verilog of ``circuit`` (all modules in one file) to
+    ``out_dir/<basename>.v`` with magma's CIRCT backend; returns the path."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    base = out / (basename or circuit.name)
+    with no_gc():
+        m.compile(str(base), circuit, output="mlir-verilog")
+    return base.with_suffix(".v")
+
+
+_MODULE_RE = re.compile(r"^module\s+(\w+)[\s\S]*?^endmodule\s*$", re.M)
+
+
+def split_verilog(verilog: str | Path, out_dir: str | Path) -> list[Path]:
+    """Split a Verilog file written by :func:`compile_array` into one file per module,
+    ``out_dir/<module>.v``; returns the paths in the order of the input (top last).
+    Raises :class:`SpecError` when the file holds no module."""
+    text = Path(verilog).read_text()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for mt in _MODULE_RE.finditer(text):
+        path = out / f"{mt[1]}.v"
+        path.write_text(mt[0] + "\n")
+        paths.append(path)
+    if not paths:
+        raise SpecError(f"{verilog}: no Verilog module found to split")
+    return paths
+
+
+__all__ = ["split_verilog", "mux_circuit", "TileShape", "tile_shape", "tile_circuit", "array_circuit",
+           "compile_array", "exported_node", "tile_instance_name", "top_port_name", "iter_sides"]

@@ -1,0 +1,177 @@
+"""Graph passes: switch-box topologies, fan-in counts, core ports, pipeline registers."""
+from __future__ import annotations
+
+import pytest
+from canal_testutil import PT_CORE, io_west_east
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from canal.graph import IO, NodeKind, Side
+from canal.passes import (CorePortConnections, InterconnectParams, add_switch_boxes,
+                          build_uniform, empty_graph, insert_pipeline_registers,
+                          topology_wires, wire_tracks)
+from cgra.errors import SpecError
+
+N, S, E, W = Side.NORTH, Side.SOUTH, Side.EAST, Side.WEST
+
+
+def test_imran_w5_matches_formulas():
+    w = 5
+    expected = set()
+    for t in range(w):
+        for a, ta, b, tb in [(W, t, N, (w - t) % w), (N, t, E, (t + 1) % w),
+                             (S, t, E, (w - t - 2) % w), (W, t, S, (t - 1) % w),
+                             (W, t, E, t), (S, t, N, t)]:
+            expected.add((a, ta, b, tb))
+            expected.add((b, tb, a, ta))
+    wires = set(topology_wires("imran", w))
+    assert wires == expected
+    assert len(wires) == 4 * 3 * w          # each SB_IN reaches 3 sides
+    # known answers for W = 5
+    assert (W, 1, N, 4) in wires and (N, 4, W, 1) in wires
+    assert (S, 0, E, 3) in wires and (E, 3, S, 0) in wires
+    assert (S, 4, E, 3) not in wires and (S, 4, E, 4) in wires   # (5-4-2) mod 5 = 4
+    assert (W, 0, S, 4) in wires                                   # (0-1) mod 5 = 4
+    assert (N, 4, E, 0) in wires                                   # (4+1) mod 5 = 0
+
+
+def test_imran_graph_fanin_order_known_answer(ic4):
+    g = ic4.graphs[16]
+    # SB_OUT NORTH track 0 of (1,1): SB_INs by side (S, E, W) then the core output
+    assert g.fanin["SB:16:1:1:NORTH:0:OUT"] == [
+        "SB:16:1:1:SOUTH:0:IN", "SB:16:1:1:EAST:1:IN", "SB:16:1:1:WEST:0:IN",
+        "PORT:16:1:1:data_out"]
+    assert g.fanin["SB:16:1:1:EAST:3:OUT"] == [
+        "SB:16:1:1:NORTH:2:IN", "SB:16:1:1:SOUTH:0:IN", "SB:16:1:1:WEST:3:IN",
+        "PORT:16:1:1:data_out"]
+
+
+def test_wilton_and_disjoint_differ_from_imran():
+    assert set(topology_wires("disjoint", 4)) == {
+        (a, t, b, t) for t in range(4) for a in Side for b in Side if a != b}
+    wil, imr = set(topology_wires("wilton", 5)), set(topology_wires("imran", 5))
+    assert (S, 2, W, 1) in wil and (W, 2, S, 1) in imr
+    assert wil != imr
+
+
+@settings(max_examples=30, deadline=None)
+@given(topo=st.sampled_from(["disjoint", "wilton", "imran"]), w=st.integers(1, 9))
+def test_topology_is_a_bijection_per_side_pair(topo, w):
+    wires = topology_wires(topo, w)
+    for si in Side:
+        for so in Side:
+            pairs = [(ti, to) for a, ti, b, to in wires if a is si and b is so]
+            if si is so:
+                assert pairs == []
+            else:
+                assert sorted(ti for ti, _ in pairs) == list(range(w))
+                assert sorted(to for _, to in pairs) == list(range(w))
+
+
+@pytest.mark.parametrize("size", [2, 4])
+def test_fanin_counts(size, ic2, ic4):
+    ic = ic2 if size == 2 else ic4
+    for w, g in ic.graphs.items():
+        per_tile = g.by_tile()
+        assert len(g.tiles) == size * size
+        for (x, y), nodes in per_tile.items():
+            info = g.tiles[(x, y)]
+            n_out = sum(1 for p in info.routable_ports() if p.width == w and p.direction == "out")
+            sb_out = [n for n in nodes if n.kind is NodeKind.SB and n.io is IO.SB_OUT]
+            sb_in = [n for n in nodes if n.kind is NodeKind.SB and n.io is IO.SB_IN]
+            assert len(sb_out) == len(sb_in) == 4 * 5
+            for n in sb_out:
+                assert len(g.fanin[n.id]) == 3 + n_out
+                assert {g.nodes[s].side for s in g.fanin[n.id][:3]} == set(Side) - {n.side}
+            for n in sb_in:
+                dx, dy = n.side.step()
+                inside = (x + dx, y + dy) in g.tiles
+                assert len(g.fanin[n.id]) == (1 if inside else 0)
+            cbs = [n for n in nodes if n.kind is NodeKind.PORT and n.direction == "in"]
+            assert len(cbs) == sum(1 for p in info.routable_ports()
+                                   if p.width == w and p.direction == "in") == 1
+            for n in cbs:
+                assert len(g.fanin[n.id]) == 4 * 5
+                assert set(g.fanin[n.id]) == {s.id for s in sb_in}
+
+
+def test_node_and_edge_counts_4x4(ic4):
+    g = ic4.graphs[16]
+    # per tile: 40 SB + 20 REG + 20 RMUX + 2 core ports
+    assert len(g.nodes) == 16 * 82
+    # SB_OUT fan-in 4 (x320), CB 20 (x16), REG 1 (x320), RMUX 2 (x320), SB_IN 1 (interior)
+    interior_sb_in = 24 * 2 * 5             # 24 neighbour pairs x 2 directions x 5 tracks
+    assert g.num_edges() == 320 * 4 + 16 * 20 + 320 + 320 * 2 + interior_sb_in
+
+
+def test_connection_box_sides_restricted():
+    conn = CorePortConnections(cb_sides=(N, W), out_sides=(E,), out_tracks=(0, 1))
+    ic = build_uniform(InterconnectParams(2, 2, pipeline_registers=[], connections=conn),
+                       lambda x, y: PT_CORE)
+    g = ic.graphs[16]
+    assert len(g.fanin["PORT:16:1:1:data_in"]) == 10
+    assert g.fanin["PORT:16:1:1:data_in"][:2] == ["SB:16:1:1:NORTH:0:IN",
+                                                  "SB:16:1:1:NORTH:1:IN"]
+    assert "PORT:16:1:1:data_out" in g.fanin["SB:16:1:1:EAST:1:OUT"]
+    assert "PORT:16:1:1:data_out" not in g.fanin["SB:16:1:1:EAST:2:OUT"]
+    assert "PORT:16:1:1:data_out" not in g.fanin["SB:16:1:1:NORTH:0:OUT"]
+
+
+def test_pipeline_register_pass(ic2):
+    g = ic2.graphs[16]
+    listed = [(0, N), (2, E), (4, W)]
+    before = g.fanout()
+    g2 = insert_pipeline_registers(g, listed)
+    fanout = g2.fanout()
+    for (x, y) in g2.tiles:
+        for t, side in listed:
+            out = f"SB:16:{x}:{y}:{side.name}:{t}:OUT"
+            reg, rmux = f"REG:16:{x}:{y}:{side.name}:{t}", f"RMUX:16:{x}:{y}:{side.name}:{t}"
+            assert set(fanout[out]) == {reg, rmux}
+            assert g2.nodes[reg].kind is NodeKind.REG and g2.nodes[rmux].kind is NodeKind.RMUX
+            assert g2.fanin[rmux] == [out, reg]
+            assert g2.fanin[reg] == [out]
+            assert fanout[rmux] == before[out]           # the old fan-out moved to the RMUX
+            for sink in before[out]:
+                assert g2.fanin[sink] == [rmux if s == out else s for s in g.fanin[sink]]
+        assert f"REG:16:{x}:{y}:NORTH:1" not in g2.nodes
+    assert sum(1 for n in g2.nodes.values() if n.kind is NodeKind.REG) == 4 * len(listed)
+    assert g2.delay[("REG:16:0:0:NORTH:0", "RMUX:16:0:0:NORTH:0")] == 230.0
+    with pytest.raises(SpecError, match="track 7 side NORTH of tile"):
+        insert_pipeline_registers(g, [(7, N)])
+    with pytest.raises(SpecError, match="inserted twice"):
+        insert_pipeline_registers(g2, [(0, N)])
+
+
+def test_track_length_two():
+    from canal.graph import tile_info_from_core
+    tiles = {(x, 0): tile_info_from_core(x, 0, None) for x in range(4)}
+    g = wire_tracks(add_switch_boxes(empty_graph(16, tiles), "disjoint", 2), track_length=2)
+    assert g.fanin["SB:16:2:0:WEST:1:IN"] == ["SB:16:0:0:EAST:1:OUT"]
+    assert g.fanin["SB:16:1:0:WEST:1:IN"] == []
+    assert g.fanin["SB:16:1:0:EAST:0:IN"] == ["SB:16:3:0:WEST:0:OUT"]
+
+
+def test_io_on_edges_layout(ic4):
+    from canal.collateral import layout
+    assert layout(ic4.graphs[1]) == ["IppI"] * 4
+
+
+def test_bad_parameters_name_the_field():
+    with pytest.raises(SpecError, match="unknown topology 'banyan'"):
+        build_uniform(InterconnectParams(2, 2, topology="banyan"), lambda x, y: PT_CORE)
+    with pytest.raises(SpecError, match="tracks=0"):
+        build_uniform(InterconnectParams(2, 2, tracks=0), lambda x, y: PT_CORE)
+    with pytest.raises(SpecError, match="track_length=0"):
+        build_uniform(InterconnectParams(2, 2, track_length=0), lambda x, y: PT_CORE)
+    with pytest.raises(SpecError, match="array size 0x2"):
+        build_uniform(InterconnectParams(0, 2), lambda x, y: PT_CORE)
+    with pytest.raises(SpecError, match="port 'data_in' at tile \\(0, 0\\) is 16 bits"):
+        build_uniform(InterconnectParams(1, 1, widths=(1,)), lambda x, y: PT_CORE)
+
+
+def test_deterministic_build():
+    a = build_uniform(InterconnectParams(3, 2), io_west_east(3, 2))
+    b = build_uniform(InterconnectParams(3, 2), io_west_east(3, 2))
+    assert a.graphs[16] == b.graphs[16] and a.graphs[1] == b.graphs[1]
+    assert list(a.graphs[16].nodes) == list(b.graphs[16].nodes)
