@@ -12,7 +12,7 @@ JOBS   ?= 2
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(wildcard */__init__.py)
 	@command -v verilator >/dev/null 2>&1 || (apt-get update && apt-get install -y verilator)
 	@command -v yosys >/dev/null 2>&1 || (apt-get update && apt-get install -y yosys)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 test: install
-	$(BIN)/pytest -n $(JOBS) -p no:cacheprovider tests
+	$(BIN)/pytest -n $(JOBS) --dist loadfile -p no:cacheprovider tests
 
 lint: install
 	$(BIN)/ruff check cgra peak lake canal garnet mapper tests bench
@@ -33,8 +33,12 @@ rtl: install
 rules: install
 	$(BIN)/cgra rules --pe peak.examples.cgra_pe:PE --out build/rules --jobs $(JOBS)
 
-app: install
+# `make app` runs on the small (8x8) design, generating it first when it is missing.
+app: install build/small/design.json
 	$(BIN)/cgra run $(APP) --design build/small
+
+build/small/design.json: | install
+	$(BIN)/cgra rtl --config configs/small.toml --out build/small
 
 bench: install
 	@set -e; for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f; done

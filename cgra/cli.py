@@ -20,7 +20,7 @@ COMMANDS: dict[str, str] = {
     "rtl": "garnet.cli:rtl",
     "lint": "garnet.cli:lint",
     "map": "mapper.cli:map_cmd",
-    "run": "mapper.cli:run_cmd",
+    "run": "mapper.run:run_cmd",
 }
 
 

@@ -153,8 +153,15 @@ class RoutingGraph:
         self.g = g
         self.regs_by_tile: dict[tuple[int, int], list[str]] = {}
         for i, n in enumerate(self.ids):
-            if self.kind[i] == "REG":
+            # a register site must lead somewhere: REG -> RMUX -> at least one node (the
+            # RMUXes of SB_OUTs on the array edge drive nothing)
+            if self.kind[i] == "REG" and any(self.succ[j] for j in self.succ[i]):
                 self.regs_by_tile.setdefault(self.xy[i], []).append(n)
+        #: REG nodes whose register mux has no bypass (fan-in = [REG] only, garnet's
+        #: mandatory registers): a route leaving by that SB_OUT must pass the register
+        self.mandatory_regs: set[int] = {
+            i for i, n in enumerate(self.ids) if self.kind[i] == "REG"
+            and all(len(nodes[j]["fanin"]) == 1 for j in self.succ[i])}
 
     @classmethod
     def load(cls, path: str | Path) -> "RoutingGraph":
@@ -334,6 +341,7 @@ class PathFinder:
         gcost, stamp, prev = self._g, self._stamp, self._prev
         xy, succ, kind = self.rg.xy, self.rg.succ, self.rg.kind
         hop = self.hop
+        through = self.rg.mandatory_regs
         heap: list[tuple[float, float, int]] = []
         for s in starts:
             stamp[s] = ep
@@ -352,7 +360,7 @@ class PathFinder:
                 path.reverse()
                 return path
             for v in succ[u]:
-                if kind[v] in blocked_kinds and v not in targets:
+                if kind[v] in blocked_kinds and v not in targets and v not in through:
                     continue
                 ng = gc + self._cost(v)
                 if stamp[v] != ep or ng < gcost[v]:

@@ -1,0 +1,53 @@
+"""Click commands ``cgra rtl`` and ``cgra lint`` (loaded lazily by :mod:`cgra.cli`)."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+@click.command("rtl")
+@click.option("--config", "config", required=True, type=click.Path(dir_okay=False),
+              help="TOML parameter file (e.g. configs/small.toml)")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False),
+              help="output design directory (e.g. build/small)")
+@click.option("--rules-dir", default=None, type=click.Path(file_okay=False),
+              help="shared rule-table directory PEak caches in (default build/rules)")
+@click.option("--no-rules", is_flag=True, help="skip the rule table (RTL-only iteration)")
+@click.option("--jobs", default=1, show_default=True, help="processes for rule synthesis")
+def rtl(config: str, out: str, rules_dir: str | None, no_rules: bool, jobs: int) -> None:
+    """Generate the array RTL and the compiler collateral into OUT."""
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 100_000))
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from garnet.build import generate
+    from garnet.params import load_toml
+
+    params = load_toml(config)          # validated before any generation
+    console = Console(stderr=True)
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=console, transient=True) as progress:
+        task = progress.add_task(f"{params.name}: start", total=None)
+
+        def step(msg: str) -> None:
+            progress.update(task, description=f"{params.name}: {msg}")
+            console.log(f"{params.name}: {msg}")
+
+        result = generate(params, out, rules=not no_rules, rules_dir=rules_dir,
+                          jobs=jobs, step=step)
+    click.echo(result.summary())
+
+
+@click.command("lint")
+@click.argument("design", type=click.Path(file_okay=False))
+def lint(design: str) -> None:
+    """Run `verilator --lint-only -Wall` on the RTL of DESIGN (exit 1 on lint errors)."""
+    from garnet.lint import lint as run_lint
+
+    rep = run_lint(design)
+    for e in rep.errors[:20]:
+        click.echo(e, err=True)
+    click.echo(rep.summary())
+    if rep.errors:
+        sys.exit(1)

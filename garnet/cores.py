@@ -1,0 +1,185 @@
+"""Tile cores of the array: PE (a PEak spec), MEM (a Lake preset) and IO (the array edge).
+
+Every core follows :mod:`cgra.core`: ``CLK``, ``RESET`` (sync, active high), ``clk_en``
+(1 = run), ``flush``, its data ports by name (``Bits[w]``; ``Bit`` for 1-bit ports) and one
+``config_<field>`` input per config field. The tile owns the 32-bit config registers of
+feature 0 and packs the fields with :func:`cgra.config.pack_fields`.
+
+* PE (tag ``p``): the PEak PE circuit (:func:`peak.rtl.pe_circuit`) behind a thin wrapper
+  module ``PECore_<Spec>_<hash8>``: one config field ``inst`` of the assembler width (bits; the
+  default PE has 62 bits = config registers 0 and 1 of feature 0, LSB part first);
+  ``flush`` is accepted and ignored (a PE has no controllers). Outputs are combinational in
+  the inputs and the PE's state (0 cycles through the core; input ``DELAY`` modes add 1).
+* MEM (tag ``m``): the Lake preset circuit (:func:`lake.rtl.memory_circuit`), config fields
+  :func:`lake.config.config_fields`; every data, valid and chain port is routable.
+* IO (tag ``I``): :func:`canal.cores.io_core`: ``glb2io_16 -> io2f_16``, ``glb2io_1 ->
+  io2f_1`` (edge -> fabric) and ``f2io_16 -> io2glb_16``, ``f2io_1 -> io2glb_1`` (fabric ->
+  edge), all combinational; the ``glb2io_*``/``io2glb_*`` ports become top-level ports
+  ``<port>_X<xx>_Y<yy>``. One IO tile carries both the 16-bit and the 1-bit IO, so a netlist
+  instance tagged ``I`` (16-bit IO) or ``i`` (1-bit IO) is placed on an ``I`` tile.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+import re
+from typing import Any
+
+import magma as m
+
+from cgra.config import ConfigField
+from cgra.core import CoreSpec, PortSpec
+from cgra.errors import ConfigError, SpecError
+
+#: PnR tags (one letter) and what they stand for
+TAGS = {"p": "PE", "m": "MEM", "I": "IO (16-bit, the tile also holds the 1-bit IO)",
+        "i": "1-bit IO (placed on an 'I' tile)"}
+
+
+def load_pe_spec(path: str, field: str = "field 'pe'") -> type:
+    """Import a PEak spec class from ``"module:Class"``. Raises :class:`ConfigError` naming
+    ``field`` when the module or class does not exist or is not a PEak spec."""
+    from peak.spec import Peak
+
+    if not isinstance(path, str) or path.count(":") != 1:
+        raise ConfigError(f"{field} = {path!r}: give the PE spec as 'module:Class' "
+                          f"(e.g. 'peak.examples.cgra_pe:PE')")
+    mod_name, cls_name = path.split(":")
+    try:
+        mod = importlib.import_module(mod_name)
+    except ImportError as exc:
+        raise ConfigError(f"{field} = {path!r}: cannot import module '{mod_name}' "
+                          f"({exc}); give an importable module such as "
+                          f"'peak.examples.cgra_pe'") from None
+    spec = getattr(mod, cls_name, None)
+    if spec is None:
+        raise ConfigError(f"{field} = {path!r}: module '{mod_name}' has no attribute "
+                          f"'{cls_name}'; public names: "
+                          f"{sorted(n for n in vars(mod) if not n.startswith('_'))[:20]}")
+    if not (isinstance(spec, type) and issubclass(spec, Peak)):
+        raise ConfigError(f"{field} = {path!r}: '{cls_name}' is not a PEak spec (a "
+                          f"subclass of peak.spec.Peak)")
+    return spec
+
+
+def _mtype(width: int) -> Any:
+    return m.Bit if width == 1 else m.Bits[width]
+
+
+def _sanitize(s: str) -> str:
+    return re.sub(r"\W", "_", s)
+
+
+@functools.lru_cache(maxsize=None)
+def _pe_core_circuit(spec: type, circuit_name: str) -> Any:
+    from peak.rtl import pe_circuit
+
+    pe = pe_circuit(spec)
+    core = pe_core(spec)
+    ports: dict[str, Any] = {"clk_en": m.In(m.Bit), "flush": m.In(m.Bit)}
+    for p in core.ports:
+        ports[p.name] = (m.In if p.direction == "in" else m.Out)(_mtype(p.width))
+    inst_width = core.config_fields[0].width
+    ports["config_inst"] = m.In(m.Bits[inst_width])
+
+    class PECore(m.Circuit):
+        name = circuit_name
+        io = m.IO(**ports) + m.ClockIO(has_reset=True)
+        inst = pe(name="pe")
+        inst.CLK @= io.CLK
+        inst.RESET @= io.RESET
+        inst.clk_en @= io.clk_en
+        inst.inst @= io.config_inst
+        for p in core.ports:
+            if p.direction == "in":
+                m.wire(getattr(io, p.name), getattr(inst, p.name))
+            else:
+                m.wire(getattr(inst, p.name), getattr(io, p.name))
+    return PECore
+
+
+@functools.lru_cache(maxsize=None)
+def pe_core(spec: type) -> CoreSpec:
+    """The PE core of a PEak spec (tag ``p``): ports = the spec's inputs and outputs (bits),
+    one config field ``inst`` (assembler width, reset 0). Module ``PECore_<Spec>_<hash8>``.
+    Raises :class:`SpecError` from PEak for a malformed spec."""
+    from peak import normal_form, spec_hash
+    from peak.assembler import assembler
+
+    nf = normal_form(spec)
+    asm = assembler(nf.isa)
+    ports = []
+    for n, T in nf.inputs:
+        ports.append(PortSpec(n, _width(T), "in"))
+    for n, T in nf.outputs:
+        ports.append(PortSpec(n, _width(T), "out"))
+    if any(p.name == "inst" for p in ports):
+        raise SpecError(f"PE {spec.__name__}: a data port is named 'inst', which clashes with "
+                        f"the instruction; rename the port")
+    name = f"PECore_{_sanitize(spec.__name__)}_{spec_hash(spec)[:8]}"
+    return CoreSpec(name, "p", tuple(ports), (ConfigField("inst", asm.width, 0),),
+                    lambda: _pe_core_circuit(spec, name),
+                    {"timing_class": "pe", "spec": f"{spec.__module__}:{spec.__qualname__}",
+                     "spec_hash": spec_hash(spec), "inst_width": asm.width})
+
+
+def _width(T: Any) -> int:
+    from peak.assembler import is_bit_type
+
+    return 1 if is_bit_type(T) else int(T.size)
+
+
+@functools.lru_cache(maxsize=None)
+def mem_core(preset_name: str) -> CoreSpec:
+    """The MEM core of a Lake preset (tag ``m``): :func:`lake.core_spec` with the timing
+    class recorded. Raises :class:`ConfigError` for an unknown preset."""
+    import lake
+    from lake.spec import PRESETS
+
+    if preset_name not in PRESETS:
+        raise ConfigError(f"field 'mem_preset' = {preset_name!r}: unknown Lake preset; "
+                          f"known presets: {sorted(PRESETS)}")
+    core = lake.core_spec(preset_name)
+    return CoreSpec(core.name, "m", core.ports, core.config_fields, core.build,
+                    {**core.info, "timing_class": "mem", "preset": preset_name})
+
+
+def io_core() -> CoreSpec:
+    """The IO core (tag ``I``), see the module docstring."""
+    return _io()
+
+
+@functools.lru_cache(maxsize=None)
+def _io() -> CoreSpec:
+    from canal.cores import io_core as canal_io
+
+    return canal_io("io_core", "I")
+
+
+def mem_collateral(preset_name: str) -> dict:
+    """The ``mem.json`` entry of a preset: what memory mapping needs (keys of
+    ``mapper.memory.MemSpec.from_dict``: name, capacity (words), word_width (bits),
+    fetch_width, sram_depth (wide words), in_ports, out_ports, max_dimensionality,
+    read_latency (cycles), extent_width, schedule_width (bits)) plus the external ports,
+    the routable tile ports and the config fields (name, width, reset) in packing order.
+    Lake's own collateral (:func:`lake.collateral.collateral`) is merged in."""
+    from lake.collateral import collateral
+    from lake.config import config_fields
+    from lake.spec import preset
+
+    spec = preset(preset_name)
+    core = mem_core(preset_name)
+    st = spec.storage
+    doc = {"name": preset_name, "module": core.name, "capacity": st.words,
+           "word_width": st.data_width, "fetch_width": st.fetch_width,
+           "sram_depth": st.capacity, "in_ports": len(spec.inputs),
+           "out_ports": len(spec.outputs), "max_dimensionality": spec.max_dims,
+           "read_latency": st.read_latency, "extent_width": spec.extent_width,
+           "schedule_width": spec.schedule_width, "chain_bits": spec.chain_bits,
+           "external_ports": [{"name": p.name, "direction": p.direction, "width": p.width}
+                              for p in spec.external_ports],
+           "tile_ports": [{"name": p.name, "direction": p.direction, "width": p.width}
+                          for p in core.ports],
+           "config_fields": [{"name": f.name, "width": f.width, "reset": f.reset}
+                             for f in config_fields(spec)]}
+    return {**collateral(preset_name), **doc}

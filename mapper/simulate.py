@@ -1,0 +1,449 @@
+"""Simulation of a configured array in Verilator with a generated C++ stream harness.
+
+The harness is generated from the collateral only (``design.json``: top module and top-level
+ports; ``rtl/filelist.f``), compiled ONCE per design and cached under
+``build/<design>/sim/<key16>/`` where ``key`` hashes the RTL files, the harness source, the
+Verilator version and the build flags. Concurrent builds (pytest-xdist workers, two ``cgra
+run`` at once) are serialised with an exclusive file lock on ``sim/.lock``; a finished build
+is stamped ``ok`` and never rebuilt.
+
+Protocol driven by the harness (docs/garnet.md, "Driving the top module"), one line of
+``sim.log`` per phase:
+
+1. ``RESET = 1`` for 2 rising edges with ``clk_en = 0``, ``config_write = 0``; then 1 idle edge;
+2. one config write per rising edge for every bitstream line ``AAAAAAAA DDDDDDDD``
+   (``config_addr``, ``config_data``, ``config_write = 1``);
+3. read-back: ``config_read = 1``, every written address is compared (combinational
+   ``read_data``) with the last word written to it; mismatches are reported;
+4. ``flush`` high for one rising edge with ``clk_en = 0``, then ``flush_wait`` edges with
+   ``clk_en = 0`` so every row of the flush spine has restarted its MEM controllers (a row
+   sees the flush ``y // flush_interval`` cycles late; spine registers are not stalled), so
+   cycle 0 of every MEM schedule is the first cycle with ``clk_en = 1``;
+5. ``clk_en = 1``; for each stream cycle ``c = 0 .. T-1``: drive the input ports with row ``c``
+   of the stimulus, evaluate, sample the output ports (IO cores are combinational, so an
+   output sampled in cycle ``c`` is the fabric's value during cycle ``c``), rising edge.
+
+Stimulus file (text)::
+
+    cycles <T>
+    flush_wait <F>
+    readback <0|1>
+    in <k_1> <k_2> ...        indices into design ports (sim/<key>/ports.json "inputs")
+    out <j_1> <j_2> ...       indices into "outputs"
+    data
+    <v_1> <v_2> ...            T lines, one value (decimal) per input port
+
+Output file: ``readback <n_mismatches>``, then one ``mismatch <addr> <expected> <got>`` line per
+read-back mismatch (hex), then ``data``, then T lines of sampled output values (decimal).
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cgra.errors import CollateralError, SimulationError
+
+HARNESS_VERSION = "cgra.stream_harness/1"
+#: control ports of the top module the harness drives itself (docs/garnet.md)
+CONTROL_PORTS = ("CLK", "RESET", "clk_en", "flush", "config_addr", "config_data",
+                 "config_write", "config_read")
+
+
+@dataclass
+class SimParams:
+    """Verilator build and run options.
+
+    ``jobs``: parallel C++ compile jobs; ``opt_fast``/``opt_slow``: compiler optimisation of the
+    model's hot / cold code (Verilator's ``OPT_FAST`` / ``OPT_SLOW``); ``flush_wait``: idle
+    cycles after the flush pulse (``None`` = ``height // flush_interval + 1`` from
+    design.json); ``readback``: compare every written config register;
+    ``build_timeout_s`` / ``run_timeout_s``: wall-clock limits (seconds)."""
+
+    verilator: str = "verilator"
+    jobs: int = 2
+    opt_fast: str = "-O1"
+    opt_slow: str = "-O0"
+    flush_wait: int | None = None
+    readback: bool = True
+    build_timeout_s: float = 1800.0
+    run_timeout_s: float = 1800.0
+    extra_flags: tuple[str, ...] = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "-Wno-UNOPTFLAT")
+
+
+@dataclass
+class Harness:
+    """A compiled harness: ``exe`` (binary), ``inputs`` / ``outputs``: data port names of the top
+    module in the harness's index order, ``widths``: port -> bits, ``key``: cache key,
+    ``cached``: True when an earlier build was reused, ``build_seconds``: wall time of the
+    build (0 when cached)."""
+
+    design_dir: Path
+    top: str
+    exe: Path
+    inputs: list[str]
+    outputs: list[str]
+    widths: dict[str, int]
+    key: str
+    cached: bool
+    build_seconds: float
+    flush_wait: int
+
+
+@dataclass
+class SimRun:
+    """One harness run: ``outputs``: port -> int64 array ``[T]`` of sampled values,
+    ``readback_mismatches``: [(addr, expected, got)], ``seconds``: wall time,
+    ``cycles``: stream cycles ``T``, ``total_cycles``: every clock edge of the run."""
+
+    outputs: dict[str, np.ndarray]
+    readback_mismatches: list[tuple[int, int, int]]
+    seconds: float
+    cycles: int
+    total_cycles: int
+    files: dict[str, Path] = field(default_factory=dict)
+
+
+def load_design_doc(design_dir: str | Path) -> dict[str, Any]:
+    """``design.json`` of a collateral directory. Raises :class:`CollateralError` when it is
+    missing or lacks the top module / port list."""
+    p = Path(design_dir) / "design.json"
+    if not p.is_file():
+        raise CollateralError(f"{p}: no design.json; generate the design first with "
+                              f"`cgra rtl --config configs/small.toml --out {design_dir}`")
+    try:
+        doc = json.loads(p.read_text())
+    except json.JSONDecodeError as exc:
+        raise CollateralError(f"{p}: malformed JSON ({exc}); regenerate the design") from None
+    for k in ("top", "ports"):
+        if k not in doc:
+            raise CollateralError(f"{p}: missing key '{k}'; regenerate the design with `cgra rtl`")
+    return doc
+
+
+def _rtl_files(design_dir: Path) -> list[Path]:
+    fl = design_dir / "rtl" / "filelist.f"
+    if not fl.is_file():
+        raise CollateralError(f"{fl}: missing; regenerate the design with `cgra rtl`")
+    files = [design_dir / "rtl" / f for f in fl.read_text().split()]
+    for f in files:
+        if not f.is_file():
+            raise CollateralError(f"{fl}: lists {f.name}, which does not exist; regenerate the "
+                                  f"design")
+    return files
+
+
+def _check_port_width(width: int) -> None:
+    if width > 64:
+        raise CollateralError(f"top port of {width} bits: the stream harness handles ports of "
+                              f"at most 64 bits")
+
+
+def harness_source(top: str, ports: list[dict[str, Any]]) -> tuple[str, list[str], list[str]]:
+    """C++ source of the stream harness for top module ``top`` with ``ports``
+    (``[{name, direction, width}]`` from design.json). Returns ``(source, data inputs,
+    outputs)``; the data inputs are every input except :data:`CONTROL_PORTS`."""
+    names = {p["name"] for p in ports}
+    for c in CONTROL_PORTS:
+        if c not in names:
+            raise CollateralError(f"design.json: top module {top} has no port '{c}' (the harness "
+                                  f"drives {', '.join(CONTROL_PORTS)}); regenerate the design")
+    ins = [p["name"] for p in ports if str(p["direction"]).startswith("in") and p["name"] not in CONTROL_PORTS]
+    outs = [p["name"] for p in ports if str(p["direction"]).startswith("out")]
+    for p in ports:
+        _check_port_width(int(p["width"]))
+    set_cases = "\n".join(f"    case {k}: t->{n} = v; break;" for k, n in enumerate(ins))
+    get_cases = "\n".join(f"    case {k}: return (uint64_t)t->{n};" for k, n in enumerate(outs))
+    zero = "\n".join(f"  t->{n} = 0;" for n in ins)
+    cls = f"V{top}"
+    src = f"""// generated by mapper.simulate ({HARNESS_VERSION}); do not edit
+#include "{cls}.h"
+#include "verilated.h"
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <vector>
+
+static {cls}* t;
+static uint64_t edges = 0;
+
+static void die(const char* msg, const char* arg) {{
+  fprintf(stderr, "harness: %s %s\\n", msg, arg ? arg : "");
+  exit(3);
+}}
+static void tick() {{
+  t->CLK = 1; t->eval();
+  t->CLK = 0; t->eval();
+  edges++;
+}}
+static void set_in(int k, uint64_t v) {{
+  switch (k) {{
+{set_cases}
+    default: die("bad input index", "");
+  }}
+}}
+static uint64_t get_out(int k) {{
+  switch (k) {{
+{get_cases}
+    default: die("bad output index", "");
+  }}
+  return 0;
+}}
+
+int main(int argc, char** argv) {{
+  if (argc < 4) die("usage: harness <bitstream> <stimulus> <output>", "");
+  Verilated::commandArgs(1, argv);
+  t = new {cls};
+  FILE* fb = fopen(argv[1], "r");
+  if (!fb) die("cannot open bitstream", argv[1]);
+  std::vector<std::pair<uint32_t, uint32_t>> bs;
+  unsigned a, d;
+  while (fscanf(fb, "%x %x", &a, &d) == 2) bs.push_back({{a, d}});
+  fclose(fb);
+  FILE* fs = fopen(argv[2], "r");
+  if (!fs) die("cannot open stimulus", argv[2]);
+  long cycles = 0, flush_wait = 0, readback = 1;
+  char word[64];
+  if (fscanf(fs, "%63s %ld", word, &cycles) != 2 || strcmp(word, "cycles")) die("stimulus: expected 'cycles'", argv[2]);
+  if (fscanf(fs, "%63s %ld", word, &flush_wait) != 2 || strcmp(word, "flush_wait")) die("stimulus: expected 'flush_wait'", argv[2]);
+  if (fscanf(fs, "%63s %ld", word, &readback) != 2 || strcmp(word, "readback")) die("stimulus: expected 'readback'", argv[2]);
+  std::vector<int> in_idx, out_idx;
+  if (fscanf(fs, "%63s", word) != 1 || strcmp(word, "in")) die("stimulus: expected 'in'", argv[2]);
+  int k;
+  while (fscanf(fs, "%d", &k) == 1) in_idx.push_back(k);
+  if (fscanf(fs, "%63s", word) != 1 || strcmp(word, "out")) die("stimulus: expected 'out'", argv[2]);
+  while (fscanf(fs, "%d", &k) == 1) out_idx.push_back(k);
+  if (fscanf(fs, "%63s", word) != 1 || strcmp(word, "data")) die("stimulus: expected 'data'", argv[2]);
+  FILE* fo = fopen(argv[3], "w");
+  if (!fo) die("cannot open output", argv[3]);
+
+  // 1. reset with the clock disabled
+  t->CLK = 0; t->RESET = 1; t->clk_en = 0; t->flush = 0;
+  t->config_addr = 0; t->config_data = 0; t->config_write = 0; t->config_read = 0;
+{zero}
+  t->eval();
+  tick(); tick();
+  t->RESET = 0;
+  tick();
+  // 2. configuration: one write per rising edge
+  std::map<uint32_t, uint32_t> last;
+  for (auto& w : bs) {{
+    t->config_addr = w.first; t->config_data = w.second; t->config_write = 1;
+    tick();
+    last[w.first] = w.second;
+  }}
+  t->config_write = 0; t->config_addr = 0; t->config_data = 0; t->eval();
+  // 3. read-back (read_data is combinational)
+  std::vector<std::vector<uint32_t>> bad;
+  if (readback) {{
+    t->config_read = 1;
+    for (auto& w : last) {{
+      t->config_addr = w.first; t->eval();
+      uint32_t got = t->read_data;
+      if (got != w.second) bad.push_back({{w.first, w.second, got}});
+    }}
+    t->config_read = 0; t->config_addr = 0; t->eval();
+  }}
+  fprintf(fo, "readback %zu\\n", bad.size());
+  for (auto& b : bad) fprintf(fo, "mismatch %08x %08x %08x\\n", b[0], b[1], b[2]);
+  // 4. flush with the clock disabled, then let the flush spine drain
+  t->flush = 1; tick(); t->flush = 0;
+  for (long i = 0; i < flush_wait; i++) tick();
+  // 5. stream
+  t->clk_en = 1;
+  fprintf(fo, "data\\n");
+  std::vector<unsigned long long> row(in_idx.size());
+  for (long c = 0; c < cycles; c++) {{
+    for (size_t i = 0; i < in_idx.size(); i++) {{
+      if (fscanf(fs, "%llu", &row[i]) != 1) die("stimulus: short data", argv[2]);
+      set_in(in_idx[i], row[i]);
+    }}
+    t->eval();
+    for (size_t j = 0; j < out_idx.size(); j++)
+      fprintf(fo, j ? " %llu" : "%llu", (unsigned long long)get_out(out_idx[j]));
+    fprintf(fo, "\\n");
+    tick();
+  }}
+  fprintf(fo, "edges %llu\\n", (unsigned long long)edges);
+  fclose(fo);
+  fclose(fs);
+  t->final();
+  delete t;
+  return 0;
+}}
+"""
+    return src, ins, outs
+
+
+def _verilator_version(verilator: str) -> str:
+    try:
+        r = subprocess.run([verilator, "--version"], capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        raise SimulationError(f"Verilator executable '{verilator}' not found; install Verilator "
+                              f"(apt-get install verilator) or set SimParams.verilator") from None
+    return r.stdout.strip()
+
+
+def _flush_wait(doc: dict[str, Any], params: SimParams) -> int:
+    if params.flush_wait is not None:
+        return int(params.flush_wait)
+    p = doc.get("params", {})
+    interval = int(p.get("flush_interval", 0) or 0)
+    height = int(p.get("height", doc.get("array", {}).get("height", 1)))
+    return (height // interval + 1) if interval else 1
+
+
+def build_harness(design_dir: str | Path, params: SimParams | None = None) -> Harness:
+    """Generate and compile the stream harness of ``design_dir`` (cached, see the module
+    docstring). Raises :class:`CollateralError` for a missing/malformed design and
+    :class:`SimulationError` when Verilator or the C++ build fails (with the log's tail)."""
+    p = params or SimParams()
+    d = Path(design_dir).resolve()
+    doc = load_design_doc(d)
+    top = doc["top"]
+    files = _rtl_files(d)
+    src, ins, outs = harness_source(top, doc["ports"])
+    widths = {q["name"]: int(q["width"]) for q in doc["ports"]}
+    flags = [*p.extra_flags, f"OPT_FAST={p.opt_fast}", f"OPT_SLOW={p.opt_slow}"]
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    h.update(src.encode())
+    h.update(_verilator_version(p.verilator).encode())
+    h.update(json.dumps(flags).encode())
+    key = h.hexdigest()[:16]
+    sim_root = d / "sim"
+    sim_root.mkdir(exist_ok=True)
+    out = sim_root / key
+    exe = out / "harness"
+    fw = _flush_wait(doc, p)
+
+    def result(cached: bool, secs: float) -> Harness:
+        return Harness(d, top, exe, ins, outs, widths, key, cached, secs, fw)
+
+    with open(sim_root / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if (out / "ok").is_file() and exe.is_file():
+                return result(True, 0.0)
+            t0 = time.perf_counter()
+            tmp = sim_root / f".{key}.tmp-{os.getpid()}"
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir()
+            (tmp / "harness.cpp").write_text(src)
+            (tmp / "ports.json").write_text(json.dumps(
+                {"harness": HARNESS_VERSION, "top": top, "inputs": ins, "outputs": outs,
+                 "widths": widths}, indent=1) + "\n")
+            cmd = [p.verilator, "--cc", "--exe", "--build", "-j", str(max(1, p.jobs)),
+                   *p.extra_flags, "--top-module", top, "-f", str(d / "rtl" / "filelist.f"),
+                   "-Mdir", str(tmp / "obj"), "-o", str(tmp / "harness"),
+                   str(tmp / "harness.cpp"), "-MAKEFLAGS",
+                   f"OPT_FAST={p.opt_fast} OPT_SLOW={p.opt_slow}"]
+            (tmp / "build.cmd").write_text(" ".join(cmd) + "\n")
+            try:
+                r = subprocess.run(cmd, cwd=d / "rtl", capture_output=True, text=True,
+                                   timeout=p.build_timeout_s)
+            except subprocess.TimeoutExpired:
+                raise SimulationError(f"Verilator build of {top} ({d}) exceeded "
+                                      f"{p.build_timeout_s:.0f} s; raise SimParams."
+                                      f"build_timeout_s") from None
+            (tmp / "build.log").write_text(r.stdout + r.stderr)
+            if r.returncode != 0 or not (tmp / "harness").is_file():
+                tail = "\n".join((r.stdout + r.stderr).strip().splitlines()[-15:])
+                raise SimulationError(f"Verilator build of {top} ({d}) failed with status "
+                                      f"{r.returncode}; log {tmp / 'build.log'}:\n{tail}")
+            shutil.rmtree(tmp / "obj", ignore_errors=True)
+            secs = time.perf_counter() - t0
+            (tmp / "ok").write_text(f"{secs:.2f}\n")
+            if out.exists():
+                shutil.rmtree(out)
+            tmp.rename(out)
+            return result(False, secs)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def run_harness(h: Harness, bitstream: list[tuple[int, int]], inputs: dict[str, np.ndarray],
+                outputs: list[str], cycles: int, workdir: str | Path,
+                params: SimParams | None = None) -> SimRun:
+    """Configure the array with ``bitstream`` (``[(addr, data)]``, 32-bit each), stream
+    ``inputs`` (top input port -> int array of length >= ``cycles``, one word per cycle;
+    undriven data inputs stay 0) and sample ``outputs`` (top output ports) for ``cycles``
+    cycles. Files go to ``workdir`` (``sim.bs``, ``sim.stim``, ``sim.out``).
+
+    Raises :class:`SimulationError` for an unknown port, a value that does not fit its port,
+    a harness failure or timeout."""
+    p = params or SimParams()
+    wd = Path(workdir)
+    wd.mkdir(parents=True, exist_ok=True)
+    idx_in = {n: k for k, n in enumerate(h.inputs)}
+    idx_out = {n: k for k, n in enumerate(h.outputs)}
+    ins = sorted(inputs)
+    for n in ins:
+        if n not in idx_in:
+            raise SimulationError(f"top module {h.top} has no data input port '{n}'; inputs: "
+                                  f"{h.inputs[:8]}...")
+    for n in outputs:
+        if n not in idx_out:
+            raise SimulationError(f"top module {h.top} has no output port '{n}'; outputs: "
+                                  f"{h.outputs[:8]}...")
+    cols = []
+    for n in ins:
+        v = np.asarray(inputs[n], dtype=np.int64)
+        if v.shape[0] < cycles:
+            raise SimulationError(f"input stream for port {n} has {v.shape[0]} values, the run "
+                                  f"needs {cycles}")
+        v = v[:cycles]
+        if (v < 0).any() or (v >> h.widths[n]).any():
+            raise SimulationError(f"input stream for port {n}: values outside the "
+                                  f"{h.widths[n]}-bit port range")
+        cols.append(v)
+    bs_path, stim_path, out_path = wd / "sim.bs", wd / "sim.stim", wd / "sim.out"
+    bs_path.write_text("".join(f"{a:08X} {d:08X}\n" for a, d in bitstream))
+    with open(stim_path, "w") as f:
+        f.write(f"cycles {cycles}\nflush_wait {h.flush_wait}\nreadback {int(p.readback)}\n")
+        f.write("in " + " ".join(str(idx_in[n]) for n in ins) + "\n")
+        f.write("out " + " ".join(str(idx_out[n]) for n in outputs) + "\ndata\n")
+        if cols:
+            np.savetxt(f, np.stack(cols, axis=1), fmt="%d")
+        else:
+            f.write("\n" * cycles)
+    t0 = time.perf_counter()
+    try:
+        r = subprocess.run([str(h.exe), str(bs_path), str(stim_path), str(out_path)],
+                           capture_output=True, text=True, timeout=p.run_timeout_s)
+    except subprocess.TimeoutExpired:
+        raise SimulationError(f"simulation of {h.top} exceeded {p.run_timeout_s:.0f} s "
+                              f"({cycles} cycles)") from None
+    secs = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise SimulationError(f"simulation harness {h.exe} failed with status {r.returncode}: "
+                              f"{(r.stderr or r.stdout).strip()[-800:]}")
+    lines = out_path.read_text().splitlines()
+    nbad = int(lines[0].split()[1])
+    bad = [tuple(int(x, 16) for x in ln.split()[1:4]) for ln in lines[1:1 + nbad]]
+    k = 1 + nbad
+    if lines[k] != "data":
+        raise SimulationError(f"{out_path}: malformed harness output (expected 'data')")
+    data_lines = lines[k + 1:k + 1 + cycles]
+    edges = int(lines[k + 1 + cycles].split()[1])
+    if outputs:
+        arr = np.array([ln.split() for ln in data_lines], dtype=np.int64).reshape(cycles,
+                                                                                   len(outputs))
+    else:
+        arr = np.zeros((cycles, 0), np.int64)
+    outs = {n: arr[:, j] for j, n in enumerate(outputs)}
+    return SimRun(outs, bad, secs, cycles, edges,
+                  {"bitstream": bs_path, "stimulus": stim_path, "output": out_path})

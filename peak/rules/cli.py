@@ -1,0 +1,89 @@
+"""``cgra rules``: synthesise (or reuse) the rewrite-rule table of a PE spec.
+
+    cgra rules --pe peak.examples.cgra_pe:PE --out build/rules [--jobs 2]
+               [--check-against my_pe.py:FastPE] [--method auto|cegis|direct]
+               [--timeout 30] [--ties auto|bits|none] [--only coreir.add ...]
+
+Shows a progress bar over the targets and prints a summary table (target, status, action,
+time). With ``--check-against`` every rule of the table is proved on the second PE; each
+failure prints its counterexample (inputs, expected, got) and the command ends with an
+error naming the failing rules.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.markup import escape
+from rich.table import Table
+
+from cgra.errors import RuleError
+from peak.rules.load import load_spec
+from peak.rules.synth import BindingPolicy
+from peak.rules.table import Entry, build_table, check_against
+
+
+@click.command(name="rules")
+@click.option("--pe", "pe_ref", required=True,
+              help="PE spec: module:Class, file.py:Class or module:factory(args).")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False),
+              help="Output directory (table <PE>.rules.json, rules in <PE>/).")
+@click.option("--jobs", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="Worker processes for synthesis.")
+@click.option("--check-against", "check_ref", default=None,
+              help="Second PE spec with the same ISA: prove every rule on it.")
+@click.option("--method", default="auto", show_default=True,
+              type=click.Choice(["auto", "cegis", "direct"]),
+              help="Solver of the ∃∀ query (auto = CEGIS, direct query on a timeout).")
+@click.option("--timeout", "timeout_s", default=30.0, show_default=True, type=float,
+              help="z3 timeout per query, seconds.")
+@click.option("--ties", default="auto", show_default=True,
+              type=click.Choice(["auto", "bits", "none"]),
+              help="Which unbound PE inputs may be tied to constants.")
+@click.option("--only", multiple=True, help="Restrict to these targets (repeatable).")
+def rules(pe_ref: str, out: str, jobs: int, check_ref: str | None, method: str,
+          timeout_s: float, ties: str, only: tuple[str, ...]) -> None:
+    """Synthesise the rewrite rules of a PE (cached by spec hash)."""
+    console = Console(stderr=False)
+    spec = load_spec(pe_ref)
+    other = load_spec(check_ref) if check_ref else None
+    timeout_ms = int(timeout_s * 1000)
+    with Progress(TextColumn("[bold]rules[/] {task.description:<28}"), BarColumn(),
+                  MofNCompleteColumn(), TimeElapsedColumn(), console=console,
+                  transient=False) as bar:
+        task = bar.add_task(spec.__name__, total=None)
+
+        def progress(e: Entry, done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total, description=escape(e.target))
+
+        table = build_table(spec, Path(out), jobs=jobs, policy=BindingPolicy(ties),
+                            method=method, timeout_ms=timeout_ms,
+                            only=list(only) if only else None, progress=progress)
+        bar.update(task, description=f"{spec.__name__} done")
+    summary = Table(title=f"rewrite rules of {table.pe} ({table.width} bits)")
+    for col in ("target", "status", "action", "cost", "time (s)"):
+        summary.add_column(col)
+    for e in table.entries:
+        style = {"found": "green", "none": "yellow", "timeout": "red"}[e.status]
+        summary.add_row(escape(e.target), f"[{style}]{e.status}[/]", e.action,
+                        str(e.rule.cost) if e.rule else "-", f"{e.seconds:.2f}")
+    console.print(summary)
+    n_found = sum(e.status == "found" for e in table.entries)
+    n_to = sum(e.status == "timeout" for e in table.entries)
+    console.print(f"{table.pe}: {n_found} rules, {len(table.entries) - n_found - n_to} "
+                  f"without a rule, {n_to} timed out, {table.seconds:.1f} s -> {out}")
+    if other is not None:
+        results = check_against(table, other, timeout_ms)
+        bad = [r for r in results if not r.ok]
+        for r in results:
+            if r.ok:
+                console.print(f"[green]proved[/] {r.target} on {other.__name__}")
+            else:
+                console.print(f"[red]FAILS[/] {r.target} on {other.__name__}: "
+                              f"{r.result.reason}")
+        if bad:
+            raise RuleError(f"{len(bad)} of {len(results)} rules of {table.pe} do not hold on "
+                            f"{other.__name__}: {', '.join(r.target for r in bad)}")
+        console.print(f"all {len(results)} rules of {table.pe} hold on {other.__name__}")

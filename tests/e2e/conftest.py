@@ -1,0 +1,74 @@
+"""Session fixtures of the end-to-end tests: ONE 8x8 design (configs/small.toml, with its
+rule table) and ONE Verilator build of its stream harness for the whole test session, shared
+by every pytest-xdist worker.
+
+Workers share the directory above their base temp directory; the first worker to take the
+file lock generates the design there, the others wait and reuse it. The Verilator build is
+cached inside the design directory by :func:`mapper.simulate.build_harness` (its own lock).
+
+``tests/`` is on ``sys.path`` for the root conftest, where ``tests/mapper`` would shadow the
+``mapper`` package; the project root goes first so the real package is imported."""
+from __future__ import annotations
+
+import fcntl
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import pytest  # noqa: E402
+
+
+def _shared_root(tmp_path_factory) -> pathlib.Path:
+    base = tmp_path_factory.getbasetemp()
+    # under xdist each worker's base is <root>/popen-gw<N>; the parent is common to all
+    return base.parent if base.name.startswith("popen-gw") else base
+
+
+@pytest.fixture(scope="session")
+def small_design(tmp_path_factory) -> pathlib.Path:
+    """Collateral directory of configs/small.toml (RTL, routing graphs, rules), generated once
+    per session and shared by xdist workers."""
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 100_000))
+    root = _shared_root(tmp_path_factory) / "e2e"
+    root.mkdir(exist_ok=True)
+    out = root / "small"
+    with open(root / "design.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not (out / "design.json").is_file():
+                from garnet.build import generate
+                from garnet.params import load_toml
+
+                params = load_toml(ROOT / "configs" / "small.toml")
+                generate(params, out, rules=True, rules_dir=ROOT / "build" / "rules", jobs=2)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return out
+
+
+@pytest.fixture(scope="session")
+def harness(small_design):
+    """The compiled Verilator stream harness of the 8x8 design (built once, cached)."""
+    from mapper.simulate import build_harness
+
+    return build_harness(small_design)
+
+
+@pytest.fixture(scope="session")
+def app_run(small_design, harness, tmp_path_factory):
+    """``app_run(name)`` -> :class:`mapper.run.AppRun` of ``name`` on the 64x64 camera crop
+    (seed 0); each app runs at most once per worker and is shared by all checks."""
+    from mapper.run import RunParams, run_app
+
+    out = tmp_path_factory.mktemp("apps")
+    done: dict[str, object] = {}
+
+    def get(name: str):
+        if name not in done:
+            done[name] = run_app(RunParams(name, small_design, out / name, seed=0, size=64))
+        return done[name]
+
+    return get

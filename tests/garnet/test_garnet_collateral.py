@@ -1,0 +1,166 @@
+"""The collateral directory of the 8x8 design: files, formats, consistency with the graphs."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from canal.collateral import load_json, load_text
+from cgra.config import config_address
+from garnet.params import from_dict
+
+
+def test_design_json(small_design):
+    result, d = small_design
+    doc = json.loads((d / "design.json").read_text())
+    assert doc["schema"] == "garnet.design/1"
+    params = from_dict(doc["params"])
+    assert (params.width, params.height, params.tracks, params.name) == (8, 8, 5, "small")
+    from peak import spec_hash
+    from peak.examples.cgra_pe import PE
+    assert doc["spec_hashes"]["pe"] == spec_hash(PE)
+    assert len(doc["spec_hashes"]["mem"]) == 64
+    assert set(doc["spec_hashes"]["routing_graphs"]) == {"16", "1"}
+    assert doc["array"]["tiles"] == {"IO": 8, "MEM": 14, "PE": 42}
+    assert doc["top"] == result.top and doc["top"].startswith("Garnet_8x8_")
+    assert doc["rules"]["source"] == "skipped"
+    ports = {p["name"]: (p["direction"], p["width"]) for p in doc["ports"]}
+    assert ports["config_addr"] == ("input", 32)
+    assert ports["read_data"] == ("output", 32)
+    assert ports["glb2io_16_X03_Y00"] == ("input", 16)
+    assert ports["io2glb_1_X07_Y00"] == ("output", 1)
+    assert len(ports) == 9 + 8 * 4
+
+
+def test_rtl_one_file_per_module(small_design):
+    result, d = small_design
+    rtl = d / "rtl"
+    files = (rtl / "filelist.f").read_text().split()
+    assert files[-1] == f"{result.top}.v"
+    assert sorted(files) == sorted(p.name for p in rtl.glob("*.v"))
+    for f in files:
+        text = (rtl / f).read_text()
+        names = re.findall(r"^module\s+(\w+)", text, re.M)
+        assert names == [f[:-2]]
+        assert text.rstrip().endswith("endmodule")
+    tiles = [f for f in files if f.startswith("Tile_")]
+    # each distinct tile (PE, MEM, IO) generated once
+    assert len(tiles) == 3
+    assert sum(t.startswith("Tile_PECore_PE_") for t in tiles) == 1
+    top = (rtl / f"{result.top}.v").read_text()
+    assert len(re.findall(r"^\s*Tile_\w+ Tile_X[0-9A-F]{2}_Y[0-9A-F]{2} \(", top, re.M)) == 64
+
+
+def test_flush_spine_registers(small_design):
+    result, d = small_design
+    top = (d / "rtl" / f"{result.top}.v").read_text()
+    # flush_interval 4 on 8 rows: one spine register per column (rows 4..7 see flush 1 late)
+    regs = sorted(set(re.findall(r"\bflush_X([0-9A-F]{2})_S(\d+)\b", top)))
+    assert regs == [(f"{x:02X}", "1") for x in range(8)]
+
+
+def test_routing_graphs_round_trip(small_design):
+    result, d = small_design
+    ic = result.interconnect
+    for w in (16, 1):
+        assert load_json(d / "routing" / f"graph_{w}.json") == ic.graphs[w]
+        assert load_text(d / "routing" / f"graph_{w}.txt") == ic.graphs[w]
+        assert ic.graphs[w].params["tracks"] == 5
+    rows = (d / "routing" / "layout.txt").read_text().split()
+    assert rows == ["IIIIIIII"] + ["pppmpppm"] * 7
+    lay = json.loads((d / "routing" / "layout.json").read_text())
+    assert lay["rows"] == rows and set(lay["tags"]) == {"p", "m", "I", "i"}
+
+
+def test_config_map_covers_every_field(small_design):
+    result, d = small_design
+    cmap = json.loads((d / "config_map.json").read_text())
+    rows = cmap["fields"]
+    expected = sum(len(f.slices) for tc in result.interconnect.configs.values()
+                   for f in tc.features)
+    assert len(rows) == expected
+    inst = [r for r in rows if (r["x"], r["y"], r["field"]) == (0, 1, "inst")]
+    assert [(r["reg"], r["lo"], r["width"], r["field_lo"]) for r in inst] == \
+        [(0, 0, 32, 0), (1, 0, 30, 32)]
+    assert inst[1]["addr"] == config_address(1, 0, 0, 1)
+    assert inst[0]["tag"] == "p"
+    # no two slices overlap inside one register
+    seen: dict[int, int] = {}
+    for r in rows:
+        mask = ((1 << r["width"]) - 1) << r["lo"]
+        assert seen.get(r["addr"], 0) & mask == 0
+        seen[r["addr"]] = seen.get(r["addr"], 0) | mask
+    mem_rows = [r for r in rows if (r["x"], r["y"]) == (3, 1) and r["feature"] == 0]
+    assert {r["field"] for r in mem_rows} == {f["name"] for f in json.loads(
+        (d / "mem.json").read_text())["config_fields"]}
+
+
+def test_pe_and_mem_json(small_design):
+    _, d = small_design
+    pe = json.loads((d / "pe.json").read_text())
+    assert pe["spec"] == "peak.examples.cgra_pe:PE"
+    assert pe["instruction_width"] == 62 and pe["tag"] == "p"
+    assert [f["name"] for f in pe["layout"]][:3] == ["alu", "signed", "cond"]
+    assert pe["config_slices"]["registers"] == 2
+    mem = json.loads((d / "mem.json").read_text())
+    assert (mem["name"], mem["capacity"], mem["in_ports"], mem["out_ports"]) == \
+        ("dualport_2048x16", 2048, 1, 1)
+    from mapper.memory import MemSpec
+    spec = MemSpec.from_dict(mem)
+    assert (spec.capacity, spec.read_latency, spec.max_dimensionality) == (2048, 1, 6)
+
+
+@pytest.mark.parametrize("stage", ["Verilog (CIRCT)", "collateral"])
+def test_interrupted_run_leaves_previous_design(tmp_path, stage):
+    from garnet.build import generate
+    from garnet.params import GarnetParams
+
+    out = tmp_path / "tiny"
+
+    def interrupt(msg: str) -> None:
+        if msg == stage:
+            raise KeyboardInterrupt
+
+    p = GarnetParams(name="tiny", width=4, height=3, tracks=2)
+    with pytest.raises(KeyboardInterrupt):
+        generate(p, out, rules=False, step=interrupt)
+    assert list(tmp_path.iterdir()) == []
+    generate(p, out, rules=False)
+    before = (out / "design.json").read_text()
+    p3 = GarnetParams(name="tiny", width=4, height=3, tracks=3)
+    with pytest.raises(KeyboardInterrupt):
+        generate(p3, out, rules=False, step=interrupt)
+    assert [x.name for x in tmp_path.iterdir()] == ["tiny"]
+    assert (out / "design.json").read_text() == before
+
+
+def test_mandatory_registers_break_every_cycle(small_design):
+    result, d = small_design
+    doc = json.loads((d / "design.json").read_text())
+    assert doc["combinational_cycle"] is None
+    g = result.interconnect.graphs[16]
+    assert g.fanin["RMUX:16:2:3:NORTH:1"] == ["REG:16:2:3:NORTH:1"]
+    assert g.fanin["RMUX:16:2:3:EAST:0"] == ["REG:16:2:3:EAST:0"]
+    assert g.fanin["RMUX:16:2:3:SOUTH:4"] == ["SB:16:2:3:SOUTH:4:OUT", "REG:16:2:3:SOUTH:4"]
+    # a mandatory register has no select field; a bypassable one has a 1-bit field
+    fields = {r["node"] for r in json.loads((d / "config_map.json").read_text())["fields"]
+              if r["node"]}
+    assert "RMUX:16:2:3:SOUTH:4" in fields and "RMUX:16:2:3:NORTH:1" not in fields
+
+
+def test_all_bypassable_registers_make_a_cycle():
+    from garnet.array import build_interconnect, combinational_cycle
+    from garnet.params import GarnetParams
+
+    sides = ["NORTH", "SOUTH", "EAST", "WEST"]
+    loops = build_interconnect(GarnetParams(width=3, height=3, tracks=2,
+                                            register_bypass_sides=sides))
+    cyc = combinational_cycle(loops)
+    assert cyc is not None and len(cyc) >= 2
+    ok = build_interconnect(GarnetParams(width=3, height=3, tracks=2,
+                                         register_bypass_sides=["NORTH", "WEST"]))
+    assert combinational_cycle(ok) is None
+    one = build_interconnect(GarnetParams(width=3, height=3, tracks=2,
+                                          register_bypass_sides=["NORTH", "SOUTH", "WEST"]))
+    assert combinational_cycle(one) is not None       # vertical cycles remain
