@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import warnings
 
 import click
 
@@ -51,6 +52,10 @@ def cli() -> None:
 
 def main() -> None:
     """Console entry point: run the CLI, turning project errors into one-line messages."""
+    # ast_tools (a magma dependency) warns that its generated tables were made for
+    # Python 3.9; they work on 3.11 and the warning only clutters every command's output.
+    warnings.filterwarnings("ignore", message=r".*generated for \(3, 9\)")
+    warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"magma\..*")
     try:
         cli.main(standalone_mode=False)
     except CgraError as exc:
