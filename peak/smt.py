@@ -10,7 +10,7 @@ Two ways in:
   one pass over the straight-line normal form (~1 ms for the default PE).
 * :func:`symbolic` ``(spec, fields=False, prefix="")`` -> :class:`SymbolicPE`: the PE
   elaborated ONCE with free variables (``<prefix>inst`` or ``<prefix>inst.<field>``,
-  ``<prefix><input>``, default prefix ``"<SpecName>."``, ``<prefix>state.<leaf>``), cached per arguments; ``substitute``
+  ``<prefix><input>``, default prefix ``"<module>.<SpecName>."``, ``<prefix>state.<leaf>``), cached per arguments; ``substitute``
   replaces variables by values (pysmt), ``z3()`` gives z3 expressions.
 
 Formulas stay small: the normal form selects the outputs with ``ite`` chains on the opcode
@@ -199,10 +199,11 @@ def symbolic(spec: type, fields: bool = False, prefix: str | None = None) -> Sym
     """The symbolic PE (cached per arguments). With ``fields=True`` the instruction is one
     variable per assembler field (``<prefix>inst.<field>``), else one flat variable
     ``<prefix>inst`` of ``width`` bits. pysmt variable names are global, so the default
-    prefix is ``"<SpecName>."`` (``"<SpecName>_f."`` with fields); pass a distinct prefix
+    prefix is ``"<module>.<SpecName>."`` (``"<module>.<SpecName>_f."`` with fields), so an
+    edited copy of a spec in another module never collides; pass a distinct prefix
     for a second copy of the same PE."""
     if prefix is None:
-        prefix = f"{spec.__name__}{'_f' if fields else ''}."
+        prefix = f"{spec.__module__}.{spec.__qualname__}{'_f' if fields else ''}."
     nf = normal_form(spec)
     asm = assembler(nf.isa)
     field_vars: dict[str, Any] = {}
