@@ -808,10 +808,12 @@ def _parse(fn: Any) -> tuple[ast.FunctionDef, str]:
 def _scope(fn: Any) -> dict[str, Any]:
     scope: dict[str, Any] = dict(vars(builtins))
     scope.update(fn.__globals__)
-    try:
-        scope.update(inspect.getclosurevars(fn).nonlocals)
-    except (TypeError, ValueError):
-        pass
+    closure = getattr(fn, "__closure__", None) or ()
+    for name, cell in zip(fn.__code__.co_freevars, closure, strict=True):
+        try:
+            scope[name] = cell.cell_contents
+        except ValueError:      # an empty cell: the name is not bound yet, nothing to add
+            continue
     if fn.__closure__:
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__, strict=True):
             try:
