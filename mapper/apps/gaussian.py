@@ -15,14 +15,21 @@ WEIGHTS = [[24, 30, 24], [30, 37, 30], [24, 30, 24]]
 SHIFT = 8
 
 
-def build(width: int = 64, height: int = 64, unroll: int = 1) -> Pipeline:
-    x, y = Var("x"), Var("y")
-    inp = Input("input", UInt16, (width, height))
+def blur(inp: Input, x: Var, y: Var) -> Func:
+    """The 3x3 gaussian of ``inp`` as two stages: ``blur_unnormalized`` (weighted sum over
+    an RDom, UInt16) and ``blur`` (``>> SHIFT``); output ``(x, y)`` reads ``inp`` at
+    ``(x..x+2, y..y+2)``. Also the first stages of ``unsharp``."""
     w = Table("weights", WEIGHTS)
     r = RDom([(0, 3), (0, 3)], "r")
     blur_un = Func("blur_unnormalized")
     blur_un[x, y] = cast(UInt16, 0)
     blur_un[x, y] += w[r.x, r.y] * inp[x + r.x, y + r.y]
-    blur = Func("blur")
-    blur[x, y] = blur_un[x, y] >> SHIFT
-    return Pipeline(blur, "gaussian", unroll)
+    out = Func("blur")
+    out[x, y] = blur_un[x, y] >> SHIFT
+    return out
+
+
+def build(width: int = 64, height: int = 64, unroll: int = 1) -> Pipeline:
+    x, y = Var("x"), Var("y")
+    inp = Input("input", UInt16, (width, height))
+    return Pipeline(blur(inp, x, y), "gaussian", unroll)

@@ -14,21 +14,14 @@ Output domain: ``(W-2) x (H-2)``.
 """
 from __future__ import annotations
 
-from mapper.frontend.dsl import (Func, Input, Int16, Pipeline, RDom, Table, UInt16, Var, cast,
-                                 clamp)
-from mapper.apps.gaussian import SHIFT, WEIGHTS
+from mapper.apps.gaussian import blur as gaussian_blur
+from mapper.frontend.dsl import Func, Input, Int16, Pipeline, UInt16, Var, cast, clamp
 
 
 def build(width: int = 64, height: int = 64, unroll: int = 1) -> Pipeline:
     x, y = Var("x"), Var("y")
     inp = Input("input", UInt16, (width, height))
-    w = Table("weights", WEIGHTS)
-    r = RDom([(0, 3), (0, 3)], "r")
-    blur_un = Func("blur_unnormalized")
-    blur_un[x, y] = cast(UInt16, 0)
-    blur_un[x, y] += w[r.x, r.y] * inp[x + r.x, y + r.y]
-    blur = Func("blur")
-    blur[x, y] = blur_un[x, y] >> SHIFT
+    blur = gaussian_blur(inp, x, y)
     sharpen = Func("sharpen")
     c = cast(Int16, inp[x + 1, y + 1])
     sharpen[x, y] = c + ((c - cast(Int16, blur[x, y])) * 3) / 2

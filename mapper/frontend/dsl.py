@@ -62,41 +62,36 @@ Bool = Type("Bool", 1, False)
 
 
 # ------------------------------------------------------------------------------ index terms
-class Var:
+class _IndexVar:
+    """A named index variable: ``v + c`` and ``v - c`` build :class:`Affine` indices."""
+
+    name: str
+
+    def __add__(self, other: Any) -> Affine:
+        return Affine.of(self) + other
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> Affine:
+        return Affine.of(self) - other
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+class Var(_IndexVar):
     """A pure variable of a Func definition (``x``, ``y``)."""
 
     def __init__(self, name: str):
         self.name = name
 
-    def __add__(self, other: Any) -> Affine:
-        return Affine.of(self) + other
 
-    __radd__ = __add__
-
-    def __sub__(self, other: Any) -> Affine:
-        return Affine.of(self) - other
-
-    def __repr__(self) -> str:
-        return self.name
-
-
-class RVar:
+class RVar(_IndexVar):
     """One dimension of an :class:`RDom`."""
 
     def __init__(self, rdom: RDom, dim: int, lo: int, extent: int):
         self.rdom, self.dim, self.lo, self.extent = rdom, dim, lo, extent
         self.name = f"{rdom.name}.{'xyzw'[dim] if dim < 4 else dim}"
-
-    def __add__(self, other: Any) -> Affine:
-        return Affine.of(self) + other
-
-    __radd__ = __add__
-
-    def __sub__(self, other: Any) -> Affine:
-        return Affine.of(self) - other
-
-    def __repr__(self) -> str:
-        return self.name
 
 
 class RDom:

@@ -490,10 +490,10 @@ _NONLINEAR = {z3.Z3_OP_BMUL, z3.Z3_OP_BUDIV, z3.Z3_OP_BSDIV, z3.Z3_OP_BUREM, z3.
               z3.Z3_OP_BSREM_I, z3.Z3_OP_BSMOD_I}
 
 
-def _walk(e: Any) -> Iterator[tuple[int, int, int]]:
-    """Every distinct node of a z3 term once, as ``(decl kind, bv width or 0, 1 if it is
-    an uninterpreted constant)``; walks the C API directly (the Python wrappers are ~10x
-    slower on PE-sized terms)."""
+def _apps(e: Any) -> Iterator[tuple[Any, Any]]:
+    """Every distinct application node of a z3 term once, as ``(context, app)`` handles of
+    the C API (shared nodes visited once); walks the C API directly (the Python wrappers
+    are ~10x slower on PE-sized terms)."""
     C = z3.z3core
     ctx = e.ctx_ref()
     seen: set[int] = set()
@@ -507,14 +507,20 @@ def _walk(e: Any) -> Iterator[tuple[int, int, int]]:
         if C.Z3_get_ast_kind(ctx, a) != z3.Z3_APP_AST:
             continue
         app = C.Z3_to_app(ctx, a)
+        yield ctx, app
+        for j in range(C.Z3_get_app_num_args(ctx, app)):
+            stack.append(C.Z3_get_app_arg(ctx, app, j))
+
+
+def _walk(e: Any) -> Iterator[tuple[int, int]]:
+    """Every distinct node of a z3 term once, as ``(decl kind, bv width or 0)``."""
+    C = z3.z3core
+    for ctx, app in _apps(e):
         kind = C.Z3_get_decl_kind(ctx, C.Z3_get_app_decl(ctx, app))
-        sort = C.Z3_get_sort(ctx, a)
+        sort = C.Z3_get_sort(ctx, C.Z3_app_to_ast(ctx, app))
         w = C.Z3_get_bv_sort_size(ctx, sort) if \
             C.Z3_get_sort_kind(ctx, sort) == z3.Z3_BV_SORT else 0
-        n = C.Z3_get_app_num_args(ctx, app)
-        yield kind, w, int(n == 0 and kind == z3.Z3_OP_UNINTERPRETED)
-        for j in range(n):
-            stack.append(C.Z3_get_app_arg(ctx, app, j))
+        yield kind, w
 
 
 def blast_cost(e: Any) -> int:
@@ -522,38 +528,25 @@ def blast_cost(e: Any) -> int:
     ``w``-bit multiplier/divider costs ``w*w``, any other bit-vector node ``w``, a Boolean
     node 1. Used to choose the enum field whose case split simplifies the query most."""
     cost = 0
-    for kind, w, _ in _walk(e):
+    for kind, w in _walk(e):
         cost += (w * w if kind in _NONLINEAR else w) if w else 1
     return cost
 
 
 def has_nonlinear(e: Any) -> bool:
     """True if a multiplier/divider node occurs in the z3 term."""
-    return any(kind in _NONLINEAR for kind, _, _ in _walk(e))
+    return any(kind in _NONLINEAR for kind, _ in _walk(e))
 
 
 def free_var_names(e: Any) -> set[str]:
     """Names of the uninterpreted constants occurring in a z3 term."""
     C = z3.z3core
-    ctx = e.ctx_ref()
     out: set[str] = set()
-    seen: set[int] = set()
-    stack = [e.as_ast()]
-    while stack:
-        a = stack.pop()
-        i = C.Z3_get_ast_id(ctx, a)
-        if i in seen:
-            continue
-        seen.add(i)
-        if C.Z3_get_ast_kind(ctx, a) != z3.Z3_APP_AST:
-            continue
-        app = C.Z3_to_app(ctx, a)
-        n = C.Z3_get_app_num_args(ctx, app)
+    for ctx, app in _apps(e):
         decl = C.Z3_get_app_decl(ctx, app)
-        if n == 0 and C.Z3_get_decl_kind(ctx, decl) == z3.Z3_OP_UNINTERPRETED:
+        if C.Z3_get_app_num_args(ctx, app) == 0 and \
+                C.Z3_get_decl_kind(ctx, decl) == z3.Z3_OP_UNINTERPRETED:
             out.add(C.Z3_get_symbol_string(ctx, C.Z3_get_decl_name(ctx, decl)))
-        for j in range(n):
-            stack.append(C.Z3_get_app_arg(ctx, app, j))
     return out
 
 
