@@ -33,12 +33,17 @@ rtl: install
 rules: install
 	$(BIN)/cgra rules --pe peak.examples.cgra_pe:PE --out build/rules --jobs $(JOBS)
 
-# `make app` runs on the small (8x8) design, generating it first when it is missing.
-app: install build/small/design.json
-	$(BIN)/cgra run $(APP) --design build/small
+# `make app` runs an app on the design it fits (harris needs 80 PEs: more than the 8x8 has),
+# generating the design first when it is missing; APP_DESIGN=<name> overrides.
+APP_DESIGN_harris := default
+APP_DESIGN ?= $(or $(APP_DESIGN_$(APP)),small)
 
-build/small/design.json: | install
-	$(BIN)/cgra rtl --config configs/small.toml --out build/small
+app: install build/$(APP_DESIGN)/design.json
+	@echo "make app: $(APP) on design $(APP_DESIGN) (build/$(APP_DESIGN), configs/$(APP_DESIGN).toml)"
+	$(BIN)/cgra run $(APP) --design build/$(APP_DESIGN)
+
+build/%/design.json: | install
+	$(BIN)/cgra rtl --config configs/$*.toml --out build/$*
 
 bench: install
 	@set -e; for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f; done

@@ -107,7 +107,6 @@ def main() -> None:
     ap.add_argument("--verilator-sizes", default="4x4,8x8,16x16,32x16",
                     help="sizes whose Verilator build is timed (others: graph + RTL only)")
     args = ap.parse_args()
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 100_000))
     with tempfile.TemporaryDirectory(prefix="bench_canal_") as tmp:
         for size in args.sizes.split(","):
             w, h = (int(v) for v in size.lower().split("x"))

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mapper.run import RunParams, run_app  # noqa: E402
+from mapper.flow import AppParams, RunParams, run_app  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "e2e.csv"
 DESIGNS = {"small": "8x8", "default": "32x16"}
@@ -33,13 +33,13 @@ DESIGNS = {"small": "8x8", "default": "32x16"}
 def design_dir(name: str) -> Path:
     d = ROOT / "build" / name
     if not (d / "design.json").is_file() or not (d / "rules").is_dir():
-        sys.setrecursionlimit(max(sys.getrecursionlimit(), 100_000))
         from garnet.build import generate
         from garnet.params import load_toml
 
         t = time.perf_counter()
         generate(load_toml(ROOT / "configs" / f"{name}.toml"), d, rules=True,
-                 rules_dir=ROOT / "build" / "rules", jobs=2)
+                 rules_dir=ROOT / "build" / "rules", jobs=2,
+                 config_file=f"configs/{name}.toml")
         emit("rtl_generation_seconds", time.perf_counter() - t, "s", {"design": name})
     return d
 
@@ -62,13 +62,13 @@ def run(app: str, design: str, size: int) -> dict:
     d = design_dir(design)
     out = ROOT / "build" / "bench_e2e" / f"{app}_{design}_{size}"
     t = time.perf_counter()
-    r = run_app(RunParams(app, d, out, seed=0, size=size))
+    r = run_app(RunParams(AppParams(app, size, size), d, out))
     total = time.perf_counter() - t
     rep = r.report
     st = rep["stage_seconds"]
     p = {"app": app, "design": design, "array": DESIGNS[design], "size": size, "unroll": 1}
-    for stage, key in (("map", "map"), ("place", "pnr_place"), ("route", "pnr_route"),
-                       ("pipeline", "pnr_pipeline"), ("bitstream", "pnr_bitstream"),
+    for stage, key in (("map", "map"), ("place", "place"), ("route", "route"),
+                       ("pipeline", "pipeline"), ("bitstream", "bitstream"),
                        ("verilator_build", "verilator_build"), ("simulation", "simulation")):
         emit(f"seconds_{stage}", round(st.get(key, 0.0), 4), "s", p)
     emit("seconds_total", round(total, 3), "s", p)

@@ -109,7 +109,6 @@ def multiplier_form_check(out: Path, n: int = 40) -> None:
 
 
 def main() -> None:
-    sys.setrecursionlimit(100_000)
     import magma  # noqa: F401  (import time is not generation time)
 
     from lake.rtl import compile_verilog, memory_circuit

@@ -32,7 +32,6 @@ def emit(figure: str, value: float, unit: str, params: dict) -> None:
 
 def main() -> None:
     t0 = time.perf_counter()
-    sys.setrecursionlimit(100_000)
     from peak.assembler import assembler
     from peak.examples.cgra_pe import PE, Inst
     from peak.normalize import normal_form

@@ -17,16 +17,14 @@ import time
 from pathlib import Path
 
 from canal.collateral import dump_json
-from canal.config import config_map_rows, tile_configs
 from canal.passes import InterconnectParams, build_uniform, io_on_edges
 from cgra.config import ConfigField
 from cgra.core import CoreSpec, PortSpec
-from mapper.bitstream import ConfigMap
+from mapper.collateral import load_fabric
+from mapper.flow import FlowParams, back_end
 from mapper.pack import stencil_netlist
 from mapper.pipeline import PipelineParams
 from mapper.place import PlaceParams
-from mapper.report import FlowParams, pnr_flow
-from mapper.route import load_graphs
 
 RESULTS = Path(__file__).parent / "results" / "pnr.csv"
 
@@ -65,11 +63,10 @@ def array(w: int, h: int, tmp: str):
         p = Path(tmp) / f"routing_{w}x{h}_{width}.json"
         dump_json(g, p)
         paths.append(p)
-    cm = ConfigMap.from_rows(config_map_rows(tile_configs(ic.graphs)))
     build_s = time.perf_counter() - t
     t = time.perf_counter()
-    graphs = load_graphs(paths)
-    return graphs, cm, build_s, time.perf_counter() - t
+    coll = load_fabric(paths, ic.timing)
+    return coll, build_s, time.perf_counter() - t
 
 
 def emit(rows: list[dict], figure: str, value, unit: str, params: dict) -> None:
@@ -83,7 +80,7 @@ def main() -> None:
     cores = os.cpu_count()
     with tempfile.TemporaryDirectory() as tmp:
         for (w, h), kernels in (((8, 8), (3,)), ((32, 16), (3, 5))):
-            graphs, cm, build_s, load_s = array(w, h, tmp)
+            coll, build_s, load_s = array(w, h, tmp)
             base = {"array": f"{w}x{h}", "cores": cores}
             emit(rows, "load_collateral_s", round(load_s, 3), "s", base)
             for k in kernels:
@@ -95,7 +92,7 @@ def main() -> None:
                                     pipeline=PipelineParams(latency={"p": 1},
                                                             target_period_ps=1500.0))
                     t = time.perf_counter()
-                    fr = pnr_flow(nl, graphs, cm, fp, mem_encoder)
+                    fr = back_end(nl, coll, fp, mem_encoder)
                     total = time.perf_counter() - t
                     for stage, s in fr.seconds.items():
                         emit(rows, f"{stage}_s", round(s, 3), "s", params)

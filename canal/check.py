@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import magma as m
+from cgra.hdl import m
 import networkx as nx
 
 from cgra.errors import CgraError

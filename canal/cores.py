@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 
-import magma as m
+from cgra.hdl import m
 
 from cgra.config import ConfigField
 from cgra.core import CoreSpec, PortSpec

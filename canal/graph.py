@@ -146,6 +146,14 @@ class TileInfo:
         """Core ports that connect to the interconnect (not wired to the array edge)."""
         return [p for p in self.ports if p.name not in self.external]
 
+    def routable(self, width: int | None = None, direction: str | None = None
+                 ) -> list[PortSpec]:
+        """Routable core ports, optionally filtered by width (bits) and direction
+        (``in``/``out``), in core port order."""
+        return [p for p in self.routable_ports()
+                if (width is None or p.width == width)
+                and (direction is None or p.direction == direction)]
+
 
 TAG_TIMING_CLASS = {"p": "pe", "m": "mem", "I": "io", "i": "io"}
 

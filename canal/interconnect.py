@@ -10,16 +10,19 @@ from cgra.errors import SpecError
 from canal.config import (Routes, TileConfig, config_map_rows, core_bitstream, route_bitstream,
                           tile_configs)
 from canal.graph import InterconnectGraph, TileInfo
+from canal.timing import TimingModel
 
 
 @dataclass
 class Interconnect:
     """``graphs``: bit width -> :class:`InterconnectGraph` (same tile set in every graph);
     ``cores``: core name -> :class:`~cgra.core.CoreSpec` (needed for RTL only; an
-    interconnect loaded from collateral has none)."""
+    interconnect loaded from collateral has none); ``timing``: the delay model the edge
+    delays came from (``None`` when unknown)."""
 
     graphs: dict[int, InterconnectGraph]
     cores: dict[str, CoreSpec] = field(default_factory=dict)
+    timing: TimingModel | None = None
 
     def __post_init__(self) -> None:
         if not self.graphs:

@@ -266,7 +266,7 @@ class InterconnectParams:
     ``disjoint``/``wilton``/``imran``; ``track_length`` in tiles; ``widths`` the bit widths
     (one graph each); ``pipeline_registers``: ``(track, side)`` list, ``None`` = every track
     on every side; ``connections``: core port connections; ``timing_file``: delay table JSON
-    (``None`` = the shared default)."""
+    (``None`` = the project's default, :mod:`canal.timing`)."""
 
     width: int
     height: int
@@ -318,14 +318,17 @@ def build_graph(params: InterconnectParams, tiles: dict[tuple[int, int], TileInf
     return g
 
 
-def build_uniform(params: InterconnectParams, core_fn: CoreFn):
+def build_uniform(params: InterconnectParams, core_fn: CoreFn,
+                  timing: TimingModel | None = None):
     """Build the :class:`~canal.interconnect.Interconnect` (one graph per width in
     ``params.widths``) of a uniform ``width`` x ``height`` array with ``core_fn(x, y)``
-    giving each tile's core (``None`` = switch boxes only)."""
+    giving each tile's core (``None`` = switch boxes only). Edge delays come from ``timing``
+    (default: ``params.timing_file``, else the project's default table); the model, with the
+    substitutions it made, is kept as ``Interconnect.timing``."""
     from canal.interconnect import Interconnect
 
     tiles, cores = build_tiles(params, core_fn)
-    tm = TimingModel.load(params.timing_file)
+    tm = timing or TimingModel.load(params.timing_file)
     with no_gc():
         graphs = {w: build_graph(params, tiles, w, tm) for w in params.widths}
     for (x, y), info in tiles.items():
@@ -335,7 +338,7 @@ def build_uniform(params: InterconnectParams, core_fn: CoreFn):
                                 f"{p.width} bits but the interconnect has widths "
                                 f"{sorted(graphs)}; add width {p.width} or mark the port "
                                 f"external")
-    return Interconnect(graphs, cores)
+    return Interconnect(graphs, cores, tm)
 
 
 __all__ = ["topology_pairs", "topology_wires", "empty_graph", "add_switch_boxes",

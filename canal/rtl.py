@@ -34,11 +34,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import magma as m
+from cgra.hdl import m
 
 from cgra.config import encode_fields
 from cgra.core import CoreSpec
@@ -193,7 +192,6 @@ def tile_circuit(shape: TileShape, config: TileConfig, core: CoreSpec | None):
     if (core is None) != (shape.core is None):
         raise SpecError(f"tile module {name}: core {shape.core!r} but CoreSpec "
                         f"{getattr(core, 'name', None)!r}")
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 100_000))
     ports: dict = {"clk_en": m.In(m.Bit), "flush": m.In(m.Bit),
                    "config_addr": m.In(m.Bits[32]), "config_data": m.In(m.Bits[32]),
                    "config_write": m.In(m.Bit), "config_read": m.In(m.Bit),
@@ -384,7 +382,6 @@ def array_circuit(ic: Interconnect, name: str = "CanalArray", flush_interval: in
 
 def _array_circuit(ic: Interconnect, name: str, flush_interval: int,
                    drop_edge: tuple[str, str] | None):
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 100_000))
     if flush_interval < 0:
         raise SpecError(f"flush_interval={flush_interval}; use 0 (no spine) or rows per stage")
     if drop_edge is not None:

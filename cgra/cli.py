@@ -8,6 +8,7 @@ A :class:`~cgra.errors.CgraError` is printed as one line ``error: <message>`` an
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
 import warnings
 
@@ -21,7 +22,13 @@ COMMANDS: dict[str, str] = {
     "rtl": "garnet.cli:rtl",
     "lint": "garnet.cli:lint",
     "map": "mapper.cli:map_cmd",
-    "run": "mapper.run:run_cmd",
+    "pack": "mapper.cli:pack_cmd",
+    "place": "mapper.cli:place_cmd",
+    "route": "mapper.cli:route_cmd",
+    "pipeline": "mapper.cli:pipeline_cmd",
+    "bitstream": "mapper.cli:bitstream_cmd",
+    "sim": "mapper.cli:sim_cmd",
+    "run": "mapper.cli:run_cmd",
 }
 
 
@@ -50,20 +57,50 @@ def cli() -> None:
     """Agile CGRA generator: generate RTL and compiler collateral, map applications."""
 
 
+class Terminated(KeyboardInterrupt):
+    """Raised in the main thread when ``cgra`` receives SIGTERM (see :func:`main`). Python's
+    default SIGTERM action ends the process without running ``finally`` / ``except`` blocks,
+    which would leave temporary build directories and compiler processes behind."""
+
+
+def _raise_terminated(signum, frame) -> None:
+    # a second SIGTERM during the cleanup ends the process at once (the default action)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    raise Terminated()
+
+
+def _interrupted(exc: BaseException) -> int:
+    """Exit status of an interrupt: 143 (128 + SIGTERM) for :class:`Terminated`, else 130
+    (128 + SIGINT, Ctrl-C)."""
+    while exc is not None:
+        if isinstance(exc, Terminated):
+            return 128 + signal.SIGTERM
+        exc = exc.__cause__ or exc.__context__
+    return 128 + signal.SIGINT
+
+
 def main() -> None:
-    """Console entry point: run the CLI, turning project errors into one-line messages."""
+    """Console entry point: run the CLI, turning project errors into one-line messages.
+
+    Ctrl-C and SIGTERM unwind the command normally (cleanup code runs: temporary directories
+    are removed, child process groups killed), print ``aborted`` and exit with 130 (Ctrl-C)
+    or 143 (SIGTERM)."""
     # ast_tools (a magma dependency) warns that its generated tables were made for
     # Python 3.9; they work on 3.11 and the warning only clutters every command's output.
     warnings.filterwarnings("ignore", message=r".*generated for \(3, 9\)")
     warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"magma\..*")
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         cli.main(standalone_mode=False)
     except CgraError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, KeyboardInterrupt) as exc:
+        # click turns KeyboardInterrupt (and so Terminated) into Abort, chained
         click.echo("aborted", err=True)
-        sys.exit(130)
+        sys.exit(_interrupted(exc))
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -24,7 +24,6 @@ generator, each distinct tile generated once). Top-level ports:
 """
 from __future__ import annotations
 
-import sys
 from typing import Callable
 
 from cgra.core import CoreSpec
@@ -59,18 +58,21 @@ def interconnect_params(params: GarnetParams):
                               params.track_length, tuple(params.widths), regs, conn)
 
 
-def build_interconnect(params: GarnetParams, core_fn: CoreFn | None = None):
+def build_interconnect(params: GarnetParams, core_fn: CoreFn | None = None, timing=None):
     """The :class:`canal.Interconnect` of the array (graphs for every width, core specs).
-    ``core_fn(x, y)`` overrides the default layout. Pipeline registers on sides not in
+    ``core_fn(x, y)`` overrides the default layout; ``timing`` (a
+    :class:`canal.timing.TimingModel`) gives the edge delays (default: the project's table).
+    Pipeline registers on sides not in
     ``params.register_bypass_sides`` are made mandatory (:func:`fix_registers`). Raises
     ``SpecError`` from Canal for a core whose ports the interconnect cannot carry."""
     from canal.interconnect import Interconnect
     from canal.passes import build_uniform
 
-    ic = build_uniform(interconnect_params(params), core_fn or default_core_fn(params))
+    ic = build_uniform(interconnect_params(params), core_fn or default_core_fn(params),
+                       timing)
     fixed = [s for s in params.pipeline_register_sides if s not in params.register_bypass_sides]
     graphs = {w: fix_registers(g, fixed) for w, g in ic.graphs.items()}
-    return Interconnect(graphs, ic.cores)
+    return Interconnect(graphs, ic.cores, ic.timing)
 
 
 def fix_registers(graph, sides: list[str]):
@@ -129,5 +131,4 @@ def array_circuit(ic, params: GarnetParams):
     """The top-level magma circuit of the array (cached per process by content)."""
     from canal.rtl import array_circuit as canal_array
 
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 100_000))
     return canal_array(ic, name="Garnet", flush_interval=params.flush_interval)

@@ -1,6 +1,7 @@
 """``cgra rtl``: generate the array RTL and all compiler collateral into ``build/<design>/``.
 
-Layout of the output directory (schema ``garnet.design/1``; see docs/garnet.md)::
+Layout of the output directory (schema ``garnet.design/2``; formats owned by
+:mod:`garnet.collateral`, which lists who owns each file; see docs/garnet.md)::
 
     rtl/<module>.v         one Verilog file per distinct module (CIRCT output, split)
     rtl/<top>.v            the top module (also listed last in filelist.f)
@@ -13,33 +14,33 @@ Layout of the output directory (schema ``garnet.design/1``; see docs/garnet.md):
     pe.json                PE spec, hash, instruction width, assembler layout, ports
     mem.json               MEM preset: capacity, ports, config fields (mapper MemSpec keys)
     config_map.json        every config field: tile, feature, register, bits, address
-    design.json            schema version, parameters, spec hashes, top module and ports
+    timing.json            the delay model (canal.timing/1) the routing graphs' delays use
+    design.json            schema version, parameters, spec hashes, top module and ports,
+                           and the sha256 of every file above (written last)
 
 Everything is written into a temporary sibling directory ``.<name>.tmp-<pid>`` which
 replaces ``<out>`` only when complete, so an interrupted run never leaves a half-written
-design (the previous design, if any, stays intact until the final rename).
+design (the previous design, if any, stays intact until the final rename). Directories left
+by a killed run (``.<name>.tmp-<pid>``, ``.<name>.old-<pid>`` of a dead ``pid``) are cleaned
+up by the next run (:func:`clean_stale_siblings`).
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
 import shutil
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import psutil
+
 from cgra.errors import CollateralError
 
+from garnet import collateral as gc
 from garnet.params import GarnetParams, validate
 
-SCHEMA = "garnet.design/1"
-CONFIG_MAP_SCHEMA = "garnet.config_map/1"
-PE_SCHEMA = "garnet.pe/1"
-MEM_SCHEMA = "garnet.mem/1"
 DEFAULT_RULES_DIR = Path("build/rules")
 
 Step = Callable[[str], None]
@@ -119,33 +120,47 @@ def split_verilog(text: str) -> list[tuple[str, str]]:
     return [(n, pre + body) for n, body in modules]
 
 
-def _write_json(path: Path, doc: object) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
+_SIBLING_RE = re.compile(r"^\.(?P<name>.+)\.(?P<kind>tmp|old)-(?P<pid>\d+)$")
 
 
-def _hash_json(doc: object) -> str:
-    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
-
-
-def _lake_hash(preset_name: str) -> str:
-    """sha256 over the Lake spec object and the source of the Lake hardware modules."""
-    import inspect
-
-    import lake.config
-    import lake.rtl
-    import lake.spec
-
-    h = hashlib.sha256(repr(lake.spec.preset(preset_name)).encode())
-    for mod in (lake.spec, lake.config, lake.rtl):
-        h.update(inspect.getsource(mod).encode())
-    return h.hexdigest()
+def clean_stale_siblings(out: str | Path) -> list[str]:
+    """Clean up after ``generate`` runs on ``out`` that were killed (SIGKILL, power loss):
+    remove the sibling directories ``.<name>.tmp-<pid>`` and ``.<name>.old-<pid>`` of
+    processes ``pid`` that no longer exist. A stale ``.old`` while ``<name>`` itself is
+    missing is the previous good design (the run died between its two renames): the newest
+    one is renamed back to ``<name>`` instead of being deleted. Directories of live
+    processes (and of this process) are never touched. Returns one message per action."""
+    out = Path(out)
+    if not out.parent.is_dir():
+        return []
+    stale: dict[str, list[Path]] = {"tmp": [], "old": []}
+    for d in out.parent.iterdir():
+        mt = _SIBLING_RE.match(d.name)
+        if mt is None or mt.group("name") != out.name or not d.is_dir():
+            continue
+        pid = int(mt.group("pid"))
+        if pid == os.getpid() or psutil.pid_exists(pid):
+            continue
+        stale[mt.group("kind")].append(d)
+    actions = []
+    olds = sorted(stale["old"], key=lambda p: p.stat().st_mtime)
+    if olds and not out.exists():
+        keep = olds.pop()
+        keep.rename(out)
+        actions.append(f"restored {out.name} from {keep.name}")
+    for d in stale["tmp"] + olds:
+        shutil.rmtree(d, ignore_errors=True)
+        actions.append(f"removed {d.name}")
+    return actions
 
 
 def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
              rules_dir: str | Path | None = None, jobs: int = 1,
-             step: Step | None = None, builder=None) -> BuildResult:
+             step: Step | None = None, builder=None,
+             config_file: str | Path | None = None) -> BuildResult:
     """Generate the design of ``params`` into ``out`` (see the module docstring).
+    ``config_file``: the TOML the parameters came from (recorded in design.json, so stale
+    collateral errors can name the exact regeneration command).
 
     ``rules=False`` skips the rule table (RTL-only iterations); ``rules_dir`` is the shared
     rule-table directory PEak caches in (default ``build/rules``, as ``make rules``);
@@ -154,23 +169,25 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
     :class:`~cgra.errors.ConfigError` for bad parameters (before any generation),
     ``SpecError`` / ``RuleError`` / ``CollateralError`` from the generators.
     """
-    import magma as m
+    from cgra.hdl import m
 
-    from canal import collateral as canal_coll
+    from canal.timing import TimingModel
     from garnet.array import array_circuit, build_interconnect
-    from garnet.cores import TAGS, load_pe_spec, mem_collateral, pe_core
+    from garnet.cores import TAGS, load_pe_spec, pe_core
     from garnet.rules import provide_rules
 
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 100_000))
     t0 = time.perf_counter()
     say = step or (lambda msg: None)
     validate(params)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    for action in clean_stale_siblings(out):
+        say(action)
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir()
+    old = None
     try:
         spec = load_pe_spec(params.pe)
         pe = pe_core(spec)
@@ -178,7 +195,7 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
 
         # -- interconnect and routing collateral
         say("interconnect graphs")
-        ic = build_interconnect(params)
+        ic = build_interconnect(params, timing=TimingModel.load(params.timing or None))
         from garnet.array import combinational_cycle
         cycle = combinational_cycle(ic)
         if cycle is not None:
@@ -186,20 +203,7 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
                 f"...); Verilator models will be slow. Make pipeline registers on one "
                 f"horizontal and one vertical side mandatory (register_bypass_sides)")
         say("routing graphs")
-        routing = tmp / "routing"
-        routing.mkdir()
-        graph_hashes = {}
-        for w, g in sorted(ic.graphs.items(), reverse=True):
-            doc = canal_coll.to_json(g)
-            graph_hashes[str(w)] = _hash_json(doc)
-            _write_json(routing / f"graph_{w}.json", doc)
-            canal_coll.dump_text(g, routing / f"graph_{w}.txt")
-        rows = canal_coll.layout(next(iter(ic.graphs.values())))
-        (routing / "layout.txt").write_text("\n".join(rows) + "\n")
-        _write_json(routing / "layout.json", {"width": params.width, "height": params.height,
-                                              "rows": rows, "tags": TAGS,
-                                              "site_tags": {"I": ["I", "i"], "p": ["p"],
-                                                            "m": ["m"]}})
+        write_fabric(tmp, params, ic, spec, pe)
 
         # -- RTL
         say("array circuit")
@@ -239,52 +243,21 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
             rules_source = "skipped"
             rule_counts = {}
 
-        # -- PE / MEM / config map / design
+        # -- design
         say("collateral")
-        from peak import normal_form
-        from peak.assembler import assembler
-        asm = assembler(normal_form(spec).isa)
-        configs = ic.configs
-        pe_doc = _pe_doc(spec, params.pe, pe, asm)
-        _write_json(tmp / "pe.json", pe_doc)
-        mem_doc = None
-        if params.mem_ratio:
-            from garnet.cores import mem_core
-            mem = mem_core(params.mem_preset)
-            mem_doc = {**mem_collateral(params.mem_preset), "schema": MEM_SCHEMA,
-                       "lake_schema": mem.info.get("schema"), "tag": "m", "spec_hash": _lake_hash(params.mem_preset),
-                       "config": _core_regs(mem.config_fields)}
-        _write_json(tmp / "mem.json", mem_doc if mem_doc is not None else
-                    {"schema": MEM_SCHEMA, "name": None, "note": "mem_ratio = 0: no MEM tiles"})
-        cmap_rows = []
-        for row in ic.config_map_rows():
-            info = ic.tiles[(row["x"], row["y"])]
-            cmap_rows.append({"x": row["x"], "y": row["y"], "tag": info.tag or None,
-                              "core": info.core, **{k: v for k, v in row.items()
-                                                    if k not in ("x", "y")}})
-        _write_json(tmp / "config_map.json", {
-            "schema": CONFIG_MAP_SCHEMA,
-            "address": "reg << 24 | feature << 16 | x << 8 | y",
-            "data_width": 32,
-            "columns": ["x", "y", "tag", "core", "feature", "feature_name", "field", "node",
-                        "reg", "lo", "width", "field_lo", "addr"],
-            "tiles": [{"x": x, "y": y, "features": [
-                {"feature": f.index, "name": f.name, "registers": f.num_regs}
-                for f in tc.features]} for (x, y), tc in configs.items()],
-            "fields": cmap_rows})
+        mem_doc = gc.read_mem(tmp / "mem.json", "internal")
         counts: dict[str, int] = {}
         for info in ic.tiles.values():
             kind = {"p": "PE", "m": "MEM", "I": "IO"}.get(info.tag, "empty")
             counts[kind] = counts.get(kind, 0) + 1
         top_ports = _top_ports(circ)
         design = {
-            "schema": SCHEMA,
             "name": params.name,
+            "config_file": str(config_file) if config_file is not None else None,
             "params": params.to_dict(),
             "array": {"width": params.width, "height": params.height, "tiles": counts},
             "spec_hashes": {"pe": pe_hash,
-                            "mem": mem_doc["spec_hash"] if mem_doc else None,
-                            "routing_graphs": graph_hashes},
+                            "mem": mem_doc["spec_hash"] if mem_doc else None},
             "top": circ.name,
             "rtl": {"filelist": "rtl/filelist.f", "files": [f"rtl/{n}.v" for n in names],
                     "modules": names, "bytes": vbytes},
@@ -308,11 +281,10 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
             },
             "tags": TAGS,
         }
-        _write_json(tmp / "design.json", design)
+        gc.write_design(tmp, design)        # last: it records the sha256 of every file
 
         # -- move into place
         say("install")
-        old = None
         if out.exists():
             old = out.parent / f".{out.name}.old-{os.getpid()}"
             if old.exists():
@@ -323,28 +295,58 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
             shutil.rmtree(old)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and old.exists() and not out.exists():
+            old.rename(out)             # interrupted between the two renames
         raise
     return BuildResult(out, circ.name, names, vbytes, rules_source, pe_hash, counts,
                        time.perf_counter() - t0, cycle, circ, ic, rule_counts)
 
 
-def _pe_doc(spec, pe_path: str, pe, asm) -> dict:
-    """pe.json: PEak's own document (:func:`peak.collateral.pe_json`, schema peak.pe/1) plus
-    what the array adds: ``module`` (Verilog core), ``tag``, ``layout`` (= ``fields``, the
-    assembler layout), ``config_slices`` (where ``inst`` lives in feature 0) and the
-    core latency."""
-    try:
-        from peak.collateral import pe_json
-        doc = pe_json(spec)
-    except ImportError:
-        doc = {"schema": "peak.pe/1", "spec": pe_path, "name": spec.__name__,
-               "spec_hash": pe.info["spec_hash"], "instruction_width": asm.width,
-               "fields": asm.layout(),
-               "inputs": [{"name": p.name, "width": p.width} for p in pe.inputs()],
-               "outputs": [{"name": p.name, "width": p.width} for p in pe.outputs()],
-               "config": {"field": "inst", "registers": (asm.width + 31) // 32}}
-    doc["spec"] = pe_path
-    doc.update({"garnet_schema": PE_SCHEMA, "module": pe.name, "tag": "p",
+def write_fabric(dest: Path, params: GarnetParams, ic, spec: type, pe) -> None:
+    """Write the fabric collateral of interconnect ``ic`` into ``dest``: the routing graphs
+    (JSON and text) and layout, ``timing.json``, ``pe.json`` (PE ``spec``, core ``pe``),
+    ``mem.json`` and ``config_map.json``; formats in :mod:`garnet.collateral`. No RTL, no
+    rules, no design.json (the caller writes it last, with :func:`garnet.collateral.write_design`)."""
+    from canal import collateral as canal_coll
+    from garnet.cores import TAGS, mem_collateral, mem_core
+
+    routing = Path(dest) / "routing"
+    routing.mkdir(parents=True, exist_ok=True)
+    for w, g in sorted(ic.graphs.items(), reverse=True):
+        canal_coll.dump_json(g, routing / f"graph_{w}.json", ic.timing)
+        canal_coll.dump_text(g, routing / f"graph_{w}.txt")
+    rows = canal_coll.layout(next(iter(ic.graphs.values())))
+    (routing / "layout.txt").write_text("\n".join(rows) + "\n")
+    gc.write_json(routing / "layout.json",
+                  gc.layout_doc(params.width, params.height, rows, TAGS))
+    ic.timing.save(Path(dest) / "timing.json")
+    gc.write_json(Path(dest) / "pe.json", _pe_doc(spec, pe))
+    mem_doc = None
+    if params.mem_ratio:
+        mem_doc = gc.mem_doc(mem_collateral(params.mem_preset),
+                             _core_regs(mem_core(params.mem_preset).config_fields))
+    gc.write_json(Path(dest) / "mem.json", mem_doc if mem_doc is not None else gc.no_mem_doc())
+    cmap_rows = []
+    for row in ic.config_map_rows():
+        info = ic.tiles[(row["x"], row["y"])]
+        cmap_rows.append({"x": row["x"], "y": row["y"], "tag": info.tag or None,
+                          "core": info.core, **{k: v for k, v in row.items()
+                                                if k not in ("x", "y")}})
+    gc.write_json(Path(dest) / "config_map.json", gc.config_map_doc(cmap_rows, [
+        {"x": x, "y": y, "features": [
+            {"feature": f.index, "name": f.name, "registers": f.num_regs}
+            for f in tc.features]} for (x, y), tc in ic.configs.items()]))
+
+
+def _pe_doc(spec, pe) -> dict:
+    """pe.json: PEak's own document (:func:`peak.collateral.pe_json`, schema peak.pe/1, whose
+    ``spec`` is a reference :func:`peak.load_spec` resolves in any process) plus what the
+    array adds: ``module`` (Verilog core), ``tag``, ``layout`` (= ``fields``, the assembler
+    layout), ``config_slices`` (where ``inst`` lives in feature 0) and the core latency."""
+    from peak.collateral import pe_json
+
+    doc = pe_json(spec)
+    doc.update({"garnet_schema": gc.PE_GARNET_SCHEMA, "module": pe.name, "tag": "p",
                 "layout": doc["fields"], "config_slices": _core_regs(pe.config_fields),
                 "latency": {"cycles": 0, "note": "outputs are combinational in the inputs "
                             "and the PE state; an input in DELAY mode adds 1 cycle"}})
@@ -363,7 +365,7 @@ def _core_regs(fields) -> dict:
 
 def _top_ports(circ) -> list[dict]:
     """[{name, direction, width}] of the top module (magma view: In = input)."""
-    import magma as m
+    from cgra.hdl import m
 
     ports = []
     for name, T in circ.IO.items():

@@ -17,7 +17,6 @@ import click
 @click.option("--jobs", default=1, show_default=True, help="processes for rule synthesis")
 def rtl(config: str, out: str, rules_dir: str | None, no_rules: bool, jobs: int) -> None:
     """Generate the array RTL and the compiler collateral into OUT."""
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 100_000))
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -35,7 +34,7 @@ def rtl(config: str, out: str, rules_dir: str | None, no_rules: bool, jobs: int)
             console.log(f"{params.name}: {msg}")
 
         result = generate(params, out, rules=not no_rules, rules_dir=rules_dir,
-                          jobs=jobs, step=step)
+                          jobs=jobs, step=step, config_file=config)
     click.echo(result.summary())
 
 

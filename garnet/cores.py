@@ -21,11 +21,10 @@ feature 0 and packs the fields with :func:`cgra.config.pack_fields`.
 from __future__ import annotations
 
 import functools
-import importlib
 import re
 from typing import Any
 
-import magma as m
+from cgra.hdl import m
 
 from cgra.config import ConfigField
 from cgra.core import CoreSpec, PortSpec
@@ -36,29 +35,23 @@ TAGS = {"p": "PE", "m": "MEM", "I": "IO (16-bit, the tile also holds the 1-bit I
         "i": "1-bit IO (placed on an 'I' tile)"}
 
 
-def load_pe_spec(path: str, field: str = "field 'pe'") -> type:
-    """Import a PEak spec class from ``"module:Class"``. Raises :class:`ConfigError` naming
-    ``field`` when the module or class does not exist or is not a PEak spec."""
-    from peak.spec import Peak
+def load_pe_spec(path: str, field: str = "field 'pe'", base: str | None = None) -> type:
+    """The PEak spec class named by ``path`` (any reference :func:`peak.load_spec` accepts:
+    ``module:Class``, ``file.py:Class`` relative to ``base`` or the current directory,
+    ``module:factory(8)``), normalised and type-checked.
 
-    if not isinstance(path, str) or path.count(":") != 1:
-        raise ConfigError(f"{field} = {path!r}: give the PE spec as 'module:Class' "
-                          f"(e.g. 'peak.examples.cgra_pe:PE')")
-    mod_name, cls_name = path.split(":")
+    Raises :class:`ConfigError` (one line starting with ``field``, e.g. ``"configs/x.toml:
+    field 'pe' = 'my_pe.py:PE': ..."``) when the reference does not resolve to a PEak spec,
+    and :class:`SpecError` (``file:line: ...``, the same error ``cgra rules`` reports) when
+    the spec itself is malformed."""
+    from peak import normal_form
+    from peak.load import load_spec
+
     try:
-        mod = importlib.import_module(mod_name)
-    except ImportError as exc:
-        raise ConfigError(f"{field} = {path!r}: cannot import module '{mod_name}' "
-                          f"({exc}); give an importable module such as "
-                          f"'peak.examples.cgra_pe'") from None
-    spec = getattr(mod, cls_name, None)
-    if spec is None:
-        raise ConfigError(f"{field} = {path!r}: module '{mod_name}' has no attribute "
-                          f"'{cls_name}'; public names: "
-                          f"{sorted(n for n in vars(mod) if not n.startswith('_'))[:20]}")
-    if not (isinstance(spec, type) and issubclass(spec, Peak)):
-        raise ConfigError(f"{field} = {path!r}: '{cls_name}' is not a PEak spec (a "
-                          f"subclass of peak.spec.Peak)")
+        spec = load_spec(path, where=field, base=base)
+    except SpecError as exc:
+        raise ConfigError(str(exc)) from None
+    normal_form(spec)
     return spec
 
 
@@ -103,7 +96,7 @@ def pe_core(spec: type) -> CoreSpec:
     """The PE core of a PEak spec (tag ``p``): ports = the spec's inputs and outputs (bits),
     one config field ``inst`` (assembler width, reset 0). Module ``PECore_<Spec>_<hash8>``.
     Raises :class:`SpecError` from PEak for a malformed spec."""
-    from peak import normal_form, spec_hash
+    from peak import normal_form, spec_hash, spec_ref
     from peak.assembler import assembler
 
     nf = normal_form(spec)
@@ -119,14 +112,21 @@ def pe_core(spec: type) -> CoreSpec:
     name = f"PECore_{_sanitize(spec.__name__)}_{spec_hash(spec)[:8]}"
     return CoreSpec(name, "p", tuple(ports), (ConfigField("inst", asm.width, 0),),
                     lambda: _pe_core_circuit(spec, name),
-                    {"timing_class": "pe", "spec": f"{spec.__module__}:{spec.__qualname__}",
+                    {"timing_class": "pe", "spec": spec_ref(spec),
                      "spec_hash": spec_hash(spec), "inst_width": asm.width})
 
 
 def _width(T: Any) -> int:
-    from peak.assembler import is_bit_type
+    """Width in bits of a port type (``Bit`` = 1, sized ``BitVector[n]`` = n); a type
+    :func:`peak.normal_form` accepted. :class:`SpecError` for anything else."""
+    from peak.assembler import is_bit_type, is_bv_type
 
-    return 1 if is_bit_type(T) else int(T.size)
+    if is_bit_type(T):
+        return 1
+    if is_bv_type(T):
+        return int(T.size)
+    raise SpecError(f"port type {T!r} is neither Bit nor a sized BitVector; annotate ports "
+                    "with Bit or BitVector[n]")
 
 
 @functools.lru_cache(maxsize=None)

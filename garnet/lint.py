@@ -6,7 +6,6 @@ a warning of that code. Returns a :class:`LintReport`; the command exits non-zer
 """
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
@@ -15,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cgra.errors import CollateralError
+from garnet.collateral import read_design
 
 _WARN = re.compile(r"^%Warning-([A-Z0-9_]+):")
 _ERR = re.compile(r"^%Error")
@@ -41,29 +41,12 @@ class LintReport:
                 + (f" ({codes})" if codes else ""))
 
 
-def load_design(design_dir: str | Path) -> dict:
-    """``design.json`` of a design directory. Raises :class:`CollateralError` naming the
-    directory when it is missing or of another schema."""
-    from garnet.build import SCHEMA
-
-    d = Path(design_dir)
-    p = d / "design.json"
-    if not p.is_file():
-        raise CollateralError(f"{d}: no design.json; generate the design with "
-                              f"`cgra rtl --config <toml> --out {d}`")
-    doc = json.loads(p.read_text())
-    if doc.get("schema") != SCHEMA:
-        raise CollateralError(f"{p}: schema {doc.get('schema')!r}, expected {SCHEMA!r}; "
-                              f"regenerate the design")
-    return doc
-
-
 def lint(design_dir: str | Path, extra_flags: list[str] | None = None,
          timeout_s: float = 1200.0) -> LintReport:
     """Lint the RTL of a design directory (see module docstring). Raises
     :class:`CollateralError` when the design or verilator is missing."""
     d = Path(design_dir)
-    doc = load_design(d)
+    doc = read_design(d)
     exe = shutil.which("verilator")
     if exe is None:
         raise CollateralError("verilator is not on PATH; install it (apt-get install "

@@ -11,7 +11,8 @@ TOML keys (all top level; every key is optional and takes the default below)::
     track_length = 1                # tiles spanned by one track segment
     widths = [16, 1]                # interconnect bit widths (one routing graph each)
     mem_ratio = 4                   # every mem_ratio-th column is MEM (x % r == r - 1); 0 = none
-    pe = "peak.examples.cgra_pe:PE" # PEak spec, "module:Class"
+    pe = "peak.examples.cgra_pe:PE" # PEak spec: "module:Class" or "path/to/my_pe.py:Class"
+                                    # (a file path is relative to the TOML file)
     mem_preset = "dualport_2048x16" # Lake preset ("dualport_2048x16", "pub_512x64", ...)
     io_sides = ["NORTH"]            # array edges holding IO tiles
     pipeline_register_sides = ["NORTH", "SOUTH", "EAST", "WEST"]  # SB_OUT sides with registers
@@ -20,6 +21,8 @@ TOML keys (all top level; every key is optional and takes the default below)::
                                     # other sides every route passes the register (1 cycle)
     cb_sides = ["NORTH", "SOUTH", "EAST", "WEST"]  # connection-box sides (all tracks)
     flush_interval = 4              # rows per flush-spine register stage; 0 = no spine
+    timing = ""                     # delay table JSON (ps), relative to the TOML file;
+                                    # "" = the project's default (canal/data/delays_ps.json)
 
 Default layout: IO tiles on the ``io_sides`` edges (top row by default), elsewhere a MEM in
 column x when ``mem_ratio > 0 and x % mem_ratio == mem_ratio - 1``, else a PE.
@@ -60,6 +63,7 @@ class GarnetParams:
     register_bypass_sides: list[str] = field(default_factory=lambda: ["SOUTH", "WEST"])
     cb_sides: list[str] = field(default_factory=lambda: list(SIDES))
     flush_interval: int = 4
+    timing: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -119,6 +123,13 @@ def load_toml(path: str | Path) -> GarnetParams:
         doc = tomllib.loads(p.read_text())
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: TOML syntax error: {exc}") from None
+    # file paths in the TOML are relative to the TOML file
+    if isinstance(doc.get("timing"), str) and doc["timing"]:
+        doc["timing"] = str(p.parent / doc["timing"])
+    pe = doc.get("pe")
+    if isinstance(pe, str) and pe.count(":") == 1 and pe.split(":")[0].endswith(".py") \
+            and not Path(pe.split(":")[0]).is_absolute():
+        doc["pe"] = f"{p.parent / pe.split(':')[0]}:{pe.split(':')[1]}"
     return from_dict(doc, str(p))
 
 
@@ -164,6 +175,16 @@ def validate(p: GarnetParams, source: str | None = None) -> None:
     for t in p.pipeline_register_tracks:
         if not isinstance(t, int) or not 0 <= t < p.tracks:
             raise err("pipeline_register_tracks", f"tracks are 0..{p.tracks - 1}; [] = all")
+    if p.timing:
+        from canal.timing import TimingModel
+        if not Path(p.timing).is_file():
+            raise err("timing", "no such delay table file; give a JSON table like "
+                                "canal/data/delays_ps.json (path relative to the TOML file), "
+                                "or \"\" for the default")
+        try:
+            TimingModel.load(p.timing)
+        except ConfigError as exc:
+            raise err("timing", str(exc)) from None
     if p.flush_interval < 0:
         raise err("flush_interval", "use 0 (flush wired directly) or N >= 1 rows per spine "
                                     "register stage")

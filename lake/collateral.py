@@ -20,6 +20,7 @@ The mapper reads only this (plus the pure encoder :func:`lake.config.configure`)
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 from functools import lru_cache
 from pathlib import Path
@@ -32,9 +33,19 @@ from lake.spec import PRESETS, MemorySpec, as_spec, circuit_name
 SCHEMA = "lake.collateral/1"
 
 
+#: modules whose source defines a memory's hardware and its configuration encoding
+HARDWARE_MODULES = ("lake.spec", "lake.config", "lake.rtl")
+
+
 def spec_hash(spec: MemorySpec) -> str:
-    """Content hash of a spec (sha256 of its canonical repr)."""
-    return hashlib.sha256(repr(spec).encode()).hexdigest()
+    """Content hash of a memory: sha256 over the spec's canonical repr and the source text of
+    the modules that turn it into hardware and config bits (:data:`HARDWARE_MODULES`, read as
+    files, not imported: no magma). The one Lake spec hash; ``mem.json`` records it."""
+    h = hashlib.sha256(repr(spec).encode())
+    for name in HARDWARE_MODULES:
+        origin = importlib.util.find_spec(name).origin
+        h.update(Path(origin).read_bytes())
+    return h.hexdigest()
 
 
 def _min_delay(spec: MemorySpec) -> int:

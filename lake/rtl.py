@@ -17,10 +17,9 @@ from strides instead, for checking. The behaviour is identical to :mod:`lake.mod
 """
 from __future__ import annotations
 
-import sys
 from functools import lru_cache
 
-import magma as m
+from cgra.hdl import m
 
 from cgra.errors import SpecError
 from lake.config import config_fields
@@ -306,7 +305,6 @@ def _body(spec: MemorySpec, io, form: str) -> None:
 
 @lru_cache(maxsize=None)
 def _build(spec: MemorySpec, form: str):
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 100_000))
 
     class Mem(m.Circuit):
         name = circuit_name(spec, form)

@@ -10,11 +10,12 @@ Config address ``reg << 24 | feature << 16 | x << 8 | y`` (:func:`cgra.config.co
   a MEM with port programs (``config['ports']``) the fields returned by the MEM encoder
   (default :func:`lake_mem_encoder`: ``lake.config.configure(config['preset'], ports)``);
   every register of feature 0 is written, fields not given keep their reset value;
-* **interconnect** (switch-box, connection-box and register-mux selects): for every routed
-  tree edge ``a -> b`` where ``b`` has more than one fan-in, the select field of ``b`` = the
-  index of ``a`` in ``b``'s fan-in list; a register mux selecting its ``REG`` is an enabled
-  pipeline register. Field locations come from the config map (:class:`ConfigMap`); fields
-  sharing a 32-bit register are OR-merged, other fields of such a register are 0.
+* **interconnect** (switch-box, connection-box and register-mux selects): the select of every
+  mux a routed tree passes, from :func:`canal.config.route_selects` (the one definition: the
+  select of ``b`` for tree edge ``a -> b`` is the index of ``a`` in ``b``'s fan-in list; a
+  register mux selecting its ``REG`` is an enabled pipeline register). Field locations come
+  from the config map (:class:`garnet.collateral.ConfigMap`); fields sharing a 32-bit register
+  are OR-merged, other fields of such a register are 0.
 
 Unused tiles get no entry (they stay in their reset configuration).
 
@@ -26,15 +27,17 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
+from canal.config import route_selects
 from cgra.config import config_address, encode_fields, pack_fields, split_address
-from cgra.errors import CollateralError, ConfigError, RoutingError
+from cgra.errors import CollateralError, ConfigError
+from mapper.collateral import Collateral
 from mapper.pack import PackedDesign
 from mapper.place import Placement
-from mapper.route import RoutingGraph, RoutingResult
+from mapper.route import RoutingResult
 
 SCHEMA = "mapper.bitstream/1"
 
@@ -76,60 +79,6 @@ def lake_mem_encoder(inst: str, config: dict[str, Any], ports: dict[str, Any]) -
 
 
 @dataclass(frozen=True)
-class FieldLoc:
-    """One piece of a field: bits ``[lo, lo+width)`` of register ``reg`` of ``feature`` hold
-    bits ``[field_lo, field_lo+width)`` of field ``name``."""
-
-    name: str
-    feature: int
-    feature_name: str
-    reg: int
-    lo: int
-    width: int
-    field_lo: int
-
-
-@dataclass
-class ConfigMap:
-    """Routing-node select fields: node id -> (x, y, [FieldLoc]), from the config-map rows of
-    the collateral (``config_map.json``: ``x, y, feature, feature_name, field, node, reg, lo,
-    width, field_lo`` per field, as ``canal.config.config_map_rows`` computes them; rows without
-    a ``node`` are core fields and are not needed here)."""
-
-    nodes: dict[str, tuple[int, int, list[FieldLoc]]] = field(default_factory=dict)
-
-    @classmethod
-    def from_rows(cls, rows: Iterable[dict[str, Any]], source: str = "<rows>") -> "ConfigMap":
-        cm = cls()
-        try:
-            for r in rows:
-                if r.get("node") is None:
-                    continue
-                ent = cm.nodes.setdefault(r["node"], (int(r["x"]), int(r["y"]), []))
-                ent[2].append(FieldLoc(r["field"], int(r["feature"]), r.get("feature_name", ""),
-                                       int(r["reg"]), int(r["lo"]), int(r["width"]),
-                                       int(r.get("field_lo", 0))))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise CollateralError(f"{source}: malformed config-map row ({exc!r}); regenerate "
-                                  f"the collateral") from None
-        return cm
-
-    @classmethod
-    def load(cls, path: str | Path) -> "ConfigMap":
-        """Read ``config_map.json``: a list of rows, or an object with the rows under
-        ``rows`` / ``fields``."""
-        try:
-            doc = json.loads(Path(path).read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise CollateralError(f"{path}: cannot read config map ({exc})") from None
-        rows = doc if isinstance(doc, list) else doc.get("rows", doc.get("fields"))
-        if not isinstance(rows, list):
-            raise CollateralError(f"{path}: config map has no list of rows ('rows' or "
-                                  f"'fields')")
-        return cls.from_rows(rows, str(path))
-
-
-@dataclass(frozen=True)
 class Entry:
     """One bitstream word: ``addr``/``data`` (32 bits each) and what it configures:
     ``fields`` name -> value and ``what`` (instance or nets)."""
@@ -163,6 +112,22 @@ class Bitstream:
         return {"schema": SCHEMA, "design": self.name, "count": len(self.entries),
                 "entries": [e.to_dict() for e in self.entries]}
 
+    @classmethod
+    def from_json(cls, doc: dict[str, Any], where: str = "<bitstream>") -> "Bitstream":
+        """Inverse of :meth:`to_json`; :class:`CollateralError` naming ``where`` when the
+        document is malformed."""
+        if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+            raise CollateralError(f"{where}: not a {SCHEMA} document; run `cgra bitstream` "
+                                  f"again")
+        try:
+            entries = [Entry(int(e["addr"], 16), int(e["data"], 16),
+                             tuple((str(k), int(v)) for k, v in e["fields"].items()),
+                             str(e["configures"])) for e in doc["entries"]]
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CollateralError(f"{where}: malformed bitstream entry ({exc}); run `cgra "
+                                  f"bitstream` again") from None
+        return cls(str(doc.get("design", "")), entries)
+
     def save(self, out_dir: str | Path) -> tuple[Path, Path]:
         """Write ``<name>.bs`` and ``<name>.bs.json`` into ``out_dir``; returns both paths."""
         d = Path(out_dir)
@@ -184,29 +149,6 @@ def parse_text(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def route_selects(routing: RoutingResult, graphs: dict[int, RoutingGraph]
-                  ) -> dict[str, tuple[int, str]]:
-    """Mux node -> (select value, net) for every routed tree edge into a node with several
-    fan-ins. Raises :class:`RoutingError` when two nets want different selects of one node
-    or an edge is not in the graph."""
-    chosen: dict[str, tuple[int, str]] = {}
-    for name, r in routing.nets.items():
-        rg = graphs[r.width]
-        for a, b in r.edges():
-            if not rg.g.has_edge(a, b):
-                raise RoutingError(f"net {name}: edge {a} -> {b} is not in the {r.width}-bit "
-                                   f"routing graph")
-            fanin = rg.g.nodes[b]["fanin"]
-            if len(fanin) > 1:
-                sel = rg.g.edges[a, b]["sel"]
-                prev = chosen.get(b)
-                if prev is not None and prev[0] != sel:
-                    raise RoutingError(f"net {name}: node {b} select {sel} conflicts with net "
-                                       f"{prev[1]} (select {prev[0]})")
-                chosen[b] = (sel, name)
-    return chosen
-
-
 def core_values(packed: PackedDesign, inst: str, field_names: set[str],
                 mem_encoder: MemEncoder | None) -> dict[str, int]:
     """Core config field values of instance ``inst`` (rules in the module docstring)."""
@@ -224,21 +166,20 @@ def core_values(packed: PackedDesign, inst: str, field_names: set[str],
 
 
 def generate(packed: PackedDesign, placement: Placement, routing: RoutingResult,
-             graphs: dict[int, RoutingGraph], config_map: ConfigMap,
-             mem_encoder: MemEncoder | None = None) -> Bitstream:
-    """The bitstream of a design (module docstring). ``packed`` and ``routing`` should be the
-    pipelined ones (:class:`mapper.pipeline.PipelineResult`). Raises :class:`ConfigError` for a
-    value that does not fit its field or an unknown field, :class:`RoutingError` for select
-    conflicts, :class:`CollateralError` when a used mux is missing from the config map."""
+             coll: Collateral, mem_encoder: MemEncoder | None = None) -> Bitstream:
+    """The bitstream of a design (module docstring) on the fabric of ``coll``. ``packed`` and
+    ``routing`` should be the pipelined ones (:class:`mapper.pipeline.PipelineResult`).
+    Raises :class:`ConfigError` for a value that does not fit its field or an unknown field,
+    :class:`~cgra.errors.RoutingError` for select conflicts, :class:`CollateralError` when a
+    used mux is missing from the config map."""
     regs: dict[int, int] = {}
     fields: dict[int, list[tuple[str, int]]] = {}
     what: dict[int, list[str]] = {}
-    rg0 = next(iter(graphs.values()))
     for inst, pi in packed.instances.items():
         if pi.tag == "r":
             continue
         x, y = placement.sites[inst]
-        flds = rg0.tiles[(x, y)].config_fields
+        flds = coll.tiles[(x, y)].config_fields
         vals = core_values(packed, inst, {f.name for f in flds}, mem_encoder)
         try:
             words = encode_fields(flds, vals)
@@ -252,11 +193,12 @@ def generate(packed: PackedDesign, placement: Placement, routing: RoutingResult,
             fields[addr] = [(s.name, (full[s.name] >> s.field_lo) & ((1 << s.width) - 1))
                             for s in slices if s.reg == reg]
             what[addr] = [f"{pi.kind} {inst} (core)"]
-    for node, (sel, net) in route_selects(routing, graphs).items():
-        if node not in config_map.nodes:
+    selects = route_selects({w: rg.ig for w, rg in coll.graphs.items()}, routing.routes())
+    for node, (sel, net) in selects.items():
+        if node not in coll.config_map.nodes:
             raise CollateralError(f"routing node {node} (net {net}) has several fan-ins but no "
-                                  f"select field in the config map; regenerate the collateral")
-        x, y, locs = config_map.nodes[node]
+                                  f"select field in the config map; {coll.regen_hint()}")
+        x, y, locs = coll.config_map.nodes[node]
         for loc in locs:
             part = (sel >> loc.field_lo) & ((1 << loc.width) - 1)
             addr = config_address(loc.reg, loc.feature, x, y)

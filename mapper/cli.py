@@ -1,137 +1,98 @@
-"""``cgra map``: an application in, a mapped netlist out (front end, memory and compute mapping).
+"""The mapper's commands: ``cgra map``, the back-end stages and ``cgra run``.
 
-``cgra map <app> --design build/<design> --out build/apps/<app>``: ``<app>`` is a shipped DSL
-app (:data:`mapper.apps.APPS`) or the path of a CoreIR JSON file (one kernel per
-``hcompute_*`` module). Steps, each timed: read and validate the collateral
-(:func:`mapper.collateral.load_collateral`), front end, memory mapping (DSL apps:
-:func:`mapper.memory.map_memory` with ``mem.json``), compute mapping
-(:func:`mapper.compute.map_compute` / :func:`mapper.compute.cover_kernel` with the rule
-table), the equivalence check of every mapped kernel (``--vectors`` random vectors through
-the PE Python model; 0 skips it) and writing ``<out>/<app>.json`` (netlist JSON) and
-``<out>/<app>.packed``. Prints a table of per-stage time and the PE / MEM / register / IO
-counts. The library entry point is :func:`map_app`.
+Each command is a thin wrapper of a :mod:`mapper.flow` function; every stage reads the
+previous stage's file from the run directory (``build/apps/<app>`` by default) and writes
+its own (formats: :mod:`mapper.stages`)::
+
+    cgra map <app> --design build/small [--out DIR]    netlist.json, app.json, <app>.packed
+    cgra pack DIR                                      packed.json
+    cgra place DIR [--seed N] [--alpha A]              placement.json, <app>.place
+    cgra route DIR                                     routing.json, <app>.route
+    cgra pipeline DIR [--target-period PS]             pipelined.json, pnr_report.json, pnr.png
+    cgra bitstream DIR                                 bitstream.json, <app>.bs
+    cgra sim DIR [--image camera|astronaut|coffee|PATH] output PNGs, run_report.json
+    cgra run <app> --design build/small [--from STAGE] all of the above
+
+``--design`` of a stage command defaults to the design ``app.json`` names. ``<app>`` is a
+shipped DSL app (:data:`mapper.apps.APPS`) or the path of a CoreIR JSON file (map .. bitstream
+only: a CoreIR file has no stream schedule to simulate).
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import click
 
-from cgra.errors import MappingError
-from mapper import ir
-from mapper.collateral import Collateral, load_collateral
-from mapper.compute import (ComputeMapping, MappedKernel, check_equivalence, cover_kernel,
-                            kernel_netlist, map_compute)
-from mapper.memory import DEFAULT_SR_THRESHOLD, MemoryMapping, map_memory
-from mapper.netlist import Netlist
+from mapper.memory import DEFAULT_SR_THRESHOLD
+from mapper.stages import ORDER
 
 
-@dataclass
-class AppMapping:
-    """Result of :func:`map_app`: the mapped ``netlist`` (PEs, MEMs, registers, IOs), the
-    cover of every kernel, the memory mapping (DSL apps; ``None`` for CoreIR files),
-    ``times`` = step -> seconds and ``vectors`` checked per kernel."""
+def _progress(label: str):
+    """A rich progress display (on stderr) and a ``step(msg)`` callback that logs the time
+    each step took."""
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    name: str
-    netlist: Netlist
-    kernels: dict[str, MappedKernel]
-    memory: MemoryMapping | None
-    compute: ComputeMapping | None
-    times: dict[str, float] = field(default_factory=dict)
-    vectors: int = 0
+    console = Console(stderr=True)
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                        console=console, transient=True)
+    task = progress.add_task(f"{label}: start", total=None)
+    last: list[Any] = [time.perf_counter(), None]
 
-    def counts(self) -> dict[str, int]:
-        """``pe``, ``mem``, ``reg``, ``io`` instance counts of the netlist."""
-        c = self.netlist.counts()
-        return {"pe": c.get("pe", 0), "mem": c.get("mem", 0), "reg": c.get("reg", 0),
-                "io": c.get("io_in", 0) + c.get("io_out", 0)}
-
-    def write(self, out: str | Path) -> tuple[Path, Path]:
-        """Write ``<out>/<name>.json`` (netlist JSON) and ``<out>/<name>.packed``."""
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        js, packed = out / f"{self.name}.json", out / f"{self.name}.packed"
-        self.netlist.save(js)
-        packed.write_text(self.netlist.to_packed())
-        return js, packed
+    def step(msg: str) -> None:
+        now = time.perf_counter()
+        stage = msg.split(" (")[0].split(":")[0]      # "compiling C++ (3/30 objects)"
+        if last[1] is not None and stage != last[1]:
+            console.log(f"{label}: {last[1]} done in {now - last[0]:.2f} s")
+            last[0] = now
+        if stage != last[1]:
+            last[1] = stage
+        progress.update(task, description=f"{label}: {msg}")
+    return progress, step
 
 
-def _is_coreir(app: str) -> bool:
-    return app.endswith(".json") or Path(app).is_file()
+def _design_opt(required: bool = False) -> Callable:
+    return click.option("--design", required=required, default=None,
+                        type=click.Path(file_okay=False, path_type=Path),
+                        help="design directory written by `cgra rtl` (e.g. build/small)"
+                        + ("" if required else "; default: the one the run was mapped on"))
 
 
-def map_app(app: str, design: str | Path | Collateral, *, width: int = 64, height: int = 64,
-            unroll: int = 1, threshold: int = DEFAULT_SR_THRESHOLD, vectors: int = 1000,
-            seed: int = 0, check_spec: bool = True) -> AppMapping:
-    """Map ``app`` (a shipped DSL app name or a CoreIR JSON path) onto the design whose
-    collateral is ``design`` (a directory or a loaded :class:`Collateral`).
-
-    DSL apps are lowered on a ``width`` x ``height`` image (pixels) with ``unroll`` lanes,
-    memory-mapped with the design's MEM (shift-register ``threshold`` in cycles) and
-    compute-mapped with its rule table; a CoreIR file maps each kernel stand-alone with IO
-    instances for its inputs and outputs. Every mapped kernel is checked against the
-    original on ``vectors`` random input vectors (``seed``). Raises
-    :class:`~cgra.errors.CollateralError` for bad collateral, :class:`MappingError` for an
-    unknown app, an op without a rule or a failed equivalence check.
-    """
-    times: dict[str, float] = {}
-    t = time.perf_counter()
-    coll = design if isinstance(design, Collateral) else load_collateral(design, check_spec)
-    times["collateral"] = time.perf_counter() - t
-    memory = None
-    compute = None
-    if _is_coreir(app):
-        from mapper.frontend.coreir import import_coreir
-        p = Path(app)
-        if not p.is_file():
-            raise MappingError(f"CoreIR file {p} does not exist; pass a shipped app name "
-                               f"or an existing CoreIR JSON path")
-        name = p.stem
-        t = time.perf_counter()
-        kernels_ir = import_coreir(p)
-        times["front end"] = time.perf_counter() - t
-        t = time.perf_counter()
-        nl = Netlist(name)
-        kernels: dict[str, MappedKernel] = {}
-        for kname, k in kernels_ir.items():
-            m = cover_kernel(k, coll.rules, coll.pe)
-            kernels[kname] = m
-            kernel_netlist(m, coll.pe, nl)
-        times["compute mapping"] = time.perf_counter() - t
-    else:
-        from mapper.apps import lower_app
-        name = app
-        t = time.perf_counter()
-        pipeline: ir.Pipeline = lower_app(app, width, height, unroll)
-        times["front end"] = time.perf_counter() - t
-        t = time.perf_counter()
-        if coll.mem is None:
-            raise MappingError(f"design {coll.root} has no MEM tiles (mem.json names none); "
-                               f"app {app} needs line buffers: use a design with mem_ratio > 0")
-        memory = map_memory(pipeline, coll.mem, threshold)
-        times["memory mapping"] = time.perf_counter() - t
-        t = time.perf_counter()
-        compute = map_compute(memory.netlist, coll.rules, coll.pe)
-        nl = compute.netlist
-        kernels = compute.kernels
-        times["compute mapping"] = time.perf_counter() - t
-    if vectors > 0:
-        t = time.perf_counter()
-        from mapper.collateral import load_pe_model
-        spec = load_pe_model(coll.pe)
-        for m in kernels.values():
-            check_equivalence(m, coll.pe, spec, vectors, seed)
-        times["equivalence check"] = time.perf_counter() - t
-    return AppMapping(name, nl, kernels, memory, compute, times, vectors)
+_RUN_DIR = click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
 
 
-def _print_summary(res: AppMapping, paths: tuple[Path, Path], design: Path) -> None:
+# ---------------------------------------------------------------------------- map
+@click.command("map")
+@click.argument("app")
+@_design_opt(required=True)
+@click.option("--out", "out", type=click.Path(path_type=Path), default=None,
+              help="run directory (default build/apps/<app>)")
+@click.option("--size", default=None, type=click.IntRange(1, 4096),
+              help="square image side (pixels); overrides --width/--height")
+@click.option("--width", default=64, show_default=True, help="image width (pixels, DSL apps)")
+@click.option("--height", default=64, show_default=True, help="image height (pixels, DSL apps)")
+@click.option("--unroll", default=1, show_default=True, help="output pixels per cycle")
+@click.option("--threshold", default=DEFAULT_SR_THRESHOLD, show_default=True,
+              help="shift-register threshold (cycles)")
+@click.option("--vectors", default=1000, show_default=True,
+              help="random vectors per kernel for the equivalence check (0 = skip)")
+@click.option("--seed", default=0, show_default=True, help="seed of the random vectors")
+def map_cmd(app: str, design: Path, out: Path | None, size: int | None, width: int,
+            height: int, unroll: int, threshold: int, vectors: int, seed: int) -> None:
+    """Map APP (a shipped app name or a CoreIR JSON file) onto a generated design."""
     from rich.console import Console
     from rich.table import Table
 
+    from mapper.collateral import load_collateral
+    from mapper.flow import AppParams, default_run_dir, run_map
+
+    if size is not None:
+        width = height = size
+    coll = load_collateral(design)
+    out = out if out is not None else default_run_dir(app)
+    res = run_map(out, coll, AppParams(app, width, height, unroll, threshold, vectors, seed))
     console = Console()
     c = res.counts()
     table = Table(title=f"cgra map {res.name} onto {design}")
@@ -153,32 +114,146 @@ def _print_summary(res: AppMapping, paths: tuple[Path, Path], design: Path) -> N
         table.add_row(step, f"{sec * 1e3:.1f}", what)
     console.print(table)
     console.print(f"{res.name}: {c['pe']} PEs, {c['mem']} MEMs, {c['reg']} registers, "
-                  f"{c['io']} IOs, {len(res.netlist.nets)} nets -> {paths[0]}, {paths[1]}")
+                  f"{c['io']} IOs, {len(res.netlist.nets)} nets -> {out}/netlist.json")
 
 
-@click.command("map")
+# ---------------------------------------------------------------------------- stages
+def _open(run_dir: Path, design: Path | None):
+    from mapper.flow import open_design
+    return open_design(run_dir, design)
+
+
+@click.command("pack")
+@_RUN_DIR
+@_design_opt()
+def pack_cmd(run_dir: Path, design: Path | None) -> None:
+    """Pack the mapped netlist of RUN_DIR (registers into PE inputs, constants into PEs)."""
+    from mapper.flow import run_pack
+    packed = run_pack(run_dir, _open(run_dir, design))
+    counts = ", ".join(f"{n} {t}" for t, n in sorted(packed.counts().items()))
+    click.echo(f"{packed.name}: packed {counts}; {len(packed.absorbed_regs)} registers "
+               f"absorbed, {len(packed.folded_consts)} constants folded -> "
+               f"{run_dir}/packed.json")
+
+
+@click.command("place")
+@_RUN_DIR
+@_design_opt()
+@click.option("--seed", default=0, show_default=True, help="placement seed")
+@click.option("--alpha", default=1.0, show_default=True, help="HPWL exponent of the cost")
+@click.option("--analytical", is_flag=True, help="quadratic global placement first")
+def place_cmd(run_dir: Path, design: Path | None, seed: int, alpha: float,
+              analytical: bool) -> None:
+    """Place the packed design of RUN_DIR (simulated annealing)."""
+    from mapper.flow import run_place
+    from mapper.place import PlaceParams
+    pl = run_place(run_dir, _open(run_dir, design), PlaceParams(seed, alpha, analytical))
+    click.echo(f"placed {len(pl.sites)} instances: HPWL {pl.hpwl} tiles, cost {pl.cost:.1f}, "
+               f"seed {pl.seed}, {pl.seconds:.2f} s -> {run_dir}/placement.json")
+
+
+@click.command("route")
+@_RUN_DIR
+@_design_opt()
+@click.option("--max-iterations", default=40, show_default=True,
+              help="PathFinder rip-up-and-re-route rounds")
+def route_cmd(run_dir: Path, design: Path | None, max_iterations: int) -> None:
+    """Route the placed design of RUN_DIR (PathFinder)."""
+    from mapper.flow import run_route
+    from mapper.route import RouterParams
+    rr = run_route(run_dir, _open(run_dir, design), RouterParams(max_iterations))
+    its = ", ".join(f"{w}-bit {n}" for w, n in rr.iterations.items())
+    click.echo(f"routed {len(rr.nets)} nets: wirelength {rr.total_wirelength()} segments, "
+               f"iterations {its}, {rr.seconds:.2f} s -> {run_dir}/routing.json")
+
+
+@click.command("pipeline")
+@_RUN_DIR
+@_design_opt()
+@click.option("--target-period", "target", default=None, type=float,
+              help="compute-pipelining target clock period (ps); default: only balance")
+def pipeline_cmd(run_dir: Path, design: Path | None, target: float | None) -> None:
+    """Branch-delay matching, pipelining and timing analysis of the routed design."""
+    from mapper.flow import run_pipeline
+    from mapper.pipeline import PipelineParams
+    pr = run_pipeline(run_dir, _open(run_dir, design), PipelineParams(target_period_ps=target))
+    click.echo(f"pipelined: {len(pr.enabled_regs)} balancing + {len(pr.forced_regs)} "
+               f"pipelining registers, critical path {pr.timing.period_ps:.0f} ps "
+               f"({pr.timing.fmax_mhz:.0f} MHz) -> {run_dir}/pipelined.json")
+
+
+@click.command("bitstream")
+@_RUN_DIR
+@_design_opt()
+def bitstream_cmd(run_dir: Path, design: Path | None) -> None:
+    """Write the bitstream of the pipelined design of RUN_DIR."""
+    from mapper.flow import run_bitstream
+    bs = run_bitstream(run_dir, _open(run_dir, design))
+    click.echo(f"{bs.name}: {len(bs.entries)} config words -> {run_dir}/{bs.name}.bs")
+
+
+@click.command("sim")
+@_RUN_DIR
+@_design_opt()
+@click.option("--image", default="camera", show_default=True,
+              help="camera | astronaut | coffee (scikit-image samples) | an image file path")
+def sim_cmd(run_dir: Path, design: Path | None, image: str) -> None:
+    """Simulate the bitstream of RUN_DIR on the design's RTL (Verilator) and compare with
+    both golden models."""
+    from mapper.flow import SimOptions, run_sim
+    coll = _open(run_dir, design)
+    progress, step = _progress(run_dir.name)
+    t0 = time.perf_counter()
+    with progress:
+        run = run_sim(run_dir, coll, SimOptions(image), step)
+    _summary(run, t0)
+
+
+def _summary(run, t0: float) -> None:
+    coll = run.coll
+    r = run.report
+    res = r["resources"]["used"]
+    w, h = coll.size
+    click.echo(f"{run.app} on design {coll.name} ({coll.root}, {w}x{h}): "
+               f"{run.output.shape[1]}x{run.output.shape[0]} output matches numpy and Halide "
+               f"bit-exactly; {', '.join(f'{n} {k}' for k, n in sorted(res.items()))}; "
+               f"wirelength {r['wirelength_total']}; {r['cycles']['stream']} cycles, first "
+               f"output at {r['latency']['first_output_cycle']} (ideal "
+               f"{r['latency']['ideal_first_output_cycle']}); "
+               f"{time.perf_counter() - t0:.1f} s -> {run.out_dir}")
+
+
+# ---------------------------------------------------------------------------- run
+@click.command("run")
 @click.argument("app")
-@click.option("--design", "design", required=True, type=click.Path(path_type=Path),
-              help="collateral directory written by `cgra rtl` (build/<design>)")
-@click.option("--out", "out", type=click.Path(path_type=Path), default=None,
-              help="output directory (default build/apps/<app>)")
-@click.option("--width", default=64, show_default=True, help="image width (pixels, DSL apps)")
-@click.option("--height", default=64, show_default=True, help="image height (pixels, DSL apps)")
-@click.option("--unroll", default=1, show_default=True, help="output pixels per cycle")
-@click.option("--threshold", default=DEFAULT_SR_THRESHOLD, show_default=True,
-              help="shift-register threshold (cycles)")
-@click.option("--vectors", default=1000, show_default=True,
-              help="random vectors per kernel for the equivalence check (0 = skip)")
-@click.option("--seed", default=0, show_default=True, help="seed of the random vectors")
-def map_cmd(app: str, design: Path, out: Path | None, width: int, height: int, unroll: int,
-            threshold: int, vectors: int, seed: int) -> None:
-    """Map APP (a shipped app name or a CoreIR JSON file) onto a generated design."""
-    res = map_app(app, design, width=width, height=height, unroll=unroll,
-                  threshold=threshold, vectors=vectors, seed=seed)
-    t = time.perf_counter()
-    paths = res.write(out if out is not None else Path("build/apps") / res.name)
-    res.times["write"] = time.perf_counter() - t
-    _print_summary(res, paths, design)
+@_design_opt(required=True)
+@click.option("--out", default=None, type=click.Path(file_okay=False),
+              help="run directory (default build/apps/<app>)")
+@click.option("--seed", default=0, show_default=True, help="placement seed")
+@click.option("--image", default="camera", show_default=True,
+              help="camera | astronaut | coffee (scikit-image samples) | an image file path")
+@click.option("--size", default=64, show_default=True, type=click.IntRange(1, 4096),
+              help="square input image side (pixels)")
+@click.option("--unroll", default=1, show_default=True, help="pixels per cycle (lanes)")
+@click.option("--from", "resume_from", default="map", show_default=True,
+              type=click.Choice(ORDER[:-1]),
+              help="first stage to run; the files of earlier stages in the run directory "
+                   "are reused (checked against the design and each other)")
+def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str, size: int,
+            unroll: int, resume_from: str) -> None:
+    """Map APP onto the design, simulate it on the RTL and compare with both golden models."""
+    from mapper.flow import AppParams, FlowParams, RunParams, SimOptions, run_app
+    from mapper.place import PlaceParams
+
+    t0 = time.perf_counter()
+    params = RunParams(AppParams(app, size, size, unroll), design, out,
+                       FlowParams(place=PlaceParams(seed=seed)), SimOptions(image),
+                       resume_from)
+    progress, step = _progress(app)
+    with progress:
+        run = run_app(params, step)
+    _summary(run, t0)
 
 
-__all__: list[Any] = ["AppMapping", "map_app", "map_cmd"]
+__all__ = ["bitstream_cmd", "map_cmd", "pack_cmd", "pipeline_cmd", "place_cmd", "route_cmd",
+           "run_cmd", "sim_cmd"]

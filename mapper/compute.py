@@ -191,7 +191,7 @@ def _data_width(k: ir.Kernel, n: ir.Node) -> int:
 
 def _match(rule: Rule, k: ir.Kernel, root: int, uses: dict[int, int], outputs: set[int],
            covered: set[int]) -> _Match | None:
-    dag = rule.dag
+    dag = rule.pattern
     pnodes = {pn["id"]: pn for pn in dag["nodes"]}
     proot = dag["outputs"][rule.root_output]
 
@@ -276,17 +276,17 @@ def cover_kernel(kernel: ir.Kernel, table: RuleTable, pe_doc: dict[str, Any],
             values: dict[str, int] = dict(ri.inst)
             for fname, cname in ri.const_fields.items():
                 if cname not in consts:
-                    raise MappingError(f"kernel {kernel.name}: rule {rule.key} binds constant "
+                    raise MappingError(f"kernel {kernel.name}: rule {rule.target} binds constant "
                                        f"'{cname}' but the match gave none (the rule table is "
                                        f"inconsistent; regenerate it with `cgra rules`)")
                 values[fname] = consts[cname]
             try:
                 inst = assemble_fields(pe_doc, values)
             except CgraError as exc:  # ConfigError from the assembler: name the rule
-                raise MappingError(f"kernel {kernel.name}: rule {rule.key} does not assemble "
+                raise MappingError(f"kernel {kernel.name}: rule {rule.target} does not assemble "
                                    f"for PE {pe_label} ({exc}); the rule table is stale, "
                                    f"regenerate it with `cgra rules`") from None
-            pe = MappedPE(f"{prefix}_pe{len(pes)}", rule.key, rule.op,
+            pe = MappedPE(f"{prefix}_pe{len(pes)}", rule.target, rule.op,
                           list(nodes) if ri is rule.instances[-1] else [], values, inst)
             pes.append(pe)
             by_name[pe.name] = pe
@@ -345,7 +345,7 @@ def cover_kernel(kernel: ir.Kernel, table: RuleTable, pe_doc: dict[str, Any],
                     src = produced[inputs[b.port]]
                 elif b.kind == "tie":
                     src = const_src(int(b.value or 0), pe_inputs.get(pin, 16),
-                                    f"PE {pe.name} input {pin} (tied by rule {rule.key})")
+                                    f"PE {pe.name} input {pin} (tied by rule {rule.target})")
                 elif b.kind == "wire":
                     src = ("pe", made[b.instance].name, b.port)
                 else:

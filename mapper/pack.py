@@ -1,8 +1,8 @@
 """Packing: fold what a PE tile can hold into the PE, and resolve netlist ports to core ports.
 
 Input: a mapped :class:`mapper.netlist.Netlist` (instances of kind ``pe``/``mem``/``io_in``/
-``io_out``/``reg``/``const`` with PnR tags ``p``/``m``/``I``/``i``/``r``) and the routing graphs
-(:class:`mapper.route.RoutingGraph`, for the cores' ports and config fields).
+``io_out``/``reg``/``const`` with PnR tags ``p``/``m``/``I``/``i``/``r``) and the collateral
+(:class:`mapper.collateral.Collateral`: its tiles give the cores' ports and config fields).
 
 * **PE input registers.** A register (tag ``r``) whose output net has exactly one sink, a PE
   data input ``port``, is absorbed into that PE when the PE core has the config field
@@ -26,11 +26,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cgra.errors import MappingError, RoutingError
 from mapper.netlist import Netlist
 from mapper.route import RoutingGraph, TileSite, Terminal
+
+if TYPE_CHECKING:
+    from mapper.collateral import Collateral
 
 PLACEABLE_TAGS = ("p", "m", "I", "i", "r")
 
@@ -140,17 +143,15 @@ class PackedDesign:
         return out
 
 
-def _tile_of_tag(graphs: dict[int, RoutingGraph], tag: str) -> TileSite | None:
-    g = next(iter(graphs.values()))
-    for t in g.tiles.values():
+def _tile_of_tag(coll: Collateral, tag: str) -> TileSite | None:
+    for t in coll.tiles.values():
         if t.tag == tag:
             return t
     return None
 
 
-def pack(netlist: Netlist, graphs: dict[int, RoutingGraph],
-         params: PackParams | None = None) -> PackedDesign:
-    """Pack ``netlist`` for the array described by ``graphs`` (width -> routing graph).
+def pack(netlist: Netlist, coll: Collateral, params: PackParams | None = None) -> PackedDesign:
+    """Pack ``netlist`` for the array of ``coll``.
 
     Raises :class:`MappingError` for an instance without a placeable tag (e.g. an unmapped
     ``kernel`` placeholder), a register with no or several input nets, or a constant that
@@ -167,11 +168,11 @@ def pack(netlist: Netlist, graphs: dict[int, RoutingGraph],
         insts[name] = PackedInstance(name, i.kind, i.tag, dict(i.config))
     nets = [PackedNet(n.name, n.width, n.source, list(n.sinks)) for n in netlist.nets]
     packed = PackedDesign(netlist.name, insts, nets, {k: dict(v) for k, v in p.port_map.items()})
-    pe_site = _tile_of_tag(graphs, "p")
+    pe_site = _tile_of_tag(coll, "p")
     pe_fields = {f.name: f for f in pe_site.config_fields} if pe_site else {}
 
     def pe_core_port(inst: str, port: str, width: int) -> str | None:
-        if pe_site is None or width not in graphs:
+        if pe_site is None or width not in coll.graphs:
             return None
         return resolve_core_port(pe_site, port, width, "in", packed.port_map.get("p"), inst)
 

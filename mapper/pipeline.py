@@ -37,7 +37,7 @@ missing cycles.
 
 **Static timing analysis.** Start points: enabled ``REG`` nodes (clock-to-Q is in the
 ``REG -> RMUX`` edge delay), outputs of MEM, IO and registered PEs (arrival = core delay, ps,
-from the routing graph's tile records, else the delay table's ``core`` class). End points:
+the ``core`` class of the tile in the design's timing model, ``timing.json``). End points:
 ``REG`` nodes and core inputs of MEM, IO and registered PEs. A combinational PE (``L = 0``) adds
 its core delay from each non-registered input to its output. Edge delays are the routing
 graph's ``delay_ps``. The critical path is the longest start-to-end path (ps).
@@ -50,21 +50,22 @@ from __future__ import annotations
 
 import copy
 import heapq
-import json
 import time
 from itertools import pairwise
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
+from canal.timing import TimingModel
 from cgra.errors import ConfigError, MappingError, RoutingError
 from mapper.pack import PackedDesign
 from mapper.place import Placement
 from mapper.route import NetRoute, RoutingGraph, RoutingResult, Terminal
 
-DEFAULT_DELAYS = Path("/work/shared/timing/delays_ps.json")
+if TYPE_CHECKING:
+    from mapper.collateral import Collateral
+
 _TAG_CLASS = {"p": "pe", "m": "mem", "I": "io", "i": "io"}
 
 
@@ -73,15 +74,13 @@ class PipelineParams:
     """``latency``: PnR tag -> core latency in cycles (an instance's ``config['latency']``
     overrides); ``absorb_into_mem``: use MEM schedule offsets for balancing;
     ``target_period_ps``: compute-pipelining target (``None`` = only balance);
-    ``max_pipeline_steps``: bound on compute-pipelining iterations; ``delays``: delay table
-    JSON (core delays when the routing graph lacks them); ``input_reg_field``: PE field
-    template of an input register (as :class:`mapper.pack.PackParams`)."""
+    ``max_pipeline_steps``: bound on compute-pipelining iterations; ``input_reg_field``: PE
+    field template of an input register (as :class:`mapper.pack.PackParams`)."""
 
     latency: dict[str, int] = field(default_factory=lambda: {"p": 0, "m": 0, "I": 0, "i": 0})
     absorb_into_mem: bool = True
     target_period_ps: float | None = None
     max_pipeline_steps: int = 64
-    delays: str | None = None
     input_reg_field: str = "{port}_reg_en"
 
 
@@ -119,17 +118,6 @@ class PipelineResult:
     output_latency: dict[str, int]
     timing: TimingReport
     seconds: float
-
-
-def load_delay_table(path: str | Path | None = None) -> dict[str, Any]:
-    """The delay table (ps); default ``/work/shared/timing/delays_ps.json``. Raises
-    :class:`ConfigError` when unreadable."""
-    p = Path(path) if path else DEFAULT_DELAYS
-    try:
-        return json.loads(p.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"delay table {p}: cannot read ({exc}); pass a JSON delay table like "
-                          f"{DEFAULT_DELAYS}") from None
 
 
 def _reg_of_rmux(rmux: str) -> str:
@@ -449,28 +437,26 @@ class _Design:
         return out
 
 
-def _core_delay(rg: RoutingGraph, xy: tuple[int, int], table: dict[str, Any]) -> float:
+def _core_delay(rg: RoutingGraph, xy: tuple[int, int], timing: TimingModel) -> float:
     t = rg.tiles[xy]
-    if t.core_delay_ps is not None:
-        return float(t.core_delay_ps)
     cls = t.timing_class or _TAG_CLASS.get(t.tag, "pe")
-    core = table.get("core", {})
-    if cls not in core:
-        raise ConfigError(f"delay table has no core delay for class '{cls}' (tile {xy}); add "
-                          f"it to the 'core' section")
-    return float(core[cls])
+    delay = timing.core(cls)
+    if delay is None:
+        raise ConfigError(f"timing model {timing.source} has no core delay for class '{cls}' "
+                          f"(tile {xy}); add it to the 'core' section of the delay table")
+    return delay
 
 
 def timing_analysis(packed: PackedDesign, placement: Placement, routing: RoutingResult,
-                    graphs: dict[int, RoutingGraph], params: PipelineParams | None = None,
-                    pe_input_regs: list[tuple[str, str]] | None = None,
-                    table: dict[str, Any] | None = None) -> TimingReport:
-    """Static timing analysis of a routed design (model in the module docstring).
+                    coll: Collateral, params: PipelineParams | None = None,
+                    pe_input_regs: list[tuple[str, str]] | None = None) -> TimingReport:
+    """Static timing analysis of a routed design (model in the module docstring) with the
+    collateral's routing-graph edge delays and timing model.
 
     Returns the :class:`TimingReport` (critical path in ps). Raises :class:`RoutingError`
     on a combinational loop."""
     p = params or PipelineParams()
-    tbl = table if table is not None else load_delay_table(p.delays)
+    graphs, tbl = coll.graphs, coll.timing
     g = nx.DiGraph()
     start: dict[str, float] = {}
     end: set[str] = set()
@@ -570,20 +556,18 @@ def _shift_program(prog: dict[str, Any], delta: int, where: str) -> dict[str, An
 
 
 def pipeline(packed: PackedDesign, placement: Placement, routing: RoutingResult,
-             graphs: dict[int, RoutingGraph], params: PipelineParams | None = None
-             ) -> PipelineResult:
+             coll: Collateral, params: PipelineParams | None = None) -> PipelineResult:
     """Branch-delay matching, MEM latency absorption, optional compute pipelining and static
     timing analysis of a placed and routed design (see the module docstring).
 
     Returns a :class:`PipelineResult`; ``packed`` and ``routing`` are not modified (the
     result holds updated copies). Raises :class:`RoutingError` when a deficit cannot be
-    balanced, :class:`MappingError` on a feedback loop, :class:`ConfigError` on a bad delay
-    table or a negative schedule offset.
+    balanced, :class:`MappingError` on a feedback loop, :class:`ConfigError` on a timing model
+    without a core class or a negative schedule offset.
     """
     t0 = time.perf_counter()
     p = params or PipelineParams()
-    tbl = load_delay_table(p.delays)
-    d = _Design(packed, routing, graphs, p)
+    d = _Design(packed, routing, coll.graphs, p)
     d._sites = placement.sites
     forced: set[str] = set()
     state = d.balance(forced)
@@ -597,7 +581,7 @@ def pipeline(packed: PackedDesign, placement: Placement, routing: RoutingResult,
         return rr, pk
 
     rr, pk = make(state)
-    timing = timing_analysis(pk, placement, rr, graphs, p, state["pe_regs"], tbl)
+    timing = timing_analysis(pk, placement, rr, coll, p, state["pe_regs"])
     steps = 0
     while p.target_period_ps is not None and timing.period_ps > p.target_period_ps \
             and steps < p.max_pipeline_steps:
@@ -611,7 +595,7 @@ def pipeline(packed: PackedDesign, placement: Placement, routing: RoutingResult,
         forced.add(min(cands)[1])
         state = d.balance(forced)
         rr, pk = make(state)
-        timing = timing_analysis(pk, placement, rr, graphs, p, state["pe_regs"], tbl)
+        timing = timing_analysis(pk, placement, rr, coll, p, state["pe_regs"])
     sig = d.sigma_in(state)
     # check: every PE sees its operands in the same cycle
     for inst, pi in pk.instances.items():

@@ -31,12 +31,15 @@ import math
 import random
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from cgra.errors import PlacementError
 from mapper.pack import PackedDesign
-from mapper.route import RoutingGraph
+
+if TYPE_CHECKING:
+    from mapper.collateral import Collateral
 
 TAG_NAMES = {"p": "PE", "m": "MEM", "I": "16-bit IO", "i": "1-bit IO", "r": "register"}
 
@@ -71,7 +74,7 @@ class Placement:
     alpha: float
 
 
-def _site_class(packed: PackedDesign, graphs: dict[int, RoutingGraph]) -> dict[str, tuple]:
+def _site_class(packed: PackedDesign) -> dict[str, tuple]:
     """instance -> site class key: (tag,) or ('r', width)."""
     reg_w: dict[str, int] = {}
     for n in packed.nets:
@@ -89,8 +92,9 @@ def _site_class(packed: PackedDesign, graphs: dict[int, RoutingGraph]) -> dict[s
     return out
 
 
-def site_capacity(graphs: dict[int, RoutingGraph]) -> dict[tuple, dict[tuple[int, int], int]]:
+def site_capacity(coll: Collateral) -> dict[tuple, dict[tuple[int, int], int]]:
     """Site class -> (x, y) -> how many instances of the class the tile holds."""
+    graphs = coll.graphs
     g = next(iter(graphs.values()))
     caps: dict[tuple, dict[tuple[int, int], int]] = {}
     for (x, y), t in sorted(g.tiles.items(), key=lambda kv: (kv[0][1], kv[0][0])):
@@ -293,9 +297,9 @@ def _legalise(ann: _Annealer, coords: np.ndarray, fixed_locs: dict[int, tuple[in
     return locs
 
 
-def place(packed: PackedDesign, graphs: dict[int, RoutingGraph],
+def place(packed: PackedDesign, coll: Collateral,
           params: PlaceParams | None = None) -> Placement:
-    """Place ``packed`` on the array of ``graphs`` (width -> routing graph).
+    """Place ``packed`` on the array of ``coll``.
 
     Returns a :class:`Placement` (tile coordinates, cost, HPWL in tiles, seconds). Raises
     :class:`PlacementError` when a tag has more instances than sites (naming the tag, the
@@ -304,8 +308,8 @@ def place(packed: PackedDesign, graphs: dict[int, RoutingGraph],
     t0 = time.perf_counter()
     p = params or PlaceParams()
     rng = random.Random(p.seed)
-    cls = _site_class(packed, graphs)
-    caps = site_capacity(graphs)
+    cls = _site_class(packed)
+    caps = site_capacity(coll)
     need: dict[tuple, int] = {}
     for c in cls.values():
         need[c] = need.get(c, 0) + 1
@@ -327,7 +331,7 @@ def place(packed: PackedDesign, graphs: dict[int, RoutingGraph],
             raise PlacementError(f"instance {name} (tag '{c[0]}') cannot be fixed at tile "
                                  f"{tuple(xy)}: not a {TAG_NAMES.get(c[0], c[0])} site")
         fixed_locs[ann.idx[name]] = (int(xy[0]), int(xy[1]))
-    cols, rows = next(iter(graphs.values())).size
+    cols, rows = coll.size
     max_dim = max(cols, rows)
     if p.analytical and ann.nets:
         # anchor IO instances on the IO sites nearest the array centre (in instance order,
@@ -365,11 +369,11 @@ def place(packed: PackedDesign, graphs: dict[int, RoutingGraph],
 
 
 def check_placement(packed: PackedDesign, placement: Placement,
-                    graphs: dict[int, RoutingGraph]) -> None:
+                    coll: Collateral) -> None:
     """Raise :class:`PlacementError` unless every instance sits on a site of its tag and no
     site holds more instances than its capacity."""
-    cls = _site_class(packed, graphs)
-    caps = site_capacity(graphs)
+    cls = _site_class(packed)
+    caps = site_capacity(coll)
     count: dict[tuple, int] = {}
     for name in packed.instances:
         if name not in placement.sites:
@@ -377,8 +381,7 @@ def check_placement(packed: PackedDesign, placement: Placement,
         xy = tuple(placement.sites[name])
         c = cls[name]
         if xy not in caps.get(c, {}):
-            tag = next(iter(graphs.values())).tiles[xy].tag if xy in next(
-                iter(graphs.values())).tiles else "?"
+            tag = coll.tiles[xy].tag if xy in coll.tiles else "?"
             raise PlacementError(f"instance {name} (tag '{c[0]}') is placed on tile {xy} of "
                                  f"tag '{tag}'")
         key = (c, xy)

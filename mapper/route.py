@@ -1,12 +1,11 @@
 """Routing: the routing-graph view the mapper works on, and negotiated-congestion routing.
 
-**Routing-graph view.** :class:`RoutingGraph` loads one routing-graph JSON file written by
-``canal.collateral`` (schema ``canal.routing_graph/1``: ``nodes`` with ordered ``fanin`` lists and
-``delay_ps`` per fan-in edge, ``tiles`` with PnR tags, ports, config fields and core delays,
-``layout``) into a :class:`networkx.DiGraph` (node attrs ``kind``, ``x``, ``y``, ``side``,
-``track``, ``io``, ``port``, ``direction``; edge attrs ``sel`` = index of the source in the sink's
-fan-in list, ``delay`` in ps) plus integer-indexed arrays for the router. The mapper never
-imports canal to do this, so the router depends only on the file format.
+**Routing-graph view.** :class:`RoutingGraph` wraps one
+:class:`canal.graph.InterconnectGraph` as read by :mod:`canal.collateral` (the one reader of
+the routing-graph file format, schema ``canal.routing_graph/1``) and adds what the router
+needs: integer-indexed node arrays (``ids``, ``index``, ``succ``, ``xy``, ``kind``), the
+pipeline-register sites per tile and the mandatory registers. Tiles are canal's
+:class:`~canal.graph.TileInfo` records (PnR tag, core, ports, config fields).
 
 **Router.** PathFinder (McMurchie & Ebeling, "PathFinder: A Negotiation-Based Performance-Driven
 Router for FPGAs", FPGA 1995): every routing node has capacity 1; the cost of entering node
@@ -31,126 +30,62 @@ used as plain wires by the router; enabling one on a route is the pipelining pas
 
 Route record: for every net, ``paths[sink] = [node ids from the source node to the sink node]``
 (a sink is ``(instance, port)``); the union of a net's paths is a tree rooted at its source.
+Its file form is :mod:`mapper.stages` (``routing.json``, plus the cyclone ``.route`` text).
 """
 from __future__ import annotations
 
 import heapq
-import json
 import time
 from itertools import pairwise
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import networkx as nx
 
-from cgra.config import ConfigField
+from canal.collateral import layout as canal_layout
+from canal.collateral import load_json as load_interconnect_graph
+from canal.graph import IO, InterconnectGraph, TileInfo
 from cgra.errors import CollateralError, PlacementError, RoutingError
 
-ROUTING_GRAPH_SCHEMA = "canal.routing_graph/1"
+if TYPE_CHECKING:
+    from mapper.collateral import Collateral
 
 Terminal = tuple[str, str]
 """``(instance name, netlist port name)``."""
 
-
-@dataclass(frozen=True)
-class CorePort:
-    """A core port of a tile: ``width`` in bits, ``direction`` ``in``/``out``."""
-
-    name: str
-    width: int
-    direction: str
-
-
-@dataclass(frozen=True)
-class TileSite:
-    """A tile of the layout as the routing graph describes it: PnR ``tag`` (``p``, ``m``,
-    ``I``, ``i``; ``""`` for a tile without core), core name, timing class, core delay (ps,
-    ``None`` when unknown), core ports in core order, config fields (feature 0) and the ports
-    wired to the array edge (``external``, never routed)."""
-
-    x: int
-    y: int
-    tag: str
-    core: str | None
-    timing_class: str
-    core_delay_ps: float | None
-    ports: tuple[CorePort, ...]
-    config_fields: tuple[ConfigField, ...]
-    external: tuple[str, ...]
-
-    def routable(self, width: int | None = None, direction: str | None = None
-                 ) -> list[CorePort]:
-        """Routable core ports, optionally filtered by width (bits) and direction."""
-        return [p for p in self.ports if p.name not in self.external
-                and (width is None or p.width == width)
-                and (direction is None or p.direction == direction)]
+TileSite = TileInfo
+"""A tile as the back end sees it: canal's :class:`~canal.graph.TileInfo`."""
 
 
 class RoutingGraph:
     """One bit width of the routing graph (see the module docstring).
 
-    Attributes: ``width`` (bits), ``g`` (:class:`networkx.DiGraph`), ``tiles`` ((x, y) ->
-    :class:`TileSite`), ``layout`` (one tag string per row), ``params`` (builder parameters),
-    ``source`` (file name). Integer view for the router: ``ids`` (index -> node id), ``index``
-    (node id -> index), ``succ`` (index -> successor indices), ``xy``, ``kind``.
+    Attributes: ``ig`` (the :class:`~canal.graph.InterconnectGraph`), ``width`` (bits),
+    ``tiles`` ((x, y) -> :class:`~canal.graph.TileInfo`), ``layout`` (one tag string per row),
+    ``params`` (builder parameters), ``source`` (file name). Integer view for the router:
+    ``ids`` (index -> node id), ``index`` (node id -> index), ``succ`` (index -> successor
+    indices), ``xy``, ``kind`` (``SB``/``PORT``/``REG``/``RMUX``).
     """
 
-    def __init__(self, doc: dict[str, Any], source: str = "<json>"):
-        if doc.get("schema") != ROUTING_GRAPH_SCHEMA:
-            raise CollateralError(f"{source}: routing graph schema {doc.get('schema')!r}, "
-                                  f"expected {ROUTING_GRAPH_SCHEMA!r}; regenerate the collateral "
-                                  f"(make rtl)")
+    def __init__(self, ig: InterconnectGraph, source: str = "<graph>"):
+        self.ig = ig
         self.source = source
-        try:
-            self.width = int(doc["width"])
-            self.params = dict(doc.get("params", {}))
-            self.layout = list(doc.get("layout", []))
-            self.timing_notes = list(doc.get("timing_notes", []))
-            self.tiles: dict[tuple[int, int], TileSite] = {}
-            for t in doc["tiles"]:
-                self.tiles[(t["x"], t["y"])] = TileSite(
-                    t["x"], t["y"], t.get("tag") or "", t.get("core"),
-                    t.get("timing_class", "pe"), t.get("core_delay_ps"),
-                    tuple(CorePort(p["name"], int(p["width"]), p["direction"])
-                          for p in t.get("ports", [])),
-                    tuple(ConfigField(f["name"], int(f["width"]), int(f.get("reset", 0)))
-                          for f in t.get("config_fields", [])),
-                    tuple(t.get("external", [])))
-            nodes = doc["nodes"]
-            self.ids: list[str] = [d["id"] for d in nodes]
-            self.index: dict[str, int] = {n: i for i, n in enumerate(self.ids)}
-            if len(self.index) != len(self.ids):
-                raise CollateralError(f"{source}: duplicate node ids; regenerate the routing "
-                                      f"graph")
-            self.succ: list[list[int]] = [[] for _ in self.ids]
-            edges = []
-            for j, d in enumerate(nodes):
-                fanin = d["fanin"]
-                delays = d.get("delay_ps", [0.0] * len(fanin))
-                if len(delays) != len(fanin):
-                    raise CollateralError(f"{source}: node {d['id']} has {len(fanin)} fan-ins "
-                                          f"but {len(delays)} delays")
-                for sel, (src, dl) in enumerate(zip(fanin, delays, strict=True)):
-                    i = self.index.get(src)
-                    if i is None:
-                        raise CollateralError(f"{source}: node {d['id']} has fan-in {src} that "
-                                              f"is not a node; regenerate the routing graph")
-                    self.succ[i].append(j)
-                    edges.append((src, d["id"], {"sel": sel, "delay": float(dl)}))
-            g = nx.DiGraph()
-            g.add_nodes_from((d["id"], {"kind": d["kind"], "x": int(d["x"]), "y": int(d["y"]),
-                                        "side": d.get("side"), "track": d.get("track"),
-                                        "io": d.get("io"), "port": d.get("port"),
-                                        "direction": d.get("direction"),
-                                        "fanin": list(d["fanin"])}) for d in nodes)
-            g.add_edges_from(edges)
-            self.xy: list[tuple[int, int]] = [(int(d["x"]), int(d["y"])) for d in nodes]
-            self.kind: list[str] = [d["kind"] for d in nodes]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise CollateralError(f"{source}: malformed routing graph ({type(exc).__name__}: "
-                                  f"{exc}); regenerate it with canal") from None
-        self.g = g
+        self.width = ig.width
+        self.params = ig.params
+        self.tiles: dict[tuple[int, int], TileInfo] = ig.tiles
+        self.timing_notes = list(ig.timing_notes)
+        self.layout = canal_layout(ig) if ig.tiles else []
+        self.ids: list[str] = list(ig.nodes)
+        self.index: dict[str, int] = {n: i for i, n in enumerate(self.ids)}
+        self.succ: list[list[int]] = [[] for _ in self.ids]
+        for dst, srcs in ig.fanin.items():
+            j = self.index[dst]
+            for src in srcs:
+                self.succ[self.index[src]].append(j)
+        nodes = ig.nodes
+        self.xy: list[tuple[int, int]] = [(nodes[n].x, nodes[n].y) for n in self.ids]
+        self.kind: list[str] = [nodes[n].kind.value for n in self.ids]
         self.regs_by_tile: dict[tuple[int, int], list[str]] = {}
         for i, n in enumerate(self.ids):
             # a register site must lead somewhere: REG -> RMUX -> at least one node (the
@@ -161,17 +96,13 @@ class RoutingGraph:
         #: mandatory registers): a route leaving by that SB_OUT must pass the register
         self.mandatory_regs: set[int] = {
             i for i, n in enumerate(self.ids) if self.kind[i] == "REG"
-            and all(len(nodes[j]["fanin"]) == 1 for j in self.succ[i])}
+            and all(len(ig.fanin[self.ids[j]]) == 1 for j in self.succ[i])}
 
     @classmethod
     def load(cls, path: str | Path) -> "RoutingGraph":
-        """Read a routing-graph JSON file; raises :class:`CollateralError` when unreadable."""
-        try:
-            doc = json.loads(Path(path).read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise CollateralError(f"{path}: cannot read routing graph ({exc}); run make rtl "
-                                  f"to write the collateral") from None
-        return cls(doc, str(path))
+        """Read a routing-graph JSON file through :func:`canal.collateral.load_json`; raises
+        :class:`CollateralError` when it is unreadable or malformed."""
+        return cls(load_interconnect_graph(path), str(path))
 
     @property
     def size(self) -> tuple[int, int]:
@@ -189,48 +120,34 @@ class RoutingGraph:
 
     def delay(self, src: str, dst: str) -> float:
         """Delay of edge src -> dst in ps."""
-        return self.g.edges[src, dst]["delay"]
+        return self.ig.delay[(src, dst)]
+
+    def has_edge(self, src: str, dst: str) -> bool:
+        return self.ig.has_edge(src, dst)
+
+    def is_sb_in(self, nid: str) -> bool:
+        """True for a switch-box input node (one tile-to-tile track segment)."""
+        return self.ig.nodes[nid].io is IO.SB_IN and self.kind[self.index[nid]] == "SB"
 
 
-def load_graphs(paths: Iterable[str | Path]) -> dict[int, RoutingGraph]:
-    """Load routing-graph JSON files; returns width -> :class:`RoutingGraph` (widest first,
-    whatever the file order). Raises
-    :class:`CollateralError` when two files have the same width or different tile sets."""
+def as_graphs(graphs: Iterable[InterconnectGraph | RoutingGraph]) -> dict[int, RoutingGraph]:
+    """Width -> :class:`RoutingGraph` (widest first) from canal graphs or routing graphs.
+    Raises :class:`CollateralError` when two have the same width or different tile sets."""
     out: dict[int, RoutingGraph] = {}
-    for p in paths:
-        rg = RoutingGraph.load(p)
+    for g in graphs:
+        rg = g if isinstance(g, RoutingGraph) else RoutingGraph(g)
         if rg.width in out:
-            raise CollateralError(f"{p}: a second {rg.width}-bit routing graph (first: "
-                                  f"{out[rg.width].source}); give one file per bit width")
+            raise CollateralError(f"{rg.source}: a second {rg.width}-bit routing graph (first: "
+                                  f"{out[rg.width].source}); give one graph per bit width")
         out[rg.width] = rg
     if not out:
-        raise CollateralError("no routing graph given; pass the routing/*.json files of the "
+        raise CollateralError("no routing graph given; pass the routing graphs of the "
                               "design's collateral")
     first = next(iter(out.values()))
     for rg in out.values():
         if set(rg.tiles) != set(first.tiles):
             raise CollateralError(f"{rg.source} and {first.source} describe different tile sets")
     return {w: out[w] for w in sorted(out, reverse=True)}
-
-
-def find_graphs(design_dir: str | Path) -> dict[int, RoutingGraph]:
-    """Load every ``*.json`` routing graph in ``<design_dir>/routing`` (or ``design_dir``
-    itself when it holds them)."""
-    d = Path(design_dir)
-    cands = sorted((d / "routing").glob("*.json")) if (d / "routing").is_dir() else []
-    if not cands:
-        cands = sorted(d.glob("*.json"))
-    docs = []
-    for c in cands:
-        try:
-            if json.loads(c.read_text()).get("schema") == ROUTING_GRAPH_SCHEMA:
-                docs.append(c)
-        except (OSError, json.JSONDecodeError, AttributeError):
-            continue
-    if not docs:
-        raise CollateralError(f"{d}: no routing graph JSON ({ROUTING_GRAPH_SCHEMA}) found; run "
-                              f"make rtl to write the collateral")
-    return load_graphs(docs)
 
 
 # --------------------------------------------------------------------------- router
@@ -506,16 +423,17 @@ def route_width(graph: RoutingGraph, nets: list[RouteNet], reg_feeds: dict[str, 
 
 # --------------------------------------------------------------------------- design level
 
-def route_design(packed, placement, graphs: dict[int, RoutingGraph],
+def route_design(packed, placement, coll: Collateral,
                  params: RouterParams | None = None) -> RoutingResult:
     """Route every net of a packed, placed design.
 
     ``packed``: :class:`mapper.pack.PackedDesign`; ``placement``:
-    :class:`mapper.place.Placement`; ``graphs``: width -> :class:`RoutingGraph`. Each net is
+    :class:`mapper.place.Placement`; ``coll``: the design's collateral. Each net is
     routed on the graph of its width. Raises :class:`RoutingError` (congestion, unreachable
     sink, missing graph) and :class:`PlacementError` (an instance without a site).
     """
     t0 = time.perf_counter()
+    graphs = coll.graphs
     per_width: dict[int, list[RouteNet]] = {}
     reg_feeds_w: dict[int, dict[str, str]] = {}
     meta: dict[str, tuple[int, Terminal]] = {}
@@ -582,8 +500,7 @@ def route_design(packed, placement, graphs: dict[int, RoutingGraph],
             width, src = meta[name]
             result_nets[name] = NetRoute(name, width, src, pth)
             for p in pth.values():
-                used.update(n for n in p if rg.kind[rg.index[n]] == "SB"
-                            and rg.g.nodes[n]["io"] == "SB_IN")
+                used.update(n for n in p if rg.is_sb_in(n))
         wl[w] = len(used)
     ordered = {n.name: result_nets[n.name] for n in packed.nets}
     return RoutingResult(ordered, reg_sites, iters, time.perf_counter() - t0, wl)
@@ -599,7 +516,7 @@ def _site(placement, inst: str) -> tuple[int, int]:
 
 # --------------------------------------------------------------------------- checkers
 
-def check_routing(result: RoutingResult, graphs: dict[int, RoutingGraph]) -> None:
+def check_routing(result: RoutingResult, coll: Collateral) -> None:
     """Check the routing invariants; raises :class:`RoutingError` naming the first violation.
 
     * every path edge is an edge of the routing graph of the net's width;
@@ -611,7 +528,7 @@ def check_routing(result: RoutingResult, graphs: dict[int, RoutingGraph]) -> Non
     owner: dict[tuple[int, str], str] = {}
     roots: dict[tuple[int, str], str] = {}
     for name, r in result.nets.items():
-        rg = graphs[r.width]
+        rg = coll.graphs[r.width]
         if not r.paths:
             raise RoutingError(f"net {name} has no routed sink")
         root = next(iter(r.paths.values()))[0]
@@ -622,7 +539,7 @@ def check_routing(result: RoutingResult, graphs: dict[int, RoutingGraph]) -> Non
                 raise RoutingError(f"net {name}: path to {term} starts at {p[0]}, not at the "
                                    f"net's root {root}")
             for a, b in pairwise(p):
-                if not rg.g.has_edge(a, b):
+                if not rg.has_edge(a, b):
                     raise RoutingError(f"net {name}: edge {a} -> {b} is not in the "
                                        f"{r.width}-bit routing graph")
                 t.add_edge(a, b)
@@ -635,7 +552,7 @@ def check_routing(result: RoutingResult, graphs: dict[int, RoutingGraph]) -> Non
                                f"{root}")
         for n in t.nodes:
             key = (r.width, n)
-            if n == root and rg.g.nodes[n]["kind"] == "REG":
+            if n == root and rg.kind[rg.index[n]] == "REG":
                 roots[key] = name
                 continue
             if key in owner:

@@ -11,12 +11,24 @@ Write a spec (see ``peak/examples/toy_pe.py``)::
 
 Public API (for the rules synthesiser, the array generator and the mapper):
 
+Loading a spec (``peak.load``)
+  ``load_spec("module:Class" | "path/file.py:Class" | "module:factory(8)", where=None,
+  base=None) -> type``: the one resolver of the command line, garnet's ``pe`` field and the
+  mapper; a relative file is resolved against ``base`` (a TOML passes its directory) or the
+  current directory. Raises ``SpecError`` (one line naming ``where``/the reference and the
+  fix). ``spec_ref(spec) -> str`` gives a reference that resolves back to ``spec``.
+
 Spec and normal form
   ``Peak``, ``Register(T, init)``, ``RegisterFile(depth, T, init)``, ``name_outputs(**types)``
   ``normal_form(spec_cls) -> NormalForm`` (cached once per class): ``.isa`` (instruction
   type), ``.inputs`` / ``.outputs`` (``[(name, hwtypes type)]``), ``.state``
   (``[StateLeaf(name, T, init)]``), ``.source`` (the SSA function), ``.function(family)``.
-  Bad specs raise ``cgra.errors.SpecError`` with ``file``/``line``.
+  Bad specs raise ``cgra.errors.SpecError`` with ``file``/``line`` (message
+  ``file:line: ...``): unsupported constructs, and type errors found by evaluating the
+  normal form once symbolically (unsized or non-hwtypes annotations, operands of mismatched
+  widths, a register fed a value of another width, branches of different types, a return
+  value that is not the declared output type, an int constant that does not fit its
+  operand's width).
   ``spec_hash(spec_cls) -> str``: sha256 (hex) of the source of the spec's module, the
   modules of its ISA and sub-PEs, and the class name; stable across processes.
 
@@ -73,6 +85,7 @@ import sys
 
 from cgra.errors import SpecError
 from peak.assembler import assembler
+from peak.load import load_spec, spec_ref
 from peak.normalize import NormalForm, StateLeaf, normal_form
 from peak.spec import Peak, Register, RegisterFile, name_outputs
 
@@ -111,4 +124,4 @@ def spec_hash(spec: type) -> str:
 
 
 __all__ = ["Peak", "Register", "RegisterFile", "name_outputs", "normal_form", "NormalForm",
-           "StateLeaf", "assembler", "spec_hash"]
+           "StateLeaf", "assembler", "load_spec", "spec_hash", "spec_ref"]

@@ -11,7 +11,9 @@
      "state":   [{"name": "data0_reg", "width": 16, "init": 0}, ...],
      "config":  {"field": "inst", "registers": 2}}     # 32-bit config registers, LSB first
 
-``kind`` is ``bit``/``bits``/``enum``/``sum_tag``; ``tags`` maps Enum member / Sum variant
+``spec`` is a reference :func:`peak.load_spec` resolves (``module:Class``, or
+``/abs/path/file.py:Class`` for a spec loaded from a file). ``kind`` is
+``bit``/``bits``/``enum``/``sum_tag``; ``tags`` maps Enum member / Sum variant
 names to codes; ``lo``/``width`` are bit positions in the flat instruction.
 
 Readers (no hardware imports; the mapper may use them): :func:`load_pe_json`,
@@ -37,12 +39,13 @@ def pe_json(spec: type) -> dict:
     """The ``pe.json`` document of ``spec`` (see the module docstring)."""
     from peak import spec_hash
     from peak.assembler import assembler
+    from peak.load import spec_ref
     from peak.normalize import normal_form
     nf = normal_form(spec)
     asm = assembler(nf.isa)
     return {
         "schema": SCHEMA,
-        "spec": f"{spec.__module__}:{spec.__qualname__}",
+        "spec": spec_ref(spec),
         "name": spec.__name__,
         "spec_hash": spec_hash(spec),
         "instruction_width": asm.width,

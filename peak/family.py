@@ -115,8 +115,13 @@ def make_ite(file: str):
             raise SpecError("both branches give plain Python ints; give one of them a type, "
                             "e.g. Data(0)", file, where)
         elif type(a) is not type(b):
+            if _is_bit(a) != _is_bit(b) or getattr(a, "size", 1) != getattr(b, "size", 1):
+                raise SpecError(f"the branches give values of different types "
+                                f"{type(a).__name__} and {type(b).__name__}; give both the "
+                                "same type (zext/sext or a slice; bit.ite(...) for a Bit)",
+                                file, where)
             try:
-                b = type(a)(b)
+                b = type(a)(b)          # same width, other signedness
             except Exception as e:  # noqa: BLE001 - re-raised as SpecError with the line
                 raise SpecError(f"branches have different types {type(a).__name__} and "
                                 f"{type(b).__name__}: {e}", file, where) from e

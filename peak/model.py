@@ -3,7 +3,9 @@
 ``model = Spec(); outs = model(inst, *inputs)`` — ``inst`` is an ISA value, a flat
 ``BitVector[width]`` or an int (decoded by the assembler; an invalid encoding raises
 :class:`~cgra.errors.ConfigError`); inputs are hwtypes values or ints of the declared
-types. One call is one clock cycle: registers latch and the outputs are returned (a tuple
+types (a Bit takes 0/1, a ``w``-bit vector ``-2**(w-1) .. 2**w - 1``; ConfigError otherwise).
+The instruction's Product types take plain ints for Bit / BitVector fields
+(:func:`accept_int_fields`): ``ToyPE()(Inst(Opcode.Add, 0, 1, 0), 2, 3, 5, 0) == (17, 0)``. One call is one clock cycle: registers latch and the outputs are returned (a tuple
 when the spec has several outputs). From the second call with the same instruction on, a
 call runs the normal form partially evaluated for that instruction
 (``NormalForm.specialized``: ~35 us per call for the default PE instead of ~0.6 ms).
@@ -46,18 +48,79 @@ def instruction_view(isa: Any, inst: Any) -> Any:
     return _key_view(isa, inst)[1]
 
 
+def _int_value(T: Any, v: int, what: str) -> Any:
+    """The plain int (or bool) ``v`` as a value of hwtypes type ``T``: a Bit takes 0 or 1, a
+    ``w``-bit vector ``-2**(w-1) <= v < 2**w``; ConfigError naming ``what`` otherwise."""
+    v = int(v)
+    if issubclass(T, ht.AbstractBit):
+        if v not in (0, 1):
+            raise ConfigError(f"{what} = {v} is not a Bit (0 or 1)")
+        return T(v)
+    w = T.size
+    if not -(1 << (w - 1)) <= v < (1 << w):
+        raise ConfigError(f"{what} = {v} does not fit {T.__name__} ({w} bits); give "
+                          f"{-(1 << (w - 1))} .. {(1 << w) - 1}")
+    return T(v)
+
+
 def _coerce(T: Any, v: Any, what: str) -> Any:
     if isinstance(v, T):
         return v
     if isinstance(v, (bool, int)):
-        if issubclass(T, ht.AbstractBit):
-            if v not in (0, 1):
-                raise ConfigError(f"{what} = {v} is not a Bit (0 or 1)")
-            return T(int(v))
-        return T(v)
+        return _int_value(T, v, what)
     if isinstance(v, (ht.AbstractBit, ht.AbstractBitVector)):
         return T(v)
     raise ConfigError(f"{what} = {v!r} is not a value of {T}")
+
+
+def accept_int_fields(isa: Any) -> None:
+    """Let the Product types of an ISA take plain ints for their ``Bit`` / ``BitVector[n]``
+    fields, as hwtypes' own ``Bit(0)`` / ``BitVector[16](5)`` do: ``Inst(Opcode.Add, 0, 1, 0)``
+    instead of ``Inst(Opcode.Add, Bit(0), Bit(1), Bit(0))``. Ranges as for model inputs
+    (ConfigError naming the field otherwise); other values are passed on to hwtypes'
+    type check unchanged. Sets an ``__init__`` on each Product type of ``isa`` itself (nested
+    Products and Sum variants included; hwtypes' shared anonymous base classes are not
+    touched) once; idempotent. Called for the instruction type
+    of every :class:`~peak.spec.Peak` subclass when the class is defined."""
+    from hwtypes.adt_meta import ProductMeta, SumMeta
+
+    seen: set[int] = set()
+
+    def visit(T: Any) -> None:
+        if not isinstance(T, type) or id(T) in seen:
+            return
+        seen.add(id(T))
+        if isinstance(T, SumMeta):
+            for variant in T.fields:
+                visit(variant)
+            return
+        if not isinstance(T, ProductMeta) or not T.is_bound:
+            return
+        fields = list(T.field_dict.items())
+        for _, FT in fields:
+            visit(FT)
+        if getattr(T.__dict__.get("__init__"), "_peak_accepts_ints_", False):
+            return
+        orig = T.__init__          # hwtypes' generated __init__, on a shared anonymous base
+
+        def conv(name: str, FT: Any, v: Any) -> Any:
+            if isinstance(v, (bool, int)) and isinstance(FT, type) and \
+                    (issubclass(FT, ht.AbstractBit) or
+                     (issubclass(FT, ht.AbstractBitVector) and FT.is_sized)):
+                return _int_value(FT, v, f"{T.__name__}.{name}")
+            return v
+
+        @functools.wraps(orig)
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            args = tuple(conv(n, FT, v) for (n, FT), v in zip(fields, args, strict=False)) \
+                + args[len(fields):]
+            kwargs = {k: conv(k, T.field_dict[k], v) if k in T.field_dict else v
+                      for k, v in kwargs.items()}
+            orig(self, *args, **kwargs)
+
+        __init__._peak_accepts_ints_ = True  # type: ignore[attr-defined]
+        T.__init__ = __init__
+    visit(isa)
 
 
 def _state_of(model: Any) -> list:

@@ -26,8 +26,15 @@ Rejected with ``SpecError(file, line)``: ``while``; ``for`` over anything but a 
 hwtypes type, an ISA type, a method of a value or a declared component; an unknown name;
 a name not assigned on every path; a path that does not return.
 
+Also rejected, with the line: an input / output annotated with anything but ``Bit`` or a
+sized bit vector (``BitVector`` without a width, ``int``), and every type error
+:func:`peak.typecheck.typecheck` finds by evaluating the normal form once on symbolic values
+(mismatched widths, a register fed a value of another type, branches of different types, a
+return that is not the declared outputs, an int constant wider than its operand).
+
 The result, :class:`NormalForm`, holds the generated straight-line Python source (see
-``NormalForm.source``) and compiles it once per family into
+``NormalForm.source``; ``NormalForm.spec_lines`` maps each of its lines to the spec line) and
+compiles it once per family into
 ``fn(state: tuple, inst_view, *inputs) -> (outputs, next_state: tuple)``.
 """
 from __future__ import annotations
@@ -65,7 +72,9 @@ class NormalForm:
 
     ``inputs``/``outputs``: ``(name, hwtypes type)`` in order; ``isa``: the instruction
     type; ``state``: the state leaves in the order of the state tuples; ``source``: the
-    generated SSA function; ``file``: the spec's source file."""
+    generated SSA function; ``file``: the spec's source file; ``spec_lines[k]``: the spec line
+    that produced line ``k + 1`` of ``source``; ``returns``: ``(SSA name, spec line)`` of each
+    ``return`` statement."""
 
     spec: type
     isa: Any
@@ -76,6 +85,8 @@ class NormalForm:
     file: str
     refs: dict[str, Any]
     subs: dict[str, "NormalForm"]
+    spec_lines: list[int] = field(default_factory=list)
+    returns: list[tuple[str, int]] = field(default_factory=list)
     _code: Any = None
     _fns: dict[str, Any] = field(default_factory=dict)
     _plan: Any = None
@@ -87,16 +98,7 @@ class NormalForm:
         ``fn(state_tuple, inst_view, *inputs) -> (raw_return, next_state_tuple)``."""
         fn = self._fns.get(family.name)
         if fn is None:
-            ns: dict[str, Any] = {"__builtins__": builtins}
-            for name, value in self.refs.items():
-                ns[name] = family.map_type(value)
-            ns["__ite__"] = make_ite(self.file)
-            ns["__band__"], ns["__bor__"], ns["__bnot__"] = band, bor, bnot
-            ns["__cast__"] = _cast
-            ns["__rfread__"] = _rfread
-            ns["__rfsel__"] = _rfsel
-            for name, sub in self.subs.items():
-                ns[f"__subfn_{name}"] = sub.function(family)
+            ns = self.namespace(family)
             if self._code is None:
                 self._code = compile(self.source, f"<normal form of {self.spec.__name__}>",
                                      "exec")
@@ -104,6 +106,21 @@ class NormalForm:
             fn = ns["__nf__"]
             self._fns[family.name] = fn
         return fn
+
+    def namespace(self, family: Family) -> dict[str, Any]:
+        """The globals the normal form runs with under ``family`` (its type references
+        mapped to the family's types, the ``__ite__``/``__cast__``/... helpers, sub-PEs)."""
+        ns: dict[str, Any] = {"__builtins__": builtins}
+        for name, value in self.refs.items():
+            ns[name] = family.map_type(value)
+        ns["__ite__"] = make_ite(self.file)
+        ns["__band__"], ns["__bor__"], ns["__bnot__"] = band, bor, bnot
+        ns["__cast__"] = _cast
+        ns["__rfread__"] = _rfread
+        ns["__rfsel__"] = _rfsel
+        for name, sub in self.subs.items():
+            ns[f"__subfn_{name}"] = sub.function(family)
+        return ns
 
     def specialized(self, family: Family, key: Any, view: Any) -> Any:
         """The normal form partially evaluated for one instruction (``view``; ``key`` a
@@ -313,6 +330,9 @@ class _Builder:
         self.spec, self.fn, self.tree, self.file = spec, fn, tree, file
         self.instance, self.scope = instance, scope
         self.lines: list[str] = []
+        self.line_of: list[int] = []        # spec line of each entry of self.lines
+        self.cur_line: int = tree.lineno
+        self.returns: list[tuple[str, int]] = []
         self.refs: dict[str, Any] = {}
         self.counter = 0
         self.if_counter = 0
@@ -334,9 +354,10 @@ class _Builder:
         base = base.replace(".", "_").replace("[", "_").replace("]", "")
         return f"{base}_{self.counter}"
 
-    def emit(self, target: str, expr: ast.AST | str) -> str:
+    def emit(self, target: str, expr: ast.AST | str, line: int | None = None) -> str:
         src = expr if isinstance(expr, str) else ast.unparse(expr)
         self.lines.append(f"    {target} = {src}")
+        self.line_of.append(line if line is not None else self.cur_line)
         return target
 
     def _discover(self) -> None:
@@ -600,7 +621,7 @@ class _Builder:
         if n.keywords:
             raise self.err("component calls take positional arguments only", n, "component")
         args = [self.emit(self.fresh("__arg"), ast.unparse(ast.fix_missing_locations(
-            tr.visit(a)))) for a in n.args]
+            tr.visit(a))), n.lineno) for a in n.args]
         path, sig = ctx["path"], ctx["sig"]
         if isinstance(f.value, ast.Name):           # self.comp(...)
             name = f.attr
@@ -620,7 +641,8 @@ class _Builder:
                 self.check_once(comp, sig, n, f"register self.{name}")
                 tkey = f"__T_{name}"
                 self.refs[tkey] = obj.T
-                v = self.emit(self.fresh(f"__in_{name}"), f"__cast__({tkey}, {args[0]})")
+                v = self.emit(self.fresh(f"__in_{name}"), f"__cast__({tkey}, {args[0]})",
+                              n.lineno)
                 comp.writes.append((self.path_var(path), args[1] if len(args) == 2 else None,
                                     v, sig, n.lineno))
                 return ast.Name(f"__st_{comp.leaves[0]}", ast.Load())
@@ -632,7 +654,7 @@ class _Builder:
             self.check_once(comp, sig, n, f"sub-PE self.{name}")
             st = "(" + "".join(f"__st_{i}, " for i in comp.leaves) + ")"
             r = self.emit(self.fresh(f"__sub_{name}"),
-                          f"__subfn_{name}({st}, {', '.join(args)})")
+                          f"__subfn_{name}({st}, {', '.join(args)})", n.lineno)
             comp.writes.append((self.path_var(path), None, r, sig, n.lineno))
             return ast.parse(f"{r}[0]", mode="eval").body
         # self.rf.read / self.rf.write
@@ -649,7 +671,7 @@ class _Builder:
             self.check_once(comp, sig, n, f"register file self.{name} write")
             tkey = f"__T_{name}"
             self.refs[tkey] = comp.obj.T
-            d = self.emit(self.fresh(f"__wd_{name}"), f"__cast__({tkey}, {args[1]})")
+            d = self.emit(self.fresh(f"__wd_{name}"), f"__cast__({tkey}, {args[1]})", n.lineno)
             comp.writes.append((self.path_var(path), args[2] if len(args) == 3 else None,
                                 (args[0], d), sig, n.lineno))
             return ast.Constant(None)
@@ -684,10 +706,13 @@ class _Builder:
     def walk(self, stmts: list[ast.stmt], env: dict, ctx: dict) -> str | None:
         """Emit ``stmts``; returns the name holding the return value, or None."""
         for s in stmts:
+            self.cur_line = s.lineno
             if isinstance(s, ast.Return):
                 if s.value is None:
                     raise self.err("`return` without a value; return the outputs", s, "return")
-                return self.emit(self.fresh("__ret"), self.expr(s.value, env, ctx))
+                ret = self.emit(self.fresh("__ret"), self.expr(s.value, env, ctx), s.lineno)
+                self.returns.append((ret, s.lineno))
+                return ret
             if isinstance(s, ast.Assign):
                 for t in s.targets:
                     if isinstance(t, ast.Attribute):
@@ -726,7 +751,7 @@ class _Builder:
                     raise self.err("internal: unbalanced return after closing", s)
                 if r_t is not None:
                     return self.emit(self.fresh("__ret"),
-                                     f"__ite__({cond}, {r_t}, {r_f}, {s.lineno})")
+                                     f"__ite__({cond}, {r_t}, {r_f}, {s.lineno})", s.lineno)
                 for name in sorted(set(env_t) | set(env_f)):
                     a, b = env_t.get(name), env_f.get(name)
                     if a == b:
@@ -735,7 +760,7 @@ class _Builder:
                         env[name] = None
                     else:
                         env[name] = self.emit(self.fresh(name),
-                                              f"__ite__({cond}, {a}, {b}, {s.lineno})")
+                                              f"__ite__({cond}, {a}, {b}, {s.lineno})", s.lineno)
             else:
                 what = type(s).__name__
                 raise self.err(f"unsupported construct: {what}", s, what)
@@ -746,6 +771,7 @@ class _Builder:
         for comp in self.comps.values():
             obj = comp.obj
             for (p, en, v, _sig, line) in comp.writes:
+                self.cur_line = line
                 cond = None
                 if p and en:
                     cond = self.emit(self.fresh("__we"), f"__band__({p}, {en})")
@@ -788,6 +814,8 @@ class _Builder:
         ret = self.walk(body, env, {"path": (), "sig": ()})
         nxt = self.finish_state()
         self.lines.append(f"    return {ret}, ({''.join(n + ', ' for n in nxt)})")
+        self.line_of.append(self.tree.lineno)
+        self.spec_lines = [self.tree.lineno] * len(header) + self.line_of
         return "\n".join(header + self.lines) + "\n"
 
 
@@ -827,8 +855,11 @@ def _scope(fn: Any) -> dict[str, Any]:
 def normal_form(spec: type) -> NormalForm:
     """The normal form of ``spec`` (a :class:`~peak.spec.Peak` subclass), computed once.
 
-    Raises :class:`SpecError` (with the spec file and line) for unsupported code, a path
-    that does not return, a missing annotation or ``name_outputs``."""
+    Raises :class:`SpecError` (with the spec file and line, message ``file:line: ...``) for
+    unsupported code, a path that does not return, a missing or non-hwtypes annotation, a
+    missing ``name_outputs``, a failing ``__init__`` and the type errors of
+    :func:`peak.typecheck.typecheck`. Lets the ISA's Bit / BitVector fields take ints
+    (:func:`peak.model.accept_int_fields`)."""
     if not (isinstance(spec, type) and issubclass(spec, Peak)):
         raise SpecError(f"{spec!r} is not a Peak spec class (subclass peak.Peak)")
     fn = getattr(spec, "_spec_call_", None)
@@ -860,16 +891,94 @@ def normal_form(spec: type) -> NormalForm:
                             file, tree.lineno)
     isa = ann[names[1]]
     from peak.assembler import assembler
-    assembler(isa)
+    try:
+        assembler(isa)
+    except SpecError as e:
+        if e.file is not None:
+            raise
+        raise SpecError(f"{spec.__name__}.__call__: instruction argument '{names[1]}': {e}",
+                        file, _annotation(tree, names[1])[0]) from None
+    from peak.model import accept_int_fields
+    accept_int_fields(isa)
+    for n in names[2:]:
+        _check_port_type(spec, f"input '{n}'", ann[n], file, *_annotation(tree, n))
+    for n, T in outs.items():
+        _check_port_type(spec, f"output '{n}' (name_outputs)", T, file, *_output(tree, n))
     try:
         instance = spec()
-    except SpecError:
-        raise
+    except SpecError as e:
+        if e.file is not None:
+            raise
+        sfile, line = _frame_in(e, spec)
+        raise SpecError(f"{spec.__name__}.__init__: {e}", sfile, line) from None
     except Exception as e:  # noqa: BLE001 - a broken __init__ is the author's error
+        sfile, line = _frame_in(e, spec)
         raise SpecError(f"{spec.__name__}() failed: {type(e).__name__}: {e}",
-                        inspect.getsourcefile(spec)) from e
+                        sfile, line) from e
     b = _Builder(spec, fn, tree, file, instance, scope)
     source = b.build()
-    return NormalForm(spec=spec, isa=isa, inputs=[(n, ann[n]) for n in names[2:]],
-                      outputs=list(outs.items()), state=b.state, source=source, file=file,
-                      refs=b.refs, subs=b.subs)
+    nf = NormalForm(spec=spec, isa=isa, inputs=[(n, ann[n]) for n in names[2:]],
+                    outputs=list(outs.items()), state=b.state, source=source, file=file,
+                    refs=b.refs, subs=b.subs, spec_lines=b.spec_lines, returns=b.returns)
+    from peak.typecheck import typecheck
+    typecheck(nf)
+    return nf
+
+
+def _annotation(tree: ast.FunctionDef, arg: str) -> tuple[int, str]:
+    """(line, source text) of the annotation of argument ``arg``."""
+    for a in tree.args.args:
+        if a.arg == arg:
+            return (a.annotation or a).lineno, ast.unparse(a.annotation) if a.annotation else ""
+    return tree.lineno, ""
+
+
+def _output(tree: ast.FunctionDef, name: str) -> tuple[int, str]:
+    """(line, source text) of output ``name``'s type in ``@name_outputs(...)``."""
+    for d in tree.decorator_list:
+        if isinstance(d, ast.Call):
+            for kw in d.keywords:
+                if kw.arg == name:
+                    return kw.value.lineno, ast.unparse(kw.value)
+    return (tree.decorator_list[0].lineno if tree.decorator_list else tree.lineno), ""
+
+
+def _type_name(T: Any) -> str:
+    return getattr(T, "__name__", None) or repr(T)
+
+
+def _check_port_type(spec: type, what: str, T: Any, file: str, line: int,
+                     text: str = "") -> None:
+    """A port is annotated with ``Bit`` or a sized hwtypes bit vector; SpecError otherwise.
+    ``text`` is the annotation's source (named in the message when it is an alias)."""
+    from peak.assembler import is_bit_type, is_bv_type
+    if is_bit_type(T) or is_bv_type(T):
+        return
+    name = _type_name(T)
+    typ = f"{text} = {name}" if text and text != name else name
+    prefix = f"{spec.__name__}.__call__: {what}"
+    if isinstance(T, type) and issubclass(T, ht.AbstractBitVector):
+        raise SpecError(f"{prefix} has type {typ}, a bit vector without a width; give the "
+                        f"width in bits, e.g. {name}[16]", file, line, "annotation")
+    if T in (int, bool):
+        raise SpecError(f"{prefix} is annotated {typ}, which has no bit width; annotate it "
+                        "with a hwtypes type, e.g. BitVector[16] or Bit",
+                        file, line, "annotation")
+    raise SpecError(f"{prefix} has type {typ}, which is not a hwtypes Bit or sized "
+                    "BitVector; annotate it with e.g. BitVector[16] or Bit",
+                    file, line, "annotation")
+
+
+def _frame_in(e: BaseException, spec: type) -> tuple[str | None, int | None]:
+    """(file, line) of the innermost traceback frame of ``e`` in the spec's source file."""
+    try:
+        sfile = inspect.getsourcefile(spec)
+    except TypeError:
+        return None, None
+    line = None
+    tb = e.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == sfile:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return sfile, line

@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 from typing import Any
 
-import magma as m
+from cgra.hdl import m
 
 from cgra.errors import SpecError
 from peak.assembler import assembler
@@ -312,7 +311,6 @@ def pe_circuit(spec: type) -> Any:
     """The magma circuit of ``spec`` (generated once per process). Raises
     :class:`SpecError` if the spec uses an operation the hardware family lacks."""
     from peak import spec_hash
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 100_000))
     nf = normal_form(spec)
     asm = assembler(nf.isa)
     ports: dict[str, Any] = {"clk_en": m.In(m.Bit), "inst": m.In(m.Bits[asm.width])}

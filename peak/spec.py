@@ -11,6 +11,9 @@ instance runs the normal form on concrete values (:mod:`peak.model`)::
     model = ToyPE()
     res, flag = model(inst, A, B, C, c_in)     # hwtypes values or ints; state kept inside
 
+Defining a spec class also lets its instruction type's Product fields of type Bit /
+BitVector take plain ints (``Inst(Opcode.Add, 0, 1, 0)``; :func:`peak.model.accept_int_fields`).
+
 Register semantics (one cycle of latency): ``self.r(v)`` returns the stored value and
 latches ``v``; ``self.r(v, en)`` latches only when ``en`` is 1. On a path where ``self.r``
 is not called the register holds. ``RegisterFile(depth, T)``: ``self.rf.read(addr)``
@@ -69,6 +72,18 @@ def name_outputs(**outputs: Any) -> Callable:
     return deco
 
 
+def _instruction_type(fn: Any) -> Any:
+    """The annotation of ``__call__``'s instruction argument when it is already a type
+    object; None for a string annotation (``from __future__ import annotations``), which
+    :func:`peak.normal_form` resolves later (and then calls
+    :func:`peak.model.accept_int_fields` itself)."""
+    code = getattr(fn, "__code__", None)
+    if code is None or code.co_argcount < 2:
+        return None
+    T = getattr(fn, "__annotations__", {}).get(code.co_varnames[1])
+    return T if isinstance(T, type) else None
+
+
 class Peak:
     """Base class of PE specs. Subclasses define ``__init__`` (state) and ``__call__``.
 
@@ -84,6 +99,10 @@ class Peak:
             user = cls.__dict__["__call__"]
             cls._spec_call_ = user
             cls.__call__ = Peak._model_call  # type: ignore[method-assign]
+            isa = _instruction_type(user)
+            if isa is not None:
+                from peak.model import accept_int_fields
+                accept_int_fields(isa)
 
     def _model_call(self, inst: Any, *inputs: Any) -> Any:
         from peak.model import step

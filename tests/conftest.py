@@ -7,7 +7,6 @@ session one scratch directory for Verilog and Verilator builds.
 """
 from __future__ import annotations
 
-import sys
 
 import pytest
 
@@ -15,5 +14,4 @@ import pytest
 @pytest.fixture(scope="session")
 def magma_out(tmp_path_factory):
     """A per-session (per xdist worker) directory for generated Verilog and Verilator builds."""
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 100_000))
     return tmp_path_factory.mktemp("rtl")

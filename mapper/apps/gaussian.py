@@ -1,4 +1,4 @@
-"""gaussian 3x3, the integer kernel of ``../shared/apps/coreir/gaussian_compute.json``:
+"""gaussian 3x3, the integer kernel of ``mapper/data/coreir/gaussian_compute.json``:
 
 - ``blur_unnormalized(x, y) = sum_{i,j in 0..2} w[j][i] * in(x+i, y+j)`` with
   ``w = [[24, 30, 24], [30, 37, 30], [24, 30, 24]]`` (sum 253; UInt16 wrap-around), written as

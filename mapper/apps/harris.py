@@ -1,4 +1,4 @@
-"""harris corner detector, integer version of ``../shared/apps/coreir/harris_compute.json``.
+"""harris corner detector, integer version of ``mapper/data/coreir/harris_compute.json``.
 
 All stages Int16 (the input is reinterpreted as Int16; camera pixels are 0..255):
 

@@ -25,7 +25,7 @@ chosen by ``cond`` (``Cond``): Z, N, C, V, EQ (= Z), NE, ULT, ULE, UGT, UGE, SLT
 SGE (the usual combinations of the flags after ``Sub``), or LUT = ``lut[{f, e, d}]`` (the
 8-bit table in the instruction indexed by the three 1-bit inputs, ``d`` the LSB).
 
-CoreIR / commonlib / corebit ops of ``../shared/apps/coreir/*.json`` and the PE op that
+CoreIR / commonlib / corebit ops of ``mapper/data/coreir/*.json`` and the PE op that
 covers each (the rewrite rules are synthesised from this spec, ``peak/rules``)::
 
     coreir.add            Add                         (all kernels but pointwise)

@@ -2,7 +2,7 @@
 
 Each op is a small PEak program (:mod:`peak.ir.programs`), a plain-Python reference on ints
 (:func:`reference`) and, for the mapper, a pattern DAG over primitive ops. Op names are the
-CoreIR ``genref``/``modref`` names used in ``../shared/apps/coreir/*.json``.
+CoreIR ``genref``/``modref`` names used in ``mapper/data/coreir/*.json``.
 
 Ports (CoreIR names; ``d`` = a ``width``-bit data word, ``b`` = 1 bit; every op has one
 output ``out``)::

@@ -18,6 +18,7 @@ Public API::
         -> SynthResult                               # one target, no files
     verify_rule(rule, spec, timeout_ms=30000) -> VerifyResult
     load_spec("module:Class" | "file.py:Class" | "module:factory(8)") -> type
+                                                    # = peak.load_spec (re-exported)
     BindingPolicy(ties="auto" | "bits" | "none" | {pe_input: (consts...)})
 
 Command line: ``cgra rules --pe <module:Spec> --out <dir> [--jobs N]
@@ -28,7 +29,7 @@ How the mapper uses a table (issue 7): read ``<dir>/<PE>.rules.json``; for each 
 entry load the rule file; cover the op DAG with the rules' ``pattern`` DAGs, highest
 ``priority`` first (multi-op patterns and constant-operand variants cover more nodes),
 then lowest ``cost``; a rule with ``preconditions`` applies only when its constants
-satisfy them. Ops of the kernels in ``../shared/apps/coreir`` on the default PE:
+satisfy them. Ops of the kernels in ``mapper/data/coreir`` on the default PE:
 ``coreir.const`` has its own rule (a PE whose ``res`` is the ``data0_const`` field) but is
 normally folded into the consumer through a ``[inX=const]`` variant; ``coreir.lshr`` and
 ``coreir.ashr`` (by a variable amount) have no rule because the PE shifts by ``b[3:0]``,
@@ -37,13 +38,27 @@ and the kernels only shift by constants, which the ``coreir.lshr[in1=const]`` /
 amount folds to 0 for lshr/shl and to ``ashr`` by 15); ``commonlib.absd`` is the
 two-PE decomposition ``abs(sub(a, b))``.
 """
-from peak.rules.load import load_spec
-from peak.rules.rule import (Counterexample, Rule, VerifyResult, read_rule, verify_rule,
-                             write_rule)
-from peak.rules.synth import BindingPolicy, SynthResult, synthesize
-from peak.rules.table import (CheckResult, Entry, RuleTable, build_table, check_against,
-                              load_table)
+import importlib
+from typing import Any
 
-__all__ = ["BindingPolicy", "CheckResult", "Counterexample", "Entry", "Rule", "RuleTable",
-           "SynthResult", "VerifyResult", "build_table", "check_against", "load_spec",
-           "load_table", "read_rule", "synthesize", "verify_rule", "write_rule"]
+#: public name -> module defining it; loaded on first use, so that reading a rule table
+#: (:mod:`peak.rules.format`, pure) never imports the synthesiser
+_LAZY = {"load_spec": "peak.load", "Counterexample": "peak.rules.rule",
+         "VerifyResult": "peak.rules.rule", "verify_rule": "peak.rules.rule",
+         "Rule": "peak.rules.format", "read_rule": "peak.rules.format",
+         "write_rule": "peak.rules.format", "BindingPolicy": "peak.rules.synth",
+         "SynthResult": "peak.rules.synth", "synthesize": "peak.rules.synth",
+         "CheckResult": "peak.rules.table", "Entry": "peak.rules.table",
+         "RuleTable": "peak.rules.table", "build_table": "peak.rules.table",
+         "check_against": "peak.rules.table", "load_table": "peak.rules.table"}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'peak.rules' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

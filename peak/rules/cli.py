@@ -8,9 +8,15 @@ Shows a progress bar over the targets and prints a summary table (target, status
 time). With ``--check-against`` every rule of the table is proved on the second PE; each
 failure prints its counterexample (inputs, expected, got) and the command ends with an
 error naming the failing rules.
+
+A malformed spec (``--pe`` or ``--check-against``) is a :class:`~cgra.errors.SpecError`
+reported before anything is written (``file:line: ...``, exit status 2); ``--out`` is not
+created, and if a spec error surfaces later the directory is removed when this run created
+it.
 """
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import click
@@ -19,10 +25,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.markup import escape
 from rich.table import Table
 
-from cgra.errors import RuleError
-from peak.rules.load import load_spec
+from cgra.errors import RuleError, SpecError
+from peak.load import load_spec
+from peak.normalize import normal_form
 from peak.rules.synth import BindingPolicy
-from peak.rules.table import Entry, build_table, check_against
+from peak.rules.table import Entry, RuleTable, build_table, check_against
 
 
 @click.command(name="rules")
@@ -49,19 +56,19 @@ def rules(pe_ref: str, out: str, jobs: int, check_ref: str | None, method: str,
     console = Console(stderr=False)
     spec = load_spec(pe_ref)
     other = load_spec(check_ref) if check_ref else None
+    normal_form(spec)                   # SpecError (file:line) before anything is written
+    if other is not None:
+        normal_form(other)
     timeout_ms = int(timeout_s * 1000)
-    with Progress(TextColumn("[bold]rules[/] {task.description:<28}"), BarColumn(),
-                  MofNCompleteColumn(), TimeElapsedColumn(), console=console,
-                  transient=False) as bar:
-        task = bar.add_task(spec.__name__, total=None)
-
-        def progress(e: Entry, done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total, description=escape(e.target))
-
-        table = build_table(spec, Path(out), jobs=jobs, policy=BindingPolicy(ties),
-                            method=method, timeout_ms=timeout_ms,
-                            only=list(only) if only else None, progress=progress)
-        bar.update(task, description=f"{spec.__name__} done")
+    out_dir = Path(out)
+    created = not out_dir.exists()
+    try:
+        table = _build(console, spec, out_dir, jobs, BindingPolicy(ties), method, timeout_ms,
+                       list(only) if only else None)
+    except SpecError:
+        if created and out_dir.exists():
+            shutil.rmtree(out_dir)
+        raise
     summary = Table(title=f"rewrite rules of {table.pe} ({table.width} bits)")
     for col in ("target", "status", "action", "cost", "time (s)"):
         summary.add_column(col)
@@ -87,3 +94,19 @@ def rules(pe_ref: str, out: str, jobs: int, check_ref: str | None, method: str,
             raise RuleError(f"{len(bad)} of {len(results)} rules of {table.pe} do not hold on "
                             f"{other.__name__}: {', '.join(r.target for r in bad)}")
         console.print(f"all {len(results)} rules of {table.pe} hold on {other.__name__}")
+
+
+def _build(console: Console, spec: type, out: Path, jobs: int, policy: BindingPolicy,
+           method: str, timeout_ms: int, only: list[str] | None) -> RuleTable:
+    with Progress(TextColumn("[bold]rules[/] {task.description:<28}"), BarColumn(),
+                  MofNCompleteColumn(), TimeElapsedColumn(), console=console,
+                  transient=False) as bar:
+        task = bar.add_task(spec.__name__, total=None)
+
+        def progress(e: Entry, done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total, description=escape(e.target))
+
+        table = build_table(spec, out, jobs=jobs, policy=policy, method=method,
+                            timeout_ms=timeout_ms, only=only, progress=progress)
+        bar.update(task, description=f"{spec.__name__} done")
+    return table

@@ -1,209 +1,33 @@
-"""Rule records, their JSON form, and the independent ∀ check of a rule.
+"""The independent ∀ check of a rewrite rule (the rule records and their JSON form live in
+:mod:`peak.rules.format`, the one owner of the rule-table file format).
 
-Rule file (one per rule, ``<out>/<PE>/<target>.json``), schema ``"peak-rewrite-rule"``,
-version :data:`RULE_VERSION`::
-
-    {
-      "schema": "peak-rewrite-rule", "version": 1,
-      "target": "coreir.add[in1=const]",      # op, plus which data inputs are constants
-      "op": "coreir.add", "width": 16,          # IR op name (CoreIR genref) and width (bits)
-      "const_inputs": ["in1"],                  # IR inputs fed by coreir.const
-      "preconditions": [{"port": "in1", "op": "ult", "value": 16}],   # on those constants
-      "pe": "PE", "spec_hash": "<sha256>",      # the PE spec the rule was proved on
-      "ir_hash": "<sha256>",                    # peak.ir.library_hash()
-      "cost": 1,                                # PEs used
-      "priority": 2,                            # IR nodes covered (mapper: highest first)
-      "pattern": {"nodes": [...], "outputs": {"out": "n0"}},   # see below
-      "instances": [{
-          "id": "pe0",
-          "inst": {"alu": 0, "data1_mode": 2, ...},   # every instruction field (ints)
-          "inst_tags": {"alu": "Add", ...},         # enum fields by member name
-          "inst_bits": "0x...",                      # assembled, constant fields 0
-          "const_fields": {"data1_const": {"port": "in1", "lo": 37, "width": 16}},
-          "inputs": {"data0": {"kind": "ir", "port": "in0"},
-                     "data1": {"kind": "free"},       # don't care (any value works)
-                     "bit0": {"kind": "tie", "value": 0},   # drive the constant
-                     ...}                              # composite rules also use
-                                                       # {"kind": "wire", "instance": "n0",
-                                                       #  "port": "res"}
-      }],
-      "outputs": {"out": {"instance": "pe0", "port": "res"}}
-    }
-
-To configure a PE for the rule: take ``inst_bits`` and OR in each IR constant at its
-``const_fields`` position (``value << lo``, ``width`` bits), i.e. ``inst`` with the
-constant fields replaced by the IR constants. Connect each PE input as its binding says.
-A rule with ``preconditions`` applies only when the constants satisfy them.
-
-``pattern`` is the IR DAG the rule covers: ``nodes`` in topological order, each
-``{"id", "op", "args": {port: source}}`` where a source is ``$<port>`` (a rule input),
-``k_<port>`` / another node id; constant nodes are ``{"op": "coreir.const", "value":
-"#<port>"}`` (the rule's constant ``<port>``); ``outputs`` names the node of each output.
-
-:func:`verify_rule` is the independent ∀ check: it re-evaluates the PE spec with the
-rule's concrete instruction through :func:`peak.smt.evaluate_smt` (not the synthesiser's
-symbolic elaboration), composes the instances, and asks z3 for an input on which
-``IR != PE`` (with a timeout). It is run on every rule before it is written, on every
-cached rule when loaded, and against another PE by the optimised-PE check.
+:func:`verify_rule` re-evaluates the PE spec with the rule's concrete instruction through
+:func:`peak.smt.evaluate_smt` (not the synthesiser's symbolic elaboration), composes the
+instances, and asks z3 for an input on which ``IR != PE`` (with a timeout). It is run on every
+rule before it is written, on every cached rule when loaded, and against another PE by the
+optimised-PE check.
 """
 from __future__ import annotations
 
 import itertools
-import json
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import hwtypes as ht
 import z3
 
-from cgra.errors import ConfigError, RuleError, SpecError
+from cgra.errors import ConfigError, SpecError
 from peak.assembler import assembler
-from peak.ir import Precondition, ir_op
+from peak.ir import ir_op
 from peak.normalize import normal_form
+from peak.rules.format import (RULE_SCHEMA, RULE_VERSION, InputBinding, Instance, Rule,
+                               read_rule, write_rule)
 from peak.smt import evaluate_smt, to_z3
 
+__all__ = ["RULE_SCHEMA", "RULE_VERSION", "Counterexample", "InputBinding", "Instance", "Rule",
+           "VerifyResult", "read_rule", "verify_rule", "write_rule"]
+
 _CALLS = itertools.count()
-
-RULE_SCHEMA = "peak-rewrite-rule"
-RULE_VERSION = 1
-
-
-@dataclass
-class InputBinding:
-    """How one PE input is driven: ``kind`` ``ir`` (IR input ``port``), ``free`` (any
-    value), ``tie`` (constant ``value``) or ``wire`` (output ``port`` of ``instance``)."""
-
-    kind: str
-    port: str | None = None
-    value: int | None = None
-    instance: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"kind": self.kind}
-        if self.kind == "ir":
-            d["port"] = self.port
-        elif self.kind == "tie":
-            d["value"] = self.value
-        elif self.kind == "wire":
-            d["instance"], d["port"] = self.instance, self.port
-        return d
-
-    @staticmethod
-    def from_json(d: dict[str, Any], where: str) -> "InputBinding":
-        kind = d.get("kind")
-        if kind not in ("ir", "free", "tie", "wire"):
-            raise RuleError(f"{where}: input binding kind {kind!r} is not ir/free/tie/wire")
-        return InputBinding(kind, d.get("port"), d.get("value"), d.get("instance"))
-
-
-@dataclass
-class Instance:
-    """One configured PE of a rule: instruction field values (constant fields 0),
-    constant field -> IR constant port, PE input -> binding."""
-
-    id: str
-    inst: dict[str, int]
-    const_fields: dict[str, str]
-    inputs: dict[str, InputBinding]
-
-
-@dataclass
-class Rule:
-    """A rewrite rule (see the module docstring for the JSON form)."""
-
-    target: str
-    op: str
-    width: int
-    const_inputs: list[str]
-    preconditions: list[Precondition]
-    pe: str
-    spec_hash: str
-    ir_hash: str
-    instances: list[Instance]
-    outputs: dict[str, tuple[str, str]]
-    pattern: dict[str, Any]
-    priority: int
-    cost: int = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.cost = len(self.instances)
-
-    # ------------------------------------------------------------------ JSON
-    def to_json(self, spec: type) -> dict[str, Any]:
-        """JSON-ready dict; ``spec`` supplies the instruction layout (tags, bit offsets)."""
-        asm = assembler(normal_form(spec).isa)
-        insts = []
-        for ins in self.instances:
-            tags = {}
-            for f in asm.fields:
-                if f.tags is not None:
-                    names = [n for n, c in f.tags.items() if c == ins.inst.get(f.name)]
-                    tags[f.name] = names[0] if names else None
-            bits = 0
-            for f in asm.fields:
-                bits |= (ins.inst.get(f.name, 0) & ((1 << f.width) - 1)) << f.lo
-            insts.append({
-                "id": ins.id,
-                "inst": {f.name: ins.inst[f.name] for f in asm.fields if f.name in ins.inst},
-                "inst_tags": tags,
-                "inst_bits": hex(bits),
-                "const_fields": {fn: {"port": port, "lo": asm.field(fn).lo,
-                                      "width": asm.field(fn).width}
-                                 for fn, port in sorted(ins.const_fields.items())},
-                "inputs": {k: v.to_json() for k, v in ins.inputs.items()},
-            })
-        return {
-            "schema": RULE_SCHEMA, "version": RULE_VERSION,
-            "target": self.target, "op": self.op, "width": self.width,
-            "const_inputs": list(self.const_inputs),
-            "preconditions": [p.to_json() for p in self.preconditions],
-            "pe": self.pe, "spec_hash": self.spec_hash, "ir_hash": self.ir_hash,
-            "cost": self.cost, "priority": self.priority,
-            "pattern": self.pattern,
-            "instances": insts,
-            "outputs": {k: {"instance": i, "port": p} for k, (i, p) in self.outputs.items()},
-        }
-
-    @staticmethod
-    def from_json(d: dict[str, Any], where: str = "rule") -> "Rule":
-        """Parse a rule dict; :class:`RuleError` naming ``where`` and the key on any
-        schema problem."""
-        if not isinstance(d, dict) or d.get("schema") != RULE_SCHEMA:
-            raise RuleError(f"{where}: not a rule file (schema {RULE_SCHEMA!r} expected)")
-        if d.get("version") != RULE_VERSION:
-            raise RuleError(f"{where}: rule schema version {d.get('version')} is not "
-                            f"{RULE_VERSION}; regenerate with `cgra rules`")
-        try:
-            insts = [Instance(i["id"], {k: int(v) for k, v in i["inst"].items()},
-                              {fn: c["port"] for fn, c in i["const_fields"].items()},
-                              {k: InputBinding.from_json(v, f"{where}: input {k}")
-                               for k, v in i["inputs"].items()})
-                     for i in d["instances"]]
-            return Rule(d["target"], d["op"], int(d["width"]), list(d["const_inputs"]),
-                        [Precondition(p["port"], p["op"], int(p["value"]))
-                         for p in d["preconditions"]],
-                        d["pe"], d["spec_hash"], d["ir_hash"], insts,
-                        {k: (v["instance"], v["port"]) for k, v in d["outputs"].items()},
-                        d["pattern"], int(d["priority"]))
-        except (KeyError, TypeError, ValueError) as e:
-            raise RuleError(f"{where}: malformed rule ({type(e).__name__}: {e}); "
-                            "regenerate with `cgra rules`") from e
-
-
-def write_rule(rule: Rule, spec: type, path: Path) -> None:
-    """Write ``rule`` as stable JSON (sorted keys, 2-space indent) to ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(rule.to_json(spec), indent=2, sort_keys=True) + "\n")
-
-
-def read_rule(path: Path) -> Rule:
-    """Parse a rule file; :class:`RuleError` naming the file if unreadable/malformed."""
-    try:
-        d = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise RuleError(f"{path}: cannot read rule file: {e}") from e
-    return Rule.from_json(d, str(path))
 
 
 # ---------------------------------------------------------------------------- verification

@@ -1,19 +1,7 @@
 """The rule table of one PE: synthesis of every target, caching, re-verification, files.
 
-Table file ``<out>/<PE>.rules.json``, schema ``"peak-rule-table"``, version
-:data:`TABLE_VERSION`::
-
-    {"schema": "peak-rule-table", "version": 1,
-     "pe": "PE", "spec_hash": "<sha256>", "ir_hash": "<sha256>", "width": 16,
-     "policy": {"ties": "auto"},
-     "entries": [{"target": "coreir.add", "op": "coreir.add", "status": "found",
-                  "rule": "PE/coreir.add.json", "cost": 1, "priority": 1},
-                 {"target": "pattern.muladd", "op": "pattern.muladd", "status": "none",
-                  "reason": "no instruction and binding implements it"}, ...]}
-
-``status`` is ``found`` (``rule`` is the rule file, relative to ``<out>``), ``none`` (the PE
-cannot implement the target: UNSAT for every binding, or a decomposition part is missing) or
-``timeout`` (z3 gave up; not a proof). Per-target times, the solving method and what was
+The table and rule files are written and read through :mod:`peak.rules.format` (their one
+owner; the format is documented there). Per-target times, the solving method and what was
 done (``synthesised`` / ``cached`` / ``reused``) go to ``<out>/<PE>.timing.json`` so the
 table and the rule files stay byte-stable between runs.
 
@@ -37,16 +25,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from cgra.errors import RuleError
+from cgra.errors import CgraError, RuleError
 from peak import spec_hash
 from peak.ir import DECOMPOSITIONS, Target, ir_op, library_hash, target_dag, targets
-from peak.rules.rule import (Instance, InputBinding, Rule, VerifyResult, read_rule,
-                             verify_rule, write_rule)
+from peak.rules.format import (TABLE_SCHEMA, TABLE_VERSION, Instance, InputBinding, Rule,
+                               TableEntry, TableFile, read_table, rule_filename, table_path)
+from peak.rules.format import write_table as write_table_file
+from peak.rules.rule import VerifyResult, verify_rule
 from peak.rules.synth import (DEFAULT_TIMEOUT_MS, BindingPolicy, SynthResult, pe_context,
                               synthesize)
 
-TABLE_SCHEMA = "peak-rule-table"
-TABLE_VERSION = 1
+__all__ = ["TABLE_SCHEMA", "TABLE_VERSION", "CheckResult", "Entry", "RuleTable", "build_table",
+           "check_against", "compose", "load_table", "rule_filename", "rule_from_synth",
+           "table_path", "write_table"]
 
 
 @dataclass
@@ -87,16 +78,6 @@ class RuleTable:
 
     def rule(self, target: str) -> Rule | None:
         return self.entry(target).rule
-
-
-def rule_filename(target: str) -> str:
-    """File name of a target's rule: ``coreir.add[in1=const]`` -> ``coreir.add__in1_const.json``."""
-    return (target.replace("[", "__").replace("]", "").replace("=const", "_const")
-            .replace(",", "_")) + ".json"
-
-
-def table_path(out: Path, pe_name: str) -> Path:
-    return Path(out) / f"{pe_name}.rules.json"
 
 
 # ---------------------------------------------------------------------------- rule building
@@ -176,28 +157,13 @@ def _work(key: str, width: int, policy: BindingPolicy, method: str,
 # ---------------------------------------------------------------------------- loading
 def load_table(path: Path | str, spec: type | None = None,
                timeout_ms: int = DEFAULT_TIMEOUT_MS) -> RuleTable:
-    """Read a table file and its rule files. With ``spec``, check the spec hash and verify
-    every rule on it (∀ check) — :class:`RuleError` naming the rule and the counterexample
-    if one fails. Raises :class:`RuleError` for a missing / malformed file."""
-    path = Path(path)
-    try:
-        d = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise RuleError(f"{path}: cannot read rule table: {e}") from e
-    if not isinstance(d, dict) or d.get("schema") != TABLE_SCHEMA:
-        raise RuleError(f"{path}: not a rule table (schema {TABLE_SCHEMA!r} expected)")
-    if d.get("version") != TABLE_VERSION:
-        raise RuleError(f"{path}: rule table version {d.get('version')} is not "
-                        f"{TABLE_VERSION}; regenerate with `cgra rules`")
-    try:
-        t = RuleTable(d["pe"], d["spec_hash"], d["ir_hash"], int(d["width"]),
-                      BindingPolicy.from_json(d["policy"]))
-        for e in d["entries"]:
-            rule = read_rule(path.parent / e["rule"]) if e["status"] == "found" else None
-            t.entries.append(Entry(e["target"], e["op"], e["status"], rule,
-                                   e.get("reason", "")))
-    except (KeyError, TypeError, ValueError) as e:
-        raise RuleError(f"{path}: malformed rule table ({type(e).__name__}: {e})") from e
+    """Read a table file and its rule files (:func:`peak.rules.format.read_table`). With
+    ``spec``, check the spec hash and verify every rule on it (∀ check) — :class:`RuleError`
+    naming the rule and the counterexample if one fails. Raises
+    :class:`~cgra.errors.CollateralError` for a missing / malformed file."""
+    f = read_table(Path(path))
+    t = RuleTable(f.pe, f.spec_hash, f.ir_hash, f.width, BindingPolicy.from_json(f.policy))
+    t.entries = [Entry(e.target, e.op, e.status, e.rule, e.reason) for e in f.entries]
     if spec is not None:
         if spec_hash(spec) != t.spec_hash:
             raise RuleError(f"{path}: rules were derived from another version of "
@@ -218,7 +184,7 @@ def _load_old(path: Path) -> RuleTable | None:
         return None
     try:
         return load_table(path)
-    except RuleError:
+    except CgraError:
         return None
 
 
@@ -338,30 +304,13 @@ def build_table(spec: type, out: Path | str, jobs: int = 1, width: int | None = 
 
 
 def write_table(table: RuleTable, spec: type, out: Path) -> None:
-    """Write the table file, one file per rule (stale rule files removed) and the timing
-    file under ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    rdir = out / table.pe
-    rdir.mkdir(exist_ok=True)
-    keep = set()
-    entries = []
-    for e in table.entries:
-        d: dict[str, Any] = {"target": e.target, "op": e.op, "status": e.status}
-        if e.rule is not None:
-            rel = f"{table.pe}/{rule_filename(e.target)}"
-            write_rule(e.rule, spec, out / rel)
-            keep.add(rule_filename(e.target))
-            d.update(rule=rel, cost=e.rule.cost, priority=e.rule.priority)
-        else:
-            d["reason"] = e.reason
-        entries.append(d)
-    for f in rdir.glob("*.json"):
-        if f.name not in keep:
-            f.unlink()
-    doc = {"schema": TABLE_SCHEMA, "version": TABLE_VERSION, "pe": table.pe,
-           "spec_hash": table.spec_hash, "ir_hash": table.ir_hash, "width": table.width,
-           "policy": table.policy.to_json(), "entries": entries}
-    table_path(out, table.pe).write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    """Write the table and one file per rule (:func:`peak.rules.format.write_table`; stale
+    rule files removed) and the timing file under ``out``."""
+    out = Path(out)
+    write_table_file(TableFile(table.pe, table.spec_hash, table.ir_hash, table.width,
+                               table.policy.to_json(),
+                               [TableEntry(e.target, e.op, e.status, e.rule, e.reason)
+                                for e in table.entries]), spec, out)
     timing = {"pe": table.pe, "seconds": round(table.seconds, 3),
               "entries": [{"target": e.target, "status": e.status, "action": e.action,
                            "seconds": round(e.seconds, 4), "method": e.method}

@@ -99,7 +99,7 @@ def test_core_with_bits1_ports_and_wide_config_field():
     registers still compose; the check passes."""
     import functools
 
-    import magma as m
+    from cgra.hdl import m
 
     from canal.passes import InterconnectParams, build_uniform
     from cgra.config import ConfigField

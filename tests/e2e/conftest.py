@@ -31,7 +31,6 @@ def _shared_root(tmp_path_factory) -> pathlib.Path:
 def small_design(tmp_path_factory) -> pathlib.Path:
     """Collateral directory of configs/small.toml (RTL, routing graphs, rules), generated once
     per session and shared by xdist workers."""
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 100_000))
     root = _shared_root(tmp_path_factory) / "e2e"
     root.mkdir(exist_ok=True)
     out = root / "small"
@@ -43,7 +42,8 @@ def small_design(tmp_path_factory) -> pathlib.Path:
                 from garnet.params import load_toml
 
                 params = load_toml(ROOT / "configs" / "small.toml")
-                generate(params, out, rules=True, rules_dir=ROOT / "build" / "rules", jobs=2)
+                generate(params, out, rules=True, rules_dir=ROOT / "build" / "rules", jobs=2,
+                         config_file="configs/small.toml")
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
     return out
@@ -59,16 +59,16 @@ def harness(small_design):
 
 @pytest.fixture(scope="session")
 def app_run(small_design, harness, tmp_path_factory):
-    """``app_run(name)`` -> :class:`mapper.run.AppRun` of ``name`` on the 64x64 camera crop
+    """``app_run(name)`` -> :class:`mapper.flow.AppRun` of ``name`` on the 64x64 camera crop
     (seed 0); each app runs at most once per worker and is shared by all checks."""
-    from mapper.run import RunParams, run_app
+    from mapper.flow import AppParams, RunParams, run_app
 
     out = tmp_path_factory.mktemp("apps")
     done: dict[str, object] = {}
 
     def get(name: str):
         if name not in done:
-            done[name] = run_app(RunParams(name, small_design, out / name, seed=0, size=64))
+            done[name] = run_app(RunParams(AppParams(name, 64, 64), small_design, out / name))
         return done[name]
 
     return get

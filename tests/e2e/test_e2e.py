@@ -32,8 +32,15 @@ def test_app_matches_both_golden_models(app_run, app):
     assert rep["cycles"]["stream"] == rep["cycles"]["ideal_stream"] + rep["latency"][
         "extra_cycles"]
     assert rep["latency"]["extra_cycles"] >= 0
-    for f in (f"{app}.png", "pnr.png", "run_report.json", f"{app}.bs", "pnr_report.json"):
+    for f in (f"{app}.png", "input.png", "compare.png", "pnr.png", "run_report.json",
+              f"{app}.bs", "pnr_report.json", "netlist.json", "packed.json", "placement.json",
+              f"{app}.place", "routing.json", f"{app}.route", "pipelined.json",
+              "bitstream.json"):
         assert (r.out_dir / f).is_file(), f
+    # the output PNG is 8-bit greyscale when the values fit (a viewer shows it correctly)
+    from PIL import Image
+    with Image.open(r.out_dir / f"{app}.png") as im:
+        assert im.mode == "L" and im.size == (OUT_SHAPE[app][1], OUT_SHAPE[app][0])
 
 
 def test_pointwise_known_answer(app_run):
@@ -45,16 +52,18 @@ def test_pointwise_known_answer(app_run):
 
 @pytest.mark.parametrize("app", APPS)
 def test_pnr_invariants(app_run, small_design, app):
+    from mapper.collateral import load_collateral
     from mapper.pipeline import check_balanced
     from mapper.place import check_placement
-    from mapper.route import find_graphs, check_routing
+    from mapper.route import check_routing
 
     r = app_run(app)
-    graphs = find_graphs(small_design)
+    coll = load_collateral(small_design)
+    graphs = coll.graphs
     flow = r.flow
-    check_placement(flow.packed, flow.placement, graphs)
-    check_routing(flow.routing, graphs)
-    check_routing(flow.pipelined.routing, graphs)
+    check_placement(flow.packed, flow.placement, coll)
+    check_routing(flow.routing, coll)
+    check_routing(flow.pipelined.routing, coll)
     check_balanced(flow.pipelined)
     # independent re-check: tile types and exclusive routing nodes
     rg = graphs[16]
@@ -73,32 +82,40 @@ def test_pnr_invariants(app_run, small_design, app):
         assert shared == {}
 
 
-def test_same_seed_same_bitstream(small_design, tmp_path):
-    from mapper.run import RunParams, compile_app
+def _compile(design, out, app="gaussian", seed=0, **kw):
+    from mapper.flow import AppParams, FlowParams, RunParams, run_stages
+    from mapper.place import PlaceParams
 
-    a = compile_app(RunParams("gaussian", small_design, seed=7), tmp_path / "a")
-    b = compile_app(RunParams("gaussian", small_design, seed=7), tmp_path / "b")
-    assert a.flow.bitstream.pairs() == b.flow.bitstream.pairs()
+    return run_stages(RunParams(AppParams(app, 64, 64, **kw), design, out,
+                                FlowParams(place=PlaceParams(seed=seed))), "bitstream")
+
+
+def test_same_seed_same_bitstream(small_design, tmp_path):
+    a = _compile(small_design, tmp_path / "a", seed=7)
+    b = _compile(small_design, tmp_path / "b", seed=7)
+    assert a.pairs() == b.pairs() and len(a.pairs()) > 20
     assert (tmp_path / "a" / "gaussian.bs").read_bytes() == (tmp_path / "b" /
                                                               "gaussian.bs").read_bytes()
-    assert len(a.flow.bitstream.pairs()) > 20
 
 
 def test_too_large_app_names_the_resource(small_design, tmp_path):
-    from mapper.run import RunParams, compile_app
-
     with pytest.raises(CgraError) as e:
-        compile_app(RunParams("gaussian", small_design, unroll=16), tmp_path)
-    msg = str(e.value)
-    # 16 lanes: 16 input + 16 output streams on the 8 IO tiles of the top row
-    assert "design gaussian needs 32 16-bit IO site(s) (tag 'I') but the array has 8" in msg
+        _compile(small_design, tmp_path, unroll=16)
+    # 16 lanes: 16 copies of the 18-PE kernel (with the lanes' shared adds) do not fit
+    assert str(e.value).startswith("gaussian needs 246 PE tiles but design small (8x8) has "
+                                   "42; use a larger design")
+    assert not (tmp_path / "netlist.json").exists()
+    with pytest.raises(CgraError) as e:          # 8 lanes fit the PEs but not the IO row
+        _compile(small_design, tmp_path / "p", unroll=8, app="pointwise")
+    assert "design pointwise needs 16 16-bit IO site(s) (tag 'I') but the array has 8" in \
+        str(e.value)
 
 
 def test_mismatch_names_first_pixel(app_run, harness, tmp_path):
     """A corrupted bitstream (the ALU opcode of the PE driving pointwise's output flipped in its
     instruction register) is caught, and the error names the first differing pixel with the
     expected and the simulated value."""
-    from mapper.run import check_output
+    from mapper.flow import check_output
     from mapper.simulate import run_harness
 
     r = app_run("pointwise")
@@ -128,19 +145,93 @@ def test_mismatch_names_first_pixel(app_run, harness, tmp_path):
     assert f"at {len(diff)} pixel(s)" in str(e.value)
 
 
+def _cgra(*args, cwd=None):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    return subprocess.run([str(Path(sys.executable).with_name("cgra")), *map(str, args)],
+                          capture_output=True, text=True, cwd=cwd)
+
+
 def test_cli_run(small_design, harness, tmp_path):
     import json
 
-    from click.testing import CliRunner
-
-    from cgra.cli import cli
-
-    res = CliRunner().invoke(cli, ["run", "pointwise", "--design", str(small_design), "--out",
-                                   str(tmp_path), "--seed", "1", "--size", "32"])
-    assert res.exit_code == 0, (res.output, res.exception)
-    assert "pointwise on small: 32x32 output matches numpy and Halide bit-exactly" in res.output
+    res = _cgra("run", "pointwise", "--design", small_design, "--out", tmp_path, "--seed", 1,
+                "--size", 32)
+    assert res.returncode == 0, res.stderr
+    assert (f"pointwise on design small ({small_design}, 8x8): 32x32 output matches numpy and "
+            f"Halide bit-exactly") in res.stdout
     rep = json.loads((tmp_path / "run_report.json").read_text())
     assert rep["size"] == [32, 32] and rep["seed"] == 1
     assert rep["verilator"]["cached"] is True
-    for k in ("map", "pnr_place", "pnr_route", "pnr_bitstream", "simulation"):
+    for k in ("map", "place", "route", "pipeline", "bitstream", "simulation"):
         assert k in rep["stage_seconds"]
+
+
+def test_stages_by_hand_equal_cgra_run_and_resume(small_design, harness, tmp_path):
+    """`cgra map/pack/place/route/pipeline/bitstream/sim` chained by hand give the bitstream
+    of `cgra run` with the same seed; `cgra run --from route` resumes from the saved placement
+    and gives it again; a stage whose input changed is refused as stale."""
+    import json
+
+    auto, hand = tmp_path / "auto", tmp_path / "hand"
+    r = _cgra("run", "gaussian", "--design", small_design, "--out", auto, "--seed", 3)
+    assert r.returncode == 0, r.stderr
+    steps = [("map", "gaussian", "--design", small_design, "--out", hand, "--vectors", 0),
+             ("pack", hand), ("place", hand, "--seed", 3), ("route", hand), ("pipeline", hand),
+             ("bitstream", hand), ("sim", hand)]
+    for s in steps:
+        r = _cgra(*s)
+        assert r.returncode == 0, (s, r.stderr)
+    bs = (auto / "gaussian.bs").read_bytes()
+    assert (hand / "gaussian.bs").read_bytes() == bs
+    assert json.loads((hand / "placement.json").read_text())["sites"] == \
+        json.loads((auto / "placement.json").read_text())["sites"]
+    (auto / "gaussian.bs").unlink()
+    r = _cgra("run", "gaussian", "--design", small_design, "--out", auto, "--from", "route")
+    assert r.returncode == 0, r.stderr
+    assert (auto / "gaussian.bs").read_bytes() == bs
+    # a placement edited after routing: the next stage refuses the stale routing
+    p = hand / "placement.json"
+    p.write_text(p.read_text().replace('"seed": 3', '"seed": 4'))
+    r = _cgra("pipeline", hand)
+    assert r.returncode == 2
+    assert "routing.json is stale: its input placement.json changed" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_tampered_collateral_is_refused_by_cgra_run(small_design, tmp_path):
+    """(acceptance) a collateral file changed after `cgra rtl`: `cgra run` exits 2 with a
+    one-line stale-collateral error and writes nothing."""
+    import shutil
+
+    d = tmp_path / "small"
+    shutil.copytree(small_design, d, ignore=shutil.ignore_patterns("sim"))
+    g = d / "routing" / "graph_16.json"
+    g.write_bytes(g.read_bytes().replace(b'"delay_ps":[', b'"delay_ps":[1.0,', 1))
+    out = tmp_path / "out"
+    r = _cgra("run", "pointwise", "--design", d, "--out", out)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines()[-1].startswith(
+        f"error: {g} was modified after `cgra rtl` wrote it")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("image", ["astronaut", "file"])
+def test_run_on_other_images(small_design, harness, tmp_path, image):
+    """`--image astronaut` (a scikit-image sample) and `--image <file.png>` run bit-exact."""
+    import json
+
+    from PIL import Image
+
+    src = image
+    if image == "file":
+        rng = np.random.default_rng(5)
+        src = tmp_path / "noise.png"
+        Image.fromarray(rng.integers(0, 256, (40, 40), dtype=np.uint8)).save(src)
+    r = _cgra("run", "brighten_blur", "--design", small_design, "--out", tmp_path / "o",
+              "--image", src, "--size", 32)
+    assert r.returncode == 0, r.stderr
+    assert "matches numpy and Halide bit-exactly" in r.stdout
+    assert json.loads((tmp_path / "o" / "run_report.json").read_text())["image"] == str(src)

@@ -19,7 +19,6 @@ import pytest  # noqa: E402
 def small_design(tmp_path_factory):
     """(BuildResult, design dir) of configs/small.toml, generated RTL-only (rules are
     exercised by the CLI tests on a 4x4 array)."""
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 100_000))
     from garnet.build import generate
     from garnet.params import load_toml
 

@@ -54,8 +54,9 @@ def test_tracks_change_regenerates_rtl_and_reuses_rules(tmp_path):
     sb_out = [n for n in g3["nodes"] if n["kind"] == "SB" and n["io"] == "SB_OUT"]
     assert len(sb_out) == 4 * 3 * 4 * 3                  # tiles x sides x tracks
     assert len(g3["nodes"]) < len(g5["nodes"])
-    assert d3["top"] != d5["top"] and d3["spec_hashes"]["routing_graphs"] != \
-        d5["spec_hashes"]["routing_graphs"]
+    assert d3["top"] != d5["top"] and d3["files"]["routing/graph_16.json"] != \
+        d5["files"]["routing/graph_16.json"]
+    assert d3["files"]["rules/garnet_rules.json"] == d5["files"]["rules/garnet_rules.json"]
     assert _files(out / "rtl") != rtl5
     assert _files(out / "rules") == rules5                 # byte-identical rule table
     assert d3["rules"]["source"] == "previous design"

@@ -14,14 +14,23 @@ from garnet.params import from_dict
 def test_design_json(small_design):
     result, d = small_design
     doc = json.loads((d / "design.json").read_text())
-    assert doc["schema"] == "garnet.design/1"
+    assert doc["schema"] == "garnet.design/2"
+    # the manifest lists every file below design.json with the sha256 of its bytes
+    from garnet.collateral import file_sha256, managed_files, verify_files
+    assert sorted(doc["files"]) == managed_files(d)
+    assert {"timing.json", "pe.json", "mem.json", "config_map.json", "routing/graph_16.json",
+            "routing/graph_1.json", f"rtl/{result.top}.v"} <= set(doc["files"])
+    assert doc["files"]["timing.json"] == file_sha256(d / "timing.json")
+    verify_files(d, doc)
     params = from_dict(doc["params"])
     assert (params.width, params.height, params.tracks, params.name) == (8, 8, 5, "small")
     from peak import spec_hash
     from peak.examples.cgra_pe import PE
     assert doc["spec_hashes"]["pe"] == spec_hash(PE)
-    assert len(doc["spec_hashes"]["mem"]) == 64
-    assert set(doc["spec_hashes"]["routing_graphs"]) == {"16", "1"}
+    from lake.collateral import collateral as lake_collateral
+    assert doc["spec_hashes"]["mem"] == lake_collateral("dualport_2048x16")["spec_hash"]
+    mem = json.loads((d / "mem.json").read_text())
+    assert mem["spec_hash"] == doc["spec_hashes"]["mem"]      # one Lake spec hash
     assert doc["array"]["tiles"] == {"IO": 8, "MEM": 14, "PE": 42}
     assert doc["top"] == result.top and doc["top"].startswith("Garnet_8x8_")
     assert doc["rules"]["source"] == "skipped"
@@ -71,6 +80,21 @@ def test_routing_graphs_round_trip(small_design):
     assert rows == ["IIIIIIII"] + ["pppmpppm"] * 7
     lay = json.loads((d / "routing" / "layout.json").read_text())
     assert lay["rows"] == rows and set(lay["tags"]) == {"p", "m", "I", "i"}
+    assert lay["schema"] == "garnet.layout/1"
+
+
+def test_timing_json_is_the_shipped_default(small_design):
+    """timing.json carries the delay table the graphs' delays came from: the project's
+    package-data copy of the Cascade/AHA table, with the substitutions it made."""
+    from canal.timing import TimingModel, default_table_text
+    result, d = small_design
+    tm = TimingModel.read(d / "timing.json")
+    assert tm.source == "default" and tm.table == json.loads(default_table_text())
+    assert tm.core("pe") == 700.0 and tm.register_mux() == 230.0
+    assert "connection_box has no class 'io'; used 'pe'" in tm.notes
+    g = load_json(d / "routing" / "graph_16.json")
+    assert g.delay[("SB:16:1:1:NORTH:0:IN", "SB:16:1:1:SOUTH:0:OUT")] == \
+        tm.sb_hop("pe", 16, "NORTH", "SOUTH") == 184.89
 
 
 def test_config_map_covers_every_field(small_design):

@@ -9,7 +9,6 @@ in its own directory).
 """
 from __future__ import annotations
 
-import sys
 
 import pytest
 
@@ -25,7 +24,6 @@ def _shared_root(tmp_path_factory, config):
 @pytest.fixture(scope="session")
 def lake_verilator(tmp_path_factory, request):
     """preset name -> :class:`lake.sim.VerilatorMemory` (built at most once per session)."""
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 100_000))
     from lake.sim import VerilatorMemory
 
     root = _shared_root(tmp_path_factory, request.config) / "lake_verilator"

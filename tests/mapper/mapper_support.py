@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from mapper.memory import DUAL_PORT_SRAM
 
-#: IR ops of ../shared/apps/coreir/*.json and of the shipped DSL apps (plus constants).
+#: IR ops of the shipped CoreIR kernels (mapper/data/coreir/*.json) and DSL apps (plus constants).
 KERNEL_OPS = ("coreir.add", "coreir.sub", "coreir.mul", "coreir.lshr", "coreir.ashr",
               "coreir.slt", "coreir.sle", "coreir.sge", "coreir.mux", "commonlib.smax",
               "commonlib.smin", "corebit.and", "coreir.const", "corebit.const")
@@ -60,42 +59,38 @@ def cached_rules(cache_root: Path, spec_path: str, keys: list[str]) -> Path:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def write_collateral(root: Path, spec_path: str, rules: Path, mem: dict | None = None) -> Path:
-    """A collateral directory with the files and schemas garnet writes (design.json,
-    pe.json from :func:`peak.collateral.pe_json`, mem.json, rules/ with its stamp,
-    config_map.json, routing graphs) holding what the compute mapper reads; the routing
-    graphs and config map are empty (place and route is not exercised here)."""
-    from peak.collateral import pe_json
-    from peak.rules import load_spec
+def write_collateral(root: Path, spec_path: str, rules: Path, width: int = 16,
+                     height: int = 16) -> Path:
+    """A design directory for PE ``spec_path`` written by the same code as ``cgra rtl``
+    (:func:`garnet.build.write_fabric`: routing graphs, timing, pe.json, mem.json, config map;
+    the rules stamp and design.json with its manifest through :mod:`garnet.collateral`) with
+    the rule table ``rules`` (a subset of targets) and no RTL: what the mapper reads."""
+    from garnet import collateral as gc
+    from garnet.array import build_interconnect
+    from garnet.build import write_fabric
+    from garnet.cores import pe_core
+    from garnet.params import GarnetParams, validate
+    from garnet.rules import ir_hash, rules_key
+    from peak.load import load_spec
+    from peak.rules.format import read_table
 
-    pe = pe_json(load_spec(spec_path))
-    pe["latency"] = {"cycles": 0}
-    mem_doc = {"schema": "garnet.mem/1", **(mem or DUAL_PORT_SRAM), "spec_hash": "m" * 64}
-    routing_hashes = {}
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "routing").mkdir(exist_ok=True)
-    for w in (16, 1):
-        g = {"schema": "canal.routing_graph/1", "width": w, "nodes": []}
-        (root / "routing" / f"graph_{w}.json").write_text(json.dumps(g))
-        routing_hashes[str(w)] = hashlib.sha256(json.dumps(g, sort_keys=True).encode()
-                                                ).hexdigest()
-    design = {"schema": "garnet.design/1", "name": root.name,
-              "params": {"name": root.name, "widths": [16, 1], "pe": spec_path},
-              "spec_hashes": {"pe": pe["spec_hash"], "mem": mem_doc["spec_hash"],
-                              "routing_graphs": routing_hashes}}
-    (root / "design.json").write_text(json.dumps(design, indent=1))
-    (root / "pe.json").write_text(json.dumps(pe, indent=1))
-    (root / "mem.json").write_text(json.dumps(mem_doc, indent=1))
-    (root / "config_map.json").write_text(json.dumps({"schema": "garnet.config_map/1",
-                                                      "fields": []}))
+    params = GarnetParams(name=root.name, width=width, height=height, pe=spec_path)
+    validate(params)
+    spec = load_spec(spec_path)
+    pe = pe_core(spec)
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    write_fabric(root, params, build_interconnect(params), spec, pe)
     dst = root / "rules"
-    if dst.exists():
-        shutil.rmtree(dst)
     shutil.copytree(rules, dst, ignore=shutil.ignore_patterns("done"))
-    files = sorted(str(p.relative_to(dst)) for p in dst.rglob("*") if p.is_file())
-    (dst / "garnet_rules.json").write_text(json.dumps({
-        "schema": "garnet.rules_stamp/1", "pe": spec_path, "spec_hash": pe["spec_hash"],
-        "files": files}))
+    table = read_table(dst)
+    files = [table.path.name] + table.rule_files()
+    h = pe.info["spec_hash"]
+    gc.write_stamp(dst, spec_path, h, ir_hash(), rules_key(h, ir_hash()), files)
+    gc.write_design(root, {"name": root.name, "params": params.to_dict(),
+                           "spec_hashes": {"pe": h, "mem": json.loads(
+                               (root / "mem.json").read_text())["spec_hash"]}})
     return root
 
 

@@ -16,18 +16,20 @@ if _ROOT not in sys.path:
 import pytest  # noqa: E402
 
 from canal.collateral import dump_json  # noqa: E402
-from canal.config import config_map_rows, route_bitstream, tile_configs  # noqa: E402
+from canal.config import route_bitstream  # noqa: E402
 from canal.passes import InterconnectParams, build_uniform, io_on_edges  # noqa: E402
 from cgra.config import ConfigField, decode_fields, pack_fields, split_address  # noqa: E402
 from cgra.core import CoreSpec, PortSpec  # noqa: E402
 from cgra.errors import CollateralError, ConfigError  # noqa: E402
-from mapper.bitstream import ConfigMap, generate, parse_text  # noqa: E402
+from garnet.collateral import ConfigMap  # noqa: E402
+from mapper.bitstream import generate, parse_text  # noqa: E402
+from mapper.collateral import load_fabric  # noqa: E402
+from mapper.flow import FlowParams, back_end  # noqa: E402
 from mapper.netlist import Netlist  # noqa: E402
 from mapper.pack import stencil_netlist  # noqa: E402
 from mapper.pipeline import PipelineParams  # noqa: E402
 from mapper.place import PlaceParams  # noqa: E402
-from mapper.report import FlowParams, draw, pnr_flow, report, run_pnr, save_report  # noqa: E402
-from mapper.route import load_graphs  # noqa: E402
+from mapper.report import draw, report, save_report  # noqa: E402
 
 
 def _no_rtl():
@@ -63,18 +65,15 @@ def collateral(tmp_path_factory):
     for w, g in ic.graphs.items():
         dump_json(g, tmp / f"routing_{w}.json")
         paths.append(tmp / f"routing_{w}.json")
-    # the config map as garnet writes it into the collateral (config_map.json)
-    cmap = tmp / "config_map.json"
-    cmap.write_text(json.dumps({"schema": "garnet.config_map/1",
-                                "fields": config_map_rows(tile_configs(ic.graphs))}))
-    return ic, load_graphs(paths), ConfigMap.load(cmap)
+    coll = load_fabric(paths)
+    return ic, coll, coll.config_map
 
 
 def _flow(collateral, seed=0, nl=None):
-    _, graphs, cm = collateral
+    _, coll, _ = collateral
     fp = FlowParams(place=PlaceParams(seed=seed),
                     pipeline=PipelineParams(latency={"p": 1}, target_period_ps=1600.0))
-    return pnr_flow(nl or stencil_netlist("gauss"), graphs, cm, fp, mem_encoder)
+    return back_end(nl or stencil_netlist("gauss"), coll, fp, mem_encoder)
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +95,7 @@ def test_core_words_decode_to_instance_config(collateral, flow):
         if pi.tag == "r":
             continue
         x, y = flow.placement.sites[inst]
-        fields = graphs[16].tiles[(x, y)].config_fields
+        fields = graphs.tiles[(x, y)].config_fields
         regs = {r: words.get((r << 24) | (x << 8) | y, 0) for r in range(2)}
         vals = decode_fields(fields, regs)
         if pi.tag == "p":
@@ -168,21 +167,25 @@ def test_value_too_wide_names_the_instance(collateral):
 
 
 def test_config_map_file_errors(tmp_path):
+    from garnet.collateral import read_config_map
     bad = tmp_path / "cm.json"
     bad.write_text(json.dumps({"schema": "garnet.config_map/1"}))
-    with pytest.raises(CollateralError, match="no list of rows"):
-        ConfigMap.load(bad)
-    bad.write_text(json.dumps([{"node": "SB:16:0:0:NORTH:0:OUT", "x": 0}]))
+    with pytest.raises(CollateralError, match="no 'fields' list"):
+        read_config_map(bad)
+    bad.write_text(json.dumps({"schema": "garnet.config_map/1",
+                               "fields": [{"node": "SB:16:0:0:NORTH:0:OUT", "x": 0}]}))
     with pytest.raises(CollateralError, match="malformed config-map row"):
-        ConfigMap.load(bad)
+        read_config_map(bad)
 
 
 def test_missing_select_in_config_map_is_reported(collateral, flow):
-    _, graphs, cm = collateral
-    partial = ConfigMap({k: v for k, v in cm.nodes.items() if not k.startswith("RMUX")})
+    import dataclasses
+    _, coll, cm = collateral
+    partial = dataclasses.replace(coll, config_map=ConfigMap(
+        {k: v for k, v in cm.nodes.items() if not k.startswith("RMUX")}))
     with pytest.raises(CollateralError, match="RMUX:16:.* no select field"):
-        generate(flow.pipelined.packed, flow.placement, flow.pipelined.routing, graphs,
-                 partial, mem_encoder)
+        generate(flow.pipelined.packed, flow.placement, flow.pipelined.routing, partial,
+                 mem_encoder)
 
 
 def test_report_and_picture(collateral, flow, tmp_path):
@@ -202,27 +205,6 @@ def test_report_and_picture(collateral, flow, tmp_path):
     png = draw(flow, graphs, tmp_path / "pnr.png")
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
-
-
-def test_run_pnr_on_a_collateral_directory(collateral, tmp_path):
-    ic, graphs, _ = collateral
-    design = tmp_path / "design"
-    (design / "routing").mkdir(parents=True)
-    for w, g in ic.graphs.items():
-        dump_json(g, design / "routing" / f"graph_{w}.json")
-    (design / "routing" / "layout.json").write_text(json.dumps({"rows": []}))
-    (design / "config_map.json").write_text(json.dumps(
-        {"schema": "garnet.config_map/1", "fields": config_map_rows(tile_configs(ic.graphs))}))
-    fp = FlowParams(place=PlaceParams(seed=0),
-                    pipeline=PipelineParams(latency={"p": 1}, target_period_ps=1600.0))
-    fr = run_pnr(stencil_netlist("gauss"), design, tmp_path / "out", fp, mem_encoder)
-    for f in ("gauss.bs", "gauss.bs.json", "pnr_report.json", "pnr.png"):
-        assert (tmp_path / "out" / f).stat().st_size > 0
-    assert list(fr.seconds)[0] == "load_collateral"
-    # same seed, same collateral content: the same bitstream as the in-memory flow
-    assert fr.bitstream.to_text() == _flow(collateral).bitstream.to_text()
-    with pytest.raises(CollateralError, match="no routing graph"):
-        run_pnr(stencil_netlist("gauss"), tmp_path / "out", tmp_path / "o2", fp, mem_encoder)
 
 
 def test_lake_encoder_maps_memory_mapping_port_names():
@@ -258,12 +240,9 @@ def test_flow_on_the_small_garnet_collateral(tmp_path):
     (tmp_path / "routing").mkdir()
     for w, g in ic.graphs.items():
         (tmp_path / "routing" / f"graph_{w}.json").write_text(json.dumps(to_json(g)))
-    (tmp_path / "config_map.json").write_text(json.dumps(
-        {"schema": "garnet.config_map/1", "fields": config_map_rows(ic.configs)}))
+    graphs = load_fabric(sorted((tmp_path / "routing").glob("graph_*.json")))
     nl = stencil_netlist("gauss", mem_preset=params.mem_preset)
-    fr = run_pnr(nl, tmp_path, tmp_path / "out",
-                 FlowParams(pipeline=PipelineParams(target_period_ps=1600.0)))
-    graphs = load_graphs(sorted((tmp_path / "routing").glob("graph_*.json")))
+    fr = back_end(nl, graphs, FlowParams(pipeline=PipelineParams(target_period_ps=1600.0)))
     check_routing(fr.pipelined.routing, graphs)
     assert fr.pipelined.timing.period_ps <= 1600.0
     words = dict(fr.bitstream.pairs())
@@ -273,7 +252,7 @@ def test_flow_on_the_small_garnet_collateral(tmp_path):
         if pi.tag != "m":
             continue
         x, y = fr.placement.sites[inst]
-        fields = graphs[16].tiles[(x, y)].config_fields
+        fields = graphs.tiles[(x, y)].config_fields
         nregs = max(s.reg for s in pack_fields(fields)) + 1
         vals = decode_fields(fields, {r: words.get((r << 24) | (x << 8) | y, 0)
                                       for r in range(nregs)})

@@ -3,7 +3,6 @@ folding constants, replacing memory-mapping placeholders, and the equivalence ch
 mapped kernel against the original with the PE Python model."""
 from __future__ import annotations
 
-import glob
 from pathlib import Path
 
 import pytest
@@ -13,12 +12,12 @@ from mapper import ir
 from mapper.apps import lower_app
 from mapper.collateral import load_collateral
 from mapper.compute import check_equivalence, cover_kernel, kernel_netlist, map_compute
-from mapper.frontend.coreir import import_coreir
+from mapper.frontend.coreir import example_kernels, example_path, import_coreir
 from mapper.memory import DUAL_PORT_SRAM, map_memory
 from peak.collateral import disassemble_fields
 
-COREIR = sorted(glob.glob(str(Path(__file__).resolve().parents[3] / "shared" / "apps" /
-                              "coreir" / "*.json")))
+#: the shipped example kernels (mapper/data/coreir, package data), sorted by name
+COREIR = list(example_kernels().values())
 
 #: session fixtures default_design / nomul_design (rule tables shared across workers)
 pytest_plugins = ["mapper_support"]
@@ -33,8 +32,8 @@ def test_coreir_files_found():
 
 
 def test_every_coreir_kernel_maps_and_matches(default_design):
-    """Acceptance: every kernel of ../shared/apps/coreir imports, maps onto the default PE
-    and matches the original on 1000 random input vectors. Kernels with an identical DAG
+    """Acceptance: every shipped CoreIR kernel (mapper/data/coreir) imports, maps onto the
+    default PE and matches the original on 1000 random input vectors. Kernels with an identical DAG
     (e.g. the nine conv_3_3 stages) map to identical PEs, so each distinct DAG is simulated
     once; the mapped netlists of the copies are compared with it."""
     c = load_collateral(default_design)
@@ -65,13 +64,13 @@ def test_every_coreir_kernel_maps_and_matches(default_design):
     assert per_file["gaussian_compute"] == 9 + 9 + 1 + 1
     assert per_file["pointwise_compute"] == 1
     # harris: one PE per IR op except the folded constants, plus 5 reduction init constants
-    harris = import_coreir(COREIR[5])
+    harris = import_coreir(example_path("harris"))
     assert per_file["harris_compute"] == sum(k.num_ops() for k in harris.values()) + 5
 
 
 def test_constant_folded_into_instruction(default_design):
     c = load_collateral(default_design)
-    k = import_coreir(COREIR[7])["hcompute_mult_stencil"]        # pointwise: x * 2
+    k = import_coreir(example_path("pointwise"))["hcompute_mult_stencil"]  # x * 2
     m = cover_kernel(k, c.rules, c.pe)
     assert m.pe_count() == 1
     pe = m.pes[0]
@@ -122,7 +121,7 @@ def test_large_constant_shifts_and_shared_constants(default_design):
 
 def test_pass_through_kernel_has_no_pe(default_design):
     c = load_collateral(default_design)
-    k = import_coreir(COREIR[7])["hcompute_hw_input_global_wrapper_stencil"]
+    k = import_coreir(example_path("pointwise"))["hcompute_hw_input_global_wrapper_stencil"]
     m = cover_kernel(k, c.rules, c.pe)
     assert m.pe_count() == 0
     nl = kernel_netlist(m, c.pe)
@@ -132,7 +131,7 @@ def test_pass_through_kernel_has_no_pe(default_design):
 
 def test_equivalence_check_catches_a_wrong_instruction(default_design):
     c = load_collateral(default_design)
-    k = import_coreir(COREIR[2])["hcompute_dw_conv_stencil_1"]      # 9 adds
+    k = import_coreir(example_path("conv_layer"))["hcompute_dw_conv_stencil_1"]  # 9 adds
     m = cover_kernel(k, c.rules, c.pe)
     pe = m.pes[-1]
     from peak.collateral import assemble_fields
@@ -145,10 +144,10 @@ def test_equivalence_check_catches_a_wrong_instruction(default_design):
 def test_pe_without_multiplier_fails_naming_op_and_kernel(nomul_design):
     c = load_collateral(nomul_design)
     assert c.rules.status["coreir.mul"] == "none"
-    add_only = import_coreir(COREIR[2])["hcompute_dw_conv_stencil_1"]
+    add_only = import_coreir(example_path("conv_layer"))["hcompute_dw_conv_stencil_1"]
     m = cover_kernel(add_only, c.rules, c.pe)
     check_equivalence(m, c.pe, vectors=200)
-    k = import_coreir(COREIR[4])["hcompute_blur_unnormalized_stencil_1"]   # gaussian
+    k = import_coreir(example_path("gaussian"))["hcompute_blur_unnormalized_stencil_1"]
     with pytest.raises(MappingError) as e:
         cover_kernel(k, c.rules, c.pe)
     msg = str(e.value)

@@ -8,9 +8,9 @@ from canal.passes import InterconnectParams, build_uniform, io_on_edges
 from cgra.config import ConfigField
 from cgra.core import CoreSpec, PortSpec
 from cgra.errors import MappingError, RoutingError
+from mapper.collateral import load_fabric
 from mapper.netlist import Netlist
 from mapper.pack import PackParams, pack, resolve_core_port, stencil_netlist
-from mapper.route import load_graphs
 
 
 def _no_rtl():
@@ -39,7 +39,7 @@ def graphs(tmp_path_factory):
     ic = build_uniform(InterconnectParams(4, 4, tracks=2, widths=(16, 1)), core)
     for w, g in ic.graphs.items():
         dump_json(g, tmp / f"routing_{w}.json")
-    return load_graphs(sorted(tmp.glob("*.json")))
+    return load_fabric(sorted(tmp.glob("*.json")))
 
 
 def _chain() -> Netlist:
@@ -120,7 +120,7 @@ def test_kernel_placeholder_rejected(graphs):
 
 
 def test_port_resolution_rules(graphs):
-    g16 = graphs[16]
+    g16 = graphs.graphs[16]
     pe = next(t for t in g16.tiles.values() if t.tag == "p")
     mem = next(t for t in g16.tiles.values() if t.tag == "m")
     io = next(t for t in g16.tiles.values() if t.tag == "I")

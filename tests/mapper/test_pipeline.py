@@ -1,7 +1,6 @@
 """Branch-delay matching, MEM latency absorption, compute pipelining and static timing."""
 from __future__ import annotations
 
-import json
 from itertools import pairwise
 
 import networkx as nx
@@ -12,12 +11,13 @@ from canal.passes import InterconnectParams, build_uniform, io_on_edges
 from cgra.config import ConfigField
 from cgra.core import CoreSpec, PortSpec
 from cgra.errors import MappingError
+from mapper.collateral import load_fabric
 from mapper.netlist import Netlist
 from mapper.pack import pack, stencil_netlist
-from mapper.pipeline import (DEFAULT_DELAYS, PipelineParams, check_balanced, pipeline,
+from mapper.pipeline import (PipelineParams, check_balanced, pipeline,
                              timing_analysis)
 from mapper.place import PlaceParams, place
-from mapper.route import check_routing, load_graphs, route_design
+from mapper.route import check_routing, route_design
 
 
 def _no_rtl():
@@ -40,7 +40,7 @@ def graphs(tmp_path_factory):
     core = io_on_edges(lambda x, y: MEM if x % 4 == 3 else PE, IO, 8, 8)
     ic = build_uniform(InterconnectParams(8, 8, tracks=5, widths=(16,)), core)
     dump_json(ic.graphs[16], tmp / "routing_16.json")
-    return load_graphs([tmp / "routing_16.json"])
+    return load_fabric([tmp / "routing_16.json"])
 
 
 def _pnr(nl, graphs, seed=0, **kw):
@@ -104,7 +104,7 @@ def test_branch_delay_matching_with_pe_latency(graphs):
     # the leftover 9th product waits 3 cycles for the add tree: registers were enabled
     assert len(res.enabled_regs) + len(res.pe_input_regs) >= 3
     for r in res.enabled_regs:
-        assert r in graphs[16].g
+        assert r in graphs.graphs[16].index
 
 
 def _mem_vs_pe_chain(extra_words: int) -> Netlist:
@@ -159,11 +159,11 @@ def _adjacent(graphs):
 
 
 def _path_delay(graphs, path):
-    return sum(graphs[16].delay(a, b) for a, b in pairwise(path))
+    return sum(graphs.graphs[16].delay(a, b) for a, b in pairwise(path))
 
 
 def test_timing_known_answer(graphs):
-    table = json.loads(DEFAULT_DELAYS.read_text())
+    table = graphs.timing.table          # the project's default delay table
     packed, pl, rr = _adjacent(graphs)
     a = rr.nets["a"].paths[("pe", "data0")]
     b = rr.nets["b"].paths[("dst", "in")]
@@ -177,7 +177,7 @@ def test_timing_known_answer(graphs):
     assert reg.period_ps == pytest.approx(max(io + _path_delay(graphs, a),
                                               pe + _path_delay(graphs, b)))
     # the connection box of the PE input is part of the path
-    assert graphs[16].delay(a[-2], a[-1]) == table["connection_box"]["pe"]
+    assert graphs.graphs[16].delay(a[-2], a[-1]) == table["connection_box"]["pe"]
 
 
 def test_compute_pipelining_meets_target(graphs):

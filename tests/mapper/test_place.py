@@ -8,10 +8,10 @@ from canal.passes import InterconnectParams, build_uniform, io_on_edges
 from cgra.config import ConfigField
 from cgra.core import CoreSpec, PortSpec
 from cgra.errors import PlacementError
+from mapper.collateral import load_fabric
 from mapper.netlist import Netlist
 from mapper.pack import pack, stencil_netlist
 from mapper.place import PlaceParams, Placement, check_placement, place, site_capacity
-from mapper.route import load_graphs
 
 
 def _no_rtl():
@@ -35,7 +35,7 @@ def graphs8(tmp_path_factory):
     ic = build_uniform(InterconnectParams(8, 8, tracks=2), core)
     for w, g in ic.graphs.items():
         dump_json(g, tmp / f"routing_{w}.json")
-    return load_graphs(sorted(tmp.glob("*.json")))
+    return load_fabric(sorted(tmp.glob("*.json")))
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +114,7 @@ def test_too_many_pes_names_the_resource(graphs8):
 def test_checker_rejects_wrong_tile_type(graphs8, stencil):
     pl = place(stencil, graphs8, PlaceParams(seed=0))
     bad = Placement(dict(pl.sites), pl.cost, pl.hpwl, 0.0, 0, 0, 1.0)
-    mem_site = next(xy for xy, t in graphs8[16].tiles.items() if t.tag == "m")
+    mem_site = next(xy for xy, t in graphs8.tiles.items() if t.tag == "m")
     bad.sites["mul0"] = mem_site
     with pytest.raises(PlacementError, match="mul0 .* tag 'm'"):
         check_placement(stencil, bad, graphs8)

@@ -7,14 +7,17 @@ import pytest
 
 from canal.collateral import dump_json
 from canal.config import route_bitstream
+from canal.graph import IO as SbIO
+from canal.graph import InterconnectGraph, Node, NodeKind, Side, TileInfo
 from canal.passes import InterconnectParams, build_uniform, io_on_edges
 from cgra.config import ConfigField
 from cgra.core import CoreSpec, PortSpec
 from cgra.errors import CollateralError, RoutingError
+from mapper.collateral import load_fabric
 from mapper.netlist import Netlist
 from mapper.pack import pack, stencil_netlist
 from mapper.place import PlaceParams, place
-from mapper.route import (RouteNet, RouterParams, RoutingGraph, check_routing, load_graphs,
+from mapper.route import (RouteNet, RouterParams, RoutingGraph, check_routing,
                           route_design, route_width)
 
 
@@ -42,7 +45,7 @@ def build(tmp, w, h, tracks=5):
     for width, g in ic.graphs.items():
         dump_json(g, tmp / f"routing_{width}.json")
         paths.append(tmp / f"routing_{width}.json")
-    return ic, load_graphs(paths)
+    return ic, load_fabric(paths)
 
 
 @pytest.fixture(scope="module")
@@ -59,15 +62,16 @@ def routed8(arr8):
 
 
 def test_loaded_graph_equals_canal_graph(arr8, tmp_path):
-    ic, graphs = arr8
+    ic, coll = arr8
     for w, g in ic.graphs.items():
-        rg = graphs[w]
-        assert rg.g.number_of_nodes() == len(g.nodes)
-        assert rg.g.number_of_edges() == g.num_edges()
+        rg = coll.graphs[w]
+        assert rg.ig == g                       # read back through canal.collateral
+        assert len(rg.ids) == len(g.nodes)
+        assert sum(len(s) for s in rg.succ) == g.num_edges()
         for dst, srcs in list(g.fanin.items())[::97]:
-            for sel, src in enumerate(srcs):
-                assert rg.g.edges[src, dst]["sel"] == sel
-                assert rg.g.edges[src, dst]["delay"] == g.delay[(src, dst)]
+            for src in srcs:
+                assert rg.index[dst] in rg.succ[rg.index[src]]
+                assert rg.delay(src, dst) == g.delay[(src, dst)]
         assert rg.size == (8, 8)
         assert rg.tiles[(3, 1)].tag == "m" and rg.tiles[(0, 0)].tag == "I"
 
@@ -122,51 +126,53 @@ def test_adjacent_tiles_known_route(arr8):
     assert rr.wirelength[16] == 3 and rr.wirelength[1] == 2
 
 
-def _toy_graph(tmp_path, middle_nodes: int):
-    """Hand-written routing graph: sources a, b; sinks A, B; a shared middle node M and
-    (for a) a detour D1 -> D2. Node (x, y) are chosen so the heuristic is exact."""
-    def node(i, x, y, fanin, kind="SB"):
-        d = {"id": i, "kind": kind, "x": x, "y": y, "width": 16, "fanin": fanin,
-             "delay_ps": [10.0] * len(fanin)}
-        if kind == "SB":
-            d.update(side="EAST", track=int(i[-1]) if i[-1].isdigit() else 0, io="SB_OUT")
-        else:
-            d.update(port=i, direction="out" if not fanin else "in")
-        return d
-    nodes = [node("a", 0, 0, [], "PORT"), node("b", 0, 1, [], "PORT"),
-             node("M", 1, 0, ["a", "b"]),
-             node("A", 2, 0, ["M", "D2"] if middle_nodes else ["M"], "PORT"),
-             node("B", 2, 1, ["M"], "PORT")]
+def _toy_graph(middle_nodes: int):
+    """Hand-made routing graph: sources a, b; sinks A, B; a shared middle node M and (for a)
+    a detour D1 -> D2. Node (x, y) are chosen so the heuristic is exact. Returns the graph
+    and short name -> node id."""
+    g = InterconnectGraph(16, {(0, 0): TileInfo(0, 0, "c", "p")})
+    ids = {}
+
+    def port(name, x, y, direction):
+        ids[name] = g.add_node(Node(NodeKind.PORT, x, y, 16, name=name, direction=direction))
+
+    def sb(name, x, y, track):
+        ids[name] = g.add_node(Node(NodeKind.SB, x, y, 16, Side.EAST, track, SbIO.SB_OUT))
+
+    port("a", 0, 0, "out")
+    port("b", 0, 1, "out")
+    sb("M", 1, 0, 0)
+    port("A", 2, 0, "in")
+    port("B", 2, 1, "in")
     if middle_nodes:
-        nodes += [node("D1", 1, 1, ["a"]), node("D2", 1, 2, ["D1"])]
-    doc = {"schema": "canal.routing_graph/1", "width": 16, "params": {}, "timing_notes": [],
-           "layout": ["pp"], "tiles": [{"x": 0, "y": 0, "tag": "p", "core": "c",
-                                        "timing_class": "pe", "ports": [],
-                                        "config_fields": [], "external": []}],
-           "nodes": nodes}
-    p = tmp_path / "toy.json"
-    p.write_text(json.dumps(doc))
-    return RoutingGraph.load(p)
+        sb("D1", 1, 1, 1)
+        sb("D2", 1, 2, 2)
+    for src, dst in [("a", "M"), ("b", "M"), ("M", "A"), ("M", "B")] + (
+            [("D2", "A"), ("a", "D1"), ("D1", "D2")] if middle_nodes else []):
+        g.add_edge(ids[src], ids[dst], 10.0)
+    return RoutingGraph(g), ids
 
 
-def test_pathfinder_negotiates_shared_node(tmp_path):
-    rg = _toy_graph(tmp_path, middle_nodes=2)
-    nets = [RouteNet("na", "a", [(("A", "in"), ["A"])]), RouteNet("nb", "b", [(("B", "in"), ["B"])])]
+def test_pathfinder_negotiates_shared_node():
+    rg, i = _toy_graph(middle_nodes=2)
+    nets = [RouteNet("na", i["a"], [(("A", "in"), [i["A"]])]),
+            RouteNet("nb", i["b"], [(("B", "in"), [i["B"]])])]
     paths, _, iters = route_width(rg, nets, {})
     # both first take M; negotiation moves net a (which has an alternative) to the detour
-    assert paths["na"][("A", "in")] == ["a", "D1", "D2", "A"]
-    assert paths["nb"][("B", "in")] == ["b", "M", "B"]
+    assert paths["na"][("A", "in")] == [i["a"], i["D1"], i["D2"], i["A"]]
+    assert paths["nb"][("B", "in")] == [i["b"], i["M"], i["B"]]
     assert iters >= 2
 
 
-def test_unroutable_raises_with_overused_nodes_and_nets(tmp_path):
-    rg = _toy_graph(tmp_path, middle_nodes=0)
-    nets = [RouteNet("na", "a", [(("A", "in"), ["A"])]), RouteNet("nb", "b", [(("B", "in"), ["B"])])]
+def test_unroutable_raises_with_overused_nodes_and_nets():
+    rg, i = _toy_graph(middle_nodes=0)
+    nets = [RouteNet("na", i["a"], [(("A", "in"), [i["A"]])]),
+            RouteNet("nb", i["b"], [(("B", "in"), [i["B"]])])]
     with pytest.raises(RoutingError) as exc:
         route_width(rg, nets, {}, RouterParams(max_iterations=5))
     msg = str(exc.value)
     assert "after 5 PathFinder iterations" in msg
-    assert "M used by ['na', 'nb']" in msg
+    assert f"{i['M']} used by ['na', 'nb']" in msg
 
 
 def test_congested_small_array_converges(tmp_path):

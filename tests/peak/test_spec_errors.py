@@ -138,8 +138,9 @@ def test_non_bit_condition_is_reported_at_its_line(tmp_path):
             return a
         return b
         """)
-    normal_form(P)                      # normalises: the error is found at evaluation
-    with pytest.raises(SpecError) as info:
-        P()(0, 1, 2)
+    with pytest.raises(SpecError) as info:          # found by the type check
+        normal_form(P)
     assert info.value.file == path and info.value.line == BODY_LINE
     assert "is not a Bit" in str(info.value)
+    with pytest.raises(SpecError, match="is not a Bit"):      # and by the model
+        P()(0, 1, 2)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 import hwtypes as ht
-import magma as m
+from cgra.hdl import m
 import pytest
 from hwtypes import Bit, BitVector
 from hwtypes.adt import Enum, Product

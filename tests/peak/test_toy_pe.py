@@ -73,3 +73,21 @@ def test_z3_proves_add_is_a_plus_b():
     solver2.add(z3.substitute(z["out.res"], (z["inst"], z3.BitVecVal(code, 4)))
                 != z["A"] + z["B"])
     assert solver2.check() == z3.sat
+
+
+def test_plain_ints_for_instruction_fields_and_inputs():
+    """The README's example, literally: Bit fields take 0/1, BitVector inputs take ints."""
+    import pytest
+
+    from cgra.errors import ConfigError
+    i = Inst(Opcode.Add, 0, 1, 0)
+    assert i == inst(Opcode.Add, scale_B=1)
+    assert ToyPE()(i, 2, 3, 5, 0) == (17, 0)
+    assert Inst(op=Opcode.And, invert_A=1, scale_B=0, reg_out=True).invert_A == Bit(1)
+    assert ToyPE()(i, -1, 1, 1, 0) == (0, 1)                 # -1 is 0xFFFF
+    with pytest.raises(ConfigError, match=r"Inst.invert_A = 2 is not a Bit \(0 or 1\)"):
+        Inst(Opcode.Add, 2, 0, 0)
+    with pytest.raises(ConfigError, match=r"input A = 65536 does not fit BitVector\[16\]"):
+        ToyPE()(i, 1 << 16, 0, 0, 0)
+    with pytest.raises(TypeError, match="is not of type"):   # non-ints: hwtypes' own check
+        Inst(Opcode.Add, "x", 0, 0)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cgra.errors import RuleError, SpecError
+from cgra.errors import SpecError
 from peak.rules import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,22 +32,38 @@ def test_class_that_is_not_a_peak_spec(tmp_path):
     r = _run(["--pe", "peak.examples.cgra_pe:ALU", "--out", str(tmp_path / "o")], tmp_path)
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and "ALU is not a Peak spec class" in lines[0]
+    assert len(lines) == 1 and "ALU is not a PEak spec class" in lines[0]
     assert "cgra_pe.py" in lines[0]
 
 
 def test_load_spec_errors(tmp_path):
-    with pytest.raises(RuleError, match="not of the form"):
+    """peak.rules re-exports peak.load_spec; every resolution error is a SpecError."""
+    with pytest.raises(SpecError, match="not of the form"):
         load_spec("peak.examples.cgra_pe")
-    with pytest.raises(RuleError, match="has no attribute 'Nope'"):
+    with pytest.raises(SpecError, match="has no attribute 'Nope'"):
         load_spec("peak.examples.cgra_pe:Nope")
     bad = tmp_path / "broken_pe.py"
     bad.write_text("import this_module_does_not_exist_either\n")
-    with pytest.raises(RuleError, match="does not import"):
+    with pytest.raises(SpecError, match="does not import"):
         load_spec(f"{bad}:PE")
-    with pytest.raises(SpecError, match="not a Peak spec"):
+    with pytest.raises(SpecError, match="not a PEak spec"):
         load_spec("peak.examples.toy_pe:make_toy_pe")
     assert load_spec("peak.examples.toy_pe:make_toy_pe(8)").width == 8
+
+
+def test_bad_check_against_spec_is_reported_before_writing(tmp_path):
+    bad = tmp_path / "bad_pe.py"
+    bad.write_text(Path(ROOT / "peak" / "examples" / "toy_pe.py").read_text()
+                   .replace("B = B * C", "B = B * C + (1 << 20)"))
+    line = next(i for i, t in enumerate(bad.read_text().splitlines(), 1) if "1 << 20" in t)
+    out = tmp_path / "o"
+    r = _run(["--pe", "peak.examples.toy_pe:make_toy_pe(8)", "--out", str(out),
+              "--check-against", f"{bad}:make_toy_pe(8)"], tmp_path)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {bad}:{line}: ToyPE8.__call__: ")
+    assert "int constant 1 << 20 (= 1048576) does not fit the 8-bit operand of `+`" in lines[0]
+    assert not out.exists()
 
 
 def test_cli_toy_run_and_check(tmp_path):

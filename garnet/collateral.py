@@ -1,0 +1,288 @@
+"""The collateral directory ``build/<design>/``: the one owner of its design-level formats.
+
+Pure (no hardware imports): ``cgra rtl`` (:mod:`garnet.build`) writes through it, the mapper
+(:mod:`mapper.collateral`) reads through it. Files and who owns their format::
+
+    design.json            garnet.design/2   (here)  parameters, spec hashes, top module and
+                                                     ports, and ``files``: the sha256 of every
+                                                     other file below (the manifest)
+    config_map.json        garnet.config_map/1 (here) every config field: tile, feature,
+                                                     register, bits, address
+    mem.json               garnet.mem/1      (here)  Lake preset collateral + config slices
+    pe.json                peak.pe/1 (peak.collateral) + the array's additions (module, tag,
+                                                     config slices, latency)
+    rules/garnet_rules.json garnet.rules_stamp/1 (here) which PE / IR library the rules are for
+    rules/<PE>.rules.json  peak-rule-table (peak.rules.format)
+    routing/graph_<w>.json canal.routing_graph/1 (canal.collateral), and .txt
+    routing/layout.txt|json the PnR tags per tile (here)
+    timing.json            canal.timing/1 (canal.timing)
+    rtl/*.v, rtl/filelist.f Verilog (CIRCT output, one file per module)
+
+**Manifest.** ``design.json["files"]`` maps every file of the directory (paths relative to it,
+``/``-separated; ``sim/`` excluded: it is the Verilator cache of the harness) to the sha256 of
+its bytes. :func:`verify_files` recomputes them: an edited, truncated, missing or extra file
+is refused with a :class:`~cgra.errors.CollateralError` naming the file, both hashes and the
+``cgra rtl`` command that regenerates the design. ``design_id`` = sha256 of design.json's
+bytes identifies one generation of a design (stage files of the mapper record it).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from cgra.errors import CollateralError
+
+DESIGN_SCHEMA = "garnet.design/2"
+CONFIG_MAP_SCHEMA = "garnet.config_map/1"
+MEM_SCHEMA = "garnet.mem/1"
+PE_GARNET_SCHEMA = "garnet.pe/1"
+STAMP_SCHEMA = "garnet.rules_stamp/1"
+STAMP = "garnet_rules.json"
+LAYOUT_SCHEMA = "garnet.layout/1"
+#: directories of a design that are not collateral (caches written later)
+UNMANAGED = ("sim",)
+
+
+def file_sha256(path: str | Path) -> str:
+    """sha256 (hex) of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def write_json(path: str | Path, doc: Any, *, compact: bool = False) -> Path:
+    """Write ``doc`` as JSON (indent 1, or compact) with a trailing newline; returns path."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(doc, separators=(",", ":")) if compact else json.dumps(doc, indent=1)
+    p.write_text(text + "\n")
+    return p
+
+
+def read_json(path: str | Path, hint: str) -> Any:
+    """Parse a JSON file; :class:`CollateralError` naming it (missing / malformed) + ``hint``."""
+    p = Path(path)
+    if not p.is_file():
+        raise CollateralError(f"{p} is missing; {hint}")
+    try:
+        return json.loads(p.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CollateralError(f"{p}: cannot read JSON ({exc}); {hint}") from None
+
+
+def check_schema(doc: Any, want: str, path: str | Path, hint: str) -> dict[str, Any]:
+    """``doc`` if it is an object of schema ``want``, else :class:`CollateralError`."""
+    if not isinstance(doc, dict):
+        raise CollateralError(f"{path}: expected a JSON object; {hint}")
+    if doc.get("schema") != want:
+        raise CollateralError(f"{path}: schema {doc.get('schema')!r} is not {want!r} (written "
+                              f"by another version of the generator); {hint}")
+    return doc
+
+
+# ---------------------------------------------------------------------------- design.json
+def regen_hint(root: str | Path, design: dict[str, Any] | None = None) -> str:
+    """How to regenerate the design in ``root`` (the command, with its TOML when known)."""
+    design = design or {}
+    config = design.get("config_file")
+    if not config:
+        name = design.get("name") or Path(root).name
+        config = f"configs/{name}.toml"
+    return f"regenerate it with `cgra rtl --config {config} --out {root}`"
+
+
+def managed_files(root: str | Path) -> list[str]:
+    """Relative paths of every collateral file under ``root`` except design.json and the
+    unmanaged caches (:data:`UNMANAGED`), sorted."""
+    root = Path(root)
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel_dir = Path(dirpath).relative_to(root)
+        if rel_dir == Path("."):
+            dirnames[:] = [d for d in dirnames if d not in UNMANAGED and not d.startswith(".")]
+        for f in filenames:
+            rel = (rel_dir / f).as_posix()
+            if rel != "design.json" and not f.startswith("."):
+                out.append(rel)
+    return sorted(out)
+
+
+def manifest(root: str | Path) -> dict[str, str]:
+    """Relative path -> sha256 of every managed file under ``root``."""
+    root = Path(root)
+    return {rel: file_sha256(root / rel) for rel in managed_files(root)}
+
+
+def write_design(root: str | Path, design: dict[str, Any]) -> Path:
+    """Write ``design.json`` into ``root`` with the manifest of every other file (call it
+    last, when all other files are written). Returns the path."""
+    doc = {**design, "schema": DESIGN_SCHEMA, "files": manifest(root)}
+    return write_json(Path(root) / "design.json", doc)
+
+
+def read_design(root: str | Path) -> dict[str, Any]:
+    """``design.json`` of ``root``, schema-checked (not yet the manifest: see
+    :func:`verify_files`). Raises :class:`CollateralError`."""
+    root = Path(root)
+    if not root.is_dir():
+        raise CollateralError(f"design directory {root} does not exist; generate it with "
+                              f"`cgra rtl --config configs/<design>.toml --out {root}` "
+                              f"(`make rtl`)")
+    hint = regen_hint(root)
+    doc = check_schema(read_json(root / "design.json", hint), DESIGN_SCHEMA,
+                       root / "design.json", hint)
+    if not isinstance(doc.get("files"), dict):
+        raise CollateralError(f"{root / 'design.json'}: no file manifest; {hint}")
+    return doc
+
+
+def design_id(root: str | Path) -> str:
+    """sha256 of ``design.json`` (identifies one generation of the design)."""
+    return file_sha256(Path(root) / "design.json")
+
+
+def verify_files(root: str | Path, design: dict[str, Any],
+                 only: Iterable[str] | None = None) -> None:
+    """Check the manifest: every listed file exists with its recorded sha256 and no managed
+    file is unlisted. ``only``: check just these relative paths. Raises
+    :class:`CollateralError` naming the file, the hashes and the regeneration command."""
+    root = Path(root)
+    hint = regen_hint(root, design)
+    want: dict[str, str] = design["files"]
+    names = sorted(want) if only is None else list(only)
+    for rel in names:
+        if rel not in want:
+            raise CollateralError(f"{root / rel} is not listed in {root / 'design.json'}; "
+                                  f"the design directory is incomplete; {hint}")
+        p = root / rel
+        if not p.is_file():
+            raise CollateralError(f"{p} is missing (listed in design.json); {hint}")
+        got = file_sha256(p)
+        if got != want[rel]:
+            raise CollateralError(f"{p} was modified after `cgra rtl` wrote it (sha256 "
+                                  f"{got[:12]}, design.json records {want[rel][:12]}): stale "
+                                  f"collateral; {hint}")
+    if only is None:
+        extra = sorted(set(managed_files(root)) - set(want))
+        if extra:
+            raise CollateralError(f"{root / extra[0]} is not part of the design written by "
+                                  f"`cgra rtl` ({len(extra)} unlisted file(s)); remove it or "
+                                  f"{hint}")
+
+
+# ---------------------------------------------------------------------------- config map
+@dataclass(frozen=True)
+class FieldLoc:
+    """One piece of a field: bits ``[lo, lo+width)`` of register ``reg`` of ``feature`` hold
+    bits ``[field_lo, field_lo+width)`` of field ``name``."""
+
+    name: str
+    feature: int
+    feature_name: str
+    reg: int
+    lo: int
+    width: int
+    field_lo: int
+
+
+@dataclass
+class ConfigMap:
+    """The config map as the bitstream generator uses it: routing node id -> (x, y,
+    [:class:`FieldLoc`]) for every mux select field (rows with a ``node``); core fields
+    (feature 0) come from the routing graph's tile records."""
+
+    nodes: dict[str, tuple[int, int, list[FieldLoc]]] = field(default_factory=dict)
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[dict[str, Any]], source: str = "<rows>") -> "ConfigMap":
+        cm = cls()
+        try:
+            for r in rows:
+                if r.get("node") is None:
+                    continue
+                ent = cm.nodes.setdefault(r["node"], (int(r["x"]), int(r["y"]), []))
+                ent[2].append(FieldLoc(r["field"], int(r["feature"]), r.get("feature_name", ""),
+                                       int(r["reg"]), int(r["lo"]), int(r["width"]),
+                                       int(r.get("field_lo", 0))))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CollateralError(f"{source}: malformed config-map row ({exc!r}); regenerate "
+                                  f"the collateral with `cgra rtl`") from None
+        return cm
+
+
+def config_map_doc(rows: list[dict[str, Any]], tiles: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``config_map.json`` document: ``rows`` as :func:`canal.config.config_map_rows`
+    gives them (plus ``tag``/``core`` per tile), ``tiles`` = [{x, y, features}]."""
+    return {"schema": CONFIG_MAP_SCHEMA,
+            "address": "reg << 24 | feature << 16 | x << 8 | y",
+            "data_width": 32,
+            "columns": ["x", "y", "tag", "core", "feature", "feature_name", "field", "node",
+                        "reg", "lo", "width", "field_lo", "addr"],
+            "tiles": tiles, "fields": rows}
+
+
+def read_config_map(path: str | Path, hint: str = "regenerate the design with `cgra rtl`"
+                    ) -> ConfigMap:
+    """Read ``config_map.json`` into a :class:`ConfigMap`; :class:`CollateralError` when
+    missing or malformed."""
+    doc = check_schema(read_json(path, hint), CONFIG_MAP_SCHEMA, path, hint)
+    rows = doc.get("fields")
+    if not isinstance(rows, list):
+        raise CollateralError(f"{path}: config map has no 'fields' list; {hint}")
+    return ConfigMap.from_rows(rows, str(path))
+
+
+# ---------------------------------------------------------------------------- mem.json
+def mem_doc(collateral: dict[str, Any], config_slices: dict[str, Any]) -> dict[str, Any]:
+    """``mem.json`` of a design with MEM tiles: the Lake collateral of the preset (with the
+    preset's ``spec_hash``, :func:`lake.collateral.spec_hash`) plus where the fields live in
+    feature 0."""
+    return {**collateral, "schema": MEM_SCHEMA, "lake_schema": collateral.get("schema"),
+            "tag": "m", "config": config_slices}
+
+
+def no_mem_doc() -> dict[str, Any]:
+    return {"schema": MEM_SCHEMA, "name": None, "note": "mem_ratio = 0: no MEM tiles"}
+
+
+def read_mem(path: str | Path, hint: str) -> dict[str, Any] | None:
+    """``mem.json``, or ``None`` when the design has no MEM tiles."""
+    doc = check_schema(read_json(path, hint), MEM_SCHEMA, path, hint)
+    return None if doc.get("name") is None else doc
+
+
+# ---------------------------------------------------------------------------- rules stamp
+def write_stamp(directory: str | Path, pe_ref: str, spec_hash: str, ir_hash: str, key: str,
+                files: list[str]) -> Path:
+    """Write ``rules/garnet_rules.json``: which PE (reference and spec hash) and IR library
+    the rules are for, their cache ``key`` and files (relative, table first)."""
+    return write_json(Path(directory) / STAMP, {
+        "schema": STAMP_SCHEMA, "pe": pe_ref, "spec_hash": spec_hash, "ir_hash": ir_hash,
+        "key": key, "files": files})
+
+
+def read_stamp(directory: str | Path, hint: str | None = None) -> dict[str, Any] | None:
+    """The stamp of a rules directory. With ``hint`` a missing or malformed stamp raises
+    :class:`CollateralError`; without, it gives ``None`` (a cache probe)."""
+    p = Path(directory) / STAMP
+    if hint is None:
+        try:
+            doc = json.loads(p.read_text())
+        except (OSError, json.JSONDecodeError):
+            return None
+        return doc if isinstance(doc, dict) and doc.get("schema") == STAMP_SCHEMA else None
+    return check_schema(read_json(p, hint), STAMP_SCHEMA, p, hint)
+
+
+# ---------------------------------------------------------------------------- layout
+def layout_doc(width: int, height: int, rows: list[str], tags: dict[str, str]) -> dict:
+    """``routing/layout.json``: array size, one tag string per row, the tag legend and which
+    netlist tags each site tag accepts."""
+    return {"schema": LAYOUT_SCHEMA, "width": width, "height": height, "rows": rows,
+            "tags": tags, "site_tags": {"I": ["I", "i"], "p": ["p"], "m": ["m"]}}

@@ -1,0 +1,693 @@
+"""The compiler flow, stage by stage, file to file: map -> pack -> place -> route -> pipeline ->
+bitstream -> sim.
+
+Each ``run_<stage>(run_dir, coll, ...)`` reads the previous stage's file from the run
+directory (formats and staleness checks in :mod:`mapper.stages`), runs the stage on the
+design's :class:`~mapper.collateral.Collateral` and writes its own file; :func:`run_app`
+chains them (optionally resuming at a later stage from the files already there). The
+``cgra`` commands of :mod:`mapper.cli` are thin wrappers of these functions, so a chain of
+``cgra map / pack / place / route / pipeline / bitstream / sim`` run by hand writes the same
+files as ``cgra run``.
+
+Streams of the simulation (the static schedule of :mod:`mapper.schedule`, shifted by
+pipelining):
+
+* input: IO instance ``io_in_<input>_l<q>`` placed on IO tile ``(x, 0)`` drives top port
+  ``glb2io_16_X<xx>_Y<yy>``; the ``k``-th event of its program (``extents [P, H]``,
+  dimension 0 innermost) carries pixel ``(U*(k mod P) + q, k div P)`` (0 beyond the image);
+  cycle 0 is the first cycle with ``clk_en = 1`` after the flush;
+* output: ``io_out_<stage>_l<q>`` is sampled at top port ``io2glb_16_X<xx>_Y<yy>`` at the cycles
+  of its (pipelining-shifted) program; event ``k`` is pixel ``x = U*(x0 div U + k mod n) + q``,
+  ``y = y0 + k div n`` of the output stage's domain box ``[x0, x1) x [y0, y1)`` (events with
+  ``x`` outside the box are edge lanes and ignored).
+
+Files of the sim stage: ``<app>.png`` (output, 8-bit when it fits, see
+:func:`mapper.images.save_png`), ``input.png``, ``compare.png`` (input, output and difference
+to the golden side by side), ``run_report.json`` (schema :data:`RUN_SCHEMA`: resources,
+wirelength, routing iterations, seconds per stage, cycles, latency vs the ideal, golden
+agreement) and the simulation files ``sim.*``.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from cgra.errors import CollateralError, MappingError, SimulationError
+from garnet.collateral import file_sha256
+from mapper import ir
+from mapper import stages as st
+from mapper.bitstream import Bitstream, MemEncoder, generate
+from mapper.collateral import Collateral, load_collateral, load_pe_model
+from mapper.compute import (ComputeMapping, MappedKernel, check_equivalence, cover_kernel,
+                            kernel_netlist, map_compute)
+from mapper.memory import DEFAULT_SR_THRESHOLD, MemoryMapping, map_memory
+from mapper.netlist import Netlist
+from mapper.pack import PackParams, pack
+from mapper.pipeline import PipelineParams, PipelineResult, pipeline
+from mapper.place import PlaceParams, Placement, place, site_capacity
+from mapper.route import RouterParams, RoutingResult, route_design
+
+RUN_SCHEMA = "mapper.run_report/1"
+Step = Callable[[str], None]
+
+
+def default_run_dir(app: str) -> Path:
+    """``build/apps/<app>`` (``<app>`` = the file stem for a CoreIR file)."""
+    return Path("build/apps") / (Path(app).stem if app.endswith(".json") else app)
+
+
+# ---------------------------------------------------------------------------- map
+@dataclass
+class AppParams:
+    """What to compile: ``app`` (a shipped DSL app, :data:`mapper.apps.APPS`, or a CoreIR
+    JSON path), image ``width`` x ``height`` (pixels, DSL apps), ``unroll`` (lanes),
+    ``threshold`` (shift-register threshold of memory mapping, cycles), ``vectors`` (random
+    vectors per kernel for the compute-mapping equivalence check; 0 = none) and their
+    ``seed``."""
+
+    app: str
+    width: int = 64
+    height: int = 64
+    unroll: int = 1
+    threshold: int = DEFAULT_SR_THRESHOLD
+    vectors: int = 0
+    seed: int = 0
+
+
+@dataclass
+class AppMapping:
+    """Result of :func:`map_app`: the mapped ``netlist`` (PEs, MEMs, registers, IOs), the
+    cover of every kernel, the memory and compute mappings (DSL apps; ``None`` for CoreIR
+    files), ``times`` = step -> seconds and ``vectors`` checked per kernel."""
+
+    name: str
+    netlist: Netlist
+    kernels: dict[str, MappedKernel]
+    memory: MemoryMapping | None
+    compute: ComputeMapping | None
+    times: dict[str, float] = field(default_factory=dict)
+    vectors: int = 0
+
+    def counts(self) -> dict[str, int]:
+        """``pe``, ``mem``, ``reg``, ``io`` instance counts of the netlist."""
+        c = self.netlist.counts()
+        return {"pe": c.get("pe", 0), "mem": c.get("mem", 0), "reg": c.get("reg", 0),
+                "io": c.get("io_in", 0) + c.get("io_out", 0)}
+
+
+def is_coreir(app: str) -> bool:
+    return app.endswith(".json") or Path(app).is_file()
+
+
+def map_app(p: AppParams, coll: Collateral) -> AppMapping:
+    """Front end, memory mapping (DSL apps, with ``mem.json``) and compute mapping (the rule
+    table) of ``p.app`` onto ``coll``; a CoreIR file maps each kernel stand-alone with IO
+    instances. Every mapped kernel is checked against the original on ``p.vectors`` random
+    vectors. Raises :class:`~cgra.errors.CollateralError` for a collateral without rules or
+    MEM, :class:`MappingError` for an unknown app, an op without a rule, a failed
+    equivalence check, or a netlist that needs more tiles of a kind than the design has."""
+    times: dict[str, float] = {}
+    rules, pe_doc = coll.require("rules"), coll.require("pe")
+    memory = compute = None
+    if is_coreir(p.app):
+        from mapper.frontend.coreir import import_coreir
+        path = Path(p.app)
+        if not path.is_file():
+            raise MappingError(f"CoreIR file {path} does not exist; pass a shipped app name "
+                               f"or an existing CoreIR JSON path")
+        name = path.stem
+        t = time.perf_counter()
+        kernels_ir = import_coreir(path)
+        times["front end"] = time.perf_counter() - t
+        t = time.perf_counter()
+        nl = Netlist(name)
+        kernels: dict[str, MappedKernel] = {}
+        for kname, k in kernels_ir.items():
+            kernels[kname] = cover_kernel(k, rules, pe_doc)
+            kernel_netlist(kernels[kname], pe_doc, nl)
+        times["compute mapping"] = time.perf_counter() - t
+    else:
+        from mapper.apps import lower_app
+        name = p.app
+        t = time.perf_counter()
+        pipeline_ir: ir.Pipeline = lower_app(p.app, p.width, p.height, p.unroll)
+        times["front end"] = time.perf_counter() - t
+        t = time.perf_counter()
+        memory = map_memory(pipeline_ir, coll.require("mem"), p.threshold)
+        times["memory mapping"] = time.perf_counter() - t
+        t = time.perf_counter()
+        compute = map_compute(memory.netlist, rules, pe_doc)
+        nl, kernels = compute.netlist, compute.kernels
+        times["compute mapping"] = time.perf_counter() - t
+    if p.vectors > 0:
+        t = time.perf_counter()
+        spec = load_pe_model(pe_doc)
+        for m in kernels.values():
+            check_equivalence(m, pe_doc, spec, p.vectors, p.seed)
+        times["equivalence check"] = time.perf_counter() - t
+    check_capacity(nl, coll)
+    return AppMapping(name, nl, kernels, memory, compute, times, p.vectors)
+
+
+def check_capacity(nl: Netlist, coll: Collateral, tags: tuple[str, ...] = ("p", "m")) -> None:
+    """Raise :class:`MappingError` when the netlist needs more tiles of a kind in ``tags``
+    (default PE and MEM: what the app computes with; the IO count of stand-alone CoreIR
+    kernels, one IO per kernel port, is placement's concern) than the design has, naming
+    the kind, both counts and the fix."""
+    caps = site_capacity(coll)
+    need: dict[str, int] = {}
+    for inst in nl.instances.values():
+        if inst.tag in tags:
+            need[inst.tag] = need.get(inst.tag, 0) + 1
+    names = {"p": "PE", "m": "MEM", "I": "16-bit IO", "i": "1-bit IO"}
+    for tag, k in need.items():
+        have = sum(caps.get((tag,), {}).values())
+        if k > have:
+            raise MappingError(f"{nl.name} needs {k} {names[tag]} tiles but design "
+                               f"{coll.name} ({coll.size[0]}x{coll.size[1]}) has {have}; use a "
+                               f"larger design (e.g. configs/default.toml), a smaller unroll, "
+                               f"or fewer ops")
+
+
+def run_map(run_dir: str | Path, coll: Collateral, p: AppParams) -> AppMapping:
+    """:func:`map_app`, writing ``netlist.json``, ``<name>.packed`` and ``app.json``."""
+    run_dir = Path(run_dir)
+    res = map_app(p, coll)              # nothing is written unless mapping succeeds
+    run_dir.mkdir(parents=True, exist_ok=True)
+    net_path = st.stage_file(run_dir, "map")
+    res.netlist.save(net_path)
+    (run_dir / f"{res.name}.packed").write_text(res.netlist.to_packed())
+    doc: dict[str, Any] = {
+        "schema": st.APP_SCHEMA, "name": res.name, "params": asdict(p),
+        "design": str(coll.root) if coll.root else coll.name, "design_name": coll.name,
+        "design_id": coll.design_id, "kind": "coreir" if res.memory is None else "dsl",
+        "counts": res.counts(), "seconds": {k: round(v, 4) for k, v in res.times.items()},
+        "pes_per_stage": res.compute.pe_counts() if res.compute else {},
+        "netlist_sha256": file_sha256(net_path)}
+    if res.memory is not None:
+        sched = res.memory.schedule
+        doc["ideal"] = {"first_output_cycle": sched.stages[res.memory.pipeline.output]
+                        .first_write(), "cycles": sched.completion_cycle()}
+    st.write_doc(run_dir / "app.json", doc)
+    return res
+
+
+def read_app(run_dir: str | Path) -> dict[str, Any]:
+    """``app.json`` of a run directory; :class:`CollateralError` when missing/malformed."""
+    p = Path(run_dir) / "app.json"
+    if not p.is_file():
+        raise CollateralError(f"{p} is missing: {run_dir} is not a run directory; run `cgra "
+                              f"map <app> --design <dir> --out {run_dir}` first")
+    try:
+        doc = json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CollateralError(f"{p}: cannot read JSON ({exc}); run `cgra map` again") from None
+    if not isinstance(doc, dict) or doc.get("schema") != st.APP_SCHEMA:
+        raise CollateralError(f"{p}: not a {st.APP_SCHEMA} file; run `cgra map` again")
+    net = st.stage_file(run_dir, "map")
+    if not net.is_file() or file_sha256(net) != doc.get("netlist_sha256"):
+        raise CollateralError(f"{net} changed (or is gone) after `cgra map` wrote it; run "
+                              f"`cgra map` again")
+    return doc
+
+
+def open_design(run_dir: str | Path, design: str | Path | None = None,
+                check_spec: bool = True) -> Collateral:
+    """The collateral of a run: ``design`` when given, else the design ``app.json`` names;
+    it must be the generation the run was mapped on."""
+    app = read_app(run_dir)
+    coll = load_collateral(design if design is not None else app["design"], check_spec)
+    if app.get("design_id") != coll.design_id:
+        raise CollateralError(f"{Path(run_dir) / 'app.json'}: the run was mapped on another "
+                              f"generation of design {app.get('design_name')} than "
+                              f"{coll.root}; run `cgra map` again")
+    return coll
+
+
+# ---------------------------------------------------------------------------- back end
+@dataclass
+class FlowParams:
+    """Parameters of every back-end stage."""
+
+    pack: PackParams = field(default_factory=PackParams)
+    place: PlaceParams = field(default_factory=PlaceParams)
+    route: RouterParams = field(default_factory=RouterParams)
+    pipeline: PipelineParams = field(default_factory=PipelineParams)
+
+
+def _name(run_dir: Path) -> str:
+    return str(read_app(run_dir)["name"])
+
+
+def run_pack(run_dir: str | Path, coll: Collateral, params: PackParams | None = None):
+    """netlist.json -> packed.json."""
+    run_dir = Path(run_dir)
+    read_app(run_dir)
+    nl = Netlist.load(st.stage_file(run_dir, "map"))
+    packed = pack(nl, coll, params)
+    st.write_doc(st.stage_file(run_dir, "pack"), {
+        **st.header(st.PACKED_SCHEMA, coll, run_dir, "pack"), **st.packed_to_json(packed)})
+    return packed
+
+
+def load_packed(run_dir: str | Path, coll: Collateral):
+    d = st.read_stage(run_dir, "pack", st.PACKED_SCHEMA, coll)
+    return st.packed_from_json(d, str(st.stage_file(run_dir, "pack")))
+
+
+def run_place(run_dir: str | Path, coll: Collateral, params: PlaceParams | None = None
+              ) -> Placement:
+    """packed.json -> placement.json (+ ``<app>.place``)."""
+    run_dir = Path(run_dir)
+    packed = load_packed(run_dir, coll)
+    pl = place(packed, coll, params)
+    st.write_doc(st.stage_file(run_dir, "place"), {
+        **st.header(st.PLACEMENT_SCHEMA, coll, run_dir, "place"), **st.placement_to_json(pl)})
+    nl = Netlist.load(st.stage_file(run_dir, "map"))
+    ids = {n: b for n, b in nl.block_ids().items() if n in pl.sites}
+    (run_dir / f"{_name(run_dir)}.place").write_text(st.place_text(pl, ids))
+    return pl
+
+
+def load_placement(run_dir: str | Path, coll: Collateral) -> Placement:
+    d = st.read_stage(run_dir, "place", st.PLACEMENT_SCHEMA, coll)
+    return st.placement_from_json(d, str(st.stage_file(run_dir, "place")))
+
+
+def run_route(run_dir: str | Path, coll: Collateral, params: RouterParams | None = None
+              ) -> RoutingResult:
+    """packed.json + placement.json -> routing.json (+ ``<app>.route``)."""
+    run_dir = Path(run_dir)
+    packed, pl = load_packed(run_dir, coll), load_placement(run_dir, coll)
+    rr = route_design(packed, pl, coll, params)
+    st.write_doc(st.stage_file(run_dir, "route"), {
+        **st.header(st.ROUTING_SCHEMA, coll, run_dir, "route"), **st.routing_to_json(rr)})
+    (run_dir / f"{_name(run_dir)}.route").write_text(st.route_text(rr, coll))
+    return rr
+
+
+def load_routing(run_dir: str | Path, coll: Collateral) -> RoutingResult:
+    d = st.read_stage(run_dir, "route", st.ROUTING_SCHEMA, coll)
+    return st.routing_from_json(d, str(st.stage_file(run_dir, "route")))
+
+
+@dataclass
+class FlowResult:
+    """The back end's results for one app: packed design, placement, routing, pipelined
+    design, bitstream (``None`` until that stage ran) and seconds per stage."""
+
+    packed: Any
+    placement: Placement
+    routing: RoutingResult
+    pipelined: PipelineResult
+    bitstream: Bitstream | None
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def back_end(netlist: Netlist, coll: Collateral, params: FlowParams | None = None,
+             mem_encoder: MemEncoder | None = None) -> FlowResult:
+    """pack -> place -> route -> pipeline -> bitstream in memory (no files), timing each
+    stage: the same stage functions the ``run_<stage>`` file steps call. ``mem_encoder``
+    replaces Lake's MEM config encoder (a fabric with other MEM cores). Errors of each stage
+    propagate (``MappingError``, ``PlacementError``, ``RoutingError``, ``ConfigError``,
+    ``CollateralError``)."""
+    p = params or FlowParams()
+    secs: dict[str, float] = {}
+
+    def timed(stage: str, fn: Callable[[], Any]) -> Any:
+        t = time.perf_counter()
+        out = fn()
+        secs[stage] = time.perf_counter() - t
+        return out
+
+    packed = timed("pack", lambda: pack(netlist, coll, p.pack))
+    pl = timed("place", lambda: place(packed, coll, p.place))
+    rr = timed("route", lambda: route_design(packed, pl, coll, p.route))
+    pr = timed("pipeline", lambda: pipeline(packed, pl, rr, coll, p.pipeline))
+    bs = timed("bitstream", lambda: generate(pr.packed, pl, pr.routing, coll, mem_encoder))
+    return FlowResult(packed, pl, rr, pr, bs, secs)
+
+
+def run_pipeline(run_dir: str | Path, coll: Collateral, params: PipelineParams | None = None
+                 ) -> PipelineResult:
+    """packed + placement + routing -> pipelined.json, with ``pnr_report.json`` and the
+    picture ``pnr.png`` (:mod:`mapper.report`)."""
+    from mapper.report import draw, save_report
+
+    run_dir = Path(run_dir)
+    packed, pl = load_packed(run_dir, coll), load_placement(run_dir, coll)
+    rr = load_routing(run_dir, coll)
+    pr = pipeline(packed, pl, rr, coll, params)
+    st.write_doc(st.stage_file(run_dir, "pipeline"), {
+        **st.header(st.PIPELINED_SCHEMA, coll, run_dir, "pipeline"),
+        **st.pipelined_to_json(pr)})
+    flow = FlowResult(packed, pl, rr, pr, None)
+    save_report(flow, coll, run_dir / "pnr_report.json")
+    draw(flow, coll, run_dir / "pnr.png")
+    return pr
+
+
+def load_flow(run_dir: str | Path, coll: Collateral) -> FlowResult:
+    """The saved back-end results of a run directory (through the pipelining stage)."""
+    d = st.read_stage(run_dir, "pipeline", st.PIPELINED_SCHEMA, coll)
+    pr = st.pipelined_from_json(d, str(st.stage_file(run_dir, "pipeline")))
+    return FlowResult(load_packed(run_dir, coll), load_placement(run_dir, coll),
+                      load_routing(run_dir, coll), pr, None)
+
+
+def run_bitstream(run_dir: str | Path, coll: Collateral) -> Bitstream:
+    """pipelined.json -> ``bitstream.json`` and ``<app>.bs`` (``AAAAAAAA DDDDDDDD`` lines)."""
+    run_dir = Path(run_dir)
+    flow = load_flow(run_dir, coll)
+    pr = flow.pipelined
+    bs = generate(pr.packed, flow.placement, pr.routing, coll)
+    bs.name = _name(run_dir)
+    (run_dir / f"{bs.name}.bs").write_text(bs.to_text())
+    st.write_doc(st.stage_file(run_dir, "bitstream"),
+                 {**bs.to_json(), **st.header("mapper.bitstream/1", coll, run_dir, "bitstream")})
+    return bs
+
+
+def load_bitstream(run_dir: str | Path, coll: Collateral) -> Bitstream:
+    d = st.read_stage(run_dir, "bitstream", "mapper.bitstream/1", coll)
+    return Bitstream.from_json(d, str(st.stage_file(run_dir, "bitstream")))
+
+
+# ---------------------------------------------------------------------------- sim
+@dataclass
+class SimOptions:
+    """Options of the sim stage: ``image`` (a sample name of :data:`mapper.images.IMAGES`
+    or an image file path) and the Verilator build/run options."""
+
+    image: str = "camera"
+    sim: Any = None
+
+
+@dataclass
+class StreamPlan:
+    """Top-port stimulus and sampling for one run: ``inputs`` port -> values ``[T]``,
+    ``outputs``: [(io_out instance, port, cycles ``[n]``, y ``[n]``, x ``[n]``)] (only events
+    inside the output box), ``cycles``: ``T`` (last sampled cycle + 1), ``first_output``:
+    the first sampled cycle, ``box``: output domain ``(x0, x1, y0, y1)``."""
+
+    inputs: dict[str, np.ndarray]
+    outputs: list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]]
+    cycles: int
+    first_output: int
+    box: tuple[int, int, int, int]
+
+
+@dataclass
+class AppRun:
+    """Everything one run produced (see :func:`run_app`)."""
+
+    app: str
+    image: np.ndarray
+    output: np.ndarray
+    golden_numpy: np.ndarray
+    golden_halide: np.ndarray
+    flow: FlowResult
+    harness: Any
+    sim: Any
+    plan: StreamPlan
+    report: dict[str, Any]
+    out_dir: Path
+    coll: Collateral
+
+
+def _program_events(prog: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(cycles, index along dimension 0, index along dimension 1) of a 2-D stream program."""
+    from mapper.streams import program_events
+
+    cyc, _ = program_events({k: v for k, v in prog.items() if k != "address"})
+    ext0 = int(prog["extents"][0])
+    k = np.arange(len(cyc))
+    return cyc, np.stack([k % ext0, k // ext0])
+
+
+def io_port(tag: str, direction: str, xy: tuple[int, int]) -> str:
+    """Top-level port of an IO instance with PnR ``tag`` (``I`` 16-bit, ``i`` 1-bit) placed on
+    IO tile ``xy``; ``direction`` ``in`` (``glb2io``) or ``out`` (``io2glb``)."""
+    w = 16 if tag == "I" else 1
+    pre = "glb2io" if direction == "in" else "io2glb"
+    return f"{pre}_{w}_X{xy[0]:02X}_Y{xy[1]:02X}"
+
+
+def stream_plan(flow: FlowResult, images: dict[str, np.ndarray]) -> StreamPlan:
+    """Stimulus and sampling of the top ports for a placed and pipelined design (module
+    docstring). Raises :class:`SimulationError` when an IO instance lacks its program or an
+    input image is missing."""
+    packed = flow.pipelined.packed
+    sites = flow.placement.sites
+    inputs: dict[str, np.ndarray] = {}
+    outs: list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]] = []
+    box: tuple[int, int, int, int] | None = None
+    for name, inst in packed.instances.items():
+        if inst.kind not in ("io_in", "io_out"):
+            continue
+        c = inst.config
+        if "program" not in c:
+            raise SimulationError(f"IO instance {name} has no stream 'program' in its config; "
+                                  f"only DSL apps (memory-mapped by mapper.memory) can be "
+                                  f"simulated")
+        cyc, (i0, i1) = _program_events(c["program"])
+        u, lane = int(c.get("unroll", 1)), int(c.get("lane", 0))
+        port = io_port(inst.tag, "in" if inst.kind == "io_in" else "out", sites[name])
+        if inst.kind == "io_in":
+            img = images.get(c["input"])
+            if img is None:
+                raise SimulationError(f"IO {name}: no image for input '{c['input']}'")
+            h, w = img.shape
+            x, y = u * i0 + lane, i1
+            ok = (x < w) & (y < h)
+            vals = np.zeros(int(cyc.max()) + 1, np.int64)
+            vals[cyc[ok]] = img[y[ok], x[ok]].astype(np.int64) & (0xFFFF if inst.tag == "I"
+                                                                    else 1)
+            inputs[port] = vals
+        else:
+            x0, x1, y0, y1 = (int(v) for v in c["box"])
+            box = (x0, x1, y0, y1)
+            x, y = u * (x0 // u + i0) + lane, y0 + i1
+            keep = (x >= x0) & (x < x1) & (y < y1)
+            outs.append((name, port, cyc[keep], y[keep], x[keep]))
+    if not outs or box is None:
+        raise SimulationError(f"design {packed.name}: no output stream (io_out instance)")
+    cycles = max(int(o[2].max()) for o in outs if len(o[2])) + 1
+    first = min(int(o[2].min()) for o in outs if len(o[2]))
+    for p, v in inputs.items():
+        if len(v) < cycles:
+            inputs[p] = np.concatenate([v, np.zeros(cycles - len(v), np.int64)])
+    return StreamPlan(inputs, outs, cycles, first, box)
+
+
+def first_mismatch(got: np.ndarray, want: np.ndarray, box: tuple[int, int, int, int]
+                   ) -> tuple[int, int, int, int] | None:
+    """``(x, y, expected, got)`` of the first differing pixel in raster order (image
+    coordinates of the output domain ``box``), or ``None`` when equal."""
+    diff = np.argwhere(got.astype(np.int64) != want.astype(np.int64))
+    if not len(diff):
+        return None
+    r, c = (int(v) for v in diff[0])
+    return (box[0] + c, box[2] + r, int(want[r, c]), int(got[r, c]))
+
+
+def check_output(app: str, got: np.ndarray, goldens: dict[str, np.ndarray],
+                 box: tuple[int, int, int, int], where: str | Path = "") -> None:
+    """Bit-exact comparison of the simulated output image with every golden model.
+
+    ``box`` = output domain ``(x0, x1, y0, y1)`` (image coordinates of ``got[0, 0]`` are
+    ``(x0, y0)``). Raises :class:`SimulationError` naming the golden model, the number of
+    differing pixels and the first one ``(x, y, expected, got)`` in raster order, or a shape
+    mismatch."""
+    for gname, g in goldens.items():
+        if g.shape != got.shape:
+            raise SimulationError(f"{app}: simulated output is {got.shape[1]}x{got.shape[0]}, "
+                                  f"the {gname} golden is {g.shape[1]}x{g.shape[0]}")
+        mm = first_mismatch(got, g, box)
+        if mm is not None:
+            n = int((got.astype(np.int64) != g.astype(np.int64)).sum())
+            x, y, e, v = mm
+            raise SimulationError(f"{app}: RTL output differs from the {gname} golden at {n} "
+                                  f"pixel(s); first at pixel (x={x}, y={y}): expected {e}, "
+                                  f"got {v}" + (f" (files in {where})" if where else ""))
+
+
+def run_sim(run_dir: str | Path, coll: Collateral, opts: SimOptions | None = None,
+            step: Step | None = None, seconds: dict[str, float] | None = None) -> AppRun:
+    """bitstream + pipelined design -> Verilator simulation of the design's RTL on the image,
+    bit-exact comparison with both golden models (the numpy interpreter of the IR and the
+    same algorithm in real Halide), output pictures and ``run_report.json``. Raises
+    :class:`SimulationError` naming the first mismatching pixel and the golden model."""
+    from mapper.apps import build_app, lower_app
+    from mapper.halide_export import run_halide
+    from mapper.images import load_image, save_comparison, save_png
+    from mapper.interp import run_pipeline
+    from mapper.simulate import SimParams, build_harness, run_harness
+
+    say = step or (lambda _m: None)
+    opts = opts or SimOptions()
+    run_dir = Path(run_dir)
+    app = read_app(run_dir)
+    if app.get("kind") != "dsl":
+        raise SimulationError(f"{app['name']}: only DSL apps can be simulated (a CoreIR file "
+                              f"has no stream schedule and no golden); use `cgra run <app>` "
+                              f"with one of the shipped apps")
+    ap = AppParams(**app["params"])
+    secs = dict(seconds or {})
+    flow = load_flow(run_dir, coll)
+    flow.bitstream = load_bitstream(run_dir, coll)
+    img = load_image(opts.image, (ap.height, ap.width))
+    plan = stream_plan(flow, {"input": img})
+    sim_params = opts.sim or SimParams()
+    say("verilator build")
+    harness = build_harness(coll.root, sim_params, progress=say)
+    secs["verilator_build"] = harness.build_seconds
+    say("simulate")
+    ports = [o[1] for o in plan.outputs]
+    sim = run_harness(harness, flow.bitstream.pairs(), plan.inputs, ports, plan.cycles,
+                      run_dir, sim_params)
+    secs["simulation"] = sim.seconds
+    if sim.readback_mismatches:
+        a, e, g = sim.readback_mismatches[0]
+        raise SimulationError(f"{app['name']}: config read-back differs at "
+                              f"{len(sim.readback_mismatches)} address(es); first: address "
+                              f"{a:08X} wrote {e:08X}, read {g:08X} (a config register that "
+                              f"does not hold its bits)")
+    x0, x1, y0, y1 = plan.box
+    res = np.zeros((y1 - y0, x1 - x0), np.int64)
+    seen = np.zeros(res.shape, bool)
+    for (_name, port, cyc, ys, xs) in plan.outputs:
+        res[ys - y0, xs - x0] = sim.outputs[port][cyc]
+        seen[ys - y0, xs - x0] = True
+    if not seen.all():
+        raise SimulationError(f"{app['name']}: {int((~seen).sum())} output pixels were never "
+                              f"sampled (the output programs do not cover the domain "
+                              f"{plan.box})")
+    say("golden models")
+    t = time.perf_counter()
+    ir_p = lower_app(ap.app, ap.width, ap.height, ap.unroll)
+    g_np = np.asarray(run_pipeline(ir_p, {"input": img}))
+    secs["golden_numpy"] = time.perf_counter() - t
+    t = time.perf_counter()
+    g_hl = np.asarray(run_halide(build_app(ap.app, ap.width, ap.height, ap.unroll),
+                                 {"input": img}))
+    secs["golden_halide"] = time.perf_counter() - t
+    out_img = res.astype(np.uint16)
+    if g_np.dtype == np.int16:
+        out_img = out_img.view(np.int16)
+    save_png(out_img, run_dir / f"{app['name']}.png")
+    save_png(img, run_dir / "input.png")
+    save_comparison(img, out_img, g_np, run_dir / "compare.png",
+                    title=f"{app['name']} on {coll.name} ({opts.image})")
+    check_output(app["name"], out_img, {"numpy interpreter": g_np, "Halide": g_hl}, plan.box,
+                 run_dir)
+    rep = run_report(app, opts, coll, flow, harness, sim, plan, secs, out_img)
+    st.write_doc(st.stage_file(run_dir, "sim"),
+                 {**rep, **st.header(RUN_SCHEMA, coll, run_dir, "sim")})
+    return AppRun(app["name"], img, out_img, g_np, g_hl, flow, harness, sim, plan, rep, run_dir,
+                  coll)
+
+
+def run_report(app: dict[str, Any], opts: SimOptions, coll: Collateral, flow: FlowResult,
+               harness, sim, plan: StreamPlan, secs: dict[str, float],
+               out_img: np.ndarray) -> dict[str, Any]:
+    """The ``run_report.json`` document (schema :data:`RUN_SCHEMA`)."""
+    from mapper.report import report as pnr_report
+
+    pr = pnr_report(flow, coll)
+    ideal = app.get("ideal") or {}
+    ideal_first = int(ideal.get("first_output_cycle", 0))
+    ap = app["params"]
+    return {
+        "schema": RUN_SCHEMA,
+        "app": app["name"], "design": str(coll.root), "seed": flow.placement.seed,
+        "image": opts.image, "size": [ap["width"], ap["height"]], "unroll": ap["unroll"],
+        "output_shape": list(out_img.shape),
+        "match": {"numpy": True, "halide": True},
+        "resources": pr["resources"],
+        "pes_per_stage": app.get("pes_per_stage", {}),
+        "wirelength_total": pr["wirelength_total"],
+        "wirelength_segments": pr["wirelength_segments"],
+        "routing_iterations": pr["routing_iterations"],
+        "registers": pr["registers"],
+        "timing": {k: v for k, v in pr["timing"].items() if k != "critical_path"},
+        "cycles": {"stream": plan.cycles, "ideal_stream": ideal.get("cycles"),
+                   "total_clock_edges": sim.total_cycles,
+                   "config_writes": len(flow.bitstream.pairs())},
+        "latency": {"first_output_cycle": plan.first_output, "ideal_first_output_cycle":
+                    ideal_first, "extra_cycles": plan.first_output - ideal_first,
+                    "per_output": pr["extra_output_latency_cycles"]},
+        "verilator": {"key": harness.key, "cached": harness.cached,
+                      "build_seconds": round(harness.build_seconds, 3)},
+        "stage_seconds": {k: round(v, 4) for k, v in secs.items()},
+    }
+
+
+# ---------------------------------------------------------------------------- chain
+@dataclass
+class RunParams:
+    """One end-to-end run: the app and its mapping options (:class:`AppParams`), the design
+    directory, the run directory ``out`` (``None`` = ``build/apps/<app>``), the back-end
+    parameters (placement ``seed`` is ``flow.place.seed``), the sim options, and
+    ``resume_from``: the first stage to run (earlier stages' files are reused, checked)."""
+
+    app: AppParams
+    design: str | Path
+    out: str | Path | None = None
+    flow: FlowParams = field(default_factory=FlowParams)
+    sim: SimOptions = field(default_factory=SimOptions)
+    resume_from: str = "map"
+
+
+def run_stages(p: RunParams, until: str = "sim", step: Step | None = None) -> Any:
+    """Run the stages from ``p.resume_from`` through ``until`` (module docstring), each
+    reading the previous stage's file; returns the last stage's result (an :class:`AppRun`
+    for ``sim``). Raises the error of the failing stage (``MappingError``,
+    ``PlacementError``, ``RoutingError``, ``CollateralError``, ``ConfigError``,
+    ``SimulationError``)."""
+    say = step or (lambda _m: None)
+    for name, what in (("--from", p.resume_from), ("until", until)):
+        if what not in st.ORDER:
+            raise MappingError(f"{name} {what!r}: not a stage; stages: {st.ORDER}")
+    run_dir = Path(p.out) if p.out is not None else default_run_dir(p.app.app)
+    start, stop = st.ORDER.index(p.resume_from), st.ORDER.index(until)
+    t0 = time.perf_counter()
+    if start == 0:
+        say("collateral")
+        coll = load_collateral(p.design)
+    else:
+        coll = open_design(run_dir, p.design)
+    secs: dict[str, float] = {"load_collateral": time.perf_counter() - t0}
+    stages: dict[str, Callable[[], Any]] = {
+        "map": lambda: run_map(run_dir, coll, p.app),
+        "pack": lambda: run_pack(run_dir, coll, p.flow.pack),
+        "place": lambda: run_place(run_dir, coll, p.flow.place),
+        "route": lambda: run_route(run_dir, coll, p.flow.route),
+        "pipeline": lambda: run_pipeline(run_dir, coll, p.flow.pipeline),
+        "bitstream": lambda: run_bitstream(run_dir, coll),
+        "sim": lambda: run_sim(run_dir, coll, p.sim, say, secs),
+    }
+    out = None
+    for name in st.ORDER[start:stop + 1]:
+        if name != "sim":
+            say(name)
+        t = time.perf_counter()
+        out = stages[name]()
+        secs[name] = time.perf_counter() - t
+    return out
+
+
+def run_app(p: RunParams, step: Step | None = None) -> AppRun:
+    """Every stage from ``p.resume_from`` to the simulation (:func:`run_stages`)."""
+    return run_stages(p, "sim", step)
+
+
+__all__ = ["AppMapping", "AppParams", "AppRun", "FlowParams", "back_end", "FlowResult", "RunParams", "SimOptions", "StreamPlan", "check_capacity", "check_output",
+           "first_mismatch", "io_port", "load_flow", "map_app", "run_app", "run_stages", "run_bitstream",
+           "run_map", "run_pack", "run_pipeline", "run_place", "run_route", "run_sim",
+           "stream_plan"]

@@ -1,0 +1,274 @@
+"""File formats of the back-end stages: the one reader and writer of each stage's result.
+
+A run directory (``build/apps/<app>/`` by default) holds one file per stage; each stage reads
+the previous one's file and writes its own, so any stage can be run, inspected, replaced or
+resumed alone (``cgra pack / place / route / pipeline / bitstream / sim``, chained by
+``cgra run``; :mod:`mapper.flow`)::
+
+    app.json          mapper.app/1        what was compiled: app, image size, unroll, design
+    netlist.json      (mapper.netlist)    the mapped netlist; <app>.packed: cgra_pnr text form
+    packed.json       mapper.packed/1     the packed netlist (PackedDesign)
+    placement.json    mapper.placement/1  sites and cost (Placement); <app>.place: text form
+    routing.json      mapper.routing/1    routed trees (RoutingResult); <app>.route: text form
+    pipelined.json    mapper.pipelined/1  PipelineResult (routes with registers, packed design
+                                          with shifted schedules, latencies, timing report)
+    <app>.bs, <app>.bs.json               the bitstream (mapper.bitstream)
+
+Every stage file carries a header ``{"schema", "design": <name>, "design_id": <sha256 of the
+design's design.json>, "input": {"file": <previous stage file>, "sha256": <its bytes>}}``.
+:func:`read_stage` refuses (:class:`~cgra.errors.CollateralError`) a file made for another
+generation of the design, or whose input file has changed since: a stale result is never
+silently reused. Every document is plain JSON (terminals are ``[instance, port]`` pairs).
+
+Text forms for interop with the cgra_pnr / cyclone tools: ``.place`` (two header lines, then
+``<name>\\t<x>\\t<y>\\t\\t#<block id>`` per instance, block ids as in ``.packed``) and ``.route``
+(``Net ID: <net> Segment Size: <n>``, then per sink ``Segment: <k> Size: <m>`` and one node per
+line in the canal text-format node syntax, :func:`canal.collateral.node_line`).
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from canal.collateral import node_line
+from cgra.errors import CollateralError
+from garnet.collateral import file_sha256
+from mapper.pack import PackedDesign, PackedInstance, PackedNet
+from mapper.pipeline import PipelineResult, TimingReport
+from mapper.place import Placement
+from mapper.route import NetRoute, RoutingResult
+
+if TYPE_CHECKING:
+    from mapper.collateral import Collateral
+
+APP_SCHEMA = "mapper.app/1"
+PACKED_SCHEMA = "mapper.packed/1"
+PLACEMENT_SCHEMA = "mapper.placement/1"
+ROUTING_SCHEMA = "mapper.routing/1"
+PIPELINED_SCHEMA = "mapper.pipelined/1"
+
+#: stage -> (file name in the run directory, the stage whose file it reads)
+STAGES: dict[str, tuple[str, str | None]] = {
+    "map": ("netlist.json", None),
+    "pack": ("packed.json", "map"),
+    "place": ("placement.json", "pack"),
+    "route": ("routing.json", "place"),
+    "pipeline": ("pipelined.json", "route"),
+    "bitstream": ("bitstream.json", "pipeline"),
+    "sim": ("run_report.json", "bitstream"),
+}
+ORDER = list(STAGES)
+
+
+def stage_file(run_dir: str | Path, stage: str) -> Path:
+    return Path(run_dir) / STAGES[stage][0]
+
+
+def header(schema: str, coll: Collateral, run_dir: str | Path, stage: str) -> dict[str, Any]:
+    """The header of ``stage``'s file: schema, design, and the hash of its input file."""
+    prev = STAGES[stage][1]
+    h: dict[str, Any] = {"schema": schema, "design": coll.name, "design_id": coll.design_id}
+    if prev is not None:
+        p = stage_file(run_dir, prev)
+        h["input"] = {"file": p.name, "sha256": file_sha256(p)}
+    return h
+
+
+def write_doc(path: str | Path, doc: dict[str, Any]) -> Path:
+    """Write a stage document atomically (temporary sibling, then rename)."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    os.replace(tmp, p)
+    return p
+
+
+def read_stage(run_dir: str | Path, stage: str, schema: str,
+               coll: Collateral | None = None) -> dict[str, Any]:
+    """Read ``stage``'s file of ``run_dir`` and check its header (module docstring).
+
+    Raises :class:`CollateralError` naming the file and the command that remakes it when the
+    file is missing, malformed, of another schema, made for another generation of the
+    design (``coll.design_id``) or when its input file changed after it was written."""
+    p = stage_file(run_dir, stage)
+    fix = f"run `cgra {stage} {run_dir}` (or `cgra run`) again"
+    if not p.is_file():
+        raise CollateralError(f"{p} is missing: stage '{stage}' has not been run; {fix}")
+    try:
+        doc = json.loads(p.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CollateralError(f"{p}: cannot read JSON ({exc}); {fix}") from None
+    if not isinstance(doc, dict) or doc.get("schema") != schema:
+        got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+        raise CollateralError(f"{p}: schema {got!r} is not {schema!r}; {fix}")
+    if coll is not None and coll.design_id is not None \
+            and doc.get("design_id") != coll.design_id:
+        raise CollateralError(f"{p} was made for another generation of design "
+                              f"{doc.get('design')} (design.json {str(doc.get('design_id'))[:12]},"
+                              f" now {coll.design_id[:12]}): stale; {fix}")
+    inp = doc.get("input")
+    if isinstance(inp, dict):
+        src = Path(run_dir) / str(inp.get("file"))
+        if not src.is_file() or file_sha256(src) != inp.get("sha256"):
+            raise CollateralError(f"{p} is stale: its input {src.name} changed (or is gone) "
+                                  f"after it was written; {fix}")
+    return doc
+
+
+def _pairs(items) -> list[list[str]]:
+    return [list(t) for t in items]
+
+
+def _term(t: Any, where: str) -> tuple[str, str]:
+    if not (isinstance(t, (list, tuple)) and len(t) == 2):
+        raise CollateralError(f"{where}: terminal {t!r} is not [instance, port]")
+    return (str(t[0]), str(t[1]))
+
+
+# ---------------------------------------------------------------------------- packed
+def packed_to_json(pk: PackedDesign) -> dict[str, Any]:
+    return {"name": pk.name,
+            "instances": {n: {"kind": i.kind, "tag": i.tag, "config": i.config,
+                              "fields": i.fields, "input_regs": i.input_regs,
+                              "consts": i.consts} for n, i in pk.instances.items()},
+            "nets": [{"name": n.name, "width": n.width, "source": list(n.source),
+                      "sinks": _pairs(n.sinks)} for n in pk.nets],
+            "port_map": pk.port_map,
+            "absorbed_regs": {r: list(v) for r, v in pk.absorbed_regs.items()},
+            "folded_consts": {c: _pairs(v) for c, v in pk.folded_consts.items()}}
+
+
+def packed_from_json(d: dict[str, Any], where: str) -> PackedDesign:
+    try:
+        insts = {n: PackedInstance(n, i["kind"], i["tag"], dict(i["config"]),
+                                   {k: int(v) for k, v in i["fields"].items()},
+                                   {k: str(v) for k, v in i["input_regs"].items()},
+                                   {k: int(v) for k, v in i["consts"].items()})
+                 for n, i in d["instances"].items()}
+        nets = [PackedNet(n["name"], int(n["width"]), _term(n["source"], where),
+                          [_term(s, where) for s in n["sinks"]]) for n in d["nets"]]
+        return PackedDesign(d["name"], insts, nets, {k: dict(v) for k, v in
+                                                     d["port_map"].items()},
+                            {r: _term(v, where) for r, v in d["absorbed_regs"].items()},
+                            {c: [_term(t, where) for t in v]
+                             for c, v in d["folded_consts"].items()})
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CollateralError(f"{where}: malformed packed design ({type(exc).__name__}: "
+                              f"{exc}); run `cgra pack` again") from None
+
+
+# ---------------------------------------------------------------------------- placement
+def placement_to_json(pl: Placement) -> dict[str, Any]:
+    return {"sites": {n: list(xy) for n, xy in pl.sites.items()}, "cost": pl.cost,
+            "hpwl": pl.hpwl, "seconds": pl.seconds, "temperatures": pl.temperatures,
+            "seed": pl.seed, "alpha": pl.alpha}
+
+
+def placement_from_json(d: dict[str, Any], where: str) -> Placement:
+    try:
+        return Placement({n: (int(xy[0]), int(xy[1])) for n, xy in d["sites"].items()},
+                         float(d["cost"]), int(d["hpwl"]), float(d["seconds"]),
+                         int(d["temperatures"]), int(d["seed"]), float(d["alpha"]))
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        raise CollateralError(f"{where}: malformed placement ({type(exc).__name__}: {exc}); "
+                              f"run `cgra place` again") from None
+
+
+def place_text(pl: Placement, block_ids: dict[str, str]) -> str:
+    """The cgra_pnr ``.place`` text of a placement (module docstring); ``block_ids``:
+    instance -> block id (:meth:`mapper.netlist.Netlist.block_ids` numbering)."""
+    lines = ["Block Name\t\t\tX\tY\t\t#Block ID", "-" * 40]
+    for n, (x, y) in pl.sites.items():
+        lines.append(f"{n}\t\t{x}\t{y}\t\t#{block_ids.get(n, n)}")
+    return "\n".join(lines) + "\n"
+
+
+def parse_place_text(text: str, where: str = "<place>") -> dict[str, tuple[int, int]]:
+    """Instance -> (x, y) from a ``.place`` text (the two header lines are skipped).
+    Raises :class:`CollateralError` naming the line."""
+    sites: dict[str, tuple[int, int]] = {}
+    for k, line in enumerate(text.splitlines()[2:], 3):
+        if not line.strip():
+            continue
+        parts = line.split()
+        if len(parts) != 4 or not parts[3].startswith("#"):
+            raise CollateralError(f"{where}:{k}: expected '<name> <x> <y> #<id>', got {line!r}")
+        try:
+            sites[parts[0]] = (int(parts[1]), int(parts[2]))
+        except ValueError:
+            raise CollateralError(f"{where}:{k}: x and y must be integers: {line!r}") from None
+    return sites
+
+
+# ---------------------------------------------------------------------------- routing
+def routing_to_json(rr: RoutingResult) -> dict[str, Any]:
+    return {"nets": [{"name": r.name, "width": r.width, "source": list(r.source),
+                      "paths": [{"sink": list(t), "nodes": p} for t, p in r.paths.items()]}
+                     for r in rr.nets.values()],
+            "reg_sites": rr.reg_sites,
+            "iterations": {str(w): v for w, v in rr.iterations.items()},
+            "seconds": rr.seconds,
+            "wirelength": {str(w): v for w, v in rr.wirelength.items()}}
+
+
+def routing_from_json(d: dict[str, Any], where: str) -> RoutingResult:
+    try:
+        nets = {}
+        for n in d["nets"]:
+            paths = {_term(p["sink"], where): [str(x) for x in p["nodes"]] for p in n["paths"]}
+            nets[n["name"]] = NetRoute(n["name"], int(n["width"]), _term(n["source"], where),
+                                       paths)
+        return RoutingResult(nets, {k: str(v) for k, v in d["reg_sites"].items()},
+                             {int(w): int(v) for w, v in d["iterations"].items()},
+                             float(d["seconds"]),
+                             {int(w): int(v) for w, v in d["wirelength"].items()})
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CollateralError(f"{where}: malformed routing ({type(exc).__name__}: {exc}); "
+                              f"run `cgra route` again") from None
+
+
+def route_text(rr: RoutingResult, coll: Collateral) -> str:
+    """The ``.route`` text of a routing (module docstring)."""
+    lines = []
+    for r in rr.nets.values():
+        ig = coll.graphs[r.width].ig
+        lines.append(f"Net ID: {r.name} Segment Size: {len(r.paths)}")
+        for k, (term, path) in enumerate(r.paths.items()):
+            lines.append(f"Segment: {k} Size: {len(path)}  # sink {term[0]}.{term[1]}")
+            lines += [node_line(ig.nodes[n]) for n in path]
+        lines.append("")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- pipelined
+def pipelined_to_json(pr: PipelineResult) -> dict[str, Any]:
+    return {"routing": routing_to_json(pr.routing), "packed": packed_to_json(pr.packed),
+            "sigma_in": [[i, p, s] for (i, p), s in pr.sigma_in.items()],
+            "enabled_regs": pr.enabled_regs, "forced_regs": pr.forced_regs,
+            "mem_absorbed": [[i, p, c] for (i, p), c in pr.mem_absorbed.items()],
+            "pe_input_regs": _pairs(pr.pe_input_regs),
+            "output_latency": pr.output_latency,
+            "timing": {"period_ps": pr.timing.period_ps, "fmax_mhz": pr.timing.fmax_mhz,
+                       "path": [[n, a] for n, a in pr.timing.path]},
+            "seconds": pr.seconds}
+
+
+def pipelined_from_json(d: dict[str, Any], where: str) -> PipelineResult:
+    try:
+        t = d["timing"]
+        return PipelineResult(
+            routing_from_json(d["routing"], where), packed_from_json(d["packed"], where),
+            {(str(i), str(p)): int(s) for i, p, s in d["sigma_in"]},
+            [str(x) for x in d["enabled_regs"]], [str(x) for x in d["forced_regs"]],
+            {(str(i), str(p)): int(c) for i, p, c in d["mem_absorbed"]},
+            [_term(x, where) for x in d["pe_input_regs"]],
+            {str(k): int(v) for k, v in d["output_latency"].items()},
+            TimingReport(float(t["period_ps"]), float(t["fmax_mhz"]),
+                         [(str(n), float(a)) for n, a in t["path"]]),
+            float(d["seconds"]))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CollateralError(f"{where}: malformed pipelined design ({type(exc).__name__}: "
+                              f"{exc}); run `cgra pipeline` again") from None
