@@ -8,7 +8,7 @@ DESIGN ?= default
 APP    ?= gaussian
 JOBS   ?= 2
 
-.PHONY: install test lint rtl rules app bench clean
+.PHONY: install test lint rtl rules app bench clean FORCE
 
 install: $(STAMP)
 
@@ -27,14 +27,18 @@ lint: install
 	$(BIN)/ruff check cgra peak lake canal garnet mapper tests bench
 	$(BIN)/lint-imports
 
+# `cgra rtl` is incremental: what did not change since build/$(DESIGN) was generated is
+# reused (an unchanged configuration rebuilds nothing; see docs/garnet.md)
 rtl: install
 	$(BIN)/cgra rtl --config configs/$(DESIGN).toml --out build/$(DESIGN)
 
 rules: install
 	$(BIN)/cgra rules --pe peak.examples.cgra_pe:PE --out build/rules --jobs $(JOBS)
 
-# `make app` runs an app on the design it fits (harris needs 80 PEs: more than the 8x8 has),
-# generating the design first when it is missing; APP_DESIGN=<name> overrides.
+# `make app` runs an app on the design it fits (harris needs 80 PEs: more than the 8x8 has);
+# APP_DESIGN=<name> overrides. The design is brought up to date first, every time: the
+# incremental `cgra rtl` regenerates what a PE spec or TOML edit changed and costs ~1 s
+# when nothing did (FORCE: make cannot see the spec files a design depends on).
 APP_DESIGN_harris := default
 APP_DESIGN ?= $(or $(APP_DESIGN_$(APP)),small)
 
@@ -42,8 +46,10 @@ app: install build/$(APP_DESIGN)/design.json
 	@echo "make app: $(APP) on design $(APP_DESIGN) (build/$(APP_DESIGN), configs/$(APP_DESIGN).toml)"
 	$(BIN)/cgra run $(APP) --design build/$(APP_DESIGN)
 
-build/%/design.json: | install
+build/%/design.json: FORCE | install
 	$(BIN)/cgra rtl --config configs/$*.toml --out build/$*
+
+FORCE:
 
 bench: install
 	@set -e; for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f; done

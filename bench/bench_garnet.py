@@ -1,11 +1,24 @@
 """Garnet figures: wall time and peak memory (max RSS) of `cgra rtl` for 8x8, 16x16 and 32x16,
 size of the generated Verilog, Verilator lint counts and Verilator build time of the 8x8
-array. One JSON line per figure; rows are appended to bench/results/garnet.csv.
+array; and the incremental build at 32x16 (what `make rtl` runs): cold, no change, PE edit,
+TOML edits. One JSON line per figure; rows are appended to bench/results/garnet.csv.
 
 Each `cgra rtl` runs in its own process (a fresh magma state, as `make rtl` would) with the
 rules step on by default; pass --no-rules to time RTL + routing collateral only.
+
+Incremental figures (``--incremental 32x16``, "" to skip), on a copy of the default PE
+(``my_pe.py:PE`` next to a TOML in a temporary directory, so the PE edit leaves the project
+alone) with its own shared rules directory (seeded from --rules-dir when given):
+``rtl_incr_cold`` (new design: interconnect, validation, RTL, collateral, rules for the
+copy), ``rtl_incr_no_change`` (the same command again: nothing rebuilt),
+``rtl_incr_pe_edit`` (the PE's docstring edited: new spec hash; interconnect reused, PE
+tile + top recompiled, rules re-derived by PEak), ``rtl_incr_pe_edit_no_rules`` (another
+PE edit, --no-rules: the RTL/collateral part alone), ``rtl_incr_toml_tracks`` (tracks
+5 -> 4: interconnect rebuilt and validated, every module recompiled),
+``rtl_incr_toml_flush`` (flush_interval: only the top recompiled). Each row carries the
+summary line of the run.
 Run: .venv/bin/python bench/bench_garnet.py [--no-rules] [--rules-dir build/rules]
-[--sizes 8x8,16x16,32x16]
+[--sizes 8x8,16x16,32x16] [--incremental 32x16]
 """
 from __future__ import annotations
 
@@ -81,6 +94,51 @@ def run_rtl(tmp: Path, w: int, h: int, no_rules: bool, tag: str = "",
     return out
 
 
+def _timed_rtl(cfg: Path, out: Path, rules_dir: Path, no_rules: bool = False
+               ) -> tuple[float, str]:
+    cmd = [CGRA, "rtl", "--config", str(cfg), "--out", str(out), "--rules-dir", str(rules_dir)]
+    if no_rules:
+        cmd.append("--no-rules")
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
+    return wall, proc.stdout.strip().splitlines()[-1]
+
+
+def incremental(tmp: Path, w: int, h: int, rules_dir: Path | None) -> None:
+    """The incremental-build figures (module docstring)."""
+    d = tmp / "incremental"
+    d.mkdir()
+    pe = d / "my_pe.py"
+    shutil.copy(ROOT / "peak" / "examples" / "cgra_pe.py", pe)
+    cfg = _config(d, w, h)
+    cfg.write_text(cfg.read_text().replace('pe = "peak.examples.cgra_pe:PE"',
+                                           'pe = "my_pe.py:PE"'))
+    shared = d / "rules"
+    if rules_dir is not None and rules_dir.is_dir():
+        shutil.copytree(rules_dir, shared)
+    out = d / "design"
+    params = {"array": f"{w}x{h}", "rules": True}
+
+    def run(figure: str, no_rules: bool = False) -> None:
+        wall, summary = _timed_rtl(cfg, out, shared, no_rules)
+        emit(figure, wall, "s", {**params, "rules": not no_rules, "summary": summary})
+
+    run("rtl_incr_cold")
+    run("rtl_incr_no_change")
+    pe.write_text(pe.read_text().replace('"""The default CGRA PE', '"""An edited CGRA PE', 1))
+    run("rtl_incr_pe_edit")
+    run("rtl_incr_no_change")
+    cfg.write_text(cfg.read_text().replace("tracks = 5", "tracks = 4"))
+    run("rtl_incr_toml_tracks")
+    cfg.write_text(cfg.read_text().replace("flush_interval = 4", "flush_interval = 2"))
+    run("rtl_incr_toml_flush")
+    pe.write_text(pe.read_text().replace('"""An edited CGRA PE', '"""Edited again: a PE', 1))
+    run("rtl_incr_pe_edit_no_rules", no_rules=True)
+
+
 def verilator_build(design: Path, tmp: Path) -> None:
     from garnet.lint import lint
 
@@ -108,6 +166,8 @@ def main() -> None:
     ap.add_argument("--rules-dir", default=None,
                     help="an existing shared rules dir (e.g. build/rules after `make rules`): "
                          "skip the cold rule-synthesis run")
+    ap.add_argument("--incremental", default="32x16",
+                    help="array size of the incremental-build figures ('' = skip)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench_garnet_"))
     try:
@@ -120,6 +180,9 @@ def main() -> None:
         for s in args.sizes.split(","):
             w, h = (int(v) for v in s.split("x"))
             designs[s] = run_rtl(tmp, w, h, args.no_rules, rules_dir=rules_dir)
+        if args.incremental:
+            w, h = (int(v) for v in args.incremental.split("x"))
+            incremental(tmp, w, h, rules_dir if rules_dir is not None else tmp / "rules")
         if "8x8" in designs:
             verilator_build(designs["8x8"], tmp)
     finally:

@@ -1,19 +1,29 @@
-"""Benchmark of rewrite-rule synthesis on the default 16-bit CGRA PE (issue 3 figures).
+"""Benchmark of rewrite-rule synthesis on the default 16-bit CGRA PE (issues 3 and 12).
 
-Figures (one JSON line each, rows appended to bench/results/rules.csv):
-cold synthesis time of the whole table with --jobs 1 and --jobs 2 (fresh directories),
-warm time (unchanged spec, every rule re-verified on load), time after the abs edit (abs
-removed from the ISA in a temporary copy of the spec), the five slowest targets of the cold
---jobs 1 run, and direct-vs-CEGIS time per target (primitives and patterns, each method in a
-fresh process so no cache is shared).
+Figures (one JSON line each, rows appended to bench/results/rules.csv), each a fresh
+``cgra rules`` process (wall time; ``cpu_s`` = user + system time of it and its workers):
 
-Run: ``.venv/bin/python bench/bench_rules.py`` (about 5-10 minutes on 2 cores).
+* ``cold_jobs2`` / ``cold_jobs1``: the whole table into an empty directory;
+* ``warm``: the same command again (every rule re-verified on load, nothing synthesised);
+* ``incremental_absd``: the PE with a 1-PE ``Absd`` ALU op added (a temporary copy of the
+  spec), built from the cold table's directory; ``equal_to_cold`` says whether every
+  target has the status and cost of ``cold_absd`` (the edited PE into an empty directory),
+  ``absd_cost`` the cost of ``commonlib.absd`` (1: the stale 2-PE rule was not kept);
+* ``after_abs_edit``: the PE without its ``Abs`` op, from the cold table's directory;
+* ``slowest_1..5``: the slowest targets of the cold ``--jobs 1`` run;
+* with ``--methods``: direct-vs-CEGIS time per target (primitives and patterns, each method
+  in a fresh process so no cache is shared; several minutes).
+
+Run: ``.venv/bin/python bench/bench_rules.py [--methods]`` (about 1-2 minutes on 2 cores
+without ``--methods``).
 """
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -24,6 +34,20 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 RESULTS = ROOT / "bench" / "results" / "rules.csv"
 CORES = os.cpu_count()
+PE = "peak.examples.cgra_pe:PE"
+
+#: the Absd edit of the default PE (as tests/rules/test_rules_cache.py)
+ADD_ABSD = [
+    ("    XOR = 13\n", "    XOR = 13\n    Absd = 14\n"),
+    ("        elif inst.alu == ALU.Abs:\n            res = (-a) if a[WIDTH - 1] else a\n",
+     "        elif inst.alu == ALU.Abs:\n            res = (-a) if a[WIDTH - 1] else a\n"
+     "        elif inst.alu == ALU.Absd:\n"
+     "            res = (-(a - b)) if (a - b)[WIDTH - 1] else a - b\n"),
+]
+REMOVE_ABS = [
+    ("    Abs = 2\n", ""),
+    ("        elif inst.alu == ALU.Abs:\n            res = (-a) if a[WIDTH - 1] else a\n", ""),
+]
 
 
 def emit(figure: str, value: float | str, unit: str, **params: object) -> None:
@@ -41,17 +65,43 @@ def emit(figure: str, value: float | str, unit: str, **params: object) -> None:
                     json.dumps(params, sort_keys=True)])
 
 
-def run_table(pe: str, out: Path, jobs: int) -> tuple[float, dict]:
-    """Wall time of `cgra rules` in a fresh process, and its timing file."""
+def run_table(pe: str, out: Path, jobs: int) -> tuple[float, float, dict]:
+    """Wall and CPU seconds of `cgra rules` in a fresh process, and its timing file."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     r = subprocess.run([sys.executable, "-c", "from cgra.cli import main; main()", "rules",
                         "--pe", pe, "--out", str(out), "--jobs", str(jobs)],
                        cwd=ROOT, capture_output=True, text=True)
     dt = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if r.returncode != 0:
         raise SystemExit(f"cgra rules failed: {r.stderr.strip()}")
-    name = pe.split(":")[1]
-    return dt, json.loads((out / f"{name}.timing.json").read_text())
+    cpu = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
+    return round(dt, 2), round(cpu, 2), json.loads((out / "PE.timing.json").read_text())
+
+
+def costs(out: Path) -> dict[str, tuple[str, int | None]]:
+    """target -> (status, cost) of the view ``out/PE.rules.json``."""
+    doc = json.loads((out / "PE.rules.json").read_text())
+    return {e["target"]: (e["status"], e.get("cost")) for e in doc["entries"]}
+
+
+def edited(tmp: Path, name: str, edits: list[tuple[str, str]]) -> str:
+    import peak.examples.cgra_pe as cgra_pe
+    src = Path(cgra_pe.__file__).read_text()
+    for old, new in edits:
+        assert old in src, old
+        src = src.replace(old, new)
+    path = tmp / f"{name}.py"
+    path.write_text(src)
+    return f"{path}:PE"
+
+
+def actions_of(timing: dict) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for e in timing["entries"]:
+        out[e["action"]] = out.get(e["action"], 0) + 1
+    return out
 
 
 _METHOD_SCRIPT = """
@@ -77,37 +127,45 @@ def per_method(method: str) -> dict:
 
 
 def main() -> None:
-    pe = "peak.examples.cgra_pe:PE"
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
-        cold1, timing1 = run_table(pe, tmp / "j1", 1)
-        n = len(timing1["entries"])
-        found = sum(e["status"] == "found" for e in timing1["entries"])
-        emit("cold_jobs1", round(cold1, 2), "s", targets=n, found=found)
-        cold2, _ = run_table(pe, tmp / "j2", 2)
-        emit("cold_jobs2", round(cold2, 2), "s", targets=n)
-        warm, timing_w = run_table(pe, tmp / "j1", 1)
-        assert {e["action"] for e in timing_w["entries"]} == {"cached"}
-        emit("warm", round(warm, 2), "s", targets=n)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--methods", action="store_true",
+                    help="also compare the direct query with CEGIS per target (slow)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp_:
+        tmp = Path(tmp_)
+        cold2, cpu2, timing2 = run_table(PE, tmp / "j2", 2)
+        n = len(timing2["entries"])
+        found = sum(e["status"] == "found" for e in timing2["entries"])
+        emit("cold_jobs2", cold2, "s", cpu_s=cpu2, targets=n, found=found)
+        cold1, cpu1, timing1 = run_table(PE, tmp / "j1", 1)
+        emit("cold_jobs1", cold1, "s", cpu_s=cpu1, targets=n, found=found)
+        warm, cpuw, timing_w = run_table(PE, tmp / "j2", 2)
+        assert set(actions_of(timing_w)) == {"cached"}, actions_of(timing_w)
+        emit("warm", warm, "s", cpu_s=cpuw, targets=n, jobs=2)
 
-        import peak.examples.cgra_pe as cgra_pe
-        src = Path(cgra_pe.__file__).read_text()
-        src = src.replace("    Abs = 2\n", "").replace(
-            "        elif inst.alu == ALU.Abs:\n            res = (-a) if a[WIDTH - 1] else a\n",
-            "")
-        edited = tmp / "cgra_pe_noabs_bench.py"
-        edited.write_text(src)
-        t_edit, timing_e = run_table(f"{edited}:PE", tmp / "j1", 1)
-        actions: dict[str, int] = {}
-        for e in timing_e["entries"]:
-            actions[e["action"]] = actions.get(e["action"], 0) + 1
-        emit("after_abs_edit", round(t_edit, 2), "s", actions=actions)
+        absd = edited(tmp, "cgra_pe_absd_bench", ADD_ABSD)
+        t_inc, cpu_inc, timing_inc = run_table(absd, tmp / "j2", 2)
+        t_cold, cpu_cold, _ = run_table(absd, tmp / "absd_cold", 2)
+        inc, cold = costs(tmp / "j2"), costs(tmp / "absd_cold")
+        emit("incremental_absd", t_inc, "s", cpu_s=cpu_inc, jobs=2,
+             equal_to_cold=inc == cold, absd_cost=inc["commonlib.absd"][1],
+             differ=sorted(k for k in cold if inc.get(k) != cold[k]),
+             actions=actions_of(timing_inc))
+        emit("cold_absd", t_cold, "s", cpu_s=cpu_cold, jobs=2,
+             absd_cost=cold["commonlib.absd"][1])
+
+        noabs = edited(tmp, "cgra_pe_noabs_bench", REMOVE_ABS)
+        t_edit, cpu_edit, timing_e = run_table(noabs, tmp / "j1", 1)
+        emit("after_abs_edit", t_edit, "s", cpu_s=cpu_edit, jobs=1,
+             actions=actions_of(timing_e))
 
         slow = sorted(timing1["entries"], key=lambda e: -e["seconds"])[:5]
         for i, e in enumerate(slow, 1):
             emit(f"slowest_{i}", round(e["seconds"], 3), "s", target=e["target"],
                  status=e["status"], method=e["method"])
 
+    if not args.methods:
+        return
     cegis = per_method("cegis")
     direct = per_method("direct")
     for name in cegis:

@@ -21,31 +21,41 @@ def _t(width: int):
 
 
 @functools.lru_cache(maxsize=None)
-def _io_circuit(circuit_name: str):
+def _io_circuit(circuit_name: str, width: int = 16):
+    w = width
+    ports = {"clk_en": m.In(m.Bit), "flush": m.In(m.Bit),
+             f"f2io_{w}": m.In(m.Bits[w]), f"io2f_{w}": m.Out(m.Bits[w]),
+             "f2io_1": m.In(m.Bit), "io2f_1": m.Out(m.Bit),
+             f"glb2io_{w}": m.In(m.Bits[w]), f"io2glb_{w}": m.Out(m.Bits[w]),
+             "glb2io_1": m.In(m.Bit), "io2glb_1": m.Out(m.Bit)}
+
     class IOCore(m.Circuit):
         name = circuit_name
-        io = m.IO(clk_en=m.In(m.Bit), flush=m.In(m.Bit),
-                  f2io_16=m.In(m.Bits[16]), io2f_16=m.Out(m.Bits[16]),
-                  f2io_1=m.In(m.Bit), io2f_1=m.Out(m.Bit),
-                  glb2io_16=m.In(m.Bits[16]), io2glb_16=m.Out(m.Bits[16]),
-                  glb2io_1=m.In(m.Bit), io2glb_1=m.Out(m.Bit)) + m.ClockIO(has_reset=True)
-        io.io2f_16 @= io.glb2io_16
+        io = m.IO(**ports) + m.ClockIO(has_reset=True)
+        m.wire(getattr(io, f"glb2io_{w}"), getattr(io, f"io2f_{w}"))
         io.io2f_1 @= io.glb2io_1
-        io.io2glb_16 @= io.f2io_16
+        m.wire(getattr(io, f"f2io_{w}"), getattr(io, f"io2glb_{w}"))
         io.io2glb_1 @= io.f2io_1
     return IOCore
 
 
-def io_core(name: str = "io_core", tag: str = "I") -> CoreSpec:
-    """The IO core: array edge -> fabric (``glb2io_16`` -> ``io2f_16``, ``glb2io_1`` ->
-    ``io2f_1``) and fabric -> edge (``f2io_16`` -> ``io2glb_16``, ``f2io_1`` -> ``io2glb_1``),
-    combinational (0 cycles). ``glb2io_*``/``io2glb_*`` are external (array top-level) ports."""
-    ports = (PortSpec("f2io_16", 16, "in"), PortSpec("io2f_16", 16, "out"),
+def io_core(name: str = "io_core", tag: str = "I", width: int = 16) -> CoreSpec:
+    """The IO core of data width ``width`` (bits, >= 2; ``W`` below): array edge -> fabric
+    (``glb2io_W`` -> ``io2f_W``, ``glb2io_1`` -> ``io2f_1``) and fabric -> edge (``f2io_W``
+    -> ``io2glb_W``, ``f2io_1`` -> ``io2glb_1``), combinational (0 cycles).
+    ``glb2io_*``/``io2glb_*`` are external (array top-level) ports. The circuit is cached
+    by ``(name, width)``: give each width its own ``name``. Raises :class:`ValueError` for
+    ``width < 2``."""
+    if width < 2:
+        raise ValueError(f"io_core {name}: data width {width} must be >= 2 (the 1-bit IO is "
+                         f"always there)")
+    w = width
+    ports = (PortSpec(f"f2io_{w}", w, "in"), PortSpec(f"io2f_{w}", w, "out"),
              PortSpec("f2io_1", 1, "in"), PortSpec("io2f_1", 1, "out"),
-             PortSpec("glb2io_16", 16, "in"), PortSpec("io2glb_16", 16, "out"),
+             PortSpec(f"glb2io_{w}", w, "in"), PortSpec(f"io2glb_{w}", w, "out"),
              PortSpec("glb2io_1", 1, "in"), PortSpec("io2glb_1", 1, "out"))
-    return CoreSpec(name, tag, ports, (), functools.partial(_io_circuit, name),
-                    {"external": ("glb2io_16", "io2glb_16", "glb2io_1", "io2glb_1"),
+    return CoreSpec(name, tag, ports, (), functools.partial(_io_circuit, name, w),
+                    {"external": (f"glb2io_{w}", f"io2glb_{w}", "glb2io_1", "io2glb_1"),
                      "timing_class": "io"})
 
 

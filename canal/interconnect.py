@@ -31,6 +31,8 @@ class Interconnect:
         if any(t != tiles[0] for t in tiles):
             raise SpecError("Interconnect: the graphs of different widths cover different tiles "
                             "or cores; build them from the same tile records")
+        if self.timing is not None and not self.timing.classes:
+            self.timing.resolve(self.graphs)      # every path class must have a delay
 
     @property
     def tiles(self) -> dict[tuple[int, int], TileInfo]:

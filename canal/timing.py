@@ -5,27 +5,53 @@ This module owns two formats (readers, writers and validation live only here):
 * the **delay table** (input, editable by an architect): a JSON object with the sections
   ``core`` (class -> ps), ``register_mux`` (ps: register clock-to-Q plus the register mux),
   ``connection_box`` (class -> ps), ``switch_box_hop`` (class -> width -> ``"N->S"`` ... ps) and
-  optionally ``clock_skew`` and ``pe_op_ns``. The project's default is the package data file
+  optionally ``clock_skew``, ``pe_op_ns``, ``class_aliases`` and ``width_aliases`` (below). The project's default is the package data file
   ``canal/data/delays_ps.json`` (provenance in ``canal/data/README.md``); a design names another
   one with ``timing = "file.json"`` in its TOML.
 * **timing.json** (collateral, schema :data:`SCHEMA`), written by ``cgra rtl`` next to the
-  routing graphs and read by the mapper's static timing analysis::
+  routing graphs; the mapper's static timing analysis reads delays only from it::
 
-      {"schema": "canal.timing/1", "source": "default" | "<path of the user table>",
-       "table": {...the delay table...}, "notes": [substitutions made, never silent]}
+      {"schema": "canal.timing/2", "source": "default" | "<path of the user table>",
+       "table": {...the delay table...},
+       "aliases": {"io": "pe"},           # class substitutions, each explicit (see below)
+       "classes": {"core:pe": 700, "sb:pe:16:N->S": 184.89, "cb:mem": 400, "reg": 230,
+                   "wire": 0, ..., "skew:mem_to_pe": -70, ...},   # every class used, ps
+       "pe_ops": {"coreir.add": 520.0, ...},   # PE core delay by IR op, ps
+       "notes": [substitutions made, never silent]}
 
-Edge classes of the routing graph:
+Path classes (``edge_class``) of the routing graph and their delays:
 
-* SB_IN(side a) -> SB_OUT(side b) inside a tile: ``switch_box_hop[class][width]["a->b"]``;
-* SB_OUT/RMUX -> neighbour SB_IN (the wire): 0 (the hop figure includes the wire);
-* SB_OUT -> REG: 0; REG -> RMUX: ``register_mux`` (clk->Q plus the register mux);
-  SB_OUT -> RMUX (bypass): 0;
-* any -> core input PORT (connection box): ``connection_box[class]``;
-* core output PORT -> SB_OUT: 0 (the core's own delay is ``core[class]``, a tile attribute).
+* ``sb:<class>:<width>:<a>-><b>``: SB_IN(side a) -> SB_OUT(side b) inside a tile of timing
+  class ``class``: ``switch_box_hop[class][width]["a->b"]``;
+* ``wire``: SB_OUT/RMUX -> neighbour SB_IN: 0 (the hop figure includes the wire);
+* ``reg_in``: SB_OUT -> REG: 0 (register setup; the table has none); ``reg``: REG -> RMUX:
+  ``register_mux`` (clk->Q plus the register mux); ``bypass``: SB_OUT -> RMUX: 0;
+* ``cb:<class>``: any -> core input PORT (connection box): ``connection_box[class]``;
+* ``core_out``: core output PORT -> SB_OUT: 0;
+* ``core:<class>``: through a core of that class: ``core[class]``; for a PE the delay of
+  its op when known (``pe_ops``: the table's ``pe_op_ns`` through :data:`PE_OP_CLASSES`, a
+  PE covering several ops or an op without a figure takes ``core["pe"]``, the PE's worst
+  case);
+* ``skew:<term>``: clock skew (``clock_skew``): the terms are differences of a clock-arrival
+  potential over the tiles (:meth:`TimingModel.clock_offset`: ``enter_from_north`` per row
+  southward, ``pe_to_mem`` into a MEM column; ``enter_from_south`` and ``mem_to_pe`` must be
+  their negatives); as the table says, skew is *subtracted* from a register-to-register
+  path: its delay is the raw delay minus ``clock_offset(end) - clock_offset(start)``.
 
-Classes the table lacks (the IO tile's switch box and connection box) fall back to the ``pe``
-class; every such substitution is recorded in :attr:`TimingModel.notes` (and from there in
-the routing graph's ``timing_notes``) so it is never silent.
+A class with no delay in the table is a :class:`~cgra.errors.ConfigError` naming it, unless the
+table maps the tile class to another with ``class_aliases`` (``{"io": "pe"}``: the IO tile's
+switch box and connection box are the PE tile's). The project's default table (an exact copy
+of the published one, which has no ``io`` switch-box or connection-box figures) takes
+:data:`DEFAULT_ALIASES`; every substitution is recorded in :attr:`TimingModel.notes`.
+
+Bit widths: ``switch_box_hop`` is keyed by width (``"16"``, ``"1"``: the published figures).
+A graph of another width (a ``data_width = 32`` design) has no figures in the default table
+and is refused (:class:`~cgra.errors.ConfigError` naming the class and width): 16-bit
+figures are never reused silently. A user table either gives the width its own figures
+(``configs/delays_32.json``: 32-bit hops derived from the 16-bit ones, the derivation in its
+``_about``), or maps it explicitly with ``width_aliases`` (``{"32": "16"}``: a 32-bit hop
+takes the 16-bit figure of the same class and sides), which is recorded in the notes like a
+class alias. A width that has figures of its own never takes an alias.
 """
 from __future__ import annotations
 
@@ -38,8 +64,23 @@ from typing import Any
 
 from cgra.errors import CollateralError, ConfigError
 
-SCHEMA = "canal.timing/1"
+SCHEMA = "canal.timing/2"
 SIDES = ("N", "S", "E", "W")
+#: class substitutions of the project's default table (its source has no IO switch-box or
+#: connection-box figures; the IO tile uses the PE tile's switch box design)
+DEFAULT_ALIASES = {"io": "pe"}
+#: IR op -> key of the table's ``pe_op_ns`` (ns) for the PE delay of a single-op instruction
+#: (``coreir.mul`` keeps the low product bits: ``umult0``; ``mult_middle`` the middle bits of
+#: the signed product: ``smult1``; a compare is a subtraction)
+PE_OP_CLASSES = {
+    "coreir.add": "add", "coreir.sub": "sub", "commonlib.abs": "abs", "commonlib.absd": "abs",
+    "coreir.mul": "umult0", "commonlib.mult_middle": "smult1",
+    "coreir.and": "and", "coreir.or": "or", "coreir.xor": "or",
+    "coreir.eq": "sub", "coreir.neq": "sub", "coreir.ult": "sub", "coreir.ule": "sub",
+    "coreir.ugt": "sub", "coreir.uge": "sub", "coreir.slt": "sub", "coreir.sle": "sub",
+    "coreir.sgt": "sub", "coreir.sge": "sub",
+}
+_SKEW_TERMS = ("mem_to_pe", "pe_to_mem", "enter_from_north", "enter_from_south")
 
 
 def default_table_text() -> str:
@@ -66,6 +107,24 @@ def validate_table(table: Any, source: str) -> dict[str, Any]:
             if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
                 raise ConfigError(f"delay table {source}: {sec}['{cls}'] = {v!r} is not a "
                                   f"delay in ps (a number >= 0)")
+    sk = table.get("clock_skew", {})
+    for a, b in (("pe_to_mem", "mem_to_pe"), ("enter_from_north", "enter_from_south")):
+        if a in sk and b in sk and float(sk[a]) != -float(sk[b]):
+            raise ConfigError(f"delay table {source}: clock_skew['{b}'] = {sk[b]} must be the "
+                              f"negative of clock_skew['{a}'] = {sk[a]} (skew is a difference "
+                              f"of clock arrival times between tiles)")
+    wa = table.get("width_aliases", {})
+    if not isinstance(wa, dict) or not all(
+            isinstance(k, str) and k.isdigit() and isinstance(v, str) and v.isdigit() and k != v
+            for k, v in wa.items()):
+        raise ConfigError(f"delay table {source}: width_aliases must map a bit width to another "
+                          f"as strings, e.g. {{\"32\": \"16\"}} (a 32-bit switch-box hop takes "
+                          f"the 16-bit figure)")
+    chained = sorted(k for k, v in wa.items() if v in wa)
+    if chained:
+        raise ConfigError(f"delay table {source}: width_aliases maps width {chained[0]} to "
+                          f"{wa[chained[0]]}, which is itself an alias; map it to a width with "
+                          f"figures")
     for cls, by_w in table["switch_box_hop"].items():
         if not isinstance(by_w, dict):
             raise ConfigError(f"delay table {source}: switch_box_hop['{cls}'] must map bit "
@@ -85,32 +144,43 @@ def validate_table(table: Any, source: str) -> dict[str, Any]:
 
 @dataclass
 class TimingModel:
-    """A delay table (ps) and where it came from. ``fallback_class`` is used for a tile
-    class the table lacks (recorded in ``notes``)."""
+    """A delay table (ps), where it came from, the class aliases in force, and (after
+    :meth:`resolve`) the delay of every path class a design uses (module docstring)."""
 
     table: dict[str, Any]
     source: str = "default"
-    fallback_class: str = "pe"
+    aliases: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    classes: dict[str, float] = field(default_factory=dict)
+    pe_ops: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> "TimingModel":
-        """Read a delay table JSON (``None``: the project's default table). Raises
+        """Read a delay table JSON (``None``: the project's default table, with
+        :data:`DEFAULT_ALIASES`). A user table gives its aliases as ``class_aliases``. Raises
         :class:`ConfigError` when the file is unreadable or malformed."""
         if path is None:
-            return cls(validate_table(json.loads(default_table_text()), "default"), "default")
+            table = validate_table(json.loads(default_table_text()), "default")
+            return cls(table, "default", dict(DEFAULT_ALIASES))
         try:
             table = json.loads(Path(path).read_text())
         except (OSError, json.JSONDecodeError) as exc:
             raise ConfigError(f"delay table {path}: cannot read ({exc}); give a JSON delay "
                               f"table like canal/data/delays_ps.json") from None
-        return cls(validate_table(table, str(path)), str(path))
+        table = validate_table(table, str(path))
+        aliases = table.get("class_aliases", {})
+        if not isinstance(aliases, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                    for k, v in aliases.items()):
+            raise ConfigError(f"delay table {path}: class_aliases must map a tile class to "
+                              f"another, e.g. {{\"io\": \"pe\"}}")
+        return cls(table, str(path), dict(aliases))
 
     # -- timing.json -------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
         """The ``timing.json`` document (module docstring)."""
         return {"schema": SCHEMA, "source": self.source, "table": copy.deepcopy(self.table),
-                "notes": sorted(self.notes)}
+                "aliases": dict(self.aliases), "classes": dict(sorted(self.classes.items())),
+                "pe_ops": dict(sorted(self.pe_ops.items())), "notes": sorted(self.notes)}
 
     @classmethod
     def from_json(cls, doc: Any, where: str = "timing.json") -> "TimingModel":
@@ -121,9 +191,11 @@ class TimingModel:
                                   f"the design with `cgra rtl`")
         try:
             table = validate_table(doc["table"], where)
-            return cls(table, str(doc.get("source", "default")),
-                       notes=list(doc.get("notes", [])))
-        except (KeyError, ConfigError) as exc:
+            return cls(table, str(doc.get("source", "default")), dict(doc["aliases"]),
+                       list(doc.get("notes", [])),
+                       {str(k): float(v) for k, v in doc["classes"].items()},
+                       {str(k): float(v) for k, v in doc["pe_ops"].items()})
+        except (KeyError, TypeError, ValueError, AttributeError, ConfigError) as exc:
             raise CollateralError(f"{where}: malformed timing model ({exc}); regenerate the "
                                   f"design with `cgra rtl`") from None
 
@@ -142,30 +214,53 @@ class TimingModel:
                                   f"the design with `cgra rtl`") from None
         return cls.from_json(doc, str(path))
 
-    # -- queries -----------------------------------------------------------------------
+    # -- the table, by class -----------------------------------------------------------
+    def _section_class(self, section: str, tclass: str) -> str:
+        """``tclass`` or its alias when the ``section`` has no entry for it (noted); raises
+        :class:`ConfigError` naming the class when neither has one."""
+        sec = self.table[section]
+        if tclass in sec:
+            return tclass
+        alias = self.aliases.get(tclass)
+        if alias is not None and alias in sec:
+            self._note(f"{section} has no class '{tclass}'; used '{alias}'")
+            return alias
+        raise ConfigError(f"delay table {self.source}: {section} has no class '{tclass}' "
+                          f"(classes: {sorted(sec)}); add it, or map the class to another "
+                          f"with \"class_aliases\": {{\"{tclass}\": \"pe\"}}")
+
     def _note(self, msg: str) -> None:
         if msg not in self.notes:
             self.notes.append(msg)
 
     def sb_hop(self, tclass: str, width: int, side_in: str, side_out: str) -> float:
-        """SB_IN (``side_in``) -> SB_OUT (``side_out``) of a tile of ``tclass``, ps."""
-        hops = self.table["switch_box_hop"]
-        if tclass not in hops:
-            self._note(f"switch_box_hop has no class '{tclass}'; used '{self.fallback_class}'")
-            tclass = self.fallback_class
-        by_w = hops[tclass]
-        if str(width) not in by_w:
-            raise ConfigError(f"timing model {self.source}: switch_box_hop['{tclass}'] has no "
-                              f"width {width}; add a '{width}' entry to the delay table")
-        return float(by_w[str(width)][f"{side_in[0]}->{side_out[0]}"])
+        """SB_IN (``side_in``) -> SB_OUT (``side_out``) of a tile of ``tclass``, ps: the
+        figure of ``width``, or of the width the table's ``width_aliases`` maps it to (noted;
+        module docstring). Raises :class:`ConfigError` naming the class and the width when
+        the table has neither."""
+        cls = self._section_class("switch_box_hop", tclass)
+        by_w = self.table["switch_box_hop"][cls]
+        key = str(width)
+        if key not in by_w:
+            alias = (self.table.get("width_aliases") or {}).get(key)
+            if alias is None or alias not in by_w:
+                via = f" (width_aliases maps it to {alias}, which has none either)" \
+                    if alias is not None else ""
+                raise ConfigError(
+                    f"delay table {self.source}: switch_box_hop['{cls}'] has no width "
+                    f"{width}{via}, only {sorted(by_w, key=int)}; give a delay table with "
+                    f"{width}-bit hop figures (timing = \"file.json\" in the TOML, e.g. "
+                    f"configs/delays_32.json) or map the width explicitly with "
+                    f"\"width_aliases\": {{\"{width}\": \"16\"}}")
+            self._note(f"switch_box_hop['{cls}'] has no width {width}; used the {alias}-bit "
+                       f"figures (width_aliases)")
+            key = alias
+        return float(by_w[key][f"{side_in[0]}->{side_out[0]}"])
 
     def connection_box(self, tclass: str) -> float:
         """Track -> core input of a tile of ``tclass``, ps."""
-        cb = self.table["connection_box"]
-        if tclass not in cb:
-            self._note(f"connection_box has no class '{tclass}'; used '{self.fallback_class}'")
-            tclass = self.fallback_class
-        return float(cb[tclass])
+        return float(self.table["connection_box"][self._section_class("connection_box",
+                                                                      tclass)])
 
     def register_mux(self) -> float:
         """Register clock-to-Q plus the register mux, ps."""
@@ -175,3 +270,105 @@ class TimingModel:
         """Core delay of ``tclass`` (ps), ``None`` when the table has none."""
         value = self.table.get("core", {}).get(tclass)
         return None if value is None else float(value)
+
+    def core_delay(self, tclass: str) -> float:
+        """Core delay of ``tclass`` (ps); :class:`ConfigError` naming the class when the
+        table has none."""
+        d = self.classes.get(f"core:{tclass}")
+        if d is None:
+            d = self.core(tclass)
+        if d is None:
+            raise ConfigError(f"delay table {self.source}: no core delay for class "
+                              f"'{tclass}'; add it to the 'core' section")
+        return d
+
+    def pe_delay(self, ops: list[str] | tuple[str, ...] = ()) -> float:
+        """Delay of a PE (ps) configured for the IR ``ops`` it covers (module docstring)."""
+        ops = [o for o in ops if o not in ("coreir.const", "corebit.const")]
+        if len(ops) == 1 and ops[0] in self.pe_ops:
+            return self.pe_ops[ops[0]]
+        if len(ops) == 1 and ops[0] in PE_OP_CLASSES:
+            ns = self.table.get("pe_op_ns", {}).get(PE_OP_CLASSES[ops[0]])
+            if ns is not None:
+                return float(ns) * 1000.0
+        return self.core_delay("pe")
+
+    def clock_offset(self, tclass: str, y: int) -> float:
+        """Clock arrival offset (ps) of a tile of ``tclass`` in row ``y``: the table's
+        ``clock_skew`` terms are differences of this potential (``enter_from_north`` per row
+        southward, ``pe_to_mem`` into a MEM column; ``enter_from_south`` and ``mem_to_pe`` are
+        their negatives). A register-to-register path from tile s to tile e is
+        ``clock_offset(e) - clock_offset(s)`` ps shorter (the table subtracts skew from a
+        path); 0 when the table has no ``clock_skew``."""
+        sk = self.table.get("clock_skew") or {}
+        return y * float(sk.get("enter_from_north", 0.0)) + \
+            (float(sk.get("pe_to_mem", 0.0)) if tclass == "mem" else 0.0)
+
+    # -- path classes of a graph -------------------------------------------------------
+    def edge_class(self, graph: Any, src: str, dst: str) -> str:
+        """The path class (module docstring) of edge ``src -> dst`` of an
+        :class:`~canal.graph.InterconnectGraph`."""
+        a, b = graph.nodes[src], graph.nodes[dst]
+        ka, kb = a.kind.value, b.kind.value
+        if kb == "PORT":
+            return f"cb:{graph.tiles[(b.x, b.y)].timing_class}"
+        if ka == "PORT":
+            return "core_out"
+        if kb == "REG":
+            return "reg_in"
+        if ka == "REG":
+            return "reg"
+        if kb == "RMUX":
+            return "bypass"
+        if kb == "SB" and b.io.name == "SB_OUT" and ka == "SB":
+            tclass = graph.tiles[(b.x, b.y)].timing_class
+            return f"sb:{tclass}:{graph.width}:{a.side.name[0]}->{b.side.name[0]}"
+        return "wire"
+
+    def class_delay(self, key: str) -> float:
+        """Delay of a path class key (ps), from the resolved classes or the table."""
+        if key in self.classes:
+            return self.classes[key]
+        kind, _, rest = key.partition(":")
+        if kind == "sb":
+            tclass, width, hop = rest.split(":")
+            a, b = hop.split("->")
+            return self.sb_hop(tclass, int(width), a, b)
+        if kind == "cb":
+            return self.connection_box(rest)
+        if kind == "core":
+            return self.core_delay(rest)
+        if kind == "reg":
+            return self.register_mux()
+        if kind == "skew":
+            return float((self.table.get("clock_skew") or {}).get(rest, 0.0))
+        return 0.0
+
+    def edge_delay(self, graph: Any, src: str, dst: str) -> float:
+        """Delay (ps) of edge ``src -> dst`` of an :class:`~canal.graph.InterconnectGraph`."""
+        return self.class_delay(self.edge_class(graph, src, dst))
+
+    def resolve(self, graphs: Any, tile_classes: set[str] | None = None) -> "TimingModel":
+        """Fill :attr:`classes` with the delay of every path class the ``graphs`` (width ->
+        InterconnectGraph) produce, the core of every tile class, the clock-skew terms and
+        :attr:`pe_ops`; returns ``self``. Raises :class:`ConfigError` naming the first class
+        the table has no delay for."""
+        classes: dict[str, float] = {"reg": self.register_mux(), "reg_in": 0.0,
+                                     "bypass": 0.0, "wire": 0.0, "core_out": 0.0}
+        tclasses = set(tile_classes or ())
+        for g in graphs.values():
+            tclasses |= {t.timing_class for t in g.tiles.values() if t.core is not None}
+            for dst, srcs in g.fanin.items():
+                for src in srcs:
+                    key = self.edge_class(g, src, dst)
+                    if key not in classes:
+                        classes[key] = self.class_delay(key)
+        for tc in sorted(tclasses):
+            classes[f"core:{tc}"] = self.core_delay(tc)
+        for term in _SKEW_TERMS:
+            classes[f"skew:{term}"] = float((self.table.get("clock_skew") or {}).get(term, 0.0))
+        self.classes = classes
+        self.pe_ops = {op: float(self.table["pe_op_ns"][k]) * 1000.0
+                       for op, k in PE_OP_CLASSES.items()
+                       if k in (self.table.get("pe_op_ns") or {})}
+        return self

@@ -55,3 +55,9 @@ class SimulationError(CgraError):
 
 class CollateralError(CgraError):
     """A collateral directory is missing, stale (spec hash mismatch) or malformed."""
+
+
+class InternalError(CgraError):
+    """A compiler pass broke an invariant it must keep (a bug, not bad input): the message
+    names the pass and the violation, so the failure is caught where it happens and never
+    surfaces later as a bitstream or simulation error."""

@@ -7,7 +7,7 @@ Public API
   the bad field before anything is generated.
   ``garnet.array``: ``build_interconnect(params, core_fn=None) -> canal.Interconnect``,
   ``array_circuit(ic, params)`` (top magma circuit), ``default_core_fn(params)``.
-  ``garnet.cores``: ``pe_core(spec)``, ``mem_core(preset)``, ``io_core()`` (CoreSpecs,
+  ``garnet.cores``: ``pe_core(spec)``, ``mem_core(preset)``, ``io_core(width)`` (CoreSpecs,
   tags ``p``/``m``/``I``), ``load_pe_spec("module:Class")``, ``mem_collateral(preset)``.
   ``garnet.build``: ``generate(params, out, rules=True, rules_dir=None, jobs=1,
   step=None) -> BuildResult`` (``.summary()``, ``.top``, ``.circuit``, ``.interconnect``),

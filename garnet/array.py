@@ -19,11 +19,13 @@ generator, each distinct tile generated once). Top-level ports:
   ``config_read`` (1), ``read_data`` (32; combinational: the addressed register while
   ``config_read`` is 1, else 0). A write takes effect at the rising edge where
   ``config_write`` is 1 (address ``reg << 24 | feature << 16 | x << 8 | y``);
-* IO tiles: ``glb2io_16_X<xx>_Y<yy>`` (in, 16), ``io2glb_16_X<xx>_Y<yy>`` (out, 16),
-  ``glb2io_1_X<xx>_Y<yy>`` (in, 1), ``io2glb_1_X<xx>_Y<yy>`` (out, 1), xx/yy two hex digits.
+* IO tiles: ``glb2io_<W>_X<xx>_Y<yy>`` (in, W), ``io2glb_<W>_X<xx>_Y<yy>`` (out, W) with W =
+  ``params.data_width`` (``glb2io_16_X03_Y00`` at 16 bits), ``glb2io_1_X<xx>_Y<yy>`` (in, 1),
+  ``io2glb_1_X<xx>_Y<yy>`` (out, 1), xx/yy two hex digits.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 from cgra.core import CoreSpec
@@ -32,12 +34,14 @@ from garnet.cores import io_core, load_pe_spec, mem_core, pe_core
 from garnet.params import GarnetParams
 
 CoreFn = Callable[[int, int], "CoreSpec | None"]
+#: PnR tags of IO tiles
+IO_TAGS = ("I", "i")
 
 
 def default_core_fn(params: GarnetParams) -> CoreFn:
     """The default core-per-position function (see :meth:`GarnetParams.tile_kind`)."""
     pe = pe_core(load_pe_spec(params.pe))
-    io = io_core()
+    io = io_core(params.data_width)
     mem = mem_core(params.mem_preset) if params.mem_ratio else None
 
     def fn(x: int, y: int) -> CoreSpec | None:
@@ -99,32 +103,222 @@ def fix_registers(graph, sides: list[str]):
     return g
 
 
-def combinational_cycle(ic) -> list[str] | None:
-    """A structural combinational cycle of the array (node ids), or None when every cycle
-    passes a pipeline register. Cores are assumed combinational from every input port to
-    every output port (conservative)."""
+def fanin_digraph(graphs: dict):
+    """One networkx DiGraph of every node and fan-in edge of ``graphs`` (bit width ->
+    InterconnectGraph; the widths stay disjoint: no edge through a core)."""
+    import networkx as nx
+
+    dg = nx.DiGraph()
+    for g in graphs.values():
+        dg.add_nodes_from(g.nodes)
+        dg.add_edges_from((s, d) for d, srcs in g.fanin.items() for s in srcs)
+    return dg
+
+
+def combinational_cycle(ic, dg=None) -> list[str] | None:
+    """A structural combinational cycle of the array (node ids, a shortest cycle through
+    one of its nodes; the last node feeds the first), or None when every cycle passes a
+    pipeline register. Cores are assumed combinational from every routed input port to
+    every routed output port (conservative), except IO cores (tag ``I``/``i``), whose
+    fabric input goes to the array edge and whose fabric output comes from it.
+    ``dg``: the :func:`fanin_digraph` of ``ic.graphs``, which is then modified (saves
+    building it twice)."""
     import networkx as nx
 
     from canal.graph import NodeKind
 
-    dg = nx.DiGraph()
+    if dg is None:
+        dg = fanin_digraph(ic.graphs)
     ports: dict[tuple[int, int], dict[str, list[str]]] = {}
     for g in ic.graphs.values():           # one graph over all widths: a core may turn a
-        for dst, srcs in g.fanin.items():  # 16-bit input into a 1-bit output
-            for src in srcs:
-                if g.nodes[src].kind is not NodeKind.REG:
-                    dg.add_edge(src, dst)
-        for nid, n in g.nodes.items():
-            if n.kind is NodeKind.PORT:
+        for nid, n in g.nodes.items():     # 16-bit input into a 1-bit output
+            if n.kind is NodeKind.REG:
+                dg.remove_edges_from([(nid, d) for d in list(dg.successors(nid))])
+            elif n.kind is NodeKind.PORT:
                 ports.setdefault((n.x, n.y), {}).setdefault(n.direction, []).append(nid)
-    for d in ports.values():
+    for xy, d in ports.items():
+        if ic.tiles[xy].tag in IO_TAGS:
+            continue
         for i in d.get("in", []):
             for o in d.get("out", []):
                 dg.add_edge(i, o)
     if nx.is_directed_acyclic_graph(dg):          # linear time
         return None
     scc = next(c for c in nx.strongly_connected_components(dg) if len(c) > 1)
-    return [e[0] for e in nx.find_cycle(dg.subgraph(scc))]
+    sub = dg.subgraph(scc)
+    # a shortest cycle through one switch-box output of the component (BFS back to it)
+    start = min((n for n in scc if n.startswith("SB:") and n.endswith(":OUT")),
+                default=min(scc))
+    best: list[str] | None = None
+    for succ in sub.successors(start):
+        path = nx.shortest_path(sub, succ, start)
+        if best is None or len(path) < len(best):
+            best = path
+    assert best is not None                       # start lies on a cycle of its component
+    return [start] + best[:-1]
+
+
+# ---------------------------------------------------------------------- validation
+
+
+@dataclass
+class Connectivity:
+    """Reachability in the ``width``-bit routing graph (:func:`connectivity`): core outputs
+    that cannot reach every core input (``stuck``: [(output, an input it cannot reach)]),
+    core inputs no IO output reaches (``unfed``), and the totals."""
+
+    width: int
+    outputs: int
+    inputs: int
+    stuck: list[tuple[str, str]]
+    unfed: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not self.stuck and not self.unfed
+
+
+def connectivity(graph, dg=None, cond=None) -> Connectivity:
+    """Check that every core output PORT of ``graph`` (one bit width) reaches every core
+    input PORT (IO tile inputs included) and that every core input is reachable from an IO
+    tile output. Reachability on the strongly-connected-component condensation of the
+    fan-in graph (networkx), one bitset of reachable inputs per component: linear in the
+    graph size times inputs / 64. ``dg`` / ``cond``: a :func:`fanin_digraph` holding
+    ``graph`` and its ``nx.condensation`` (computed when not given)."""
+    import networkx as nx
+
+    from canal.graph import NodeKind
+
+    if cond is None:
+        cond = nx.condensation(dg if dg is not None else fanin_digraph({graph.width: graph}))
+    outs = [nid for nid, n in graph.nodes.items()
+            if n.kind is NodeKind.PORT and n.direction == "out"]
+    ins = [nid for nid, n in graph.nodes.items()
+           if n.kind is NodeKind.PORT and n.direction == "in"]
+    io_outs = [o for o in outs if graph.tiles[_xy(graph, o)].tag in IO_TAGS]
+    comp = cond.graph["mapping"]
+    bit = {nid: 1 << i for i, nid in enumerate(ins)}
+    reach: dict[int, int] = {}
+    for c in reversed(list(nx.topological_sort(cond))):
+        b = 0
+        for nid in cond.nodes[c]["members"]:
+            b |= bit.get(nid, 0)
+        for s in cond.successors(c):
+            b |= reach[s]
+        reach[c] = b
+    full = (1 << len(ins)) - 1
+    stuck = []
+    for o in outs:
+        missing = full & ~reach[comp[o]]
+        if missing:
+            stuck.append((o, ins[(missing & -missing).bit_length() - 1]))
+    fed = 0
+    for o in io_outs:
+        fed |= reach[comp[o]]
+    unfed = [i for i in ins if not fed & bit[i]]
+    return Connectivity(graph.width, len(outs), len(ins), stuck, unfed)
+
+
+def _xy(graph, nid: str) -> tuple[int, int]:
+    n = graph.nodes[nid]
+    return n.x, n.y
+
+
+def _where(graph, nid: str) -> str:
+    n = graph.nodes[nid]
+    info = graph.tiles[(n.x, n.y)]
+    kind = {"p": "PE", "m": "MEM", "I": "IO", "i": "IO"}.get(info.tag, info.core or "empty")
+    return f"{nid} ({kind} tile ({n.x}, {n.y}))"
+
+
+def check_interconnect(ic, params: GarnetParams, source: str | None = None) -> None:
+    """Refuse an interconnect no application could use, before any RTL is generated:
+    a routing graph where a core output cannot reach some core input or a core input cannot
+    be fed from an IO tile (:func:`connectivity`, per width), or a structural combinational
+    cycle through bypassable pipeline registers (:func:`combinational_cycle`; Verilator
+    compiles such a model for many minutes). Raises :class:`ConfigError`: one line naming
+    the TOML field, the problem (counts and an example node) and the fix."""
+    import networkx as nx
+
+    from cgra.errors import ConfigError
+
+    def where(key: str) -> str:
+        val = getattr(params, key)
+        return (f"{source}: field '{key}' = {val!r}" if source else f"field '{key}' = {val!r}")
+
+    dg = fanin_digraph(ic.graphs)
+    cond = nx.condensation(dg)
+    for w in sorted(ic.graphs, reverse=True):
+        g = ic.graphs[w]
+        rep = connectivity(g, cond=cond)
+        if rep.ok:
+            continue
+        key, fix = _blame_disconnect(g, rep, params)
+        parts = []
+        if rep.stuck:
+            o, i = rep.stuck[0]
+            parts.append(f"{len(rep.stuck)} of {rep.outputs} core outputs cannot reach every "
+                         f"core input (e.g. {_where(g, o)} never reaches {_where(g, i)})")
+        if rep.unfed:
+            parts.append(f"{len(rep.unfed)} of {rep.inputs} core inputs cannot be fed from "
+                         f"any IO tile (e.g. {_where(g, rep.unfed[0])})")
+        raise ConfigError(f"{where(key)}: the {w}-bit interconnect is disconnected: "
+                          f"{'; '.join(parts)}; {fix}")
+    del cond
+    cycle = combinational_cycle(ic, dg)
+    if cycle is not None:
+        key, fix = _blame_cycle(ic, cycle, params)
+        shown = cycle if len(cycle) <= 12 else cycle[:12] + ["..."]
+        raise ConfigError(f"{where(key)}: the interconnect has a combinational cycle through "
+                          f"bypassable pipeline registers ({len(cycle)} nodes: "
+                          f"{' -> '.join(shown)} -> {cycle[0]}); a Verilator model of it "
+                          f"takes many minutes to compile; {fix}")
+
+
+def _blame_disconnect(graph, rep: Connectivity, params: GarnetParams) -> tuple[str, str]:
+    """(TOML field, fix) for a disconnected routing graph."""
+    if params.track_length > 1:
+        return "track_length", "use track_length = 1"
+    example = rep.stuck[0][1] if rep.stuck else rep.unfed[0]
+    srcs = graph.fanin[example]
+    if srcs and all(not graph.fanin[s] for s in srcs):
+        n = graph.nodes[example]
+        return ("cb_sides", f"the connection box of {example} reads only sides where no track "
+                            f"arrives at tile ({n.x}, {n.y}) (the array edge); list a side "
+                            f"facing the array, e.g. cb_sides = {list(SIDE_NAMES)}")
+    return ("topology", "the switch boxes do not connect every track; use topology = "
+                        "\"imran\" or \"wilton\" and connection boxes on every side")
+
+
+SIDE_NAMES = ("NORTH", "SOUTH", "EAST", "WEST")
+
+
+def _blame_cycle(ic, cycle: list[str], params: GarnetParams) -> tuple[str, str]:
+    """(TOML field, fix) for a combinational cycle."""
+    from canal.graph import NodeKind
+
+    outs = []
+    for nid in cycle:
+        g = ic.graphs[int(nid.split(":")[1])]
+        n = g.nodes[nid]
+        if n.kind is NodeKind.SB and n.io.name == "SB_OUT":
+            has_reg = f"RMUX:{n.width}:{n.x}:{n.y}:{n.side.name}:{n.track}" in g.nodes
+            outs.append((n, has_reg))
+    unregistered = [n for n, has_reg in outs if not has_reg]
+    if unregistered and params.pipeline_register_tracks and any(
+            n.track not in params.pipeline_register_tracks for n in unregistered):
+        n = next(n for n in unregistered if n.track not in params.pipeline_register_tracks)
+        return ("pipeline_register_tracks",
+                f"track {n.track} has no pipeline register, so no register breaks the cycle; "
+                f"use pipeline_register_tracks = [] (every track)")
+    if unregistered:
+        n = unregistered[0]
+        return ("pipeline_register_sides",
+                f"side {n.side.name} has no pipeline register; list every side in "
+                f"pipeline_register_sides")
+    return ("register_bypass_sides",
+            "make the registers of one horizontal and one vertical side mandatory, e.g. "
+            "register_bypass_sides = [\"SOUTH\", \"WEST\"]")
 
 
 def array_circuit(ic, params: GarnetParams):
@@ -132,3 +326,149 @@ def array_circuit(ic, params: GarnetParams):
     from canal.rtl import array_circuit as canal_array
 
     return canal_array(ic, name="Garnet", flush_interval=params.flush_interval)
+
+
+# ---------------------------------------------------------------------- incremental pieces
+def core_interface(core: CoreSpec | None) -> tuple:
+    """What the routing graphs depend on of a core: tag, timing class, external ports and
+    the routable ports (name, width, direction). Not its name or config fields: a PE edit
+    that keeps the ports keeps the graphs (:func:`with_cores` relabels the tiles)."""
+    if core is None:
+        return ()
+    external = tuple(core.info.get("external", ()))
+    return (core.tag, core.info.get("timing_class"), external,
+            tuple((p.name, p.width, p.direction) for p in core.ports if p.name not in external))
+
+
+def core_identity(core: CoreSpec | None) -> tuple:
+    """Everything a tile record (:class:`canal.graph.TileInfo`) takes from a core."""
+    if core is None:
+        return ()
+    return (core.name, core.tag, core.info.get("timing_class"),
+            tuple(core.info.get("external", ())),
+            tuple((p.name, p.width, p.direction) for p in core.ports),
+            tuple((f.name, f.width, f.reset) for f in core.config_fields))
+
+
+def with_cores(graphs: dict, timing, params: GarnetParams, core_fn: CoreFn | None = None):
+    """An :class:`canal.Interconnect` from previously built ``graphs`` (bit width ->
+    graph, e.g. from the build cache) whose cores had the same :func:`core_interface`:
+    every tile record is recomputed from ``core_fn`` (default layout), so renamed cores (a
+    PE spec edit) and new config fields are taken over without rebuilding the graphs."""
+    from canal.graph import tile_info_from_core
+    from canal.interconnect import Interconnect
+
+    fn = core_fn or default_core_fn(params)
+    first = next(iter(graphs.values()))
+    tiles = {}
+    cores: dict[str, CoreSpec] = {}
+    for (x, y) in first.tiles:
+        core = fn(x, y)
+        tiles[(x, y)] = tile_info_from_core(x, y, core)
+        if core is not None:
+            cores.setdefault(core.name, core)
+    for g in graphs.values():
+        g.tiles = dict(tiles)
+    return Interconnect(graphs, cores, timing)
+
+
+def tile_shapes(ic) -> dict:
+    """(x, y) -> :class:`canal.rtl.TileShape` of every tile."""
+    from canal.graph import no_gc
+    from canal.rtl import tile_shape
+
+    with no_gc():
+        return {xy: tile_shape(ic, *xy) for xy in ic.tiles}
+
+
+def top_name(ic, shapes: dict, params: GarnetParams, name: str = "Garnet") -> str:
+    """The top module name :func:`canal.rtl.array_circuit` gives this array
+    (``<name>_<W>x<H>_<hash>``: tile modules by position, inter-tile wiring, flush
+    interval; tests/garnet check the two agree)."""
+    import hashlib
+
+    from canal.graph import IO, NodeKind
+
+    cols, rows = ic.size
+    wiring = [(nid, tuple(g.fanin[nid])) for w, g in sorted(ic.graphs.items())
+              for nid, n in g.nodes.items() if n.kind is NodeKind.SB and n.io is IO.SB_IN]
+    key = repr((sorted((xy, s.module_name) for xy, s in shapes.items()),
+                params.flush_interval, None, sorted(ic.graphs), wiring))
+    return f"{name}_{cols}x{rows}_{hashlib.sha1(key.encode()).hexdigest()[:10]}"
+
+
+def array_top(ic, params: GarnetParams, shapes: dict, tiles: dict, name: str):
+    """The top module ``name`` (:func:`top_name`) of the array alone: the same body as
+    :func:`canal.rtl.array_circuit` (its ``_array_body``), but each tile is the circuit
+    ``tiles[module name]`` -- typically a declaration (:func:`tile_declaration`), so CIRCT
+    compiles the top without descending into the tiles (the tile modules are compiled and
+    cached one by one, :mod:`garnet.build`)."""
+    from cgra.hdl import m
+
+    from canal.graph import no_gc
+    from canal.rtl import _array_body, top_port_name
+
+    def t(width: int):
+        return m.Bit if width == 1 else m.Bits[width]
+
+    ports: dict = {"clk_en": m.In(m.Bit), "flush": m.In(m.Bit),
+                   "config_addr": m.In(m.Bits[32]), "config_data": m.In(m.Bits[32]),
+                   "config_write": m.In(m.Bit), "config_read": m.In(m.Bit),
+                   "read_data": m.Out(m.Bits[32])}
+    for (x, y), info in ic.tiles.items():
+        for p in info.ports:
+            if p.name in info.external:
+                d = m.In if p.direction == "in" else m.Out
+                ports[top_port_name(p.name, x, y)] = d(t(p.width))
+    circuits = {xy: tiles[s.module_name] for xy, s in shapes.items()}
+    rows = ic.size[1]
+    top = name
+
+    with no_gc():
+        class Array(m.Circuit):
+            name = top
+            io = m.IO(**ports) + m.ClockIO(has_reset=True)
+            _array_body(io, ic, circuits, params.flush_interval, None, rows)
+    return Array
+
+
+def port_list(circuit) -> list[dict]:
+    """The ports of a magma circuit as JSON: [{name, direction (in/out), type (bits, bit,
+    clock, reset), width}], in declaration order (:func:`tile_declaration` inverts it)."""
+    from cgra.errors import CollateralError
+    from cgra.hdl import m
+
+    out = []
+    for pname, T in circuit.IO.items():
+        base = T.qualify(m.Direction.Undirected)
+        d = "in" if T.is_input() else "out"
+        if base is m.Clock:
+            kind, width = "clock", 1
+        elif base is m.Reset:
+            kind, width = "reset", 1
+        elif issubclass(base, m.Bits):
+            kind, width = "bits", len(base)
+        elif base is m.Bit:
+            kind, width = "bit", 1
+        else:
+            raise CollateralError(f"module {circuit.name}: port {pname} has type {T}, which "
+                                  f"the RTL cache cannot record (Bits, Bit, Clock, Reset)")
+        out.append({"name": pname, "direction": d, "type": kind, "width": width})
+    return out
+
+
+def tile_declaration(name: str, ports: list[dict]):
+    """A magma declaration (no body: CIRCT emits no module for it) named ``name`` with the
+    ports of :func:`port_list`."""
+    from cgra.hdl import m
+
+    types = {"clock": lambda w: m.Clock, "reset": lambda w: m.Reset,
+             "bits": lambda w: m.Bits[w], "bit": lambda w: m.Bit}
+    io_ports = {p["name"]: (m.In if p["direction"] == "in" else m.Out)(
+        types[p["type"]](p["width"])) for p in ports}
+    module = name
+
+    class Declaration(m.Circuit):
+        name = module
+        io = m.IO(**io_ports)
+    return Declaration

@@ -1,4 +1,5 @@
-"""``cgra rtl``: generate the array RTL and all compiler collateral into ``build/<design>/``.
+"""``cgra rtl``: generate the array RTL and all compiler collateral into ``build/<design>/``,
+incrementally.
 
 Layout of the output directory (schema ``garnet.design/2``; formats owned by
 :mod:`garnet.collateral`, which lists who owns each file; see docs/garnet.md)::
@@ -14,41 +15,95 @@ Layout of the output directory (schema ``garnet.design/2``; formats owned by
     pe.json                PE spec, hash, instruction width, assembler layout, ports
     mem.json               MEM preset: capacity, ports, config fields (mapper MemSpec keys)
     config_map.json        every config field: tile, feature, register, bits, address
-    timing.json            the delay model (canal.timing/1) the routing graphs' delays use
+    timing.json            the delay model (canal.timing/2) the routing graphs' delays use
     design.json            schema version, parameters, spec hashes, top module and ports,
-                           and the sha256 of every file above (written last)
+                           the build keys, and the sha256 of every file above (written last)
+    .cache/                the build cache (not collateral, not in the manifest; see below)
+
+**Validation.** Before anything is written the interconnect is checked
+(:func:`garnet.array.check_interconnect`): every core output reaches every core input of
+its width, every core input can be fed from an IO tile, and no combinational cycle runs
+through bypassable pipeline registers. A failure is a :class:`~cgra.errors.ConfigError`
+naming the TOML field.
+
+**Incremental build.** Every group of files is keyed by the sha256 of what it depends on
+(:class:`Keys`; recorded in design.json ``build``, :func:`garnet.collateral.build_doc`):
+
+* ``interconnect`` -- the graphs: the interconnect fields of the TOML
+  (:data:`garnet.params.INTERCONNECT_FIELDS`), the delay table, each core's routable ports
+  (:func:`garnet.array.core_interface`: not its name, so a PE edit keeping the ports keeps
+  the graphs) and the source of the graph generators;
+* ``fabric`` (routing/, timing.json, config_map.json) -- the interconnect key, the cores'
+  names and config fields, the PE and Lake spec hashes, the source of the writers;
+* ``rtl`` (rtl/) -- the interconnect key, the cores, PE and Lake spec hashes,
+  ``flush_interval``, the source of every RTL generator and the magma / CIRCT versions;
+* pe.json and mem.json are rebuilt in memory (milliseconds) and compared byte for byte;
+* ``rules/`` -- :func:`garnet.rules.provide_rules` (its own key: PE spec and IR library);
+* ``design`` -- the parameters, the TOML path and the rules switch;
+* ``all`` -- every input at once (:func:`fast_key`), computed without importing magma:
+  when it and the rules key are unchanged the run stops there.
+
+A group whose key equals the previous design's (and whose files pass the manifest) is
+hard-linked from it; when every key is unchanged nothing is written at all ("nothing
+rebuilt"). Below a group, the build cache ``<out>/.cache`` (or ``--cache-dir``) keeps
+
+* the validated interconnect graphs per interconnect key (a pickle; after a PE edit the
+  tile records are recomputed from the new cores, :func:`garnet.array.with_cores`), and
+* the CIRCT output per module, keyed by content: each distinct tile module is compiled on
+  its own (``Tile_<core>_<hash>`` and its sub-modules; key = its name, which hashes the tile
+  shape, + the core's spec hash + the RTL generator source), and the top module against
+  *declarations* of the tiles (:func:`garnet.array.array_top`; key = the tile modules by
+  position, the inter-tile wiring, ``flush_interval``, the generator source). The Verilog
+  is byte-identical to one CIRCT run over the whole array; a PE edit recompiles the PE tile
+  and the top (the top instantiates the renamed PE tile) and reuses the MEM and IO tiles.
 
 Everything is written into a temporary sibling directory ``.<name>.tmp-<pid>`` which
-replaces ``<out>`` only when complete, so an interrupted run never leaves a half-written
-design (the previous design, if any, stays intact until the final rename). Directories left
-by a killed run (``.<name>.tmp-<pid>``, ``.<name>.old-<pid>`` of a dead ``pid``) are cleaned
-up by the next run (:func:`clean_stale_siblings`).
+replaces ``<out>`` only when complete (design.json written last), so an interrupted run
+never leaves a half-written design (the previous design, if any, stays intact until the
+final rename; the cache and, when the RTL is unchanged, the Verilator cache ``sim/`` move
+along). Directories left by a killed run (``.<name>.tmp-<pid>``, ``.<name>.old-<pid>`` of a
+dead ``pid``) are cleaned up by the next run (:func:`clean_stale_siblings`).
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import pickle
 import re
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import psutil
 
 from cgra.errors import CollateralError
 
 from garnet import collateral as gc
-from garnet.params import GarnetParams, validate
+from garnet.params import INTERCONNECT_FIELDS, GarnetParams, validate
 
 DEFAULT_RULES_DIR = Path("build/rules")
+#: the build cache inside a design directory (hidden: not collateral, not in the manifest)
+CACHE_DIR_NAME = ".cache"
+CACHE_SCHEMA = "garnet.build_cache/1"
+ROOT = Path(__file__).resolve().parents[1]
 
 Step = Callable[[str], None]
 
 
 @dataclass
 class BuildResult:
-    """What :func:`generate` produced. Times in seconds, sizes in bytes."""
+    """What :func:`generate` produced. Times in seconds, sizes in bytes.
+
+    ``status``: group -> what happened to it (``"reused"``, ``"regenerated"``, ...), for
+    ``interconnect``, ``fabric``, ``rtl``, ``docs``; ``compiled``: the modules CIRCT
+    compiled in this run (tile and top modules; empty when the RTL came from the previous
+    design or the cache), ``cached``: those taken from the build cache; ``changed``: why
+    the groups were rebuilt (one phrase each).
+    ``circuit`` (the top magma circuit, tiles as declarations) and ``interconnect`` are
+    built on first access when this run did not need them."""
 
     out: Path
     top: str
@@ -59,10 +114,26 @@ class BuildResult:
     tile_counts: dict[str, int]
     seconds: float
     combinational_cycle: list[str] | None = None
-    circuit: object = field(repr=False, default=None)
-    interconnect: object = field(repr=False, default=None)
-
     rule_counts: dict[str, int] = field(default_factory=dict)
+    status: dict[str, str] = field(default_factory=dict)
+    compiled: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    cached: list[str] = field(default_factory=list)
+    _circuit: Any = field(repr=False, default=None)
+    _interconnect: Any = field(repr=False, default=None)
+    _lazy: dict[str, Callable[[], Any]] = field(repr=False, default_factory=dict)
+
+    @property
+    def circuit(self):
+        if self._circuit is None and "circuit" in self._lazy:
+            self._circuit = self._lazy["circuit"]()
+        return self._circuit
+
+    @property
+    def interconnect(self):
+        if self._interconnect is None and "interconnect" in self._lazy:
+            self._interconnect = self._lazy["interconnect"]()
+        return self._interconnect
 
     def _rule_counts(self) -> str:
         if not self.rule_counts:
@@ -72,6 +143,32 @@ class BuildResult:
     @property
     def rules_reused(self) -> bool:
         return self.rules_source in ("previous design", "cache")
+
+    @property
+    def nothing_rebuilt(self) -> bool:
+        return bool(self.status) and all(v == "reused" for v in self.status.values()) \
+            and self.rules_source in ("previous design", "skipped")
+
+    def _build_summary(self) -> str:
+        if self.nothing_rebuilt:
+            return ("nothing rebuilt: interconnect, RTL, collateral and rules reused from the "
+                    "previous design (keys unchanged)")
+        st = self.status
+        head = f"interconnect {st.get('interconnect', '?')}"
+        if "PE spec edited" in self.changed:
+            head += ", PE regenerated"
+        if st.get("rtl") == "regenerated" and not self.compiled:
+            rtl = f"RTL from the cache ({', '.join(_module_kind(m) for m in self.cached)})"
+        elif st.get("rtl") == "regenerated":
+            rtl = f"RTL: {', '.join(_module_kind(m) for m in self.compiled)} compiled"
+            if self.cached:
+                rtl += f", {', '.join(_module_kind(m) for m in self.cached)} from the cache"
+        else:
+            rtl = f"RTL {st.get('rtl', '?')}"
+        s = f"{head}; {rtl}; routing collateral {st.get('fabric', '?')}"
+        if self.changed:
+            s += f" ({'; '.join(self.changed)})"
+        return s
 
     def summary(self) -> str:
         """The one-line summary printed at the end of ``cgra rtl``."""
@@ -85,17 +182,29 @@ class BuildResult:
             rules = (f"rules regenerated (PE hash {self.pe_hash[:8]}"
                      f"{self._rule_counts()})")
         return (f"{self.top}: {counts}; {len(self.modules)} Verilog modules, "
-                f"{self.verilog_bytes / 1e6:.2f} MB; {rules}; {self.seconds:.1f} s -> "
-                f"{self.out}")
+                f"{self.verilog_bytes / 1e6:.2f} MB; {self._build_summary()}; {rules}; "
+                f"{self.seconds:.1f} s -> {self.out}")
+
+
+def _module_kind(name: str) -> str:
+    """``PE tile`` / ``MEM tile`` / ``IO tile`` / ``top`` / the module name (summary)."""
+    for prefix, kind in (("Tile_PECore_", "PE tile"), ("Tile_lake_", "MEM tile"),
+                         ("Tile_io_", "IO tile"), ("Garnet_", "top")):
+        if name.startswith(prefix):
+            return kind
+    return name
 
 
 _MODULE_RE = re.compile(r"^module\s+([A-Za-z_][A-Za-z0-9_$]*)", re.M)
+_EXTERN_RE = re.compile(r"^// external module \S+\s*$")
 
 
 def split_verilog(text: str) -> list[tuple[str, str]]:
     """Split CIRCT output into ``[(module name, text)]`` in file order (dependencies first).
     Text outside modules (comments, macros) is prepended to every module so each file is
-    self-contained. Raises :class:`CollateralError` on unbalanced module/endmodule."""
+    self-contained; CIRCT's ``// external module <name>`` notes (a module compiled against
+    declarations, :func:`garnet.array.array_top`) are dropped. Raises
+    :class:`CollateralError` on unbalanced module/endmodule."""
     lines = text.splitlines(keepends=True)
     header: list[str] = []
     modules: list[tuple[str, str]] = []
@@ -111,7 +220,7 @@ def split_verilog(text: str) -> list[tuple[str, str]]:
             if line.startswith("endmodule"):
                 modules.append((name, "".join(cur)))
                 cur = None
-        elif line.strip():
+        elif line.strip() and not _EXTERN_RE.match(line):
             header.append(line)
     if cur is not None:
         raise CollateralError(f"Verilog split: module {name} has no endmodule; the CIRCT "
@@ -154,137 +263,678 @@ def clean_stale_siblings(out: str | Path) -> list[str]:
     return actions
 
 
+# ---------------------------------------------------------------------- build keys
+#: source files each group of the design depends on (paths relative to the project root;
+#: a directory means every ``*.py`` below it)
+SOURCES: dict[str, tuple[str, ...]] = {
+    "interconnect": ("cgra", "canal/graph.py", "canal/passes.py", "canal/timing.py",
+                     "canal/interconnect.py", "canal/config.py", "canal/cores.py",
+                     "garnet/array.py", "garnet/params.py", "garnet/cores.py"),
+    "fabric": ("canal/collateral.py", "garnet/collateral.py", "garnet/build.py"),
+    "rtl": ("cgra", "canal", "garnet/array.py", "garnet/cores.py", "garnet/build.py", "peak",
+            "lake"),
+}
+SOURCES["all"] = tuple(sorted({e for group in SOURCES.values() for e in group}))
+#: distributions whose version is part of the RTL key
+RTL_TOOLS = ("magma-lang", "circt", "hwtypes")
+
+
+def _sha(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def source_hash(group: str) -> str:
+    """sha256 over the source files of :data:`SOURCES` ``[group]`` (``peak`` without its
+    rule synthesiser ``peak/rules``, whose output has its own key), plus the tool versions
+    for ``rtl``."""
+    import importlib.metadata as md
+
+    h = hashlib.sha256()
+    files: set[Path] = set()
+    for entry in SOURCES[group]:
+        p = ROOT / entry
+        if p.is_dir():
+            files |= {f for f in p.rglob("*.py")
+                      if not f.relative_to(ROOT).as_posix().startswith("peak/rules/")}
+        elif p.is_file():
+            files.add(p)
+    for f in sorted(files):
+        h.update(f.relative_to(ROOT).as_posix().encode() + b"\0")
+        h.update(f.read_bytes() + b"\0")
+    if group in ("rtl", "all"):
+        for dist in RTL_TOOLS:
+            try:
+                h.update(f"{dist}=={md.version(dist)}".encode())
+            except md.PackageNotFoundError:
+                h.update(f"{dist}==?".encode())
+    return h.hexdigest()
+
+
+@dataclass
+class Inputs:
+    """Everything the keys are computed from (cheap: no hardware is generated)."""
+
+    params: GarnetParams
+    spec: type
+    cores: dict[str, Any]           # layout kind (pe, mem, io) -> CoreSpec
+    pe_hash: str
+    mem_hash: str | None
+    timing_hash: str
+
+
+@dataclass
+class Keys:
+    """sha256 keys of the design's groups (module docstring) and :func:`fast_key`."""
+
+    interconnect: str
+    fabric: str
+    rtl: str
+    design: str
+    all: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        return {"interconnect": self.interconnect, "fabric": self.fabric, "rtl": self.rtl,
+                "design": self.design, "all": self.all}
+
+
+@dataclass
+class SpecHashes:
+    """What a design's content depends on besides the parameters and the generator source:
+    the PE spec (class and sha256 of its source), the Lake preset's hash (None without MEM
+    tiles) and the delay table's sha256. Computed without importing the hardware
+    generators (no magma), so an unchanged design is recognised in well under a second."""
+
+    spec: type
+    pe_hash: str
+    mem_hash: str | None
+    timing_hash: str
+
+
+def spec_hashes(params: GarnetParams) -> SpecHashes:
+    from canal.timing import default_table_text
+    from garnet.params import pe_spec
+    from peak import spec_hash
+
+    spec = pe_spec(params.pe)
+    kinds = {params.tile_kind(x, y) for x in range(params.width) for y in range(params.height)}
+    mem_hash = None
+    if "mem" in kinds:
+        from lake.collateral import collateral
+        mem_hash = collateral(params.mem_preset)["spec_hash"]
+    table = Path(params.timing).read_bytes() if params.timing else default_table_text().encode()
+    return SpecHashes(spec, spec_hash(spec), mem_hash, hashlib.sha256(table).hexdigest())
+
+
+def fast_key(params: GarnetParams, sh: SpecHashes, rules: bool,
+             config_file: str | None) -> str:
+    """One key over every input of the design (parameters, TOML path, rules switch, spec
+    hashes, delay table, the source of every generator): equal keys mean every group key
+    (:func:`compute_keys`) is equal, so nothing needs rebuilding."""
+    return _sha("all", gc.DESIGN_SCHEMA, params.to_dict(), config_file, rules, sh.pe_hash,
+                sh.mem_hash, sh.timing_hash, source_hash("all"))
+
+
+def _inputs(params: GarnetParams, sh: SpecHashes) -> Inputs:
+    from garnet.cores import io_core, mem_core, pe_core
+
+    pe = pe_core(sh.spec)
+    if pe.info["spec_hash"] != sh.pe_hash:
+        raise CollateralError(f"PE {params.pe}: spec hash {pe.info['spec_hash'][:12]} of the "
+                              f"core differs from {sh.pe_hash[:12]}; the spec changed during "
+                              f"the run: run `cgra rtl` again")
+    kinds = {params.tile_kind(x, y) for x in range(params.width) for y in range(params.height)}
+    cores: dict[str, Any] = {"pe": pe, "io": io_core(params.data_width)}
+    if "mem" in kinds:
+        cores["mem"] = mem_core(params.mem_preset)
+    cores = {k: c for k, c in cores.items() if k in kinds}
+    return Inputs(params, sh.spec, cores, sh.pe_hash, sh.mem_hash, sh.timing_hash)
+
+
+def compute_keys(inp: Inputs, rules: bool, config_file: str | None) -> Keys:
+    """The :class:`Keys` of a design (see the module docstring)."""
+    from garnet.array import core_identity, core_interface
+
+    p = inp.params
+    ic = _sha("interconnect", p.subset(INTERCONNECT_FIELDS), inp.timing_hash,
+              {k: core_interface(c) for k, c in sorted(inp.cores.items())},
+              source_hash("interconnect"))
+    ident = {k: core_identity(c) for k, c in sorted(inp.cores.items())}
+    fabric = _sha("fabric", ic, ident, inp.pe_hash, inp.mem_hash, source_hash("fabric"))
+    rtl = _sha("rtl", ic, ident, inp.pe_hash, inp.mem_hash, p.flush_interval,
+               source_hash("rtl"))
+    design = _sha("design", gc.DESIGN_SCHEMA, p.to_dict(), config_file, rules)
+    return Keys(ic, fabric, rtl, design)
+
+
+# ---------------------------------------------------------------------- build cache
+class BuildCache:
+    """The build cache of ``cgra rtl`` (module docstring): ``interconnect/<key>.pickle``
+    (validated graphs and timing model) and ``rtl/<module>-<key>.json`` (CIRCT output of one
+    module with its sub-modules, and its ports). Entries are written atomically and checked
+    on read (schema, key, sha256 of the Verilog); a bad entry is a miss. Old entries are
+    pruned (:meth:`prune`): the newest :data:`KEEP` per kind, :data:`MAX_BYTES` at most."""
+
+    KEEP = {"interconnect": 3, "rtl": 64}
+    MAX_BYTES = 128 << 20
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+
+    def _write(self, path: Path, data: bytes) -> None:
+        """Write an entry atomically; a cache that cannot be written (read-only, moved
+        away by a concurrent run on the same design) only costs the reuse."""
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+        except OSError:
+            pass
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def _touch(self, path: Path) -> None:
+        try:
+            os.utime(path)
+        except OSError:
+            pass                      # a read-only cache still serves hits
+
+    # -- interconnect
+    def interconnect(self, key: str) -> tuple[dict, Any] | None:
+        """``(graphs, timing)`` stored under ``key``, or None."""
+        path = self.root / "interconnect" / f"{key[:32]}.pickle"
+        if not path.is_file():
+            return None
+        from canal.graph import no_gc
+        try:
+            with no_gc():
+                doc = pickle.loads(path.read_bytes())
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError,
+                IndexError, TypeError, ValueError):
+            path.unlink(missing_ok=True)          # unreadable (another version): a miss
+            return None
+        if not isinstance(doc, dict) or doc.get("schema") != CACHE_SCHEMA \
+                or doc.get("key") != key:
+            return None
+        self._touch(path)
+        return doc["graphs"], doc["timing"]
+
+    def put_interconnect(self, key: str, graphs: dict, timing: Any) -> None:
+        doc = {"schema": CACHE_SCHEMA, "key": key, "graphs": graphs, "timing": timing}
+        self._write(self.root / "interconnect" / f"{key[:32]}.pickle",
+                    pickle.dumps(doc, protocol=pickle.HIGHEST_PROTOCOL))
+
+    # -- modules
+    def _module_path(self, module: str, key: str) -> Path:
+        return self.root / "rtl" / f"{module}-{key[:24]}.json"
+
+    def module(self, module: str, key: str) -> dict | None:
+        """``{"module", "ports", "modules": [[name, verilog], ...]}`` or None."""
+        path = self._module_path(module, key)
+        if not path.is_file():
+            return None
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return None
+        if not isinstance(doc, dict) or doc.get("schema") != CACHE_SCHEMA \
+                or doc.get("key") != key or doc.get("module") != module \
+                or doc.get("sha256") != _sha(doc.get("modules"), doc.get("ports")):
+            return None
+        self._touch(path)
+        return doc
+
+    def put_module(self, module: str, key: str, ports: list[dict],
+                   modules: list[tuple[str, str]]) -> dict:
+        mods = [[n, t] for n, t in modules]
+        doc = {"schema": CACHE_SCHEMA, "key": key, "module": module, "ports": ports,
+               "modules": mods, "sha256": _sha(mods, ports)}
+        self._write(self._module_path(module, key), json.dumps(doc).encode())
+        return doc
+
+    def prune(self) -> None:
+        """Keep the newest :data:`KEEP` entries of each kind (by last use), at most
+        :data:`MAX_BYTES` per kind (the newest entry always stays)."""
+        for kind, keep in self.KEEP.items():
+            d = self.root / kind
+            if not d.is_dir():
+                continue
+            entries = sorted((f for f in d.iterdir() if not f.name.startswith(".")),
+                             key=lambda f: f.stat().st_mtime, reverse=True)
+            total = 0
+            for i, f in enumerate(entries):
+                total += f.stat().st_size
+                if i >= keep or (i > 0 and total > self.MAX_BYTES):
+                    f.unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------------- RTL
+def drive_clocks(top) -> None:
+    """Drive every undriven clock-type input (CLK, RESET, ...) of every instance in the
+    hierarchy of ``top`` from its definition's single source of that type -- what magma's
+    ``wire_clocks`` pass does, with the same Verilog, but that pass rescans the whole
+    definition for every instance (quadratic: ~10 s of a 32x16 compile); here the source is
+    found once per definition. Definitions with no or several sources are left to magma
+    (which warns)."""
+    import itertools
+
+    from magma.clock import ClockTypes
+    from magma.is_definition import isdefinition
+    from magma.passes.clock import get_output_clocks_in_defn, get_undriven_clocks_in_value
+
+    seen: set = set()
+    stack = [top]
+    while stack:
+        defn = stack.pop()
+        if defn in seen or not isdefinition(defn):
+            continue
+        seen.add(defn)
+        sources = {}
+        for ct in ClockTypes:
+            found = list(itertools.islice(get_output_clocks_in_defn(defn, ct), 2))
+            if len(found) == 1:
+                sources[ct] = found[0]
+        if sources:
+            with defn.open():
+                for inst in defn.instances:
+                    for port in inst.interface.inputs(include_clocks=True):
+                        for ct, clk in sources.items():
+                            for undriven in list(get_undriven_clocks_in_value(port, ct)):
+                                undriven @= clk
+        stack.extend(type(i) for i in defn.instances)
+
+
+def compile_module(circuit, workdir: Path) -> list[tuple[str, str]]:
+    """CIRCT Verilog of ``circuit`` (and every sub-module it defines), split per module
+    (:func:`split_verilog`), dependencies first; ``workdir`` holds the temporary files."""
+    from cgra.hdl import m
+
+    from canal.graph import no_gc
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    base = workdir / circuit.name
+    drive_clocks(circuit)
+    with no_gc():
+        m.compile(str(base), circuit, output="mlir-verilog")
+    text = base.with_suffix(".v").read_text()
+    for suffix in (".v", ".mlir"):
+        base.with_suffix(suffix).unlink(missing_ok=True)
+    return split_verilog(text)
+
+
+@dataclass
+class RtlOutput:
+    """What :func:`generate_rtl` produced."""
+
+    top: str
+    modules: list[tuple[str, str]]          # (name, Verilog), dependencies first, top last
+    ports: list[dict]                       # of the top (port_list format)
+    compiled: list[str]                     # tile / top modules compiled in this run
+    cached: list[str]                       # tile / top modules taken from the cache
+    tile_ports: dict[str, list[dict]]       # tile module -> its ports
+    circuit: Any = None                     # the top circuit when it was built
+
+
+def _core_content(inp: Inputs, core) -> str | None:
+    """What a core's Verilog depends on beyond its name (the spec hashes)."""
+    if core is None:
+        return None
+    if core.tag == "p":
+        return core.info.get("spec_hash")
+    if core.tag == "m":
+        return inp.mem_hash
+    return core.name
+
+
+def generate_rtl(ic, inp: Inputs, cache: BuildCache, workdir: Path,
+                 say: Step = lambda msg: None) -> RtlOutput:
+    """The Verilog of the array, one CIRCT run per distinct tile module and one for the
+    top, each taken from ``cache`` when its key is there (module docstring). Raises
+    :class:`CollateralError` when two modules of one name differ."""
+    from canal.rtl import tile_circuit
+    from garnet.array import array_top, port_list, tile_declaration, tile_shapes, top_name
+
+    src = source_hash("rtl")
+    shapes = tile_shapes(ic)
+    first: dict[str, tuple[int, int]] = {}
+    for xy in ic.tiles:
+        first.setdefault(shapes[xy].module_name, xy)
+    entries: dict[str, dict] = {}
+    compiled: list[str] = []
+    for mod, xy in first.items():
+        key = _sha("tile", src, mod, _core_content(inp, ic.core(*xy)))
+        ent = cache.module(mod, key)
+        if ent is None:
+            say(f"Verilog (CIRCT): {mod}")
+            circ = tile_circuit(shapes[xy], ic.configs[xy], ic.core(*xy))
+            ent = cache.put_module(mod, key, port_list(circ), compile_module(circ, workdir))
+            compiled.append(mod)
+        entries[mod] = ent
+    top = top_name(ic, shapes, inp.params)
+    ident = repr((sorted((xy, s.module_name) for xy, s in shapes.items()),
+                  sorted(ic.graphs), inp.params.flush_interval,
+                  [(nid, tuple(g.fanin[nid])) for w, g in sorted(ic.graphs.items())
+                   for nid in g.nodes if nid.startswith("SB:") and nid.endswith(":IN")]))
+    key = _sha("top", src, top, hashlib.sha256(ident.encode()).hexdigest())
+    ent = cache.module(top, key)
+    circuit = None
+    if ent is None:
+        say("Verilog (CIRCT)")
+        decls = {mod: tile_declaration(mod, e["ports"]) for mod, e in entries.items()}
+        circuit = array_top(ic, inp.params, shapes, decls, top)
+        parts = compile_module(circuit, workdir)
+        if [n for n, _ in parts] != [top]:
+            raise CollateralError(f"rtl/: compiling the top {top} against tile declarations "
+                                  f"gave modules {[n for n, _ in parts]}, expected only the "
+                                  f"top")
+        ent = cache.put_module(top, key, port_list(circuit), parts)
+        compiled.append(top)
+    modules: dict[str, str] = {}
+    for mod in first:
+        for name, text in entries[mod]["modules"]:
+            if name in modules and modules[name] != text:
+                raise CollateralError(f"rtl/: module {name} is generated twice with different "
+                                      f"Verilog (in {mod} and before); two generators used the "
+                                      f"same module name")
+            modules.setdefault(name, text)
+    if top in modules:
+        raise CollateralError(f"rtl/: a tile defines a module named like the top {top}")
+    out = list(modules.items()) + [(top, ent["modules"][0][1])]
+    cached = [mod for mod in [*first, top] if mod not in compiled]
+    return RtlOutput(top, out, ent["ports"], compiled, cached,
+                     {mod: e["ports"] for mod, e in entries.items()}, circuit)
+
+
+class RtlWorker:
+    """:func:`generate_rtl` in a forked worker process, so the caller writes the routing
+    collateral and the rules meanwhile, and the magma circuits (millions of Python
+    objects: ~4 s to free at 32x16) die with the worker (``os._exit``, no teardown). The
+    worker writes the module cache itself and sends back the :class:`RtlOutput` (without
+    the circuit). :meth:`stop` kills it (interrupts, errors of the caller)."""
+
+    def __init__(self, proc, conn):
+        self.proc = proc
+        self.conn = conn
+
+    @classmethod
+    def start(cls, ic, inp: Inputs, cache: BuildCache, workdir: Path) -> "RtlWorker":
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("fork")
+        recv, send = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_rtl_worker, args=(send, ic, inp, cache.root, workdir),
+                           name="garnet-rtl", daemon=True)
+        proc.start()
+        send.close()
+        return cls(proc, recv)
+
+    def result(self) -> RtlOutput:
+        """Wait for the worker; re-raises its error (a :class:`CgraError` as itself,
+        anything else as :class:`CollateralError` with the worker's traceback)."""
+        try:
+            kind, payload = self.conn.recv()
+        except EOFError:
+            self.proc.join()
+            raise CollateralError(f"rtl/: the Verilog worker process died (exit code "
+                                  f"{self.proc.exitcode}) before sending the RTL") from None
+        finally:
+            self.conn.close()
+        self.proc.join()
+        if kind == "ok":
+            return payload
+        if isinstance(payload, BaseException):
+            raise payload
+        raise CollateralError(f"rtl/: Verilog generation failed in the worker process:\n"
+                              f"{payload}")
+
+    def stop(self) -> None:
+        if self.proc.is_alive():
+            self.proc.terminate()
+            self.proc.join(10)
+            if self.proc.is_alive():
+                self.proc.kill()
+                self.proc.join()
+        self.conn.close()
+
+
+def _rtl_worker(conn, ic, inp: Inputs, cache_root: Path, workdir: Path) -> None:
+    """Body of :class:`RtlWorker` (in the forked child; multiprocessing ends it with
+    ``os._exit``)."""
+    import signal
+    import traceback
+
+    from cgra.errors import CgraError
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)     # stop() ends it at once
+    signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C: the parent stops it
+    try:
+        rtl = generate_rtl(ic, inp, BuildCache(cache_root), workdir)
+        rtl.circuit = None
+        conn.send(("ok", rtl))
+    except CgraError as exc:
+        try:
+            conn.send(("error", exc))
+        except (pickle.PicklingError, TypeError, AttributeError):
+            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+    except Exception:  # noqa: BLE001 - sent to the parent, which raises it
+        conn.send(("error", traceback.format_exc()))
+    finally:
+        conn.close()
+
+
+def _top_ports_of(ports: list[dict]) -> list[dict]:
+    """design.json ``ports`` ([{name, direction input/output, width}]) from a port list."""
+    return [{"name": p["name"], "direction": "input" if p["direction"] == "in" else "output",
+             "width": p["width"]} for p in ports]
+
+
+# ---------------------------------------------------------------------- generate
+@dataclass
+class _Previous:
+    """The design already in ``out`` when it passed its manifest check."""
+
+    root: Path
+    design: dict
+    keys: dict[str, str]
+
+
+def _previous(out: Path) -> tuple[_Previous | None, str]:
+    if not (out / "design.json").is_file():
+        return None, ""
+    try:
+        design = gc.read_design(out)
+        gc.verify_files(out, design)
+    except CollateralError as exc:
+        return None, f"previous design not reused: {exc}"
+    return _Previous(out, design, gc.read_build(design).get("keys", {})), ""
+
+
+_FABRIC_FILES = ("routing", "timing.json", "config_map.json")
+
+
+def _link_tree(src: Path, dst: Path, rels: list[str]) -> None:
+    """Hard-link (copy when linking fails) the files ``rels`` of ``src`` into ``dst``."""
+    for rel in rels:
+        s, d = src / rel, dst / rel
+        d.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(s, d)
+        except OSError:
+            shutil.copy2(s, d)
+
+
+def _group_files(prev: _Previous, prefixes: tuple[str, ...]) -> list[str]:
+    return [rel for rel in prev.design["files"]
+            if any(rel == p or rel.startswith(p + "/") for p in prefixes)]
+
+
+def _changed_fields(prev: _Previous | None, params: GarnetParams) -> list[str]:
+    if prev is None:
+        return []
+    old = prev.design.get("params") or {}
+    new = params.to_dict()
+    return [k for k in new if old.get(k) != new[k]]
+
+
 def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
-             rules_dir: str | Path | None = None, jobs: int = 1,
+             rules_dir: str | Path | None = None, jobs: int | None = None,
              step: Step | None = None, builder=None,
-             config_file: str | Path | None = None) -> BuildResult:
-    """Generate the design of ``params`` into ``out`` (see the module docstring).
+             config_file: str | Path | None = None,
+             cache_dir: str | Path | None = None) -> BuildResult:
+    """Generate the design of ``params`` into ``out``, incrementally (module docstring).
     ``config_file``: the TOML the parameters came from (recorded in design.json, so stale
     collateral errors can name the exact regeneration command).
 
     ``rules=False`` skips the rule table (RTL-only iterations); ``rules_dir`` is the shared
     rule-table directory PEak caches in (default ``build/rules``, as ``make rules``);
-    ``jobs``: processes for rule synthesis; ``builder``: see :mod:`garnet.rules`;
+    ``jobs``: processes for rule synthesis (default: every core); ``builder``: see
+    :mod:`garnet.rules`; ``cache_dir``: the build cache (default ``<out>/.cache``);
     ``step(msg)`` is called before each stage (progress display). Raises
-    :class:`~cgra.errors.ConfigError` for bad parameters (before any generation),
-    ``SpecError`` / ``RuleError`` / ``CollateralError`` from the generators.
+    :class:`~cgra.errors.ConfigError` for bad parameters or an unusable interconnect
+    (before anything is written), ``SpecError`` / ``RuleError`` / ``CollateralError`` from
+    the generators.
     """
-    from cgra.hdl import m
-
-    from canal.timing import TimingModel
-    from garnet.array import array_circuit, build_interconnect
-    from garnet.cores import TAGS, load_pe_spec, pe_core
-    from garnet.rules import provide_rules
+    from garnet.rules import ir_hash, provide_rules, rules_key
 
     t0 = time.perf_counter()
     say = step or (lambda msg: None)
+    jobs = jobs or os.cpu_count() or 1
     validate(params)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     for action in clean_stale_siblings(out):
         say(action)
+    cfg = str(config_file) if config_file is not None else None
+
+    say("keys")
+    sh = spec_hashes(params)
+    fast = fast_key(params, sh, rules, cfg)
+    prev, why_not = _previous(out)
+    if why_not:
+        say(why_not)
+    pkeys = prev.keys if prev is not None else {}
+    prev_rules = (prev.design.get("rules") or {}) if prev is not None else {}
+    reuse: dict[str, bool] = {}
+    if rules:
+        stamp = gc.read_stamp(out / "rules") if prev is not None else None
+        reuse["rules"] = stamp is not None and prev_rules.get("source") != "skipped" \
+            and stamp.get("key") == rules_key(sh.pe_hash, ir_hash())
+    else:
+        reuse["rules"] = prev is not None and prev_rules.get("source") == "skipped"
+    counts = _tile_counts(params)
+    cache = BuildCache(cache_dir if cache_dir is not None else out / CACHE_DIR_NAME)
+
+    def unchanged() -> BuildResult:
+        """Nothing to do: the previous design, untouched."""
+        d = prev.design
+
+        def lazy_ic():                  # after the run: no progress display any more
+            return _interconnect(params, _inputs(params, sh), compute_keys(
+                _inputs(params, sh), rules, cfg), cache, lambda msg: None)[0]
+        return BuildResult(
+            out, d["top"], list(d["rtl"]["modules"]), d["rtl"]["bytes"],
+            "skipped" if not rules else "previous design", sh.pe_hash, counts,
+            time.perf_counter() - t0, None, dict(prev_rules.get("counts") or {}),
+            {"interconnect": "reused", "rtl": "reused", "fabric": "reused", "docs": "reused"},
+            _lazy={"interconnect": lazy_ic,
+                   "circuit": lambda: _lazy_circuit(lazy_ic(), _inputs(params, sh), cache)})
+
+    if prev is not None and reuse["rules"] and pkeys.get("all") == fast:
+        return unchanged()              # no hardware generator imported (~1 s saved)
+
+    inp = _inputs(params, sh)
+    keys = compute_keys(inp, rules, cfg)
+    keys.all = fast
+    docs = _docs(params, inp)
+    reuse.update({g: pkeys.get(g) == getattr(keys, g) for g in ("fabric", "rtl", "design")})
+    reuse["docs"] = prev is not None and all(
+        (out / name).is_file() and (out / name).read_bytes() == data
+        for name, data in docs.items())
+    if prev is not None and all(reuse.values()):
+        return unchanged()
+
+    changed = _reasons(prev, why_not, params, inp, keys, pkeys)
+    ic = None
+    status = {"interconnect": "reused", "fabric": "reused" if reuse["fabric"] else
+              "regenerated", "rtl": "reused" if reuse["rtl"] else "regenerated",
+              "docs": "reused" if reuse["docs"] else "regenerated"}
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir()
+    if cache_dir is None and not out.exists():
+        cache = BuildCache(tmp / CACHE_DIR_NAME)      # moves into place with the design
     old = None
+    worker: RtlWorker | None = None
+    moved: list[tuple[Path, Path]] = []
     try:
-        spec = load_pe_spec(params.pe)
-        pe = pe_core(spec)
-        pe_hash = pe.info["spec_hash"]
+        # -- interconnect (validated before anything else is written)
+        if not (reuse["fabric"] and reuse["rtl"]):
+            ic, status["interconnect"] = _interconnect(params, inp, keys, cache, say, cfg)
 
-        # -- interconnect and routing collateral
-        say("interconnect graphs")
-        ic = build_interconnect(params, timing=TimingModel.load(params.timing or None))
-        from garnet.array import combinational_cycle
-        cycle = combinational_cycle(ic)
-        if cycle is not None:
-            say(f"warning: the interconnect has a combinational cycle ({' -> '.join(cycle[:6])} "
-                f"...); Verilator models will be slow. Make pipeline registers on one "
-                f"horizontal and one vertical side mandatory (register_bypass_sides)")
-        say("routing graphs")
-        write_fabric(tmp, params, ic, spec, pe)
+        # -- RTL: CIRCT in a worker process, while this one writes the other collateral
+        worker = None
+        if not reuse["rtl"]:
+            say("Verilog (CIRCT)")
+            worker = RtlWorker.start(ic, inp, cache, tmp / "_circt")
 
-        # -- RTL
-        say("array circuit")
-        circ = array_circuit(ic, params)
-        say("Verilog (CIRCT)")
-        mlir_dir = tmp / "_circt"
-        mlir_dir.mkdir()
-        m.compile(str(mlir_dir / circ.name), circ, output="mlir-verilog")
-        text = (mlir_dir / f"{circ.name}.v").read_text()
-        shutil.rmtree(mlir_dir)
-        rtl = tmp / "rtl"
-        rtl.mkdir()
-        parts = split_verilog(text)
-        names = [n for n, _ in parts]
-        if len(set(names)) != len(names):
-            dup = sorted({n for n in names if names.count(n) > 1})
-            raise CollateralError(f"rtl/: modules {dup} are defined twice in the CIRCT output; "
-                                  f"two different generators used the same module name")
-        if names[-1] != circ.name:
-            raise CollateralError(f"rtl/: the last module is {names[-1]}, expected the top "
-                                  f"{circ.name}")
-        for n, body in parts:
-            (rtl / f"{n}.v").write_text(body)
-        (rtl / "filelist.f").write_text("".join(f"{n}.v\n" for n in names))
-        vbytes = sum(len(b.encode()) for _, b in parts)
+        # -- routing collateral (graphs, layout, timing, config map)
+        if reuse["fabric"]:
+            _link_tree(out, tmp, _group_files(prev, _FABRIC_FILES))
+        else:
+            say("routing graphs")
+            _write_routing(tmp, params, ic)
+        for name, data in docs.items():
+            (tmp / name).write_bytes(data)
 
         # -- rules
         if rules:
             say("rules")
-            prev = out / "rules" if (out / "rules").is_dir() else None
+            previous = out / "rules" if prev is not None and (out / "rules").is_dir() else None
             shared = Path(rules_dir) if rules_dir is not None else DEFAULT_RULES_DIR
-            rr = provide_rules(spec, params.pe, pe_hash, tmp / "rules", prev, shared, jobs,
-                               builder)
-            rule_counts = rr.counts
-            rules_source = rr.source
+            rr = provide_rules(inp.spec, params.pe, inp.pe_hash, tmp / "rules", previous,
+                               shared, jobs, builder)
+            rule_counts, rules_source = rr.counts, rr.source
         else:
-            rules_source = "skipped"
-            rule_counts = {}
+            rules_source, rule_counts = "skipped", {}
+
+        if worker is None:
+            d = prev.design
+            _link_tree(out, tmp, _group_files(prev, ("rtl",)))
+            top, names, vbytes = d["top"], list(d["rtl"]["modules"]), d["rtl"]["bytes"]
+            top_ports = d["ports"]
+            compiled: list[str] = []
+            cached: list[str] = []
+        else:
+            say("Verilog (CIRCT): waiting for the worker")
+            rtl = worker.result()
+            worker = None
+            shutil.rmtree(tmp / "_circt", ignore_errors=True)
+            (tmp / "rtl").mkdir()
+            for n, body in rtl.modules:
+                (tmp / "rtl" / f"{n}.v").write_text(body)
+            names = [n for n, _ in rtl.modules]
+            (tmp / "rtl" / "filelist.f").write_text("".join(f"{n}.v\n" for n in names))
+            top, vbytes = rtl.top, sum(len(b.encode()) for _, b in rtl.modules)
+            top_ports = _top_ports_of(rtl.ports)
+            compiled, cached = rtl.compiled, rtl.cached
 
         # -- design
         say("collateral")
-        mem_doc = gc.read_mem(tmp / "mem.json", "internal")
-        counts: dict[str, int] = {}
-        for info in ic.tiles.values():
-            kind = {"p": "PE", "m": "MEM", "I": "IO"}.get(info.tag, "empty")
-            counts[kind] = counts.get(kind, 0) + 1
-        top_ports = _top_ports(circ)
-        design = {
-            "name": params.name,
-            "config_file": str(config_file) if config_file is not None else None,
-            "params": params.to_dict(),
-            "array": {"width": params.width, "height": params.height, "tiles": counts},
-            "spec_hashes": {"pe": pe_hash,
-                            "mem": mem_doc["spec_hash"] if mem_doc else None},
-            "top": circ.name,
-            "rtl": {"filelist": "rtl/filelist.f", "files": [f"rtl/{n}.v" for n in names],
-                    "modules": names, "bytes": vbytes},
-            "combinational_cycle": cycle,
-            "rules": {"source": rules_source, "spec_hash": pe_hash if rules else None,
-                      "counts": rule_counts},
-            "ports": top_ports,
-            "protocol": {
-                "reset": "RESET synchronous active high; hold >= 1 rising edge",
-                "clk_en": "1 = run, 0 = stall (config writes still happen)",
-                "config_write": "config_addr/config_data/config_write sampled at the rising "
-                                "edge; 1 write per cycle",
-                "config_read": "read_data (combinational) = addressed register while "
-                               "config_read = 1, else 0",
-                "flush": f"row y sees flush {params.flush_interval and 'y // ' + str(params.flush_interval)} "
-                         f"cycles late (spine registers not stalled)" if params.flush_interval
-                         else "flush reaches every tile in the same cycle",
-                "io": "glb2io_16_X<xx>_Y<yy> -> io2f_16 (fabric), f2io_16 -> "
-                      "io2glb_16_X<xx>_Y<yy>: combinational; latency = enabled pipeline "
-                      "registers on the route + PE DELAY inputs",
-            },
-            "tags": TAGS,
-        }
+        design = _design_doc(params, cfg, counts, inp, top, names, vbytes, top_ports,
+                             rules, rules_source, rule_counts)
+        design["build"] = gc.build_doc(keys.as_dict(), status, compiled)
         gc.write_design(tmp, design)        # last: it records the sha256 of every file
 
-        # -- move into place
+        # -- move into place (the cache and, for unchanged RTL, the Verilator cache too)
         say("install")
+        if cache_dir is None and (out / CACHE_DIR_NAME).is_dir() \
+                and not (tmp / CACHE_DIR_NAME).exists():
+            moved.append((out / CACHE_DIR_NAME, tmp / CACHE_DIR_NAME))
+        if reuse["rtl"] and (out / "sim").is_dir():
+            moved.append((out / "sim", tmp / "sim"))
+        for a, b in moved:
+            a.rename(b)
         if out.exists():
             old = out.parent / f".{out.name}.old-{os.getpid()}"
             if old.exists():
@@ -294,12 +944,143 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
         if old is not None:
             shutil.rmtree(old)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if worker is not None:
+            worker.stop()
         if old is not None and old.exists() and not out.exists():
             old.rename(out)             # interrupted between the two renames
+        for a, b in moved:              # the old design stays: give it its caches back
+            if b.exists() and not a.exists() and a.parent.is_dir():
+                b.rename(a)
+        shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return BuildResult(out, circ.name, names, vbytes, rules_source, pe_hash, counts,
-                       time.perf_counter() - t0, cycle, circ, ic, rule_counts)
+    BuildCache(out / CACHE_DIR_NAME if cache_dir is None else cache_dir).prune()
+    result = BuildResult(out, top, names, vbytes, rules_source, inp.pe_hash, counts,
+                         time.perf_counter() - t0, None, rule_counts, status, compiled, changed,
+                         cached, _interconnect=ic)
+    final_cache = BuildCache(out / CACHE_DIR_NAME if cache_dir is None else cache_dir)
+    result._lazy = {"interconnect": lambda: _interconnect(params, inp, keys, final_cache,
+                                                          lambda msg: None)[0],
+                    "circuit": lambda: _lazy_circuit(result.interconnect, inp, final_cache)}
+    return result
+
+
+def _reasons(prev: _Previous | None, why_not: str, params: GarnetParams, inp: Inputs,
+             keys: Keys, pkeys: dict) -> list[str]:
+    """Short phrases saying why groups are rebuilt (for the summary line)."""
+    if prev is None:
+        return ["previous design failed its manifest check" if why_not else
+                "no previous design"]
+    if not pkeys:
+        return ["the previous design has no build keys"]
+    out = []
+    fields = _changed_fields(prev, params)
+    if fields:
+        out.append("changed: " + ", ".join(fields))
+    old = prev.design.get("spec_hashes") or {}
+    if old.get("pe") != inp.pe_hash:
+        out.append("PE spec edited")
+    if old.get("mem") != inp.mem_hash:
+        out.append("MEM spec changed")
+    if not out and pkeys.get("interconnect") != keys.interconnect:
+        out.append("interconnect generator source or delay table changed")
+    elif not out and (pkeys.get("rtl") != keys.rtl or pkeys.get("fabric") != keys.fabric):
+        out.append("generator source changed")
+    return out
+
+
+def _interconnect(params: GarnetParams, inp: Inputs, keys: Keys, cache: BuildCache,
+                  say: Step, source: str | None = None):
+    """``(Interconnect, "reused" | "regenerated")``: the validated graphs of
+    ``keys.interconnect`` from ``cache`` (tile records recomputed for the current cores), or
+    built, validated (:func:`garnet.array.check_interconnect`) and cached."""
+    from canal.timing import TimingModel
+    from garnet.array import build_interconnect, check_interconnect, with_cores
+
+    hit = cache.interconnect(keys.interconnect)
+    if hit is not None:
+        say("interconnect graphs (cached)")
+        graphs, timing = hit
+        return with_cores(graphs, timing, params), "reused"
+    say("interconnect graphs")
+    ic = build_interconnect(params, timing=TimingModel.load(params.timing or None))
+    say("interconnect check")
+    check_interconnect(ic, params, source)
+    cache.put_interconnect(keys.interconnect, ic.graphs, ic.timing)
+    return ic, "regenerated"
+
+
+def _lazy_circuit(ic, inp: Inputs, cache: BuildCache):
+    """The top circuit (tiles as declarations) of a design whose RTL was not generated in
+    this run (module ports from the cache, compiling what it lacks)."""
+    import tempfile
+
+    from garnet.array import array_top, tile_declaration, tile_shapes
+
+    with tempfile.TemporaryDirectory(prefix="garnet_circuit_") as d:
+        rtl = generate_rtl(ic, inp, cache, Path(d))
+    if rtl.circuit is not None:
+        return rtl.circuit
+    decls = {mod: tile_declaration(mod, p) for mod, p in rtl.tile_ports.items()}
+    return array_top(ic, inp.params, tile_shapes(ic), decls, rtl.top)
+
+
+def _tile_counts(params: GarnetParams) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for x in range(params.width):
+        for y in range(params.height):
+            kind = {"io": "IO", "mem": "MEM", "pe": "PE"}[params.tile_kind(x, y)]
+            counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
+def _docs(params: GarnetParams, inp: Inputs) -> dict[str, bytes]:
+    """pe.json and mem.json (bytes, as :func:`garnet.collateral.write_json` writes them)."""
+    from garnet.cores import mem_collateral, mem_core
+
+    mem_doc = gc.no_mem_doc()
+    if params.mem_ratio:
+        mem_doc = gc.mem_doc(mem_collateral(params.mem_preset),
+                             _core_regs(mem_core(params.mem_preset).config_fields))
+    return {"pe.json": (json.dumps(_pe_doc(inp.spec, inp.cores["pe"]), indent=1) + "\n")
+            .encode(),
+            "mem.json": (json.dumps(mem_doc, indent=1) + "\n").encode()}
+
+
+def _design_doc(params: GarnetParams, cfg: str | None, counts: dict, inp: Inputs, top: str,
+                names: list[str], vbytes: int, top_ports: list[dict], rules: bool,
+                rules_source: str, rule_counts: dict) -> dict:
+    from garnet.cores import tags
+
+    return {
+        "name": params.name,
+        "config_file": cfg,
+        "params": params.to_dict(),
+        "array": {"width": params.width, "height": params.height, "tiles": counts},
+        "spec_hashes": {"pe": inp.pe_hash, "mem": inp.mem_hash},
+        "top": top,
+        "rtl": {"filelist": "rtl/filelist.f", "files": [f"rtl/{n}.v" for n in names],
+                "modules": names, "bytes": vbytes},
+        "combinational_cycle": None,       # refused by garnet.array.check_interconnect
+        "rules": {"source": rules_source, "spec_hash": inp.pe_hash if rules else None,
+                  "counts": rule_counts},
+        "ports": top_ports,
+        "protocol": {
+            "reset": "RESET synchronous active high; hold >= 1 rising edge",
+            "clk_en": "1 = run, 0 = stall (config writes still happen)",
+            "config_write": "config_addr/config_data/config_write sampled at the rising "
+                            "edge; 1 write per cycle",
+            "config_read": "read_data (combinational) = addressed register while "
+                           "config_read = 1, else 0",
+            "flush": f"row y sees flush {params.flush_interval and 'y // ' + str(params.flush_interval)} "
+                     f"cycles late (spine registers not stalled)" if params.flush_interval
+                     else "flush reaches every tile in the same cycle",
+            "io": f"glb2io_{params.data_width}_X<xx>_Y<yy> -> io2f_{params.data_width} "
+                  f"(fabric), f2io_{params.data_width} -> io2glb_{params.data_width}"
+                  f"_X<xx>_Y<yy>: combinational; latency = enabled pipeline "
+                  f"registers on the route + PE DELAY inputs",
+        },
+        "tags": tags(params.data_width),
+    }
 
 
 def write_fabric(dest: Path, params: GarnetParams, ic, spec: type, pe) -> None:
@@ -307,8 +1088,22 @@ def write_fabric(dest: Path, params: GarnetParams, ic, spec: type, pe) -> None:
     (JSON and text) and layout, ``timing.json``, ``pe.json`` (PE ``spec``, core ``pe``),
     ``mem.json`` and ``config_map.json``; formats in :mod:`garnet.collateral`. No RTL, no
     rules, no design.json (the caller writes it last, with :func:`garnet.collateral.write_design`)."""
+    from garnet.cores import mem_collateral, mem_core
+
+    _write_routing(dest, params, ic)
+    gc.write_json(Path(dest) / "pe.json", _pe_doc(spec, pe))
+    mem_doc = None
+    if params.mem_ratio:
+        mem_doc = gc.mem_doc(mem_collateral(params.mem_preset),
+                             _core_regs(mem_core(params.mem_preset).config_fields))
+    gc.write_json(Path(dest) / "mem.json", mem_doc if mem_doc is not None else gc.no_mem_doc())
+
+
+def _write_routing(dest: Path, params: GarnetParams, ic) -> None:
+    """The routing graphs (JSON and text), layout, ``timing.json`` and ``config_map.json``
+    of ``ic`` (the ``fabric`` group)."""
     from canal import collateral as canal_coll
-    from garnet.cores import TAGS, mem_collateral, mem_core
+    from garnet.cores import tags
 
     routing = Path(dest) / "routing"
     routing.mkdir(parents=True, exist_ok=True)
@@ -318,14 +1113,8 @@ def write_fabric(dest: Path, params: GarnetParams, ic, spec: type, pe) -> None:
     rows = canal_coll.layout(next(iter(ic.graphs.values())))
     (routing / "layout.txt").write_text("\n".join(rows) + "\n")
     gc.write_json(routing / "layout.json",
-                  gc.layout_doc(params.width, params.height, rows, TAGS))
+                  gc.layout_doc(params.width, params.height, rows, tags(params.data_width)))
     ic.timing.save(Path(dest) / "timing.json")
-    gc.write_json(Path(dest) / "pe.json", _pe_doc(spec, pe))
-    mem_doc = None
-    if params.mem_ratio:
-        mem_doc = gc.mem_doc(mem_collateral(params.mem_preset),
-                             _core_regs(mem_core(params.mem_preset).config_fields))
-    gc.write_json(Path(dest) / "mem.json", mem_doc if mem_doc is not None else gc.no_mem_doc())
     cmap_rows = []
     for row in ic.config_map_rows():
         info = ic.tiles[(row["x"], row["y"])]
@@ -361,15 +1150,3 @@ def _core_regs(fields) -> dict:
     return {"feature": 0, "registers": (max(s.reg for s in slices) + 1) if slices else 0,
             "slices": [{"field": s.name, "reg": s.reg, "lo": s.lo, "width": s.width,
                         "field_lo": s.field_lo} for s in slices]}
-
-
-def _top_ports(circ) -> list[dict]:
-    """[{name, direction, width}] of the top module (magma view: In = input)."""
-    from cgra.hdl import m
-
-    ports = []
-    for name, T in circ.IO.items():
-        d = "input" if T.is_input() else "output"
-        width = len(T) if issubclass(T, m.Bits) else 1
-        ports.append({"name": name, "direction": d, "width": width})
-    return ports

@@ -14,15 +14,24 @@ import click
 @click.option("--rules-dir", default=None, type=click.Path(file_okay=False),
               help="shared rule-table directory PEak caches in (default build/rules)")
 @click.option("--no-rules", is_flag=True, help="skip the rule table (RTL-only iteration)")
-@click.option("--jobs", default=1, show_default=True, help="processes for rule synthesis")
-def rtl(config: str, out: str, rules_dir: str | None, no_rules: bool, jobs: int) -> None:
-    """Generate the array RTL and the compiler collateral into OUT."""
+@click.option("--jobs", default=None, type=click.IntRange(min=1),
+              help="processes for rule synthesis  [default: every core]")
+@click.option("--cache-dir", default=None, type=click.Path(file_okay=False),
+              help="build cache (interconnect graphs, Verilog per module)  "
+                   "[default: OUT/.cache]")
+def rtl(config: str, out: str, rules_dir: str | None, no_rules: bool, jobs: int | None,
+        cache_dir: str | None) -> None:
+    """Generate the array RTL and the compiler collateral into OUT, incrementally: what did
+    not change since the design in OUT was generated is reused (summary line)."""
+    import time
+
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from garnet.build import generate
     from garnet.params import load_toml
 
+    t0 = time.perf_counter()
     params = load_toml(config)          # validated before any generation
     console = Console(stderr=True)
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
@@ -34,7 +43,8 @@ def rtl(config: str, out: str, rules_dir: str | None, no_rules: bool, jobs: int)
             console.log(f"{params.name}: {msg}")
 
         result = generate(params, out, rules=not no_rules, rules_dir=rules_dir,
-                          jobs=jobs, step=step, config_file=config)
+                          jobs=jobs, step=step, config_file=config, cache_dir=cache_dir)
+    result.seconds = time.perf_counter() - t0       # the whole command, TOML included
     click.echo(result.summary())
 
 

@@ -4,8 +4,10 @@ Pure (no hardware imports): ``cgra rtl`` (:mod:`garnet.build`) writes through it
 (:mod:`mapper.collateral`) reads through it. Files and who owns their format::
 
     design.json            garnet.design/2   (here)  parameters, spec hashes, top module and
-                                                     ports, and ``files``: the sha256 of every
-                                                     other file below (the manifest)
+                                                     ports, ``build`` (garnet.build/1: the
+                                                     keys of the incremental build), and
+                                                     ``files``: the sha256 of every other file
+                                                     below (the manifest)
     config_map.json        garnet.config_map/1 (here) every config field: tile, feature,
                                                      register, bits, address
     mem.json               garnet.mem/1      (here)  Lake preset collateral + config slices
@@ -41,6 +43,7 @@ CONFIG_MAP_SCHEMA = "garnet.config_map/1"
 MEM_SCHEMA = "garnet.mem/1"
 PE_GARNET_SCHEMA = "garnet.pe/1"
 STAMP_SCHEMA = "garnet.rules_stamp/1"
+BUILD_SCHEMA = "garnet.build/1"
 STAMP = "garnet_rules.json"
 LAYOUT_SCHEMA = "garnet.layout/1"
 #: directories of a design that are not collateral (caches written later)
@@ -132,8 +135,8 @@ def read_design(root: str | Path) -> dict[str, Any]:
     root = Path(root)
     if not root.is_dir():
         raise CollateralError(f"design directory {root} does not exist; generate it with "
-                              f"`cgra rtl --config configs/<design>.toml --out {root}` "
-                              f"(`make rtl`)")
+                              f"`cgra rtl --config configs/{root.name}.toml --out {root}` "
+                              f"(`make rtl DESIGN={root.name}` for build/{root.name})")
     hint = regen_hint(root)
     doc = check_schema(read_json(root / "design.json", hint), DESIGN_SCHEMA,
                        root / "design.json", hint)
@@ -174,6 +177,28 @@ def verify_files(root: str | Path, design: dict[str, Any],
             raise CollateralError(f"{root / extra[0]} is not part of the design written by "
                                   f"`cgra rtl` ({len(extra)} unlisted file(s)); remove it or "
                                   f"{hint}")
+
+
+# ---------------------------------------------------------------------------- build keys
+def build_doc(keys: dict[str, str], status: dict[str, str],
+              compiled: list[str]) -> dict[str, Any]:
+    """design.json ``build``: the sha256 key of each group of files (``interconnect``,
+    ``fabric``, ``rtl``, ``design``, and ``all`` over every input; see
+    :mod:`garnet.build`), what the run did with each
+    group (``reused`` / ``regenerated``) and the modules CIRCT compiled. ``cgra rtl`` reuses
+    a group of the previous design whose key is unchanged; readers may ignore it."""
+    return {"schema": BUILD_SCHEMA, "keys": dict(keys), "status": dict(status),
+            "compiled": list(compiled)}
+
+
+def read_build(design: dict[str, Any]) -> dict[str, Any]:
+    """The ``build`` record of a design.json document, or ``{}`` when it has none (a design
+    of an older generator) or of another schema."""
+    doc = design.get("build")
+    if not isinstance(doc, dict) or doc.get("schema") != BUILD_SCHEMA \
+            or not isinstance(doc.get("keys"), dict):
+        return {}
+    return doc
 
 
 # ---------------------------------------------------------------------------- config map

@@ -12,11 +12,13 @@ feature 0 and packs the fields with :func:`cgra.config.pack_fields`.
   the inputs and the PE's state (0 cycles through the core; input ``DELAY`` modes add 1).
 * MEM (tag ``m``): the Lake preset circuit (:func:`lake.rtl.memory_circuit`), config fields
   :func:`lake.config.config_fields`; every data, valid and chain port is routable.
-* IO (tag ``I``): :func:`canal.cores.io_core`: ``glb2io_16 -> io2f_16``, ``glb2io_1 ->
-  io2f_1`` (edge -> fabric) and ``f2io_16 -> io2glb_16``, ``f2io_1 -> io2glb_1`` (fabric ->
-  edge), all combinational; the ``glb2io_*``/``io2glb_*`` ports become top-level ports
-  ``<port>_X<xx>_Y<yy>``. One IO tile carries both the 16-bit and the 1-bit IO, so a netlist
-  instance tagged ``I`` (16-bit IO) or ``i`` (1-bit IO) is placed on an ``I`` tile.
+* IO (tag ``I``): :func:`canal.cores.io_core` of the design's data width ``W``
+  (``data_width``, default 16): ``glb2io_W -> io2f_W``, ``glb2io_1 -> io2f_1`` (edge ->
+  fabric) and ``f2io_W -> io2glb_W``, ``f2io_1 -> io2glb_1`` (fabric -> edge), all
+  combinational; the ``glb2io_*``/``io2glb_*`` ports become top-level ports
+  ``<port>_X<xx>_Y<yy>`` (``glb2io_16_X03_Y00`` at 16 bits). One IO tile carries both the
+  data-width and the 1-bit IO, so a netlist instance tagged ``I`` (data IO) or ``i`` (1-bit
+  IO) is placed on an ``I`` tile.
 """
 from __future__ import annotations
 
@@ -30,9 +32,16 @@ from cgra.config import ConfigField
 from cgra.core import CoreSpec, PortSpec
 from cgra.errors import ConfigError, SpecError
 
-#: PnR tags (one letter) and what they stand for
-TAGS = {"p": "PE", "m": "MEM", "I": "IO (16-bit, the tile also holds the 1-bit IO)",
-        "i": "1-bit IO (placed on an 'I' tile)"}
+
+def tags(data_width: int = 16) -> dict[str, str]:
+    """PnR tags (one letter) and what they stand for, in a design of ``data_width`` bits."""
+    return {"p": "PE", "m": "MEM",
+            "I": f"IO ({data_width}-bit, the tile also holds the 1-bit IO)",
+            "i": "1-bit IO (placed on an 'I' tile)"}
+
+
+#: PnR tags of a 16-bit design (:func:`tags`)
+TAGS = tags(16)
 
 
 def load_pe_spec(path: str, field: str = "field 'pe'", base: str | None = None) -> type:
@@ -144,16 +153,17 @@ def mem_core(preset_name: str) -> CoreSpec:
                     {**core.info, "timing_class": "mem", "preset": preset_name})
 
 
-def io_core() -> CoreSpec:
-    """The IO core (tag ``I``), see the module docstring."""
-    return _io()
+def io_core(width: int = 16) -> CoreSpec:
+    """The IO core (tag ``I``) of data width ``width`` (the design's ``data_width``), see the
+    module docstring. Module ``io_core`` at 16 bits, ``io_core_<width>`` otherwise."""
+    return _io(width)
 
 
 @functools.lru_cache(maxsize=None)
-def _io() -> CoreSpec:
+def _io(width: int) -> CoreSpec:
     from canal.cores import io_core as canal_io
 
-    return canal_io("io_core", "I")
+    return canal_io("io_core" if width == 16 else f"io_core_{width}", "I", width)
 
 
 def mem_collateral(preset_name: str) -> dict:

@@ -8,12 +8,20 @@ TOML keys (all top level; every key is optional and takes the default below)::
     height = 8                      # rows (y) including the IO row, 2..256
     tracks = 5                      # routing tracks per side per bit width, >= 1
     topology = "imran"              # switch box: "imran" | "wilton" | "disjoint"
-    track_length = 1                # tiles spanned by one track segment
-    widths = [16, 1]                # interconnect bit widths (one routing graph each)
+    track_length = 1                # tiles spanned by one track segment; only 1 is supported
+                                    # (see validate: longer Canal tracks disconnect the array)
+    data_width = 16                 # bits of a data word: the PE's data ports, the MEM's
+                                    # words, the IO core (glb2io_<w>) and one routing graph
+    widths = [16, 1]                # interconnect bit widths (one routing graph each); must
+                                    # hold data_width and 1
     mem_ratio = 4                   # every mem_ratio-th column is MEM (x % r == r - 1); 0 = none
     pe = "peak.examples.cgra_pe:PE" # PEak spec: "module:Class" or "path/to/my_pe.py:Class"
-                                    # (a file path is relative to the TOML file)
-    mem_preset = "dualport_2048x16" # Lake preset ("dualport_2048x16", "pub_512x64", ...)
+                                    # (a file path is relative to the TOML file) or
+                                    # "module:factory(args)"; its data ports (every port
+                                    # wider than 1 bit) must be data_width bits, e.g.
+                                    # "peak.examples.cgra_pe:make_pe(32)" for data_width = 32
+    mem_preset = "dualport_2048x16" # Lake preset ("dualport_2048x16", "dualport_1024x32",
+                                    # "pub_512x64", ...) with data_width-bit data ports
     io_sides = ["NORTH"]            # array edges holding IO tiles
     pipeline_register_sides = ["NORTH", "SOUTH", "EAST", "WEST"]  # SB_OUT sides with registers
     pipeline_register_tracks = []   # tracks with registers; empty = all tracks
@@ -37,10 +45,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cgra.errors import ConfigError
+from cgra.errors import ConfigError, SpecError
 
 SIDES = ("NORTH", "SOUTH", "EAST", "WEST")
+#: widest data word (``data_width``): the Verilator stream harness drives ports of <= 64 bits
+MAX_DATA_WIDTH = 64
 TOPOLOGIES = ("imran", "wilton", "disjoint")
+
+#: the fields the interconnect graphs depend on (besides the cores' ports): a change of one
+#: of them rebuilds the graphs; the others (``name``, ``pe``, ``mem_preset``,
+#: ``flush_interval``) only touch the cores, the RTL or design.json (:mod:`garnet.build`)
+INTERCONNECT_FIELDS = ("width", "height", "tracks", "topology", "track_length", "widths",
+                       "mem_ratio", "io_sides", "pipeline_register_sides",
+                       "pipeline_register_tracks", "register_bypass_sides", "cb_sides",
+                       "timing")
 
 
 @dataclass
@@ -53,6 +71,7 @@ class GarnetParams:
     tracks: int = 5
     topology: str = "imran"
     track_length: int = 1
+    data_width: int = 16
     widths: list[int] = field(default_factory=lambda: [16, 1])
     mem_ratio: int = 4
     pe: str = "peak.examples.cgra_pe:PE"
@@ -67,6 +86,11 @@ class GarnetParams:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    def subset(self, fields: tuple[str, ...]) -> dict[str, Any]:
+        """``{field: value}`` of the named fields (for build keys)."""
+        d = self.to_dict()
+        return {k: d[k] for k in fields}
 
     def tile_kind(self, x: int, y: int) -> str:
         """``"io"``, ``"mem"`` or ``"pe"`` of tile (x, y) in the default layout."""
@@ -129,8 +153,69 @@ def load_toml(path: str | Path) -> GarnetParams:
     pe = doc.get("pe")
     if isinstance(pe, str) and pe.count(":") == 1 and pe.split(":")[0].endswith(".py") \
             and not Path(pe.split(":")[0]).is_absolute():
-        doc["pe"] = f"{p.parent / pe.split(':')[0]}:{pe.split(':')[1]}"
+        file = p.parent / pe.split(":")[0]
+        if not file.is_file():
+            raise ConfigError(f"{p}: field 'pe' = {pe!r}: file {pe.split(':')[0]} does not "
+                              f"exist relative to the TOML file (looked for {file}); give the "
+                              "path of the PE spec relative to the TOML file's folder, or "
+                              "module:Class")
+        doc["pe"] = f"{file}:{pe.split(':')[1]}"
     return from_dict(doc, str(p))
+
+
+def pe_spec(ref: str, where: str = "field 'pe'") -> type:
+    """The PEak spec class named by ``ref`` (see :func:`garnet.cores.load_pe_spec`, which
+    this mirrors without importing the hardware generators: checking a configuration
+    stays fast), normalised and type-checked. Raises :class:`ConfigError` when ``ref``
+    does not resolve to a PEak spec and ``SpecError`` for a malformed spec."""
+    from peak import normal_form
+    from peak.load import load_spec
+
+    try:
+        spec = load_spec(ref, where=where)
+    except SpecError as exc:
+        raise ConfigError(str(exc)) from None
+    normal_form(spec)
+    return spec
+
+
+def check_hop_widths(p: GarnetParams, source: str | None = None) -> None:
+    """Refuse a delay table (``timing``, "" = the default) without switch-box hop figures
+    for a width of ``widths`` in a tile class of the layout: the default table has 16- and
+    1-bit figures only, and another width is never given 16-bit numbers silently (see
+    :mod:`canal.timing`). One-line :class:`ConfigError` on field ``timing``."""
+    from canal.timing import TimingModel
+
+    kinds = {p.tile_kind(x, y) for x in range(p.width) for y in range(p.height)}
+    try:
+        tm = TimingModel.load(p.timing or None)
+        for w in p.widths:
+            for tclass in sorted(kinds):
+                tm.sb_hop(tclass, w, "NORTH", "SOUTH")
+    except ConfigError as exc:
+        raise ConfigError(f"{_where(source, 'timing')} = {p.timing!r}: {exc}") from None
+
+
+def check_pe_width(spec: type, p: GarnetParams, source: str | None = None) -> None:
+    """Refuse a PE spec whose data ports (every port wider than 1 bit) are not
+    ``p.data_width`` bits: one-line :class:`ConfigError` naming the field, both widths, the
+    ports and the fix."""
+    from peak import normal_form
+    from peak.assembler import is_bv_type
+
+    nf = normal_form(spec)
+    ports = {n: int(T.size) for n, T in (*nf.inputs, *nf.outputs)
+             if is_bv_type(T) and int(T.size) > 1}
+    bad = {n: w for n, w in ports.items() if w != p.data_width}
+    if bad:
+        widths = "/".join(str(w) for w in sorted(set(bad.values())))
+        hint = (f"peak.examples.cgra_pe:make_pe({p.data_width})"
+                if p.data_width >= 4 and not p.data_width & (p.data_width - 1)
+                else f"a {p.data_width}-bit PE")
+        raise ConfigError(f"{_where(source, 'pe')} = {p.pe!r}: the PE's data ports "
+                          f"{', '.join(bad)} are {widths} bits but data_width = "
+                          f"{p.data_width}; use a PE with {p.data_width}-bit data ports "
+                          f"(e.g. {hint}) or set data_width = {min(bad.values())}")
 
 
 def validate(p: GarnetParams, source: str | None = None) -> None:
@@ -150,12 +235,24 @@ def validate(p: GarnetParams, source: str | None = None) -> None:
         raise err("topology", f"choose one of {list(TOPOLOGIES)}")
     if p.track_length < 1:
         raise err("track_length", "a track spans at least 1 tile")
+    if p.track_length > 1:
+        raise err("track_length", f"tracks longer than 1 tile are not supported: Canal wires "
+                                  f"a track of length L from SB_OUT (x, y) straight to SB_IN "
+                                  f"(x+L, y) with no tap in the tiles it passes, so the array "
+                                  f"splits into L x L = {p.track_length ** 2} sub-grids that "
+                                  f"cannot reach each other (tile (1, 1) never reaches the IO "
+                                  f"tile (0, 0)); use track_length = 1")
     if not p.widths or any(not isinstance(w, int) or w < 1 for w in p.widths) \
             or len(set(p.widths)) != len(p.widths):
         raise err("widths", "give distinct positive bit widths, e.g. [16, 1]")
-    if not {16, 1} <= set(p.widths):
-        raise err("widths", "the PE, MEM and IO cores have 16-bit and 1-bit ports; include "
-                            "both 16 and 1")
+    if not 2 <= p.data_width <= MAX_DATA_WIDTH:
+        raise err("data_width", f"a data word has 2..{MAX_DATA_WIDTH} bits (1 is the bit "
+                                f"width; the simulation harness drives top ports of up to "
+                                f"{MAX_DATA_WIDTH} bits), e.g. 16 or 32")
+    if not {p.data_width, 1} <= set(p.widths):
+        raise err("widths", f"the PE, MEM and IO cores have {p.data_width}-bit (data_width) "
+                            f"and 1-bit ports; include both {p.data_width} and 1, e.g. "
+                            f"{sorted({p.data_width, 1, *p.widths}, reverse=True)}")
     if p.mem_ratio < 0 or p.mem_ratio > p.width:
         raise err("mem_ratio", f"use 0 (no MEM columns) or 1..width ({p.width}); every "
                                f"mem_ratio-th column becomes MEM")
@@ -185,14 +282,25 @@ def validate(p: GarnetParams, source: str | None = None) -> None:
             TimingModel.load(p.timing)
         except ConfigError as exc:
             raise err("timing", str(exc)) from None
+    check_hop_widths(p, source)
     if p.flush_interval < 0:
         raise err("flush_interval", "use 0 (flush wired directly) or N >= 1 rows per spine "
                                     "register stage")
-    from garnet.cores import load_pe_spec
-    load_pe_spec(p.pe, _where(source, "pe"))
+    check_pe_width(pe_spec(p.pe, _where(source, "pe")), p, source)
     from lake.spec import PRESETS
     if p.mem_ratio and p.mem_preset not in PRESETS:
         raise err("mem_preset", f"unknown Lake preset; known presets: {sorted(PRESETS)}")
+    if p.mem_ratio:
+        from lake.spec import preset
+        words = {e.width for e in preset(p.mem_preset).external_ports if e.width > 1}
+        if words != {p.data_width}:
+            fits = sorted(n for n in PRESETS if {e.width for e in preset(n).external_ports
+                                                 if e.width > 1} == {p.data_width})
+            raise err("mem_preset", f"the Lake preset's data ports are "
+                                    f"{'/'.join(map(str, sorted(words)))} bits but "
+                                    f"data_width = {p.data_width}; use a preset with "
+                                    f"{p.data_width}-bit words ({fits or 'none ships'}) or "
+                                    f"set data_width = {min(words)}")
     kinds = {p.tile_kind(x, y) for x in range(p.width) for y in range(p.height)}
     if "pe" not in kinds:
         raise err("mem_ratio", "this layout has no PE tile; lower mem_ratio or enlarge the "

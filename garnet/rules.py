@@ -13,16 +13,20 @@ it changes. ``rules/`` holds PEak's table (``<PE>.rules.json``, ``<PE>/<target>.
 
 1. ``rules/`` of the previous design in the output directory with the same key: copied
    as is (no solver call) -> source ``"previous design"``;
-2. the table ``<PE>.rules.json`` of the shared rules directory (default ``build/rules``,
-   the directory ``make rules`` writes) when its ``spec_hash`` and ``ir_hash`` match and all
-   its rule files exist: copied without a solver call (PEak verified every rule when it
-   wrote it) -> source ``"cache"``;
-3. otherwise :func:`peak.rules.build_table` on the shared directory (PEak's own cache: after
-   a spec edit old rules are re-verified and only broken ones re-synthesised), then this
-   PE's files are copied -> source ``"synthesised"`` (``"cache"`` if every entry was
-   cached).
+2. the cache entry of this PE in the shared rules directory (default ``build/rules``, the
+   directory ``make rules`` writes; layout in :mod:`peak.rules.format`:
+   ``cache/<spec_hash[:16]>-<variant>/<PE>.rules.json``), found by key: same spec hash and
+   IR library hash, the PE's data width, the default binding policy, an entry for every
+   target of the IR library and all its rule files present: copied without a solver call
+   (PEak verified every rule when it wrote it) -> source ``"cache"``. An entry filled only
+   in part (``cgra rules --only``) does not qualify;
+3. otherwise :func:`peak.rules.build_table` on the shared directory (PEak's own cache: the
+   entries already there are kept, after a spec edit old rules are re-verified and only
+   broken or possibly-cheaper ones re-synthesised), then the entry's files are copied ->
+   source ``"synthesised"`` (``"cache"`` if every entry was cached).
 
-A table with another key is never reused.
+A table with another key is never reused; the view ``<PE>.rules.json`` of the shared
+directory (the last ``cgra rules`` run for any PE class of that name) is never read.
 """
 from __future__ import annotations
 
@@ -34,7 +38,7 @@ from typing import Callable
 
 from cgra.errors import CgraError, CollateralError, RuleError
 from garnet import collateral as gc
-from peak.rules.format import TableFile, read_table, table_path
+from peak.rules.format import TableFile, cached_tables, copy_table, read_table
 
 
 @dataclass
@@ -90,7 +94,8 @@ def peak_builder(spec: type, shared: Path, jobs: int) -> tuple[Path, dict[str, s
         raise CollateralError(f"rules/: the rule synthesiser peak.rules cannot be imported "
                               f"({exc}); generate RTL only with --no-rules") from None
     table = build_table(spec, shared, jobs=jobs)
-    return table_path(shared, table.pe), {e.target: e.action for e in table.entries}
+    assert table.path is not None
+    return table.path, {e.target: e.action for e in table.entries}
 
 
 def provide_rules(spec: type, pe_path: str, spec_hash: str, dest: Path,
@@ -108,7 +113,7 @@ def provide_rules(spec: type, pe_path: str, spec_hash: str, dest: Path,
         return RulesResult(key, "previous design", stamp["files"],
                            _counts(read_table(dest / stamp["files"][0])))
     shared = Path(shared)
-    cached = _matching_table(table_path(shared, spec.__name__), spec_hash, ih)
+    cached = _matching_table(shared, spec, spec_hash, ih)
     if builder is None and cached is not None:
         table = cached
         source = "cache"
@@ -125,31 +130,33 @@ def provide_rules(spec: type, pe_path: str, spec_hash: str, dest: Path,
     return RulesResult(key, source, files, _counts(table))
 
 
-def _matching_table(path: Path, spec_hash: str, ih: str) -> TableFile | None:
-    """The complete PEak table at ``path`` when it is for this spec and IR library (it was
-    verified when PEak wrote it, so no solver call is needed), else ``None``."""
-    if not path.is_file():
-        return None
-    try:
-        table = read_table(path, spec_hash)
-    except CgraError:
-        return None
-    return table if table.ir_hash == ih else None
+def _data_width(spec: type) -> int:
+    """The PE's widest input in bits (the IR width PEak synthesises for by default)."""
+    from peak.normalize import normal_form
+    return max(getattr(T, "size", 1) for _, T in normal_form(spec).inputs)
+
+
+def _matching_table(shared: Path, spec: type, spec_hash: str, ih: str) -> TableFile | None:
+    """The complete cache entry of ``spec`` in the shared rules directory (module
+    docstring, step 2; PEak verified every rule when it wrote it, so no solver call is
+    needed), else ``None``."""
+    from peak.ir import targets
+    width = _data_width(spec)
+    want = {t.key for t in targets(width)}
+    for path in cached_tables(shared, spec.__name__, spec_hash):
+        try:
+            table = read_table(path, spec_hash)
+        except CgraError:
+            continue
+        if table.ir_hash == ih and table.width == width \
+                and table.policy == {"ties": "auto"} \
+                and want <= {e.target for e in table.entries}:
+            return table
+    return None
 
 
 def _copy_table(table: TableFile, dest: Path) -> list[str]:
-    """Copy a PEak table, its timing file and its rule files into ``dest``; returns the
-    relative paths (table first)."""
-    src_dir = table.path.parent
+    """Copy a PEak table, its timing file and its rule files into ``dest`` (a new
+    directory); returns the relative paths (table first)."""
     dest.mkdir(parents=True)
-    files = [table.path.name]
-    shutil.copy2(table.path, dest / table.path.name)
-    timing = table.path.with_name(table.path.name.replace(".rules.json", ".timing.json"))
-    if timing.is_file():
-        shutil.copy2(timing, dest / timing.name)
-        files.append(timing.name)
-    for rel in table.rule_files():
-        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src_dir / rel, dest / rel)
-        files.append(rel)
-    return files
+    return copy_table(table, dest, prune=False)

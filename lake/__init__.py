@@ -3,7 +3,7 @@
 Public API (see each module's docstring for formats, widths and errors):
 
 * specs and presets — :mod:`lake.spec`: ``preset(name)``, ``PRESETS``
-  (``dualport_2048x16``, ``pub_512x64``, ``pond_32x16``);
+  (``dualport_2048x16``, ``dualport_1024x32``, ``pub_512x64``, ``pond_32x16``);
 * port programs — :mod:`lake.program`: ``PortProgram``, ``program``, ``check_program``,
   ``delay_line``, ``delay_taps``;
 * config encoder — :mod:`lake.config`: ``configure(preset, port_programs, chain_index=0,

@@ -233,6 +233,12 @@ def dual_port() -> MemorySpec:
     return simple("dualport_2048x16", 2048, 16, "sram")
 
 
+def dual_port_32() -> MemorySpec:
+    """Preset (a) for 32-bit arrays: dual-port SRAM 1024 x 32 (the same 32 Kbit as
+    ``dualport_2048x16``), one write and one read port, programmed like (a)."""
+    return simple("dualport_1024x32", 1024, 32, "sram")
+
+
 def pond() -> MemorySpec:
     """Preset (c): the PE register file ("pond"), 32 x 16 registers, 1 in + 1 out."""
     return simple("pond_32x16", 32, 16, "registers")
@@ -287,6 +293,7 @@ def physical_unified_buffer(capacity: int = 512, data_width: int = 16, fetch_wid
 
 PRESETS = {
     "dualport_2048x16": dual_port,
+    "dualport_1024x32": dual_port_32,
     "pub_512x64": physical_unified_buffer,
     "pond_32x16": pond,
 }

@@ -8,10 +8,11 @@ its own (formats: :mod:`mapper.stages`)::
     cgra pack DIR                                      packed.json
     cgra place DIR [--seed N] [--alpha A]              placement.json, <app>.place
     cgra route DIR                                     routing.json, <app>.route
-    cgra pipeline DIR [--target-period PS]             pipelined.json, pnr_report.json, pnr.png
+    cgra pipeline DIR [--fmax MHZ]                     pipelined.json, pnr_report.json, pnr.png,
+                                                       timing.png
     cgra bitstream DIR                                 bitstream.json, <app>.bs
     cgra sim DIR [--image camera|astronaut|coffee|PATH] output PNGs, run_report.json
-    cgra run <app> --design build/small [--from STAGE] all of the above
+    cgra run <app> --design build/small [--from STAGE] [--fmax MHZ]   all of the above
 
 ``--design`` of a stage command defaults to the design ``app.json`` names. ``<app>`` is a
 shipped DSL app (:data:`mapper.apps.APPS`) or the path of a CoreIR JSON file (map .. bitstream
@@ -167,16 +168,28 @@ def route_cmd(run_dir: Path, design: Path | None, max_iterations: int) -> None:
                f"iterations {its}, {rr.seconds:.2f} s -> {run_dir}/routing.json")
 
 
+def _fmax_opt() -> Callable:
+    return click.option("--fmax", "fmax", default=None, type=click.FloatRange(min=1.0),
+                        help="target clock (MHz): compute pipelining (PE inputs registered) and "
+                             "register insertion until the timing model meets it; default: "
+                             "only balance")
+
+
+def _pipeline_params(fmax: float | None):
+    from mapper.pipeline import PipelineParams
+    if fmax is None:
+        return PipelineParams()
+    return PipelineParams(register_pe_inputs=True, target_period_ps=1e6 / fmax)
+
+
 @click.command("pipeline")
 @_RUN_DIR
 @_design_opt()
-@click.option("--target-period", "target", default=None, type=float,
-              help="compute-pipelining target clock period (ps); default: only balance")
-def pipeline_cmd(run_dir: Path, design: Path | None, target: float | None) -> None:
+@_fmax_opt()
+def pipeline_cmd(run_dir: Path, design: Path | None, fmax: float | None) -> None:
     """Branch-delay matching, pipelining and timing analysis of the routed design."""
     from mapper.flow import run_pipeline
-    from mapper.pipeline import PipelineParams
-    pr = run_pipeline(run_dir, _open(run_dir, design), PipelineParams(target_period_ps=target))
+    pr = run_pipeline(run_dir, _open(run_dir, design), _pipeline_params(fmax))
     click.echo(f"pipelined: {len(pr.enabled_regs)} balancing + {len(pr.forced_regs)} "
                f"pipelining registers, critical path {pr.timing.period_ps:.0f} ps "
                f"({pr.timing.fmax_mhz:.0f} MHz) -> {run_dir}/pipelined.json")
@@ -217,7 +230,9 @@ def _summary(run, t0: float) -> None:
     click.echo(f"{run.app} on design {coll.name} ({coll.root}, {w}x{h}): "
                f"{run.output.shape[1]}x{run.output.shape[0]} output matches numpy and Halide "
                f"bit-exactly; {', '.join(f'{n} {k}' for k, n in sorted(res.items()))}; "
-               f"wirelength {r['wirelength_total']}; {r['cycles']['stream']} cycles, first "
+               f"wirelength {r['wirelength_total']}; {r['timing']['fmax_mhz']:.0f} MHz "
+               f"(critical path {r['timing']['period_ps']:.0f} ps); "
+               f"{r['cycles']['stream']} cycles, first "
                f"output at {r['latency']['first_output_cycle']} (ideal "
                f"{r['latency']['ideal_first_output_cycle']}); "
                f"{time.perf_counter() - t0:.1f} s -> {run.out_dir}")
@@ -239,16 +254,17 @@ def _summary(run, t0: float) -> None:
               type=click.Choice(ORDER[:-1]),
               help="first stage to run; the files of earlier stages in the run directory "
                    "are reused (checked against the design and each other)")
+@_fmax_opt()
 def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str, size: int,
-            unroll: int, resume_from: str) -> None:
+            unroll: int, resume_from: str, fmax: float | None) -> None:
     """Map APP onto the design, simulate it on the RTL and compare with both golden models."""
     from mapper.flow import AppParams, FlowParams, RunParams, SimOptions, run_app
     from mapper.place import PlaceParams
 
     t0 = time.perf_counter()
     params = RunParams(AppParams(app, size, size, unroll), design, out,
-                       FlowParams(place=PlaceParams(seed=seed)), SimOptions(image),
-                       resume_from)
+                       FlowParams(place=PlaceParams(seed=seed), pipeline=_pipeline_params(fmax)),
+                       SimOptions(image), resume_from)
     progress, step = _progress(app)
     with progress:
         run = run_app(params, step)

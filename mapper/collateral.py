@@ -154,6 +154,17 @@ class Collateral:
         return next(iter(self.graphs.values())).size
 
     @property
+    def data_width(self) -> int:
+        """Bits of a data word: design.json's ``params.data_width`` (designs of before the
+        parameter: 16), else (a fabric from graphs) the widest routing graph."""
+        params = self.design.get("params") or {}
+        if "data_width" in params:
+            return int(params["data_width"])
+        if self.root is not None:
+            return 16
+        return max(self.graphs)
+
+    @property
     def tiles(self):
         """(x, y) -> :class:`~canal.graph.TileInfo` (the same in every width's graph)."""
         return next(iter(self.graphs.values())).tiles

@@ -4,28 +4,53 @@ Source: the PEak paper (Daly et al., FMCAD 2022, section 5, "instruction selecti
 synthesised rewrite rules"): each rule is a pattern DAG over IR ops plus an instruction and
 bindings of a PE that implements it; the application DAG is *covered* by rule patterns.
 
-Algorithm (:func:`cover_kernel`), on the kernel after :func:`prepare_kernel` (``ir.simplify``,
-shifts by a constant ``>= width`` folded: ``lshr``/``shl`` -> the constant 0, ``ashr`` -> ``ashr``
-by ``width - 1``, and multi-PE decompositions of ops that have no single-PE rule, e.g.
-``absd = abs(sub)``):
+Rewrites (:func:`prepare_kernel`), each checked for equivalence on random vectors with the
+reference :func:`mapper.ir.eval_op` by the tests:
 
-1. Rules are tried in this order: patterns covering more IR ops first (multi-op rules such as
-   multiply-add before single ops), then rules folding more constants (``coreir.add[in1=const]``
-   before ``coreir.add``), then by the table's ``priority`` (larger first), then lower ``cost``.
-2. Greedy top-down covering ("maximal munch"): nodes are visited from the outputs in reverse
-   topological order; the first rule whose pattern matches at a node that must be computed
-   is selected. A pattern's interior nodes must have exactly one use (their value is not
-   visible outside the PE); commutative ops (``add mul and or xor eq neq smax smin umax umin``
-   and the ``corebit`` logic ops) match with their operands in either order. The IR nodes
-   bound to pattern inputs become nodes that must be computed.
-3. An IR constant bound to a rule constant (a ``[inK=const]`` input or ``coreir.const``'s
-   ``value``) is folded into the PE's instruction field named by the rule's binding, if the
-   rule's preconditions hold (e.g. a constant shift amount ``< width``). A constant that
-   feeds a PE input (no folding rule) is materialised once per kernel by the
-   ``coreir.const`` / ``corebit.const`` rule (one PE per distinct value); so are PE inputs
-   the rule *ties* to a constant.
-4. A node for which no rule matches raises :class:`cgra.errors.MappingError` naming the op,
-   the node, the kernel and the PE.
+* target-independent (:func:`mapper.ir.canonicalize`): ``ir.simplify`` (constant folding,
+  ``x + 0``, ``x * 1``, ``x * 0``, ... , common subexpressions), canonical operand order of
+  commutative ops (:data:`peak.ir.COMMUTATIVE`, the one table: constant second), constant
+  reassociation ``(x + 3) + 4 -> x + 7`` over associative ops, ``op(x, x)`` identities;
+* shifts by a constant ``>= width`` folded: ``lshr``/``shl`` -> the constant 0, ``ashr`` ->
+  ``ashr`` by ``width - 1``;
+* PE-dependent (:func:`rewrite_for_table`), only where the rule costs make the new form no
+  costlier: strength reduction ``mul(x, 2**k) -> shl(x, k)`` (a shift-by-constant rule
+  cheaper than any rule containing a multiply) and ``abs(sub(a, b)) -> absd(a, b)`` (a
+  one-PE ``absd``);
+* multi-PE decompositions of ops that have no rule rooted at them, e.g. ``absd = abs(sub)``.
+
+Candidate matches (:func:`_candidates`): at every node, every binding of every rule whose
+pattern is rooted at the node's op (commutative ops matched in both operand orders, rule
+preconditions on folded constants checked, e.g. a constant shift amount ``< width``). An
+IR constant bound to a rule constant (a ``[inK=const]`` input, ``coreir.const``'s
+``value``) is folded into the PE's instruction field named by the rule's binding; a
+constant that feeds a PE input (no folding rule) or a PE input the rule *ties* to a
+constant is a constant PE (``coreir.const`` / ``corebit.const`` rule, one per distinct
+value per kernel). Multi-op patterns (``pattern.muladd``, ``pattern.add3``, ... and their
+constant-operand variants) cover several IR ops in one PE.
+
+Covering (:func:`cover_kernel`, ``method``) minimises the total PE cost (rule costs from the
+table plus the constant PEs):
+
+1. ``optimal`` (default): the DP below gives a cover and an upper bound; then, when the
+   kernel has at most :data:`EXACT_MAX_MATCHES` candidate matches, the exact minimum-cost
+   cover is computed as a 0-1 integer program (:func:`_select_exact`, z3's optimiser with
+   the deterministic resource limit :data:`EXACT_RLIMIT`; covering ILP as in Wilson et al.
+   1994 / Gebotys 1997). A shared node may be recomputed inside several patterns when that
+   saves PEs (two multiply-adds reading one product). When the solver finishes, the cover
+   is optimal over every cover by the table's rules, so adding a capability (rule) to the
+   PE never raises the kernel's PE count; otherwise the DP result is kept.
+2. ``dp``: tree covering by dynamic programming (Aho, Ganapathi, Tjiang, TOPLAS 1989:
+   optimal on trees) extended to DAGs as in NOLTIS (Koes, Goldstein, CGO 2008): a DP pass
+   for a set of *fixed* shared nodes (computed once, free for their readers; other shared
+   nodes recomputed), then hill climbing over that set from the classic split at fan-out
+   points (:func:`_select_dp`). Deterministic, linear per pass.
+3. ``greedy``: the earlier top-down maximal munch (first rule in :meth:`Rule.order`: most
+   IR ops, most folded constants, priority, fewest PEs; interior pattern nodes must have
+   one use), kept for comparison: it can be worse (tests/mapper/test_covering.py).
+
+A node no rule covers raises :class:`cgra.errors.MappingError` naming the op, the node, the
+kernel and the PE. PEs are emitted for the selected matches from the outputs down.
 
 Output: a :class:`MappedKernel` (PEs with their assembled instruction, PE-to-PE connections,
 kernel input elements consumed, output sources), turned into netlist PE instances (kind
@@ -49,13 +74,7 @@ from mapper import ir
 from mapper.memory import kernel_instance
 from mapper.netlist import Netlist
 from mapper.collateral import Rule, RuleTable, load_pe_model
-
-#: Ops whose two data operands may be swapped.
-COMMUTATIVE = frozenset({
-    "coreir.add", "coreir.mul", "coreir.and", "coreir.or", "coreir.xor", "coreir.eq",
-    "coreir.neq", "commonlib.smax", "commonlib.smin", "commonlib.umax", "commonlib.umin",
-    "corebit.and", "corebit.or", "corebit.xor",
-})
+from peak.ir import COMMUTATIVE
 
 _SHIFTS = ("coreir.lshr", "coreir.shl", "coreir.ashr")
 
@@ -92,6 +111,7 @@ class MappedKernel:
     pes: list[MappedPE]
     outputs: dict[str, Src]
     seconds: float = 0.0
+    method: str = "greedy"     # covering actually used: exact, dp or greedy
 
     def pe_count(self) -> int:
         return len(self.pes)
@@ -107,29 +127,15 @@ class MappedKernel:
 # ---------------------------------------------------------------------------- preparation
 def _fold_shifts(kernel: ir.Kernel) -> ir.Kernel:
     """Rewrite shifts by a constant >= width (module docstring)."""
-    new = ir.Kernel(kernel.name)
-    for name, size in kernel.inputs.items():
-        new.declare_input(name, size, kernel.input_widths[name])
-    remap: dict[int, int] = {}
-    for n in kernel.nodes:
-        if n.op == ir.INPUT:
-            remap[n.id] = new.input(*n.input)
-        elif n.op in ir.CONST_OPS:
-            remap[n.id] = new.const(n.value, n.width)
-        else:
-            args = [remap[a] for a in n.args]
-            amt = kernel.nodes[n.args[1]] if n.op in _SHIFTS else None
-            if amt is not None and amt.op == "coreir.const" and amt.value >= n.width:
-                if n.op == "coreir.ashr":
-                    args[1] = new.const(n.width - 1, amt.width)
-                    remap[n.id] = new.add(n.op, *args, width=n.width, name=n.name)
-                else:
-                    remap[n.id] = new.const(0, n.width)
-                continue
-            remap[n.id] = new.add(n.op, *args, width=n.width, name=n.name)
-    for name, nid in kernel.outputs.items():
-        new.set_output(name, remap[nid])
-    return new
+    def fold(new: ir.Kernel, n: ir.Node, args: list[int]) -> int | None:
+        amt = ir.const_value(new, args[1]) if n.op in _SHIFTS else None
+        if amt is None or amt < n.width:
+            return None
+        if n.op == "coreir.ashr":
+            return new.add(n.op, args[0], new.const(n.width - 1, new.nodes[args[1]].width),
+                           width=n.width, name=n.name)
+        return new.const(0, n.width)
+    return ir.rewrite(kernel, fold)
 
 
 def _decompose(kernel: ir.Kernel, table: RuleTable) -> ir.Kernel:
@@ -140,48 +146,111 @@ def _decompose(kernel: ir.Kernel, table: RuleTable) -> ir.Kernel:
               if op in table.decompositions and not table.has_op(op)}
     if not expand:
         return kernel
-    new = ir.Kernel(kernel.name)
-    for name, size in kernel.inputs.items():
-        new.declare_input(name, size, kernel.input_widths[name])
-    remap: dict[int, int] = {}
-    for n in kernel.nodes:
-        if n.op == ir.INPUT:
-            remap[n.id] = new.input(*n.input)
-        elif n.op in ir.CONST_OPS:
-            remap[n.id] = new.const(n.value, n.width)
-        elif n.op in expand:
-            dag = expand[n.op]
-            ports = dict(zip(ir.OPS[n.op].ports, (remap[a] for a in n.args), strict=True))
-            local: dict[str, int] = {}
-            for pn in dag["nodes"]:
-                args = []
-                for port in ir.OPS[pn["op"]].ports:
-                    ref = pn["args"][port]
-                    args.append(ports[ref[1:]] if ref.startswith("$") else local[ref])
-                local[pn["id"]] = new.add(pn["op"], *args, width=n.width)
-            remap[n.id] = local[dag["outputs"]["out"]]
-        else:
-            remap[n.id] = new.add(n.op, *(remap[a] for a in n.args), width=n.width, name=n.name)
-    for name, nid in kernel.outputs.items():
-        new.set_output(name, remap[nid])
-    return new
+
+    def dec(new: ir.Kernel, n: ir.Node, args: list[int]) -> int | None:
+        if n.op not in expand:
+            return None
+        dag = expand[n.op]
+        ports = dict(zip(ir.OPS[n.op].ports, args, strict=True))
+        local: dict[str, int] = {}
+        for pn in dag["nodes"]:
+            pargs = []
+            for port in ir.OPS[pn["op"]].ports:
+                ref = pn["args"][port]
+                pargs.append(ports[ref[1:]] if ref.startswith("$") else local[ref])
+            local[pn["id"]] = new.add(pn["op"], *pargs, width=n.width)
+        return local[dag["outputs"]["out"]]
+    return ir.rewrite(kernel, dec)
 
 
-def prepare_kernel(kernel: ir.Kernel, table: RuleTable) -> ir.Kernel:
-    """The kernel the cover is computed on: simplified, large constant shifts folded,
-    decompositions expanded (module docstring). Computes the same function."""
-    k = ir.simplify(kernel)
-    k = ir.simplify(_fold_shifts(k))
-    return ir.simplify(_decompose(k, table))
+def _cheapest(table: RuleTable, op: str, root_only: bool = False) -> float:
+    """PE cost of the cheapest rule whose pattern contains ``op`` (rooted at ``op`` with
+    ``root_only``); infinity when there is none."""
+    costs = [r.cost for r in table.rules
+             if (r.root_op == op if root_only else
+                 any(pn["op"] == op for pn in r.pattern["nodes"]))]
+    return min(costs, default=float("inf"))
+
+
+def rewrite_for_table(kernel: ir.Kernel, table: RuleTable) -> ir.Kernel:
+    """The rewrites that depend on the PE (module docstring, "Rewrites"); each fires only
+    when the rule table makes the rewritten form no costlier than any cover of the
+    original, so it never adds a PE:
+
+    * strength reduction ``mul(x, 2**k) -> shl(x, k)`` (``1 <= k < width``) when the table
+      has a ``coreir.shl[in1=const]`` rule cheaper than every rule whose pattern contains a
+      ``coreir.mul`` (e.g. a PE without a multiplier, or with a multi-PE multiply);
+    * ``abs(sub(a, b)) -> absd(a, b)`` when the subtraction has no other use and the table
+      has a rule rooted at ``commonlib.absd`` no costlier than every rule rooted at
+      ``commonlib.abs`` (the reverse, ``absd -> abs(sub)`` when only the decomposition
+      exists, is :func:`_decompose`).
+
+    ``kernel`` should be canonical (:func:`mapper.ir.canonicalize`: constants second)."""
+    shl = table.by_key.get("coreir.shl[in1=const]")
+    reduce_mul = shl is not None and shl.cost < _cheapest(table, "coreir.mul")
+    fuse_absd = _cheapest(table, "commonlib.absd", True) <= _cheapest(table, "commonlib.abs",
+                                                                        True)
+    uses: dict[int, int] = {}
+    for n in kernel.live_nodes():
+        for a in n.args:
+            uses[a] = uses.get(a, 0) + 1
+    outs = set(kernel.outputs.values())
+
+    def strength(new: ir.Kernel, n: ir.Node, args: list[int]) -> int | None:
+        if not reduce_mul or n.op != "coreir.mul":
+            return None
+        c = ir.const_value(new, args[1])
+        if c is None or c & (c - 1) or not 2 <= c < (1 << n.width):
+            return None
+        k = c.bit_length() - 1
+        if not all(pc.holds(k) for pc in shl.preconditions):
+            return None
+        return new.add("coreir.shl", args[0], new.const(k, n.width), width=n.width,
+                       name=n.name)
+
+    def absd(new: ir.Kernel, n: ir.Node, args: list[int]) -> int | None:
+        if not fuse_absd or n.op != "commonlib.abs":
+            return None
+        inner = new.nodes[args[0]]
+        if inner.op != "coreir.sub" or uses.get(n.args[0], 0) != 1 or n.args[0] in outs:
+            return None
+        return new.add("commonlib.absd", *inner.args, width=n.width, name=n.name)
+
+    return ir.rewrite(kernel, strength, absd)
+
+
+def prepare_kernel(kernel: ir.Kernel, table: RuleTable, balance: bool = False) -> ir.Kernel:
+    """The kernel the cover is computed on (module docstring, "Rewrites"):
+    :func:`mapper.ir.canonicalize` (constant folding, identities, canonical operand order,
+    constant reassociation), with ``balance`` reduction chains balanced
+    (:func:`mapper.ir.balance_trees`), large constant shifts folded, :func:`rewrite_for_table`
+    (strength reduction, ``absd`` fusion), decompositions expanded; canonicalised after
+    each step. Computes the same function."""
+    k = ir.canonicalize(kernel)
+    if balance:
+        k = ir.canonicalize(ir.balance_trees(k))
+    k = ir.canonicalize(_fold_shifts(k))
+    k = ir.canonicalize(rewrite_for_table(k, table))
+    return ir.canonicalize(_decompose(k, table))
 
 
 # ---------------------------------------------------------------------------- matching
+#: A constant PE: ``(op, value)`` with op ``coreir.const`` / ``corebit.const``.
+ConstKey = tuple[str, int]
+
+
 @dataclass
 class _Match:
     rule: Rule
-    covered: list[int]             # IR nodes implemented inside the PE (root first)
+    covered: list[int]             # IR nodes implemented inside the PE(s) (root first)
     inputs: dict[str, int]         # IR port of the rule -> IR node id
     consts: dict[str, int]         # rule constant name -> value
+    needs: tuple[int, ...] = ()    # compute nodes that must be produced by other PEs
+    const_needs: tuple[ConstKey, ...] = ()   # constant PEs it reads (inputs and ties)
+
+    @property
+    def cost(self) -> int:
+        return self.rule.cost
 
 
 def _data_width(k: ir.Kernel, n: ir.Node) -> int:
@@ -189,8 +258,11 @@ def _data_width(k: ir.Kernel, n: ir.Node) -> int:
     return max(ws)
 
 
-def _match(rule: Rule, k: ir.Kernel, root: int, uses: dict[int, int], outputs: set[int],
-           covered: set[int]) -> _Match | None:
+def _envs(rule: Rule, k: ir.Kernel, root: int, uses: dict[int, int], outputs: set[int],
+          exclusive: bool) -> Iterator[dict[str, Any]]:
+    """Every binding of ``rule``'s pattern rooted at node ``root`` (commutative ops both
+    ways) whose constants satisfy the preconditions. ``exclusive``: interior pattern nodes
+    must have one use and not be kernel outputs (no node computed twice)."""
     dag = rule.pattern
     pnodes = {pn["id"]: pn for pn in dag["nodes"]}
     proot = dag["outputs"][rule.root_output]
@@ -204,12 +276,10 @@ def _match(rule: Rule, k: ir.Kernel, root: int, uses: dict[int, int], outputs: s
             name = str(pn["value"]).lstrip("#")
             if name in env["consts"] and env["consts"][name] != n.value:
                 return
-            e = dict(env, consts={**env["consts"], name: n.value})
-            yield e
+            yield dict(env, consts={**env["consts"], name: n.value})
             return
-        if not top:
-            if nid in covered or nid in outputs or uses.get(nid, 0) != 1:
-                return
+        if not top and exclusive and (nid in outputs or uses.get(nid, 0) != 1):
+            return
         if not pn["op"].startswith("corebit.") and _data_width(k, n) != rule.width:
             return
         ports = ir.OPS[n.op].ports
@@ -234,39 +304,419 @@ def _match(rule: Rule, k: ir.Kernel, root: int, uses: dict[int, int], outputs: s
 
     for env in go(proot, root, {"nodes": [], "inputs": {}, "consts": {}}, True):
         if all(pc.holds(env["consts"].get(pc.port)) for pc in rule.preconditions):
-            return _Match(rule, env["nodes"], env["inputs"], env["consts"])
-    return None
+            yield env
+
+
+def _const_key(width: int, value: int) -> ConstKey:
+    return ("corebit.const" if width == 1 else "coreir.const", value)
+
+
+def _candidates(k: ir.Kernel, table: RuleTable, pe_inputs: dict[str, int], exclusive: bool
+                ) -> dict[int, list[_Match]]:
+    """Node id -> the distinct matches rooted there (same covered nodes, inputs and
+    constant PEs: only the first in covering order kept), in covering order."""
+    live = k.live_nodes()
+    uses: dict[int, int] = {}
+    for n in live:
+        for a in n.args:
+            uses[a] = uses.get(a, 0) + 1
+    outputs = set(k.outputs.values())
+    out: dict[int, list[_Match]] = {}
+    for n in live:
+        if n.op == ir.INPUT or n.op in ir.CONST_OPS:
+            continue
+        seen: set[tuple] = set()
+        ms: list[_Match] = []
+        for rule in table.rules_for(n.op):
+            ties = tuple(_const_key(pe_inputs.get(pin, 16), int(b.value or 0))
+                         for ri in rule.instances for pin, b in ri.inputs.items()
+                         if b.kind == "tie")
+            for env in _envs(rule, k, n.id, uses, outputs, exclusive):
+                needs = tuple(sorted({a for a in env["inputs"].values()
+                                      if k.nodes[a].op != ir.INPUT
+                                      and k.nodes[a].op not in ir.CONST_OPS}))
+                cneeds = tuple(sorted(set(ties) | {
+                    (k.nodes[a].op, int(k.nodes[a].value)) for a in env["inputs"].values()
+                    if k.nodes[a].op in ir.CONST_OPS}))
+                key = (frozenset(env["nodes"]), needs, cneeds, rule.cost)
+                if key in seen:
+                    continue
+                seen.add(key)
+                ms.append(_Match(rule, env["nodes"], env["inputs"], env["consts"], needs,
+                                 cneeds))
+        out[n.id] = ms
+    return out
 
 
 # ---------------------------------------------------------------------------- covering
+#: Covering methods of :func:`cover_kernel`.
+COVER_METHODS = ("optimal", "dp", "greedy")
+#: The exact covering is tried when a kernel has at most this many candidate matches ...
+EXACT_MAX_MATCHES = 3000
+#: ... within this z3 resource limit (deterministic, unlike a time limit); otherwise the
+#: tree-covering DP result is kept.
+EXACT_RLIMIT = 1_000_000
+
+Selection = dict[int, _Match]
+
+
+def _no_rule_error(k: ir.Kernel, kernel: ir.Kernel, table: RuleTable, nid: int,
+                   pe_label: str) -> MappingError:
+    n = k.nodes[nid]
+    status = table.status.get(n.op)
+    why = f" (rule table: {status})" if status and status != "found" else \
+        " (the rule table has no rule for this op)" if not table.has_op(n.op) else ""
+    return MappingError(
+        f"kernel {kernel.name}: no rewrite rule of PE {pe_label} implements op "
+        f"{n.op} (node {n.id}{', ' + n.name if n.name else ''}){why}; use a PE "
+        f"whose ISA has this op and regenerate the rules (`cgra rules --pe ...`)")
+
+
+def _select_greedy(k: ir.Kernel, cands: dict[int, list[_Match]]) -> Selection | int:
+    """Greedy top-down maximal munch: at each node that must be computed (outputs first,
+    reverse topological order) the first match in covering order (:meth:`Rule.order`:
+    most IR ops, most folded constants, priority, fewest PEs). Returns the selection, or
+    the id of a node with no match."""
+    needed = set(k.outputs.values())
+    sel: Selection = {}
+    for n in reversed(k.live_nodes()):
+        if n.id not in needed or n.id not in cands:
+            continue
+        if not cands[n.id]:
+            return n.id
+        m = cands[n.id][0]
+        sel[n.id] = m
+        needed.update(m.needs)
+    return sel
+
+
+def _cover_cost(sel: Selection, k: ir.Kernel, const_cost: dict[ConstKey, float]) -> float:
+    """PEs of a selection: its rules' costs plus one constant PE per distinct constant
+    read (by a selected match or as a kernel output)."""
+    consts: set[ConstKey] = {q for m in sel.values() for q in m.const_needs}
+    for v in k.outputs.values():
+        if k.nodes[v].op in ir.CONST_OPS:
+            consts.add((k.nodes[v].op, int(k.nodes[v].value)))
+    return sum(m.cost for m in sel.values()) + sum(const_cost.get(q, float("inf"))
+                                                   for q in consts)
+
+
+def _dp_fixed(k: ir.Kernel, cands: dict[int, list[_Match]],
+              const_cost: dict[ConstKey, float], fixed: set[int], fixed_consts: set[ConstKey]
+              ) -> Selection | None:
+    """One DP pass for a set of *fixed* nodes and constants (computed once anyway: free
+    for their readers); every other input is charged its own best cost at each use, as if
+    recomputed (patterns may cover shared nodes: duplication). Bottom-up best match per
+    node (ties: fewer nodes needed from other PEs, then covering order), then top-down
+    extraction from the outputs. ``None`` if an output cannot be covered."""
+    inf = float("inf")
+    best: dict[int, float] = {}
+    choice: dict[int, _Match] = {}
+    for n in k.live_nodes():
+        if n.id not in cands:
+            continue
+        bc: tuple = (inf,)
+        for m in cands[n.id]:
+            c = m.cost + sum(best[u] for u in m.needs if u not in fixed) + \
+                sum(const_cost.get(q, inf) for q in m.const_needs if q not in fixed_consts)
+            key = (c, len(m.needs))
+            if key < bc:
+                bc, choice[n.id] = key, m
+        best[n.id] = bc[0]
+    sel: Selection = {}
+    stack = list(k.outputs.values())
+    while stack:
+        v = stack.pop()
+        if v in sel or v not in cands:
+            continue
+        if best[v] == inf:
+            return None
+        sel[v] = choice[v]
+        stack.extend(choice[v].needs)
+    return sel
+
+
+#: At most this many DP passes in the local search of :func:`_select_dp`.
+DP_MAX_PASSES = 2000
+
+
+def _select_dp(k: ir.Kernel, cands: dict[int, list[_Match]], const_cost: dict[ConstKey, float]
+               ) -> tuple[Selection, float]:
+    """DAG covering by dynamic programming with a local search over shared nodes.
+
+    Tree covering by DP (Aho, Ganapathi, Tjiang, "Code generation using tree matching and
+    dynamic programming", ACM TOPLAS 11(4), 1989) is optimal on trees; on a DAG a shared
+    node is either *fixed* (computed once by its own PE, free for its readers) or
+    recomputed inside each reader's pattern. Following NOLTIS (Koes, Goldstein, "Near-
+    optimal instruction selection on DAGs", CGO 2008), :func:`_dp_fixed` covers the DAG
+    for a given fixed set, and the fixed set is improved by first-improvement hill
+    climbing: starting from the better of "every shared node and constant fixed" (the
+    classic split at fan-out points) and "nothing fixed but the outputs", toggle one
+    shared node or constant at a time (in node order) and keep the toggle when the real
+    cost of the extracted cover (:func:`_cover_cost`) drops, until no toggle helps (at
+    most :data:`DP_MAX_PASSES` DP passes). Deterministic. Returns the selection and its
+    cost (infinity if some output cannot be covered)."""
+    inf = float("inf")
+    live = k.live_nodes()
+    uses: dict[int, int] = {}
+    for n in live:
+        for a in n.args:
+            uses[a] = uses.get(a, 0) + 1
+    outs = set(k.outputs.values())
+    shared = [n.id for n in live if n.id in cands and uses.get(n.id, 0) > 1
+              and n.id not in outs]
+    consts = sorted({q for ms in cands.values() for m in ms for q in m.const_needs})
+
+    def run(fixed: set[int], fc: set[ConstKey]) -> tuple[float, Selection | None]:
+        sel = _dp_fixed(k, cands, const_cost, fixed, fc)
+        return (inf, None) if sel is None else (_cover_cost(sel, k, const_cost), sel)
+
+    seeds = [(outs | set(shared), set(consts)), (set(outs), set())]
+    best_c, best_sel, best_f = inf, None, seeds[0]
+    for f, fc in seeds:
+        c, sel = run(f, fc)
+        if c < best_c:
+            best_c, best_sel, best_f = c, sel, (f, fc)
+    if best_sel is None:
+        return {}, inf
+    fixed, fc = set(best_f[0]), set(best_f[1])
+    passes, improved = len(seeds), True
+    moves: list[tuple[str, Any]] = [("n", v) for v in shared] + [("c", q) for q in consts]
+    while improved and passes < DP_MAX_PASSES:
+        improved = False
+        for kind, x in moves:
+            if passes >= DP_MAX_PASSES:
+                break
+            f2, fc2 = set(fixed), set(fc)
+            s = f2 if kind == "n" else fc2
+            s.symmetric_difference_update({x})
+            c, sel = run(f2, fc2)
+            passes += 1
+            if sel is not None and c < best_c:
+                best_c, best_sel, fixed, fc, improved = c, sel, f2, fc2, True
+    return best_sel, best_c
+
+
+def _select_exact(k: ir.Kernel, cands: dict[int, list[_Match]],
+                  const_cost: dict[ConstKey, float], bound: float
+                  ) -> tuple[Selection, float] | None:
+    """Minimum-cost DAG covering as a 0-1 integer program solved by z3's optimiser.
+
+    One Boolean per candidate match (matches may overlap: a shared node can be recomputed
+    inside several patterns) and one per constant PE. Constraints: at most one match per
+    node; every compute output is the root of a selected match; a selected match needs a
+    selected match at each compute node it reads and the constant PEs it reads (inputs
+    bound to constants and tied PE inputs); constant outputs need their constant PE.
+    Objectives (lexicographic): total PE cost (rule costs plus one constant rule per
+    distinct constant), then IR op instances inside PEs (no gratuitous recomputation).
+    ``bound``: a known cover's cost (the DP's), added as an upper bound. This is the
+    covering formulation of e.g. Wilson, Grewal, Henshall, Gómez, "An ILP-based approach
+    to code generation" (Code Generation for Embedded Processors, 1994) and Gebotys, "An
+    efficient model for DSP code generation" (ISSS 1997). Returns ``None`` when z3 does
+    not finish within :data:`EXACT_RLIMIT` or the program is infeasible."""
+    import z3
+
+    ctx = z3.Context()
+    opt = z3.Optimize(ctx=ctx)
+    opt.set("rlimit", EXACT_RLIMIT)
+    xs: dict[int, list[tuple[Any, _Match]]] = {}
+    cvar: dict[ConstKey, Any] = {}
+    ids = 0
+
+    def const_var(q: ConstKey) -> Any:
+        if q not in cvar:
+            cvar[q] = z3.Bool(f"c_{q[0]}_{q[1]}", ctx)
+            if const_cost.get(q) is None:
+                opt.add(z3.Not(cvar[q]))
+        return cvar[q]
+
+    for v, ms in cands.items():
+        lst = []
+        for m in ms:
+            lst.append((z3.Bool(f"m{ids}", ctx), m))
+            ids += 1
+        xs[v] = lst
+        if len(lst) > 1:
+            opt.add(z3.AtMost(*[x for x, _ in lst], 1))
+
+    def computed(v: int) -> Any:
+        return z3.Or(*[x for x, _ in xs[v]]) if xs.get(v) else z3.BoolVal(False, ctx)
+
+    for v in k.outputs.values():
+        n = k.nodes[v]
+        if n.op in ir.CONST_OPS:
+            opt.add(const_var((n.op, int(n.value))))
+        elif n.op != ir.INPUT:
+            opt.add(computed(v))
+    cost_terms = []
+    ops_terms = []
+    for lst in xs.values():
+        for x, m in lst:
+            for u in m.needs:
+                opt.add(z3.Implies(x, computed(u)))
+            for q in m.const_needs:
+                opt.add(z3.Implies(x, const_var(q)))
+            cost_terms.append((x, m.cost))
+            ops_terms.append((x, len(m.covered)))
+    for q, y in cvar.items():
+        c = const_cost.get(q)
+        if c is not None:
+            cost_terms.append((y, int(c)))
+    # 0-1 objectives as weighted soft constraints (MaxSAT, lexicographic by group)
+    for x, c in cost_terms:
+        opt.add_soft(z3.Not(x), c, id="pes")
+    for x, c in ops_terms:
+        opt.add_soft(z3.Not(x), c, id="ops")
+    if bound != float("inf") and cost_terms:
+        opt.add(z3.PbLe([(x, c) for x, c in cost_terms], int(bound)))
+    if opt.check() != z3.sat:
+        return None
+    model = opt.model()
+    sel: Selection = {}
+    stack = list(k.outputs.values())
+    while stack:
+        v = stack.pop()
+        if v in sel or v not in xs:
+            continue
+        chosen = [m for x, m in xs[v] if z3.is_true(model.eval(x, model_completion=True))]
+        if not chosen:
+            return None
+        sel[v] = chosen[0]
+        stack.extend(chosen[0].needs)
+    return sel, _cover_cost(sel, k, const_cost)
+
+
+def pe_data_width(pe_doc: dict[str, Any]) -> int:
+    """Bits of the PE's data words: its widest input in ``pe.json`` (the design's
+    ``data_width``)."""
+    return max(int(p["width"]) for p in pe_doc["inputs"])
+
+
+#: ops whose ``w``-bit result is not the low ``w`` bits of the ``W``-bit result for any
+#: inputs (:func:`widen_kernel` refuses them)
+NOT_WIDENABLE = frozenset({"commonlib.mult_middle"})
+
+
+def widen_kernel(kernel: ir.Kernel, width: int, signed: bool = False) -> ir.Kernel:
+    """``kernel`` with every data word (input or node wider than 1 bit) ``width`` bits wide:
+    a kernel of ``w``-bit words (the DSL apps: 16) mapped onto a PE of ``width > w`` bits
+    (a ``data_width = 32`` design). Constants are zero-extended, or sign-extended when
+    ``signed`` (the kernel of a signed stage, :attr:`mapper.ir.Stage.signed`: its constants
+    are Int16, so ``-180`` stays ``-180``); bits stay bits. Returns ``kernel`` itself when
+    its words are already ``width`` bits, or wider (covering then reports the missing rule).
+
+    Semantics: the widened kernel computes the same low ``w`` bits as the original for
+    every input when it has only ``add sub mul shl and or xor not mux const`` (a carry or
+    product bit never moves down); ``lshr``/``ashr``/compares/``min``/``max``/``abs``/
+    ``absd`` read the high bits too, so they agree only while every intermediate value fits
+    ``w`` bits: non-negative for unsigned ops, in the signed ``w``-bit range for signed ops
+    (true for the camera images, 0..255, in the width-safe apps listed in docs/mapper.md).
+    Raises :class:`MappingError` for :data:`NOT_WIDENABLE` ops (``mult_middle`` takes bits
+    ``[width/2, 3 width/2)`` of the product: a different function at every width)."""
+    data = {n.width for n in kernel.nodes if n.width > 1} | \
+        {w for w in kernel.input_widths.values() if w > 1}
+    if not data or max(data) >= width:
+        return kernel
+    bad = [n for n in kernel.live_nodes() if n.op in NOT_WIDENABLE]
+    if bad:
+        raise MappingError(f"kernel {kernel.name}: node {bad[0].id} ({bad[0].op}) of "
+                           f"{bad[0].width}-bit words cannot run on a {width}-bit PE (its "
+                           f"result is not the low bits of the {width}-bit op); use a design "
+                           f"with data_width = {bad[0].width}")
+    d = kernel.to_dict()
+    d["inputs"] = {k: [size, width if w > 1 else w] for k, (size, w) in d["inputs"].items()}
+    for nd in d["nodes"]:
+        w = nd["width"]
+        if w > 1:
+            if signed and nd["op"] in ir.CONST_OPS and nd["value"] >> (w - 1) & 1:
+                nd["value"] += (1 << width) - (1 << w)
+            nd["width"] = width
+    return ir.Kernel.from_dict(d)
+
+
 def cover_kernel(kernel: ir.Kernel, table: RuleTable, pe_doc: dict[str, Any],
-                 pe_name: str | None = None) -> MappedKernel:
+                 pe_name: str | None = None, method: str = "optimal",
+                 balance: bool | None = None) -> MappedKernel:
     """Cover ``kernel`` with the rules of ``table`` for the PE described by ``pe_doc``
     (``pe.json``). PE names are ``<pe_name>_pe<k>`` (default prefix: the kernel name).
+
+    ``method`` (module docstring): ``optimal`` (default; minimum total PE cost, exact by
+    0-1 programming when the kernel is small enough, else the DP), ``dp`` (tree covering
+    with the DAG split at fan-out points) or ``greedy`` (maximal munch, the earlier
+    algorithm, kept for comparison).
+
+    ``balance``: cover the kernel with its reduction chains balanced into trees
+    (:func:`mapper.ir.balance_trees`); ``None`` (default) covers it both ways and keeps the
+    balanced cover unless it needs more PEs: fewer levels of PEs means the operands of a PE
+    arrive closer together on the array (less branch-delay matching), and adding a
+    capability to the PE still never raises the PE count.
+
+    A kernel of narrower words than the PE's (``pe.json``) is widened first
+    (:func:`widen_kernel`); the result's ``kernel`` is the widened one.
 
     Raises :class:`MappingError` naming the op, node, kernel and PE when a node has no rule,
     or when the table holds no constant rule to materialise a needed constant.
     """
     from peak.collateral import assemble_fields
 
+    kernel = widen_kernel(kernel, pe_data_width(pe_doc))
+    if balance is None:
+        plain = cover_kernel(kernel, table, pe_doc, pe_name, method, False)
+        tree = cover_kernel(kernel, table, pe_doc, pe_name, method, True)
+        return tree if tree.pe_count() <= plain.pe_count() else plain
+
+    if method not in COVER_METHODS:
+        raise MappingError(f"kernel {kernel.name}: unknown covering method '{method}'; "
+                           f"use one of {', '.join(COVER_METHODS)}")
     t0 = time.perf_counter()
     prefix = pe_name or kernel.name
     pe_label = pe_doc.get("spec", pe_doc.get("name", "?"))
-    k = prepare_kernel(kernel, table)
-    live = k.live_nodes()
-    uses: dict[int, int] = {}
-    for n in live:
-        for a in n.args:
-            uses[a] = uses.get(a, 0) + 1
-    out_nodes = set(k.outputs.values())
-    needed: set[int] = set(out_nodes)
-    covered: set[int] = set()
+    pe_inputs = {p["name"]: int(p["width"]) for p in pe_doc["inputs"]}
+    k = prepare_kernel(kernel, table, balance)
+    const_cost: dict[ConstKey, float] = {}
+    for n in k.live_nodes():
+        if n.op in ir.CONST_OPS:
+            const_cost[(n.op, int(n.value))] = 0
+    cands = _candidates(k, table, pe_inputs, exclusive=method == "greedy")
+    for ms in cands.values():
+        for m in ms:
+            for q in m.const_needs:
+                const_cost[q] = 0
+    for q in list(const_cost):
+        r = table.by_key.get(q[0])
+        if r is None:
+            del const_cost[q]
+        else:
+            const_cost[q] = r.cost
+
+    used = method
+    if method == "greedy":
+        got = _select_greedy(k, cands)
+        if isinstance(got, int):
+            raise _no_rule_error(k, kernel, table, got, pe_label)
+        sel = got
+    else:
+        sel, cost = _select_dp(k, cands, const_cost)
+        used = "dp"
+        if cost == float("inf"):
+            # no cover: greedy munch names the node without a rule, or emitting its cover
+            # names the constant the PE cannot materialise
+            got = _select_greedy(k, _candidates(k, table, pe_inputs, exclusive=True))
+            if isinstance(got, int):
+                raise _no_rule_error(k, kernel, table, got, pe_label)
+            sel, used = got, "greedy"
+        elif method == "optimal" and \
+                sum(len(ms) for ms in cands.values()) <= EXACT_MAX_MATCHES:
+            ex = _select_exact(k, cands, const_cost, cost)
+            if ex is not None and ex[1] <= cost:
+                sel, used = ex[0], "exact"
+
+    # ------------------------------------------------------------------ emit the PEs
     produced: dict[int, Src] = {}
     pes: list[MappedPE] = []
     by_name: dict[str, MappedPE] = {}
-    const_pes: dict[tuple[str, int], Src] = {}
+    const_pes: dict[ConstKey, Src] = {}
     pending: list[tuple[Rule, dict[str, MappedPE], dict[str, int]]] = []
-    pe_inputs = {p["name"]: int(p["width"]) for p in pe_doc["inputs"]}
 
     def place(rule: Rule, nodes: list[int], consts: dict[str, int],
               inputs: dict[str, int]) -> Src:
@@ -310,31 +760,18 @@ def cover_kernel(kernel: ir.Kernel, table: RuleTable, pe_doc: dict[str, Any],
             const_pes[key] = place(rule, [], {c: value for c in names}, {})
         return const_pes[key]
 
-    for n in reversed(live):
-        if n.id not in needed or n.id in covered:
-            continue
+    def source(nid: int) -> Src:
+        n = k.nodes[nid]
         if n.op == ir.INPUT:
-            produced[n.id] = ("in", n.input[0], n.input[1])
-            continue
-        m = None
-        for rule in table.rules_for(n.op):
-            m = _match(rule, k, n.id, uses, out_nodes, covered)
-            if m is not None:
-                break
-        if m is None:
-            if n.op in ir.CONST_OPS:
-                produced[n.id] = const_src(n.value, n.width, f"node {n.id} ({n.op})")
-                continue
-            status = table.status.get(n.op)
-            why = f" (rule table: {status})" if status and status != "found" else \
-                " (the rule table has no rule for this op)" if not table.has_op(n.op) else ""
-            raise MappingError(
-                f"kernel {kernel.name}: no rewrite rule of PE {pe_label} implements op "
-                f"{n.op} (node {n.id}{', ' + n.name if n.name else ''}){why}; use a PE "
-                f"whose ISA has this op and regenerate the rules (`cgra rules --pe ...`)")
-        produced[n.id] = place(m.rule, m.covered, m.consts, m.inputs)
-        covered.update(m.covered)
-        needed.update(m.inputs.values())
+            return ("in", n.input[0], n.input[1])
+        if n.op in ir.CONST_OPS:
+            return const_src(int(n.value), n.width, f"node {n.id} ({n.op})")
+        return produced[nid]
+
+    for n in reversed(k.live_nodes()):
+        m = sel.get(n.id)
+        if m is not None:
+            produced[n.id] = place(m.rule, m.covered, m.consts, m.inputs)
 
     # connect PE inputs now that every needed node has a source
     for rule, made, inputs in pending:
@@ -342,7 +779,7 @@ def cover_kernel(kernel: ir.Kernel, table: RuleTable, pe_doc: dict[str, Any],
             pe = made[ri.id]
             for pin, b in ri.inputs.items():
                 if b.kind == "ir":
-                    src = produced[inputs[b.port]]
+                    src = source(inputs[b.port])
                 elif b.kind == "tie":
                     src = const_src(int(b.value or 0), pe_inputs.get(pin, 16),
                                     f"PE {pe.name} input {pin} (tied by rule {rule.target})")
@@ -353,8 +790,9 @@ def cover_kernel(kernel: ir.Kernel, table: RuleTable, pe_doc: dict[str, Any],
                 pe.inputs[pin] = src
                 if src[0] == "pe":
                     by_name[src[1]].outputs.add(src[2])
-    outputs = {name: produced[nid] for name, nid in k.outputs.items()}
-    return MappedKernel(kernel, k, prefix, _topo(pes), outputs, time.perf_counter() - t0)
+    outputs = {name: source(nid) for name, nid in k.outputs.items()}
+    return MappedKernel(kernel, k, prefix, _topo(pes), outputs, time.perf_counter() - t0,
+                        used)
 
 
 def _topo(pes: list[MappedPE]) -> list[MappedPE]:
@@ -541,14 +979,18 @@ class ComputeMapping:
         return {s: m.pe_count() for s, m in self.kernels.items()}
 
 
-def map_compute(netlist: Netlist, table: RuleTable, pe_doc: dict[str, Any]) -> ComputeMapping:
+def map_compute(netlist: Netlist, table: RuleTable, pe_doc: dict[str, Any],
+                method: str = "optimal") -> ComputeMapping:
     """Replace each ``kernel`` placeholder instance (``kernel_<stage>``, config ``dag`` =
     the kernel JSON; see :mod:`mapper.memory`) of ``netlist`` by its PEs and rewire the nets:
     a net read by placeholder port ``<input>.<index>`` now drives the PE inputs that read
-    that element; a net driven by placeholder port ``out_<lane>`` is driven by the PE output
+    that element (``method``: the covering method of :func:`cover_kernel`); a net driven by placeholder port ``out_<lane>`` is driven by the PE output
     that computes it (or, for a pass-through output, merged into the net of the input
-    element it copies). Nets from one source are merged. Returns a new netlist; raises
-    :class:`MappingError` (no rule for an op, see :func:`cover_kernel`)."""
+    element it copies). Nets from one source are merged. Kernels of narrower words than the
+    PE's are widened first (:func:`widen_kernel`; config ``signed`` = a signed stage, whose
+    constants are sign-extended); net widths are the memory netlist's (the MEM word) and
+    the PE's output widths. Returns a new netlist; raises :class:`MappingError` (no rule for
+    an op, see :func:`cover_kernel`)."""
     t0 = time.perf_counter()
     out = Netlist(netlist.name)
     mapped: dict[str, MappedKernel] = {}
@@ -561,8 +1003,9 @@ def map_compute(netlist: Netlist, table: RuleTable, pe_doc: dict[str, Any]) -> C
         if kernel_instance(stage) != name or "dag" not in inst.config:
             raise MappingError(f"netlist {netlist.name}: kernel placeholder {name} has no "
                                f"'dag' / 'stage' config; build it with mapper.memory.map_memory")
-        m = cover_kernel(ir.Kernel.from_dict(inst.config["dag"]), table, pe_doc,
-                         pe_name=f"pe_{stage}")
+        k = widen_kernel(ir.Kernel.from_dict(inst.config["dag"]), pe_data_width(pe_doc),
+                         bool(inst.config.get("signed", False)))
+        m = cover_kernel(k, table, pe_doc, pe_name=f"pe_{stage}", method=method)
         mapped[name] = m
         _add_pes(out, m, pe_doc)
 

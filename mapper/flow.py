@@ -29,6 +29,7 @@ agreement) and the simulation files ``sim.*``.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from dataclasses import asdict, dataclass, field
@@ -37,7 +38,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from cgra.errors import CollateralError, MappingError, SimulationError
+from cgra.errors import CollateralError, MappingError, RoutingError, SimulationError
 from garnet.collateral import file_sha256
 from mapper import ir
 from mapper import stages as st
@@ -232,12 +233,53 @@ def open_design(run_dir: str | Path, design: str | Path | None = None,
 # ---------------------------------------------------------------------------- back end
 @dataclass
 class FlowParams:
-    """Parameters of every back-end stage."""
+    """Parameters of every back-end stage; ``place_attempts``: placements tried when routing
+    or pipelining fails on one (attempt ``k`` uses seed ``place.seed + 1000 k``; each
+    failure is reported, see :func:`place_to_pipeline`)."""
 
     pack: PackParams = field(default_factory=PackParams)
     place: PlaceParams = field(default_factory=PlaceParams)
     route: RouterParams = field(default_factory=RouterParams)
     pipeline: PipelineParams = field(default_factory=PipelineParams)
+    place_attempts: int = 8
+
+
+def attempt_seeds(p: FlowParams) -> list[int]:
+    """Placement seeds of the attempts (:attr:`FlowParams.place_attempts`)."""
+    return [p.place.seed + 1000 * k for k in range(max(1, p.place_attempts))]
+
+
+def place_to_pipeline(packed, coll: Collateral, p: FlowParams,
+                      say: Step | None = None) -> tuple[Placement, RoutingResult,
+                                                        PipelineResult, list[dict[str, Any]]]:
+    """Place, route and pipeline ``packed``, placing again with the next seed when routing
+    or branch-delay matching fails (no user action needed); every pass is checked
+    (:mod:`mapper.checks`). Returns (placement, routing, pipelined design, failed attempts
+    [{seed, stage, error}]). Raises the last :class:`~cgra.errors.RoutingError` (naming the
+    resource that ran out) when every attempt fails, :class:`PlacementError` at once when
+    the design does not fit."""
+    from mapper.checks import check_placed, check_routed
+
+    failed: list[dict[str, Any]] = []
+    last: RoutingError | None = None
+    for seed in attempt_seeds(p):
+        stage = "place"
+        try:
+            pl = place(packed, coll, dataclasses.replace(p.place, seed=seed))
+            check_placed("place", packed, pl, coll)
+            stage = "route"
+            rr = route_design(packed, pl, coll, p.route)
+            check_routed("route", packed, rr, coll)
+            stage = "pipeline"
+            pr = pipeline(packed, pl, rr, coll, p.pipeline)
+            return pl, rr, pr, failed
+        except RoutingError as exc:
+            last = exc
+            failed.append({"seed": seed, "stage": stage, "error": str(exc)})
+            if say is not None:
+                say(f"{stage} failed with seed {seed}; placing again")
+    raise RoutingError(f"{len(failed)} placement attempt(s) (seeds {[f['seed'] for f in failed]}) "
+                       f"all failed; the last at {failed[-1]['stage']}: {last}")
 
 
 def _name(run_dir: Path) -> str:
@@ -266,6 +308,8 @@ def run_place(run_dir: str | Path, coll: Collateral, params: PlaceParams | None 
     run_dir = Path(run_dir)
     packed = load_packed(run_dir, coll)
     pl = place(packed, coll, params)
+    from mapper.checks import check_placed
+    check_placed("place", packed, pl, coll)
     st.write_doc(st.stage_file(run_dir, "place"), {
         **st.header(st.PLACEMENT_SCHEMA, coll, run_dir, "place"), **st.placement_to_json(pl)})
     nl = Netlist.load(st.stage_file(run_dir, "map"))
@@ -285,6 +329,8 @@ def run_route(run_dir: str | Path, coll: Collateral, params: RouterParams | None
     run_dir = Path(run_dir)
     packed, pl = load_packed(run_dir, coll), load_placement(run_dir, coll)
     rr = route_design(packed, pl, coll, params)
+    from mapper.checks import check_routed
+    check_routed("route", packed, rr, coll)
     st.write_doc(st.stage_file(run_dir, "route"), {
         **st.header(st.ROUTING_SCHEMA, coll, run_dir, "route"), **st.routing_to_json(rr)})
     (run_dir / f"{_name(run_dir)}.route").write_text(st.route_text(rr, coll))
@@ -299,7 +345,8 @@ def load_routing(run_dir: str | Path, coll: Collateral) -> RoutingResult:
 @dataclass
 class FlowResult:
     """The back end's results for one app: packed design, placement, routing, pipelined
-    design, bitstream (``None`` until that stage ran) and seconds per stage."""
+    design, bitstream (``None`` until that stage ran), seconds per stage and the placement
+    attempts that failed first."""
 
     packed: Any
     placement: Placement
@@ -307,6 +354,8 @@ class FlowResult:
     pipelined: PipelineResult
     bitstream: Bitstream | None
     seconds: dict[str, float] = field(default_factory=dict)
+    #: placements that failed before this one (``{seed, stage, error}``)
+    attempts: list[dict[str, Any]] = field(default_factory=list)
 
 
 def back_end(netlist: Netlist, coll: Collateral, params: FlowParams | None = None,
@@ -326,15 +375,14 @@ def back_end(netlist: Netlist, coll: Collateral, params: FlowParams | None = Non
         return out
 
     packed = timed("pack", lambda: pack(netlist, coll, p.pack))
-    pl = timed("place", lambda: place(packed, coll, p.place))
-    rr = timed("route", lambda: route_design(packed, pl, coll, p.route))
-    pr = timed("pipeline", lambda: pipeline(packed, pl, rr, coll, p.pipeline))
+    pl, rr, pr, failed = timed("place_route_pipeline",
+                               lambda: place_to_pipeline(packed, coll, p))
     bs = timed("bitstream", lambda: generate(pr.packed, pl, pr.routing, coll, mem_encoder))
-    return FlowResult(packed, pl, rr, pr, bs, secs)
+    return FlowResult(packed, pl, rr, pr, bs, secs, failed)
 
 
-def run_pipeline(run_dir: str | Path, coll: Collateral, params: PipelineParams | None = None
-                 ) -> PipelineResult:
+def run_pipeline(run_dir: str | Path, coll: Collateral, params: PipelineParams | None = None,
+                 attempts: list[dict[str, Any]] | None = None) -> PipelineResult:
     """packed + placement + routing -> pipelined.json, with ``pnr_report.json`` and the
     picture ``pnr.png`` (:mod:`mapper.report`)."""
     from mapper.report import draw, save_report
@@ -346,9 +394,10 @@ def run_pipeline(run_dir: str | Path, coll: Collateral, params: PipelineParams |
     st.write_doc(st.stage_file(run_dir, "pipeline"), {
         **st.header(st.PIPELINED_SCHEMA, coll, run_dir, "pipeline"),
         **st.pipelined_to_json(pr)})
-    flow = FlowResult(packed, pl, rr, pr, None)
+    flow = FlowResult(packed, pl, rr, pr, None, attempts=list(attempts or []))
     save_report(flow, coll, run_dir / "pnr_report.json")
     draw(flow, coll, run_dir / "pnr.png")
+    draw(flow, coll, run_dir / "timing.png", critical=True)
     return pr
 
 
@@ -430,20 +479,29 @@ def _program_events(prog: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     return cyc, np.stack([k % ext0, k // ext0])
 
 
-def io_port(tag: str, direction: str, xy: tuple[int, int]) -> str:
-    """Top-level port of an IO instance with PnR ``tag`` (``I`` 16-bit, ``i`` 1-bit) placed on
-    IO tile ``xy``; ``direction`` ``in`` (``glb2io``) or ``out`` (``io2glb``)."""
-    w = 16 if tag == "I" else 1
+def io_port(tag: str, direction: str, xy: tuple[int, int], *, width: int = 16) -> str:
+    """Top-level port of an IO instance with PnR ``tag`` (``I`` data IO of ``width`` bits,
+    the design's data width; ``i`` 1-bit) placed on IO tile ``xy``; ``direction`` ``in``
+    (``glb2io``) or ``out`` (``io2glb``): ``glb2io_<width>_X<xx>_Y<yy>`` (the IO core's
+    external ports, :func:`canal.cores.io_core`)."""
+    w = width if tag == "I" else 1
     pre = "glb2io" if direction == "in" else "io2glb"
     return f"{pre}_{w}_X{xy[0]:02X}_Y{xy[1]:02X}"
 
 
 def stream_plan(flow: FlowResult, images: dict[str, np.ndarray]) -> StreamPlan:
     """Stimulus and sampling of the top ports for a placed and pipelined design (module
-    docstring). Raises :class:`SimulationError` when an IO instance lacks its program or an
-    input image is missing."""
+    docstring). The width of each IO instance's top port (and the mask of its stimulus) is
+    the width of the net it drives or reads in the packed design, i.e. of the routing graph
+    it was routed on: the design's data width for a data IO. Raises
+    :class:`SimulationError` when an IO instance lacks its program or an input image is
+    missing."""
     packed = flow.pipelined.packed
     sites = flow.placement.sites
+    io_width: dict[str, int] = {}
+    for net in packed.nets:
+        for inst_name, _port in (net.source, *net.sinks):
+            io_width.setdefault(inst_name, int(net.width))
     inputs: dict[str, np.ndarray] = {}
     outs: list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]] = []
     box: tuple[int, int, int, int] | None = None
@@ -457,7 +515,9 @@ def stream_plan(flow: FlowResult, images: dict[str, np.ndarray]) -> StreamPlan:
                                   f"simulated")
         cyc, (i0, i1) = _program_events(c["program"])
         u, lane = int(c.get("unroll", 1)), int(c.get("lane", 0))
-        port = io_port(inst.tag, "in" if inst.kind == "io_in" else "out", sites[name])
+        bits = io_width.get(name, 16 if inst.tag == "I" else 1)
+        port = io_port(inst.tag, "in" if inst.kind == "io_in" else "out", sites[name],
+                       width=bits)
         if inst.kind == "io_in":
             img = images.get(c["input"])
             if img is None:
@@ -466,8 +526,7 @@ def stream_plan(flow: FlowResult, images: dict[str, np.ndarray]) -> StreamPlan:
             x, y = u * i0 + lane, i1
             ok = (x < w) & (y < h)
             vals = np.zeros(int(cyc.max()) + 1, np.int64)
-            vals[cyc[ok]] = img[y[ok], x[ok]].astype(np.int64) & (0xFFFF if inst.tag == "I"
-                                                                    else 1)
+            vals[cyc[ok]] = img[y[ok], x[ok]].astype(np.int64) & ((1 << bits) - 1)
             inputs[port] = vals
         else:
             x0, x1, y0, y1 = (int(v) for v in c["box"])
@@ -673,12 +732,47 @@ def run_stages(p: RunParams, until: str = "sim", step: Step | None = None) -> An
         "sim": lambda: run_sim(run_dir, coll, p.sim, say, secs),
     }
     out = None
-    for name in st.ORDER[start:stop + 1]:
+    names = st.ORDER[start:stop + 1]
+    retry = {"place", "route", "pipeline"} <= set(names)
+    k = 0
+    while k < len(names):
+        name = names[k]
+        if retry and name == "place":
+            # place, route and pipeline again with the next seed when routing or branch-delay
+            # matching fails on a placement (each failure reported in pnr_report.json)
+            failed: list[dict[str, Any]] = []
+            for seed in attempt_seeds(p.flow):
+                pp = dataclasses.replace(p.flow.place, seed=seed)
+                stage = "place"
+                t = time.perf_counter()
+                try:
+                    say("place" if not failed else f"place (seed {seed})")
+                    run_place(run_dir, coll, pp)
+                    secs["place"] = time.perf_counter() - t
+                    stage, t = "route", time.perf_counter()
+                    say("route")
+                    run_route(run_dir, coll, p.flow.route)
+                    secs["route"] = time.perf_counter() - t
+                    stage, t = "pipeline", time.perf_counter()
+                    say("pipeline")
+                    out = run_pipeline(run_dir, coll, p.flow.pipeline, failed)
+                    secs["pipeline"] = time.perf_counter() - t
+                    break
+                except RoutingError as exc:
+                    failed.append({"seed": seed, "stage": stage, "error": str(exc)})
+                    say(f"{stage} failed with seed {seed}: placing again")
+            else:
+                raise RoutingError(f"{len(failed)} placement attempt(s) (seeds "
+                                   f"{[f['seed'] for f in failed]}) all failed; the last at "
+                                   f"{failed[-1]['stage']}: {failed[-1]['error']}")
+            k = names.index("pipeline") + 1
+            continue
         if name != "sim":
             say(name)
         t = time.perf_counter()
         out = stages[name]()
         secs[name] = time.perf_counter() - t
+        k += 1
     return out
 
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from cgra.errors import MappingError
 
@@ -579,3 +579,194 @@ def simplify(kernel: Kernel) -> Kernel:
     for name, nid in kernel.outputs.items():
         new.set_output(name, remap[nid])
     return new
+
+
+# ---------------------------------------------------------------------------- rewrites
+#: A local rewrite (see :func:`rewrite`): ``(new kernel, original node, operand ids in the
+#: new kernel) -> id of an equivalent node in the new kernel, or None`` (no change).
+Rewrite = Callable[["Kernel", Node, list[int]], "int | None"]
+
+#: Associative ops of the IR (each also commutative, :data:`peak.ir.COMMUTATIVE`): ``f(f(x,
+#: a), b) == f(x, f(a, b))`` for every ``x, a, b`` (``smax``/``smin``/``umax``/``umin`` are
+#: max/min of a total order).
+ASSOCIATIVE = frozenset({
+    "coreir.add", "coreir.mul", "coreir.and", "coreir.or", "coreir.xor",
+    "commonlib.smax", "commonlib.smin", "commonlib.umax", "commonlib.umin",
+    "corebit.and", "corebit.or", "corebit.xor"})
+
+#: Ops with ``f(x, x) == x`` / ``f(x, x) == 0`` / ``f(x, x) == 1`` (bit results 0/1).
+_SELF_IDENTITY = frozenset({"coreir.and", "coreir.or", "commonlib.smax", "commonlib.smin",
+                            "commonlib.umax", "commonlib.umin", "corebit.and", "corebit.or"})
+_SELF_ZERO = frozenset({"coreir.sub", "coreir.xor", "corebit.xor", "commonlib.absd",
+                        "coreir.neq", "coreir.ult", "coreir.ugt", "coreir.slt", "coreir.sgt"})
+_SELF_ONE = frozenset({"coreir.eq", "coreir.ule", "coreir.uge", "coreir.sle", "coreir.sge"})
+
+
+def const_value(k: Kernel, nid: int) -> int | None:
+    """The value of node ``nid`` of ``k`` if it is a constant, else ``None``."""
+    n = k.nodes[nid]
+    return n.value if n.op in CONST_OPS else None
+
+
+def rewrite(kernel: Kernel, *rules: Rewrite) -> Kernel:
+    """Rebuild ``kernel`` (live nodes, topological order) through local rewrite ``rules``.
+
+    Each op node is offered to the rules in order with its operands already rebuilt: a rule
+    gets the new kernel, the original :class:`Node` and the operand ids in the new kernel,
+    and returns the id of a node of the new kernel computing the same value (it may add
+    nodes first), or ``None``; the first rule that answers wins, otherwise the node is
+    copied. Inputs, constants and outputs keep their names and widths. Each rule must
+    preserve :func:`eval_op` semantics (the tests check every rule on random vectors), so
+    the result computes the same function. Dead nodes the rules leave behind are dropped by
+    the next :func:`simplify`."""
+    new = Kernel(kernel.name)
+    for name, size in kernel.inputs.items():
+        new.declare_input(name, size, kernel.input_widths[name])
+    remap: dict[int, int] = {}
+    for n in kernel.live_nodes():
+        if n.op == INPUT:
+            remap[n.id] = new.input(*n.input)
+            continue
+        if n.op in CONST_OPS:
+            remap[n.id] = new.const(n.value, n.width)
+            continue
+        args = [remap[a] for a in n.args]
+        got = None
+        for rule in rules:
+            got = rule(new, n, args)
+            if got is not None:
+                break
+        remap[n.id] = got if got is not None else new.add(n.op, *args, width=n.width,
+                                                          name=n.name)
+    for name, nid in kernel.outputs.items():
+        new.set_output(name, remap[nid])
+    return new
+
+
+def canonical_order(new: Kernel, n: Node, args: list[int]) -> int | None:
+    """Rewrite: a commutative op (:data:`peak.ir.COMMUTATIVE`, the one table) gets its
+    operands in canonical order, a constant second, else the lower node id first, so
+    ``add(3, x)`` becomes ``add(x, 3)`` and ``add(b, a)`` / ``add(a, b)`` become one node
+    under common-subexpression elimination."""
+    from peak.ir import COMMUTATIVE
+    if n.op not in COMMUTATIVE or len(args) != 2:
+        return None
+    a, b = args
+    ka = (const_value(new, a) is not None, a)
+    kb = (const_value(new, b) is not None, b)
+    if ka <= kb:
+        return None
+    return new.add(n.op, b, a, width=n.width, name=n.name)
+
+
+def reassociate_constants(new: Kernel, n: Node, args: list[int]) -> int | None:
+    """Rewrite: ``f(f(x, c1), c2) -> f(x, f(c1, c2))`` for an associative op ``f``
+    (:data:`ASSOCIATIVE`; after :func:`canonical_order` the constants are second), e.g.
+    ``(x + 3) + 4 -> x + 7``. The inner node stays if it has other uses: never more ops."""
+    if n.op not in ASSOCIATIVE or len(args) != 2:
+        return None
+    c2 = const_value(new, args[1])
+    inner = new.nodes[args[0]]
+    if c2 is None or inner.op != n.op or const_value(new, args[0]) is not None:
+        return None
+    c1 = const_value(new, inner.args[1])
+    if c1 is None:
+        return None
+    c = new.const(eval_op(n.op, [c1, c2], n.width), n.width)
+    return new.add(n.op, inner.args[0], c, width=n.width, name=n.name)
+
+
+def self_operand(new: Kernel, n: Node, args: list[int]) -> int | None:
+    """Rewrite: an op applied to one node twice: ``and/or/smax/smin/umax/umin(x, x) -> x``,
+    ``sub/xor/absd(x, x) -> 0``, ``eq/ule/uge/sle/sge(x, x) -> 1``, ``neq/ult/ugt/slt/sgt(x,
+    x) -> 0``, ``mux(a, a, s) -> a``."""
+    if n.op in ("coreir.mux", "corebit.mux"):
+        return args[0] if args[0] == args[1] else None
+    if len(args) != 2 or args[0] != args[1]:
+        return None
+    if n.op in _SELF_IDENTITY:
+        return args[0]
+    if n.op in _SELF_ZERO:
+        return new.const(0, n.width)
+    if n.op in _SELF_ONE:
+        return new.const(1, n.width)
+    return None
+
+
+def balance_trees(kernel: Kernel) -> Kernel:
+    """Reassociate chains of one associative op (:data:`ASSOCIATIVE`) into balanced trees:
+    a maximal tree of the op whose interior nodes have no other use, with leaves
+    ``l0 .. ln`` in order, becomes a tree of depth ``ceil(log2(n + 1))`` over the same
+    leaves in the same order (pairing neighbours). The op count is unchanged; the value is
+    the same (associativity, wrap-around arithmetic). Why: a reduction written as a chain
+    (an ``RDom`` update ``f += g(r)``) makes the operands arrive at very different depths,
+    and every level of a chain on the array costs interconnect latency that the other
+    operands must then be delayed by (branch-delay matching)."""
+    uses: Counter = Counter()
+    live = kernel.live_nodes()
+    for n in live:
+        for a in n.args:
+            uses[a] += 1
+    for nid in kernel.outputs.values():
+        uses[nid] += 1
+    by_id = {n.id: n for n in live}
+
+    def leaves(n: Node, top: bool) -> list[int]:
+        if not top and (n.op not in ASSOCIATIVE or uses[n.id] != 1):
+            return [n.id]
+        out: list[int] = []
+        for a in n.args:
+            c = by_id[a]
+            if c.op == n.op and c.width == n.width and uses[c.id] == 1:
+                out += leaves(c, True)
+            else:
+                out.append(a)
+        return out
+
+    def rule(new: Kernel, n: Node, args: list[int]) -> int | None:
+        if n.op not in ASSOCIATIVE or len(n.args) != 2:
+            return None
+        # only at the root of a chain (a node not consumed by the same op alone)
+        parent_same = [p for p in live if n.id in p.args and p.op == n.op]
+        if uses[n.id] == 1 and parent_same:
+            return None
+        flat = leaves(n, True)
+        if len(flat) <= 2:
+            return None
+        mapped = [remap_of[f] for f in flat]
+        while len(mapped) > 1:
+            nxt = [new.add(n.op, mapped[i], mapped[i + 1], width=n.width)
+                   for i in range(0, len(mapped) - 1, 2)]
+            if len(mapped) % 2:
+                nxt.append(mapped[-1])
+            mapped = nxt
+        return mapped[0]
+
+    # rewrite() hands rules the new operand ids only; leaves deeper than the operands need
+    # the full old -> new map, kept here as the rebuild progresses
+    remap_of: dict[int, int] = {}
+
+    def record(new: Kernel, n: Node, args: list[int]) -> int | None:
+        for old_id, new_id in zip(n.args, args, strict=True):
+            remap_of[old_id] = new_id
+        got = rule(new, n, args)
+        if got is None:
+            got = new.add(n.op, *args, width=n.width, name=n.name)
+        remap_of[n.id] = got
+        return got
+
+    return simplify(rewrite(kernel, record))
+
+
+def canonicalize(kernel: Kernel, max_rounds: int = 8) -> Kernel:
+    """:func:`simplify` plus the target-independent rewrites :func:`canonical_order`,
+    :func:`reassociate_constants` and :func:`self_operand`, repeated until the kernel stops
+    changing (at most ``max_rounds`` rounds; no rewrite adds a live op, so the live op
+    count never grows). Same function as ``kernel``."""
+    k = simplify(kernel)
+    for _ in range(max_rounds):
+        nxt = simplify(rewrite(k, self_operand, canonical_order, reassociate_constants))
+        if nxt.to_dict() == k.to_dict():
+            break
+        k = nxt
+    return k

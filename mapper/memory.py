@@ -33,7 +33,10 @@ ports of :mod:`mapper.schedule`.
 MEM collateral (``MemSpec.from_dict``): ``name``, ``capacity`` (words), ``in_ports``,
 ``out_ports``, ``max_dimensionality``, ``read_latency`` (cycles), ``extent_width`` (bits of
 each extent register), ``schedule_width`` (bits of the cycle counter), optional
-``word_width``, ``fetch_width`` (``max_dims`` is accepted for ``max_dimensionality``).
+``word_width`` (bits of a MEM word: the width of every net of the memory-side netlist, i.e.
+the design's data width; the kernels keep their own word width until compute mapping widens
+them to the PE's, :func:`mapper.compute.widen_kernel`), ``fetch_width`` (``max_dims`` is
+accepted for ``max_dimensionality``).
 Presets (named as Lake's presets): :data:`DUAL_PORT_SRAM` (``dualport_2048x16``, 1 in + 1 out)
 and :data:`PHYSICAL_UNIFIED_BUFFER` (``pub_512x64``: 512 x 64-bit, fetch width 4 = 2048 words,
 2 in + 2 out).  MEM ports are named like Lake's external ports (``data_in_<i>``,
@@ -295,7 +298,8 @@ def map_memory(pipeline: ir.Pipeline, mem: dict[str, Any] | MemSpec,
                threshold: int = DEFAULT_SR_THRESHOLD,
                latencies: dict[str, int] | None = None) -> MemoryMapping:
     """Schedule ``pipeline``, extract buffers, run shift-register optimisation, map the
-    remaining delays onto MEM tiles of ``mem`` and build the memory-side netlist.
+    remaining delays onto MEM tiles of ``mem`` and build the memory-side netlist (nets of
+    ``mem``'s ``word_width`` bits; a pipeline of wider words than the MEM holds is refused).
 
     ``threshold`` (cycles) is the largest gap a register chain covers; ``latencies`` gives
     compute latency per stage (cycles).  Raises :class:`MappingError` when a program does not
@@ -306,6 +310,13 @@ def map_memory(pipeline: ir.Pipeline, mem: dict[str, Any] | MemSpec,
     if threshold < 0:
         raise MappingError(f"memory mapping {pipeline.name}: threshold must be >= 0")
     thr = max(threshold, spec.read_latency)
+    wide = {i.name: i.width_bits for i in pipeline.inputs.values()
+            if i.width_bits > spec.word_width}
+    if wide:
+        name, bits = next(iter(wide.items()))
+        raise MappingError(f"memory mapping {pipeline.name}: input {name} has {bits}-bit words "
+                           f"but MEM {spec.name} holds {spec.word_width}-bit words; use a "
+                           f"design whose data_width is at least {bits}")
     sched = schedule_pipeline(pipeline, latencies)
     u = pipeline.unroll
     nl = Netlist(pipeline.name)
@@ -328,7 +339,7 @@ def map_memory(pipeline: ir.Pipeline, mem: dict[str, Any] | MemSpec,
             "stage": s.name, "kernel": us.kernel.name, "start": st.start, "latency": st.latency,
             "first_cycle": st.first_cycle(), "extents": st.extents,
             "schedule": {"strides": [1, st.row_pitch], "offset": st.first_cycle()},
-            "dag": us.kernel.to_dict()})
+            "signed": s.signed, "dag": us.kernel.to_dict()})
         for lane in range(u):
             sig[(s.name, lane, 0)] = (inst, f"out_{lane}")
     out = sched.stages[pipeline.output]
@@ -397,7 +408,7 @@ def map_memory(pipeline: ir.Pipeline, mem: dict[str, Any] | MemSpec,
         if key not in sig:
             raise MappingError(f"memory mapping {pipeline.name}: no signal for buffer {key[0]} "
                                f"lane {key[1]} at distance {key[2]}")
-        nl.add_net(sig[key], sinks[key], 16, f"{key[0]}_l{key[1]}_d{key[2]}")
+        nl.add_net(sig[key], sinks[key], spec.word_width, f"{key[0]}_l{key[1]}_d{key[2]}")
     nl.validate()
     return MemoryMapping(pipeline, spec, thr, sched, chains, tiles, nl,
                          time.perf_counter() - t0)

@@ -7,8 +7,9 @@ JSON format (``Netlist.to_dict`` / ``Netlist.from_dict``, ``schema`` = 1)::
      "nets": [{"name": "n0", "source": ["<inst>", "<port>"],
                "sinks": [["<inst>", "<port>"], ...], "width": 16}, ...]}
 
-PnR tags (one letter, as in the Garnet/cgra_pnr flow): ``p`` PE, ``m`` MEM, ``I`` 16-bit IO,
-``i`` 1-bit IO, ``r`` register (an interconnect register).  Instances of kind ``kernel`` are
+PnR tags (one letter, as in the Garnet/cgra_pnr flow): ``p`` PE, ``m`` MEM, ``I`` data IO
+(the design's data width, 16 bits by default), ``i`` 1-bit IO, ``r`` register (an
+interconnect register). Net widths are the design's: the data width (16 or e.g. 32) or 1.  Instances of kind ``kernel`` are
 placeholders produced by memory mapping for a stage's compute kernel before compute mapping
 (tag ``None``); they cannot be written to the placer formats.
 
@@ -57,7 +58,8 @@ class Instance:
 
 @dataclass
 class Net:
-    """A net: ``source`` and ``sinks`` are ``(instance, port)``; ``width`` in bits (16 or 1)."""
+    """A net: ``source`` and ``sinks`` are ``(instance, port)``; ``width`` in bits (the
+    design's data width, e.g. 16, or 1)."""
 
     name: str
     source: tuple[str, str]
@@ -104,7 +106,8 @@ class Netlist:
         return net
 
     def validate(self) -> None:
-        """Every net has >= 1 sink and a width of 1 or 16; no sink port is driven twice."""
+        """Every net has >= 1 sink and a width >= 1 bit (whether the design has a routing
+        graph of that width is checked when routing); no sink port is driven twice."""
         driven: dict[tuple[str, str], str] = {}
         names = set()
         for n in self.nets:
@@ -113,8 +116,9 @@ class Netlist:
             names.add(n.name)
             if not n.sinks:
                 raise MappingError(f"netlist {self.name}: net {n.name} from {n.source} has no sinks")
-            if n.width not in (1, 16):
-                raise MappingError(f"netlist {self.name}: net {n.name} width {n.width} (use 1 or 16)")
+            if n.width < 1:
+                raise MappingError(f"netlist {self.name}: net {n.name} width {n.width} (a net "
+                                   f"has >= 1 bit: the design's data width or 1)")
             for s in n.sinks:
                 if s in driven:
                     raise MappingError(f"netlist {self.name}: port {s[0]}.{s[1]} driven by nets "

@@ -5,10 +5,12 @@ Input: a mapped :class:`mapper.netlist.Netlist` (instances of kind ``pe``/``mem`
 (:class:`mapper.collateral.Collateral`: its tiles give the cores' ports and config fields).
 
 * **PE input registers.** A register (tag ``r``) whose output net has exactly one sink, a PE
-  data input ``port``, is absorbed into that PE when the PE core has the config field
-  ``PackParams.input_reg_field.format(port=<core port>)`` (1 = the input is registered): the
-  register instance and its output net disappear and the register's input net drives the PE
-  port directly. The absorbed register keeps its one cycle of latency (recorded in
+  data input ``port``, is absorbed into that PE when the PE can register that input
+  (:func:`input_register`: an instruction field ``<port>_mode`` whose ``DELAY`` mode replaces
+  ``BYPASS``, as the default PE has, or a core config field
+  ``PackParams.input_reg_field.format(port=<core port>)``, 1 = registered): the register
+  instance and its output net disappear and the register's input net drives the PE port
+  directly. The absorbed register keeps its one cycle of latency (recorded in
   ``PackedInstance.input_regs`` for the pipelining pass).
 * **Constants.** An instance of kind ``const`` (config ``value``) whose sinks are all PE inputs
   is folded into each PE as the field ``PackParams.const_field.format(port=<core port>)`` =
@@ -49,6 +51,36 @@ class PackParams:
     const_field: str = "{port}_const"
     const_enable_field: str = "{port}_const_en"
     port_map: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+def input_register(pe_doc: dict[str, Any] | None, config: dict[str, Any], port: str,
+                   mode_field: str = "{port}_mode") -> tuple[str, int] | None:
+    """``(instruction field, DELAY code)`` when PE core input ``port`` of an instance with
+    ``config`` (its ``instruction`` field values) can be registered by switching the
+    instruction field ``mode_field`` from ``BYPASS`` to ``DELAY`` (tags from ``pe.json``),
+    else ``None`` (no such field, or the input is a constant or already delayed)."""
+    if not pe_doc or "instruction" not in config:
+        return None
+    name = mode_field.format(port=port)
+    f = next((f for f in pe_doc.get("fields", []) if f["name"] == name), None)
+    tags = (f or {}).get("tags") or {}
+    if "DELAY" not in tags or "BYPASS" not in tags:
+        return None
+    if int(config["instruction"].get(name, tags["BYPASS"])) != int(tags["BYPASS"]):
+        return None
+    return name, int(tags["DELAY"])
+
+
+def set_input_register(pe_doc: dict[str, Any], config: dict[str, Any], field_name: str,
+                       code: int) -> None:
+    """Switch instruction field ``field_name`` to ``code`` in ``config`` (its ``instruction``
+    values and the flat ``inst``, re-assembled with the ``pe.json`` layout)."""
+    from peak.collateral import assemble_fields
+
+    instr = dict(config["instruction"])
+    instr[field_name] = code
+    config["instruction"] = instr
+    config["inst"] = assemble_fields(pe_doc, instr)
 
 
 @dataclass
@@ -229,10 +261,15 @@ def pack(netlist: Netlist, coll: Collateral, params: PackParams | None = None) -
                     continue
                 cp = pe_core_port(s_inst, s_port, outs[0].width)
                 fname = p.input_reg_field.format(port=cp)
-                if fname not in pe_fields or cp in insts[s_inst].input_regs \
-                        or cp in insts[s_inst].consts:
+                if cp in insts[s_inst].input_regs or cp in insts[s_inst].consts:
                     continue
-                insts[s_inst].fields[fname] = 1
+                mode = input_register(coll.pe, insts[s_inst].config, cp)
+                if mode is not None:
+                    set_input_register(coll.pe, insts[s_inst].config, *mode)
+                elif fname in pe_fields:
+                    insts[s_inst].fields[fname] = 1
+                else:
+                    continue
                 insts[s_inst].input_regs[cp] = name
                 ins[0].sinks = [(s_inst, s_port) if s == (name, "in") or s[0] == name else s
                                 for s in ins[0].sinks]

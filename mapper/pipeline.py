@@ -1,10 +1,12 @@
-"""Pipelining after place and route: branch-delay matching, latency absorption into memory
-schedules, compute pipelining and static timing analysis.
+"""Pipelining after place and route: branch-delay matching that does not run out, compute
+pipelining, post-PnR register insertion to a target clock, latency absorption into memory
+schedules, and static timing analysis.
 
-Source: Cascade (Zhang et al., "Cascade: An Application Pipelining Toolkit for Coarse-Grained
-Reconfigurable Arrays", 2022): post-PnR register insertion at switch-box pipeline registers
-already on a net's route, branch-delay matching, and moving balancing latency into memory
-schedules instead of registers.
+Source: Cascade (Zhang et al., "Cascade: An Application Pipelining Toolkit for
+Coarse-Grained Reconfigurable Arrays", ACM TRETS 2023; the reference flow is StanfordAHA
+archipelago): registers are inserted at switch-box pipeline registers on a net's own route,
+branch-delay matching keeps every PE's operands aligned, and balancing latency moves into
+memory schedules instead of registers where a memory can hold it.
 
 **Cycle model.** The front end (:mod:`mapper.memory`) schedules every stream assuming zero
 interconnect and compute latency; netlist registers and memory taps are *intended* delays
@@ -13,43 +15,54 @@ over that nominal schedule:
 
 * an IO input: 0; a netlist register (on a ``REG`` site or absorbed into a PE input): its
   input's sigma;
-* a route: +1 per enabled pipeline register strictly inside the path (the ``REG`` that is a
-  netlist register's own site is not extra);
-* a PE: all data inputs must have the same sigma ``T`` (branch-delay matching); its output is
+* a route: +1 per enabled pipeline register strictly inside the path (a ``REG`` node on the
+  path; the ``REG`` that is a netlist register's own site is not extra);
+* a PE input: + 1 when its input register is enabled by this pass (``pe_input_regs``);
+* a PE: all inputs must have the same sigma ``T`` (branch-delay matching); its output is
   ``T + L`` with ``L`` the PE latency in cycles (``PipelineParams.latency['p']`` or the
   instance's ``config['latency']``);
 * a MEM output port: sigma of the input port of its delay-line segment + ``e`` cycles of
   absorbed delay; the MEM's port programs are shifted accordingly (write schedule offset
-  ``+= sigma_in``, read offset ``+= sigma_in + e``), so the stored stream keeps its intended
-  distance;
-* an IO output: its output program (valid window) starts ``sigma`` cycles later — the
-  latency added by pipelining.
+  ``+= sigma_in``, read offset ``+= sigma_in + e``), so the stored stream keeps its distance;
+* an IO output: its output program (valid window) starts ``sigma`` cycles later.
 
-**Branch-delay matching.** Instances are visited in topological order; each PE's target ``T``
-is the maximum sigma over its inputs, so every other input has a deficit ``T - sigma``.
-Deficits are filled (1) by delaying a MEM read port whose output feeds only PE inputs with a
-deficit (``e`` = the smallest such deficit, limited by the words the delay line can still
-hold), then (2) by enabling pipeline registers on the net's routed tree: sites (a register mux
-reached through its bypass) are visited from the root towards the sinks and enabled when every
-sink below still needs a cycle, and (3) by a PE input register when the PE has one free. A
-deficit left over raises :class:`~cgra.errors.RoutingError` naming the net, the sink and the
-missing cycles.
+**Branch-delay matching** (:meth:`_Design.balance`). Each PE's target ``T`` is the largest
+sigma over its inputs; every other input has a deficit ``T - sigma``, filled in this order:
 
-**Static timing analysis.** Start points: enabled ``REG`` nodes (clock-to-Q is in the
-``REG -> RMUX`` edge delay), outputs of MEM, IO and registered PEs (arrival = core delay, ps,
-the ``core`` class of the tile in the design's timing model, ``timing.json``). End points:
-``REG`` nodes and core inputs of MEM, IO and registered PEs. A combinational PE (``L = 0``) adds
-its core delay from each non-registered input to its output. Edge delays are the routing
-graph's ``delay_ps``. The critical path is the longest start-to-end path (ps).
+1. a MEM read port whose output feeds only PE inputs with a deficit is read later (``e`` =
+   the smallest such deficit, limited by the words its delay line can still hold);
+2. the PE's own input register (one cycle, when the core has the field and the input is free);
+3. bypassed register sites on the net's routed tree (root first: a register shared by
+   several sinks that all need a cycle serves them all);
+4. latency-constrained re-routing: every sink's register count is pinned to its current
+   value and the short branches ask for more; the negotiated router
+   (:func:`mapper.route.route_design` with ``regs``) finds routes through free registers
+   where latency is needed, moving other nets as congestion requires;
+5. when that fails too, :class:`BalanceError` names the net, the sink and the cycles missing;
+   the driver (:mod:`mapper.flow`) then places again with another seed.
 
-**Compute pipelining** (``PipelineParams.target_period_ps``): while the critical path exceeds
-the target, enable the bypassed register site on the critical path whose arrival time is
-closest to half the path delay, re-run branch-delay matching and timing analysis.
+**Static timing analysis** (:func:`timing_analysis`). Start points: enabled ``REG`` nodes
+(clock-to-Q is in the ``REG -> RMUX`` class), outputs of MEM, IO and registered PEs (arrival =
+the core delay of the tile class, for a PE the delay of its op). End points: ``REG`` nodes and
+core inputs of MEM, IO and registered PEs. A combinational PE adds its core delay from each
+non-registered input to its output. Edge delays are the classes of the design's timing model
+(``timing.json``, :mod:`canal.timing`). Clock skew is a potential over the tiles (the table's
+``enter_from_north`` per row southward, ``pe_to_mem`` into a MEM column); a path's delay is its
+raw delay minus the skew difference between its end and start tile. The critical path is the
+longest start-to-end path (ps).
+
+**Passes** of :func:`pipeline`, each reported (:class:`PassReport`: Fmax, registers, latency):
+``balance`` (matching only); with ``register_pe_inputs``, ``compute pipelining`` (every PE data
+input registered, then balanced); with ``target_period_ps``, ``register insertion``: repeat
+{STA; on the critical path pick the bypassed register site of the net's own route whose
+arrival is closest to half the path delay; enable it; re-balance} until the target is met, no
+candidate is left or ``max_pipeline_steps``; with ``broadcast_fanout``, high-fanout nets get a
+register at every branch of their route tree that serves at most ``broadcast_leaves`` sinks
+before balancing.
 """
 from __future__ import annotations
 
 import copy
-import heapq
 import time
 from itertools import pairwise
 from dataclasses import dataclass, field
@@ -57,11 +70,10 @@ from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
-from canal.timing import TimingModel
 from cgra.errors import ConfigError, MappingError, RoutingError
-from mapper.pack import PackedDesign
+from mapper.pack import PackedDesign, input_register, set_input_register
 from mapper.place import Placement
-from mapper.route import NetRoute, RoutingGraph, RoutingResult, Terminal
+from mapper.route import NetRoute, RoutingResult, Terminal, route_design
 
 if TYPE_CHECKING:
     from mapper.collateral import Collateral
@@ -69,25 +81,39 @@ if TYPE_CHECKING:
 _TAG_CLASS = {"p": "pe", "m": "mem", "I": "io", "i": "io"}
 
 
+class BalanceError(RoutingError):
+    """Branch-delay matching could not delay a branch enough (the message names the net, the
+    sink, the cycles missing and what was tried)."""
+
+
 @dataclass
 class PipelineParams:
     """``latency``: PnR tag -> core latency in cycles (an instance's ``config['latency']``
     overrides); ``absorb_into_mem``: use MEM schedule offsets for balancing;
-    ``target_period_ps``: compute-pipelining target (``None`` = only balance);
-    ``max_pipeline_steps``: bound on compute-pipelining iterations; ``input_reg_field``: PE
-    field template of an input register (as :class:`mapper.pack.PackParams`)."""
+    ``register_pe_inputs``: compute pipelining (every PE data input registered);
+    ``target_period_ps``: post-PnR register insertion target (``None`` = only balance);
+    ``max_pipeline_steps``: bound on insertion iterations; ``reroute``: allow
+    latency-constrained re-routing for balancing (``max_reroutes`` rounds);
+    ``broadcast_fanout``: nets with at least this many sinks get register trees (0 = off),
+    ``broadcast_leaves``: sinks per branch register; ``input_reg_field``: PE field template of
+    an input register (as :class:`mapper.pack.PackParams`)."""
 
     latency: dict[str, int] = field(default_factory=lambda: {"p": 0, "m": 0, "I": 0, "i": 0})
     absorb_into_mem: bool = True
+    register_pe_inputs: bool = False
     target_period_ps: float | None = None
-    max_pipeline_steps: int = 64
+    max_pipeline_steps: int = 256
+    reroute: bool = True
+    max_reroutes: int = 3
+    broadcast_fanout: int = 0
+    broadcast_leaves: int = 4
     input_reg_field: str = "{port}_reg_en"
 
 
 @dataclass
 class TimingReport:
     """Static timing result: ``period_ps`` (critical path delay), ``fmax_mhz``, ``path``:
-    [(node, arrival ps)] from start to end point, ``start``/``end`` descriptions."""
+    [(node, arrival ps)] from start to end point."""
 
     period_ps: float
     fmax_mhz: float
@@ -99,14 +125,37 @@ class TimingReport:
 
 
 @dataclass
+class PassReport:
+    """What one pass achieved: the critical path (ps) and Fmax (MHz) after it, pipeline
+    registers in use (route registers enabled by the passes plus PE input registers), the
+    largest extra latency of an output stream (cycles), latency-constrained re-routes and
+    seconds."""
+
+    name: str
+    period_ps: float
+    fmax_mhz: float
+    registers: int
+    latency: int
+    reroutes: int
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pass": self.name, "period_ps": round(self.period_ps, 2),
+                "fmax_mhz": round(self.fmax_mhz, 2), "registers": self.registers,
+                "latency_cycles": self.latency, "reroutes": self.reroutes,
+                "seconds": round(self.seconds, 4)}
+
+
+@dataclass
 class PipelineResult:
-    """Outcome of :func:`pipeline`: ``routing`` (routes with enabled registers inserted),
-    ``packed`` (instance configs with shifted MEM / IO schedules and PE input-register fields),
-    ``sigma_in``: (instance, port) -> extra cycles at that sink, ``enabled_regs``: REG node ids
-    enabled for balancing, ``forced_regs``: REG node ids enabled by compute pipelining,
-    ``mem_absorbed``: (mem, port) -> cycles of delay absorbed by the read schedule,
-    ``pe_input_regs``: [(pe, core port)] input registers used for balancing,
-    ``output_latency``: IO output -> extra cycles, ``timing``, ``seconds``."""
+    """Outcome of :func:`pipeline`: ``routing`` (routes with enabled registers inserted; may
+    differ from the input routing where branches were re-routed), ``packed`` (instance
+    configs with shifted MEM / IO schedules and PE input-register fields), ``sigma_in``:
+    (instance, port) -> extra cycles at that sink, ``enabled_regs``: REG ids enabled for
+    balancing, ``forced_regs``: REG ids enabled by register insertion, ``mem_absorbed``:
+    (mem, port) -> cycles of delay absorbed by the read schedule, ``pe_input_regs``: [(pe,
+    core port)] input registers enabled, ``output_latency``: IO output -> extra cycles,
+    ``timing``, ``seconds``, ``passes`` (one :class:`PassReport` per pass)."""
 
     routing: RoutingResult
     packed: PackedDesign
@@ -118,10 +167,35 @@ class PipelineResult:
     output_latency: dict[str, int]
     timing: TimingReport
     seconds: float
+    passes: list[PassReport] = field(default_factory=list)
 
 
 def _reg_of_rmux(rmux: str) -> str:
     return "REG" + rmux[len("RMUX"):]
+
+
+def _rmux_of_reg(reg: str) -> str:
+    return "RMUX" + reg[len("REG"):]
+
+
+def path_regs(path: list[str]) -> int:
+    """Extra registers strictly inside a path (not the root, not the final node)."""
+    return sum(1 for n in path[1:-1] if n.startswith("REG:"))
+
+
+def with_regs(route: NetRoute, enabled: set[str]) -> NetRoute:
+    """Copy of ``route`` with the REG node inserted before every RMUX of ``enabled`` (REG ids)
+    that the route reaches through its bypass."""
+    rmuxes = {_rmux_of_reg(r) for r in enabled}
+    paths = {}
+    for t, p in route.paths.items():
+        q = [p[0]]
+        for a, b in pairwise(p):
+            if b in rmuxes and not a.startswith("REG:"):
+                q.append(_reg_of_rmux(b))
+            q.append(b)
+        paths[t] = q
+    return NetRoute(route.name, route.width, route.source, paths)
 
 
 def _latency(packed: PackedDesign, inst: str, p: PipelineParams) -> int:
@@ -166,13 +240,38 @@ def _mem_slack(packed: PackedDesign, inst: str, out_port: str, read_latency: int
     return 0
 
 
-class _Design:
-    """Working state of the pipelining pass."""
+@dataclass
+class _State:
+    """The working design of the passes: routes (REG nodes on a path = enabled registers),
+    PE input registers enabled, MEM read delays absorbed, registers forced by timing, and the
+    register sites of netlist registers (they move when a width is re-routed)."""
 
-    def __init__(self, packed: PackedDesign, routing: RoutingResult,
-                 graphs: dict[int, RoutingGraph], p: PipelineParams):
-        self.packed, self.graphs, self.p = packed, graphs, p
+    routes: dict[str, NetRoute]
+    reg_sites: dict[str, str]
+    pe_regs: set[tuple[str, str]] = field(default_factory=set)
+    absorbed: dict[Terminal, int] = field(default_factory=dict)
+    forced: set[str] = field(default_factory=set)
+    reroutes: int = 0
+
+    def snapshot(self) -> tuple:
+        return (dict(self.routes), dict(self.reg_sites), set(self.pe_regs), dict(self.absorbed),
+                set(self.forced))
+
+    def restore(self, saved: tuple) -> None:
+        routes, sites, pe_regs, absorbed, forced = saved
+        self.routes, self.reg_sites, self.pe_regs = dict(routes), dict(sites), set(pe_regs)
+        self.absorbed, self.forced = dict(absorbed), set(forced)
+
+
+class _Design:
+    """The design the passes work on: netlist indexes, topological order, the collateral."""
+
+    def __init__(self, packed: PackedDesign, placement: Placement, routing: RoutingResult,
+                 coll: Collateral, p: PipelineParams):
+        self.packed, self.placement, self.coll, self.p = packed, placement, coll, p
         self.routing = routing
+        self.graphs = coll.graphs
+        self.sites = placement.sites
         self.net_by_name = {n.name: n for n in packed.nets}
         self.driver: dict[Terminal, str] = {}
         for n in packed.nets:
@@ -199,93 +298,173 @@ class _Design:
                                f"netlist (keep loops inside a PE or memory)") from None
         self.mem_group = {i: _mem_groups(packed, i, self.in_ports[i], self.out_ports[i])
                           for i, inst in packed.instances.items() if inst.tag == "m"}
+        #: (PE, netlist port) -> core port
+        self.core_port: dict[Terminal, str] = {}
+        for n in packed.nets:
+            rg = self.graphs[n.width]
+            for inst, port in n.sinks:
+                if packed.instances[inst].tag == "p":
+                    x, y = self.sites[inst]
+                    self.core_port[(inst, port)] = packed.core_port(inst, port, x, y, rg, "in")
 
-    # -- route helpers -----------------------------------------------------------------
-    @staticmethod
-    def with_regs(route: NetRoute, enabled: set[str]) -> NetRoute:
-        """Copy of ``route`` with REG nodes inserted before every enabled RMUX reached
-        through its bypass."""
-        paths = {}
-        for t, p in route.paths.items():
-            q = [p[0]]
-            for a, b in pairwise(p):
-                if b.startswith("RMUX:") and b in enabled and not a.startswith("REG:"):
-                    q.append(_reg_of_rmux(b))
-                q.append(b)
-            paths[t] = q
-        return NetRoute(route.name, route.width, route.source, paths)
+    # -- latency -----------------------------------------------------------------------
+    def pe_reg_free(self, inst: str, port: str, st: _State) -> bool:
+        """Can the input register of PE sink ``(inst, port)`` be enabled by this pass? (an
+        instruction mode field, :func:`mapper.pack.input_register`, or a core config field
+        ``input_reg_field``)"""
+        cp = self.core_port[(inst, port)]
+        pi = self.packed.instances[inst]
+        if cp in pi.input_regs or cp in pi.consts or (inst, cp) in st.pe_regs:
+            return False
+        if input_register(self.coll.pe, pi.config, cp) is not None:
+            return True
+        fname = self.p.input_reg_field.format(port=cp)
+        return fname in {f.name for f in self.coll.tiles[self.sites[inst]].config_fields}
 
-    @staticmethod
-    def path_regs(path: list[str]) -> int:
-        """Extra registers strictly inside a path (not the root, not the final node)."""
-        return sum(1 for n in path[1:-1] if n.startswith("REG:"))
-
-    # -- the pass ----------------------------------------------------------------------
-    def balance(self, forced: set[str]) -> dict[str, Any]:
+    def arrivals(self, st: _State) -> tuple[dict[Terminal, int], dict[Terminal, int],
+                                            dict[str, int]]:
+        """(sigma at every sink, sigma at every source port, PE targets)."""
         packed = self.packed
-        routes = {n: self.with_regs(r, forced) for n, r in self.routing.nets.items()}
         sigma_out: dict[Terminal, int] = {}
-        absorbed: dict[Terminal, int] = {}
+        sigma_in: dict[Terminal, int] = {}
         target: dict[str, int] = {}
-        # pass 1: sigma with forced registers only; PE targets
+
         def arrival(term: Terminal) -> int:
             net = self.driver.get(term)
             if net is None:
                 return 0
-            return sigma_out[self.net_by_name[net].source] + self.path_regs(routes[net].paths[term])
+            a = sigma_out[self.net_by_name[net].source] + path_regs(
+                st.routes[net].paths[term])
+            if (term[0], self.core_port.get(term)) in st.pe_regs:
+                a += 1
+            sigma_in[term] = a
+            return a
 
         for inst in self.order:
             pi = packed.instances[inst]
             ins = self.in_ports[inst]
+            arr = {q: arrival((inst, q)) for q in ins}
             if pi.tag == "p":
-                t = max((arrival((inst, q)) for q in ins), default=0)
+                t = max(arr.values(), default=0)
                 target[inst] = t
                 for o in self.out_ports[inst]:
                     sigma_out[(inst, o)] = t + _latency(packed, inst, self.p)
             elif pi.tag == "m":
-                latest = max((arrival((inst, q)) for q in ins), default=0)
+                latest = max(arr.values(), default=0)
                 for o in self.out_ports[inst]:
                     src = self.mem_group[inst].get(o)
-                    sigma_out[(inst, o)] = arrival((inst, src)) if src else latest
+                    sigma_out[(inst, o)] = (arr.get(src, 0) if src else latest) + \
+                        st.absorbed.get((inst, o), 0)
             elif pi.tag == "r":
-                a = arrival((inst, ins[0]))
+                a = arr.get(ins[0], 0) if ins else 0
                 for o in self.out_ports[inst]:
                     sigma_out[(inst, o)] = a
             else:
                 for o in self.out_ports[inst]:
                     sigma_out[(inst, o)] = 0
-        deficit: dict[Terminal, int] = {}
+        return sigma_in, sigma_out, target
+
+    def deficits(self, st: _State) -> dict[Terminal, int]:
+        sigma_in, _, target = self.arrivals(st)
+        out = {}
         for inst, t in target.items():
             for q in self.in_ports[inst]:
-                d = t - arrival((inst, q))
+                d = t - sigma_in[(inst, q)]
                 if d:
-                    deficit[(inst, q)] = d
-        # pass 2: absorb into MEM read schedules
-        if self.p.absorb_into_mem:
-            for net in packed.nets:
-                src = net.source
-                if packed.instances[src[0]].tag != "m":
-                    continue
-                pe_sinks = [s for s in net.sinks if packed.instances[s[0]].tag == "p"]
-                if not pe_sinks or any(packed.instances[s[0]].tag not in ("p", "I", "i")
-                                       for s in net.sinks):
-                    continue
-                e = min(deficit.get(s, 0) for s in pe_sinks)
-                e = min(e, _mem_slack(packed, src[0], src[1]))
-                if e > 0:
-                    absorbed[src] = e
-                    sigma_out[src] += e
-                    for s in pe_sinks:
-                        deficit[s] -= e
-        # pass 3: registers on the routed trees
-        enabled: set[str] = set()
-        used_nodes = {n for r in routes.values() for n in r.nodes()}
+                    out[(inst, q)] = d
+        return out
+
+    def output_latency(self, st: _State) -> int:
+        sigma_in, _, _ = self.arrivals(st)
+        lat = [sigma_in.get((i, q), 0) for i, pi in self.packed.instances.items()
+               if pi.kind == "io_out" for q in self.in_ports[i]]
+        return max(lat, default=0)
+
+    # -- balancing ---------------------------------------------------------------------
+    def balance(self, st: _State) -> None:
+        """Branch-delay matching in place (module docstring); raises :class:`BalanceError`."""
+        for _round in range(self.p.max_reroutes + 1):
+            deficit = self.deficits(st)
+            if not deficit:
+                return
+            if self.p.absorb_into_mem:
+                self._absorb_mem(st, deficit)
+            self._pe_input_regs(st, deficit)
+            self._tree_regs(st, deficit)
+            deficit = {s: d for s, d in deficit.items() if d > 0}
+            if not deficit:
+                continue            # verify on the next round
+            if not self.p.reroute:
+                break
+            self._reroute(st, deficit)
+        deficit = self.deficits(st)
+        if deficit:
+            (inst, port), k = sorted(deficit.items())[0]
+            net = self.driver[(inst, port)]
+            raise BalanceError(
+                f"branch-delay matching: net {net} reaches {inst}.{port} {k} cycle(s) "
+                f"earlier than the PE's other operands; no MEM schedule, PE input register, "
+                f"free register site on its route or latency-constrained re-route "
+                f"({st.reroutes} tried) can delay it ({len(deficit)} sink(s) short by "
+                f"{sum(deficit.values())} cycle(s) in all)")
+
+    def _absorb_mem(self, st: _State, deficit: dict[Terminal, int]) -> None:
+        """Read MEM taps later where every consumer can take it: the delay ``e`` of a tap is
+        the smallest deficit over its sinks, looking through netlist registers (a register
+        passes a delay on to its own sinks) and capped by the words its delay line can still
+        hold; every PE sink below it then needs ``e`` cycles less."""
+        packed = self.packed
+        by_source = {n.source: n for n in packed.nets}
+
+        def room(term: Terminal, seen: frozenset = frozenset()) -> tuple[int, list[Terminal]]:
+            """(cycles the signal into ``term`` may be delayed, PE sinks it delays): a
+            register or a MEM delay-line segment passes the delay on to what it drives."""
+            inst, port = term
+            tag = packed.instances[inst].tag
+            if tag == "p":
+                return deficit.get(term, 0), [term]
+            if tag in ("I", "i"):
+                return 1 << 30, []            # an output stream just starts later
+            if inst in seen or tag not in ("r", "m"):
+                return 0, []
+            if tag == "r":
+                outs = [by_source[(inst, o)] for o in self.out_ports[inst]]
+            else:
+                outs = [by_source[(inst, o)] for o in self.out_ports[inst]
+                        if self.mem_group[inst].get(o) == port]
+            got = [room(s, seen | {inst}) for n in outs for s in n.sinks]
+            if not got:
+                return 0, []
+            return min(r for r, _ in got), [t for _, ts in got for t in ts]
+
         for net in packed.nets:
-            need = {s: deficit.get(s, 0) for s in net.sinks if deficit.get(s, 0) > 0}
+            src = net.source
+            if packed.instances[src[0]].tag != "m":
+                continue
+            rooms = [room(s) for s in net.sinks]
+            pe_sinks = [t for _, ts in rooms for t in ts]
+            if not pe_sinks:
+                continue
+            e = min(min(r for r, _ in rooms),
+                    _mem_slack(packed, src[0], src[1]) - st.absorbed.get(src, 0))
+            if e > 0:
+                st.absorbed[src] = st.absorbed.get(src, 0) + e
+                for t in pe_sinks:
+                    deficit[t] -= e
+
+    def _pe_input_regs(self, st: _State, deficit: dict[Terminal, int]) -> None:
+        for (inst, port), k in sorted(deficit.items()):
+            if k > 0 and self.pe_reg_free(inst, port, st):
+                st.pe_regs.add((inst, self.core_port[(inst, port)]))
+                deficit[(inst, port)] = k - 1
+
+    def _tree_regs(self, st: _State, deficit: dict[Terminal, int]) -> None:
+        used = {n for r in st.routes.values() for n in r.nodes()}
+        for net in self.packed.nets:
+            need = {s: deficit[s] for s in net.sinks if deficit.get(s, 0) > 0}
             if not need:
                 continue
-            r = routes[net.name]
-            base_regs = {s: self.path_regs(r.paths[s]) for s in need}
+            r = st.routes[net.name]
             below: dict[str, set[Terminal]] = {}
             depth: dict[str, int] = {}
             parent: dict[str, str] = {}
@@ -295,215 +474,171 @@ class _Design:
                     depth[n] = k
                     if k:
                         parent[n] = pth[k - 1]
-            sites = [n for n in below if n.startswith("RMUX:") and parent.get(n, "").startswith(
-                "SB:") and _reg_of_rmux(n) not in used_nodes]
-            sites.sort(key=lambda n: depth[n])
+            sites = sorted((n for n in below if n.startswith("RMUX:")
+                            and parent.get(n, "").startswith("SB:")
+                            and _reg_of_rmux(n) not in used), key=lambda n: (depth[n], n))
+            enabled = set()
             for n in sites:
                 sub = below[n]
                 if all(need.get(s, 0) >= 1 for s in sub):
-                    enabled.add(n)
+                    enabled.add(_reg_of_rmux(n))
                     for s in sub:
                         need[s] -= 1
             if enabled:
-                routes[net.name] = r = self.with_regs(r, enabled)
-                used_nodes.update(r.nodes())
-            for s, k in need.items():
-                if k > 0:
-                    r = self._detour(r, s, base_regs[s] + deficit[s], used_nodes)
-                    if r is not None:
-                        routes[net.name] = r
-                        used_nodes.update(r.nodes())
-                        k = 0
-                    r = routes[net.name]
-                deficit[s] = k
-                if k == 0:
-                    del deficit[s]
-        # pass 4: PE input registers
-        pe_regs: list[tuple[str, str]] = []
-        fields_set: dict[str, dict[str, int]] = {}
-        for (inst, port), k in list(deficit.items()):
-            if k <= 0:
-                continue
-            net = self.net_by_name[self.driver[(inst, port)]]
-            rg = self.graphs[net.width]
-            cp = self._core_port(inst, port, rg)
-            fname = self.p.input_reg_field.format(port=cp)
-            pi = packed.instances[inst]
-            fields = self._pe_fields(inst, rg)
-            if k == 1 and fname in fields and cp not in pi.input_regs and cp not in pi.consts:
-                pe_regs.append((inst, cp))
-                fields_set.setdefault(inst, {})[fname] = 1
-                deficit[(inst, port)] = 0
-                continue
-            raise RoutingError(
-                f"branch-delay matching: net {net.name} reaches {inst}.{port} {k} cycle(s) "
-                f"earlier than the PE's other operands and its route has no free pipeline-"
-                f"register site left (and no MEM schedule to absorb it); fix: add pipeline "
-                f"registers on more tracks, or re-place with another seed")
-        return {"routes": routes, "sigma_out": sigma_out, "absorbed": absorbed,
-                "enabled": enabled, "pe_regs": pe_regs, "fields": fields_set}
+                st.routes[net.name] = with_regs(r, enabled)
+                used |= enabled
+                for s in need:
+                    deficit[s] = need[s]
 
-    def _detour(self, route: NetRoute, sink: Terminal, total: int, used: set[str]
-                ) -> NetRoute | None:
-        """Re-route ``sink``'s branch of ``route`` through free nodes so that its path holds
-        exactly ``total`` extra registers (a search over (node, registers so far) states,
-        registers counted when the path enters a ``REG`` node). Returns the new route or
-        ``None`` when no such branch exists."""
-        rg = self.graphs[route.width]
-        hop = 2.0 / max(1, int(rg.params.get("track_length", 1)))
-        others = [p for t, p in route.paths.items() if t != sink]
-        keep: dict[str, list[str]] = {}
-        for p in others:
-            for k, n in enumerate(p):
-                keep.setdefault(n, p[:k + 1])
-        root = route.paths[sink][0]
-        keep.setdefault(root, [root])
-        target = route.paths[sink][-1]
-        tidx = rg.index[target]
-        tx, ty = rg.xy[tidx]
-        mine = set(route.nodes())
-        blocked = (used - mine) | set(keep)
-        heap: list[tuple[int, int, int, int]] = []
-        prev: dict[tuple[int, int], tuple[int, int] | None] = {}
-        dist: dict[tuple[int, int], int] = {}
-        starts = {}
-        for n, prefix in keep.items():
-            if n.startswith(("PORT:", "REG:")) and n != root:
-                continue
-            c = sum(1 for m in prefix[1:] if m.startswith("REG:"))
-            if c <= total:
-                i = rg.index[n]
-                st = (i, c)
-                starts[st] = prefix
-                dist[st] = 0
-                prev[st] = None
-                x, y = rg.xy[i]
-                heapq.heappush(heap, (hop * (abs(x - tx) + abs(y - ty)), 0, i, c))
-        found = None
-        while heap:
-            _f, g, u, c = heapq.heappop(heap)
-            if g > dist.get((u, c), 1 << 30):
-                continue
-            if u == tidx and c == total:
-                found = (u, c)
-                break
-            for v in rg.succ[u]:
-                nid = rg.ids[v]
-                kind = rg.kind[v]
-                if v != tidx and (nid in blocked or kind == "PORT"):
-                    continue
-                nc = c + (1 if kind == "REG" else 0)
-                if nc > total:
-                    continue
-                st = (v, nc)
-                if g + 1 < dist.get(st, 1 << 30):
-                    dist[st] = g + 1
-                    prev[st] = (u, c)
-                    x, y = rg.xy[v]
-                    heapq.heappush(heap, (g + 1 + hop * (abs(x - tx) + abs(y - ty)), g + 1, v, nc))
-        if found is None:
-            return None
-        branch = []
-        st: tuple[int, int] | None = found
-        while st is not None and st not in starts:
-            branch.append(rg.ids[st[0]])
-            st = prev[st]
-        if st is None:
-            return None
-        path = starts[st] + branch[::-1]
-        paths = dict(route.paths)
-        paths[sink] = path
-        return NetRoute(route.name, route.width, route.source, paths)
+    def _reroute(self, st: _State, deficit: dict[Terminal, int]) -> None:
+        """Latency-constrained re-routing: every sink pinned to its register count, the short
+        ones asking for their deficit more (module docstring)."""
+        regs = {name: {s: path_regs(p) + deficit.get(s, 0) for s, p in r.paths.items()}
+                for name, r in st.routes.items()}
+        # a PE input register enabled earlier stays; the router must not drop the registers
+        # forced by timing: the pinned counts keep each sink's latency, not their positions
+        # netlist registers keep their sites (the current routes then satisfy every pinned
+        # count but the short ones); when that fails, the registers whose output nets are
+        # short may move to another register site of their tile
+        st.reroutes += 1
+        keep = {name: {s: p for s, p in r.paths.items() if s not in deficit}
+                for name, r in st.routes.items()}
+        try:
+            rr = route_design(self.packed, self.placement, self.coll, None, regs, st.reg_sites,
+                              keep=keep)
+        except RoutingError:
+            short = {self.net_by_name[self.driver[s]].source[0] for s in deficit}
+            keep = {r: site for r, site in st.reg_sites.items() if r not in short}
+            try:
+                rr = route_design(self.packed, self.placement, self.coll, None, regs, keep,
+                                  short)
+            except RoutingError as exc:
+                (inst, port), k = sorted(deficit.items())[0]
+                raise BalanceError(
+                    f"branch-delay matching: net {self.driver[(inst, port)]} reaches "
+                    f"{inst}.{port} {k} cycle(s) earlier than the PE's other operands and no "
+                    f"route with {k} more pipeline register(s) exists ({exc})") from None
+        st.routes = dict(rr.nets)
+        st.reg_sites = dict(rr.reg_sites)
+        st.forced = {n for r in st.routes.values() for n in r.nodes()
+                     if n in st.forced}
 
-    def _core_port(self, inst: str, port: str, rg: RoutingGraph) -> str:
-        x, y = self._sites[inst]
-        return self.packed.core_port(inst, port, x, y, rg, "in")
-
-    def _pe_fields(self, inst: str, rg: RoutingGraph) -> set[str]:
-        return {f.name for f in rg.tiles[self._sites[inst]].config_fields}
-
-    def sigma_in(self, state: dict[str, Any]) -> dict[Terminal, int]:
-        out = {}
+    # -- register trees ----------------------------------------------------------------
+    def broadcast(self, st: _State) -> None:
+        """Give every net with ``broadcast_fanout`` or more sinks a register at each branch
+        of its route tree that serves at most ``broadcast_leaves`` sinks (module
+        docstring); balancing then equalises what remains."""
+        if self.p.broadcast_fanout <= 0:
+            return
+        used = {n for r in st.routes.values() for n in r.nodes()}
         for net in self.packed.nets:
-            for s in net.sinks:
-                out[s] = state["sigma_out"][net.source] + self.path_regs(
-                    state["routes"][net.name].paths[s])
-        for inst, cp in state["pe_regs"]:
-            for q in self.in_ports[inst]:
-                x, y = self._sites[inst]
-                net = self.net_by_name[self.driver[(inst, q)]]
-                if self.packed.core_port(inst, q, x, y, self.graphs[net.width], "in") == cp:
-                    out[(inst, q)] += 1
-        return out
+            if len(net.sinks) < self.p.broadcast_fanout:
+                continue
+            r = st.routes[net.name]
+            below: dict[str, set[Terminal]] = {}
+            parent: dict[str, str] = {}
+            for t, pth in r.paths.items():
+                for k, n in enumerate(pth):
+                    below.setdefault(n, set()).add(t)
+                    if k:
+                        parent[n] = pth[k - 1]
+            done: set[Terminal] = set()
+            enabled = set()
+            for t, pth in r.paths.items():
+                if t in done:
+                    continue
+                for n in pth:
+                    if (n.startswith("RMUX:") and parent.get(n, "").startswith("SB:")
+                            and _reg_of_rmux(n) not in used
+                            and len(below[n]) <= self.p.broadcast_leaves
+                            and not (below[n] & done)):
+                        enabled.add(_reg_of_rmux(n))
+                        done |= below[n]
+                        break
+            if enabled:
+                st.routes[net.name] = with_regs(r, enabled)
+                used |= enabled
+                st.forced |= enabled
 
 
-def _core_delay(rg: RoutingGraph, xy: tuple[int, int], timing: TimingModel) -> float:
-    t = rg.tiles[xy]
-    cls = t.timing_class or _TAG_CLASS.get(t.tag, "pe")
-    delay = timing.core(cls)
-    if delay is None:
-        raise ConfigError(f"timing model {timing.source} has no core delay for class '{cls}' "
-                          f"(tile {xy}); add it to the 'core' section of the delay table")
-    return delay
+# ---------------------------------------------------------------------------- timing
+def _tile_class(coll: Collateral, xy: tuple[int, int]) -> str:
+    t = coll.tiles[xy]
+    return t.timing_class or _TAG_CLASS.get(t.tag, "pe")
+
+
+def _clock(coll: Collateral, xy: tuple[int, int]) -> float:
+    """Clock arrival offset (ps) of tile ``xy`` (:meth:`canal.timing.TimingModel.clock_offset`)."""
+    return coll.timing.clock_offset(_tile_class(coll, xy), xy[1])
 
 
 def timing_analysis(packed: PackedDesign, placement: Placement, routing: RoutingResult,
                     coll: Collateral, params: PipelineParams | None = None,
                     pe_input_regs: list[tuple[str, str]] | None = None) -> TimingReport:
     """Static timing analysis of a routed design (model in the module docstring) with the
-    collateral's routing-graph edge delays and timing model.
+    delay classes of the collateral's timing model.
 
     Returns the :class:`TimingReport` (critical path in ps). Raises :class:`RoutingError`
-    on a combinational loop."""
+    on a combinational loop and :class:`ConfigError` for a class without a delay."""
     p = params or PipelineParams()
-    graphs, tbl = coll.graphs, coll.timing
+    graphs, tm = coll.graphs, coll.timing
     g = nx.DiGraph()
     start: dict[str, float] = {}
-    end: set[str] = set()
+    end: dict[str, float] = {}            # end point -> clock offset of its tile
     reg_inputs = {(i, cp) for i, cp in (pe_input_regs or [])}
     for name, i in packed.instances.items():
         reg_inputs |= {(name, cp) for cp in i.input_regs}
     pe_out_nodes: dict[str, list[str]] = {}
     pe_in_nodes: dict[str, list[tuple[str, bool]]] = {}
+
+    def tile_of(node: str) -> tuple[int, int]:
+        parts = node.split(":")
+        return int(parts[2]), int(parts[3])
+
     for net in packed.nets:
         r = routing.nets[net.name]
         rg = graphs[net.width]
+        ig = rg.ig
         for pth in r.paths.values():
             for a, b in pairwise(pth):
+                d = tm.edge_delay(ig, a, b)
                 if b.startswith("REG:"):
-                    end.add(b)
-                    g.add_edge(a, b, delay=rg.delay(a, b))
+                    end[b] = _clock(coll, tile_of(b))
+                    g.add_edge(a, b, delay=d)
                 elif a.startswith("REG:"):
-                    start[a] = 0.0
-                    g.add_edge(a + "#Q", b, delay=rg.delay(a, b))
-                    start[a + "#Q"] = 0.0
+                    start[a + "#Q"] = _clock(coll, tile_of(a))
+                    g.add_edge(a + "#Q", b, delay=d)
                 else:
-                    g.add_edge(a, b, delay=rg.delay(a, b))
+                    g.add_edge(a, b, delay=d)
         src_inst, _ = net.source
         si = packed.instances[src_inst]
         root = next(iter(r.paths.values()))[0]
         if si.tag != "r":
             xy = placement.sites[src_inst]
-            if si.tag == "p" and _latency(packed, src_inst, p) == 0:
-                pe_out_nodes.setdefault(src_inst, []).append(root)
+            if si.tag == "p":
+                d = tm.pe_delay(si.config.get("ops", ()))
+                if _latency(packed, src_inst, p) == 0:
+                    pe_out_nodes.setdefault(src_inst, []).append(root)
+                else:
+                    start[root] = d + _clock(coll, xy)
             else:
-                start[root] = _core_delay(rg, xy, tbl)
+                start[root] = tm.core_delay(_tile_class(coll, xy)) + _clock(coll, xy)
         for (inst, port), pth in r.paths.items():
             ti = packed.instances[inst]
             if ti.tag == "r":
                 continue
             node = pth[-1]
+            xy = placement.sites[inst]
             if ti.tag == "p" and _latency(packed, inst, p) == 0:
-                x, y = placement.sites[inst]
-                cp = packed.core_port(inst, port, x, y, rg, "in")
+                cp = packed.core_port(inst, port, xy[0], xy[1], rg, "in")
                 pe_in_nodes.setdefault(inst, []).append((node, (inst, cp) in reg_inputs))
                 if (inst, cp) in reg_inputs:
-                    end.add(node)
+                    end[node] = _clock(coll, xy)
             else:
-                end.add(node)
+                end[node] = _clock(coll, xy)
     for inst, outs in pe_out_nodes.items():
-        rg = next(iter(graphs.values()))
-        d = _core_delay(rg, placement.sites[inst], tbl)
+        xy = placement.sites[inst]
+        d = tm.pe_delay(packed.instances[inst].config.get("ops", ()))
         core = f"CORE:{inst}"
         for o in outs:
             g.add_edge(core, o, delay=d)
@@ -512,7 +647,7 @@ def timing_analysis(packed: PackedDesign, placement: Placement, routing: Routing
         for n in comb:
             g.add_edge(n, core, delay=0.0)
         if len(comb) < len(ins) or not ins:
-            start[core] = 0.0
+            start[core] = _clock(coll, xy)
     for n in start:
         g.add_node(n)
     try:
@@ -536,12 +671,12 @@ def timing_analysis(packed: PackedDesign, placement: Placement, routing: Routing
     ends = [n for n in end if n in arr]
     if not ends:
         return TimingReport(0.0, float("inf"), [])
-    crit = max(ends, key=lambda n: (arr[n], n))
+    crit = max(ends, key=lambda n: (arr[n] - end[n], n))
     path = [crit]
     while prev.get(path[-1]) is not None:
         path.append(prev[path[-1]])
     path.reverse()
-    period = arr[crit]
+    period = arr[crit] - end[crit]
     return TimingReport(period, 1e6 / period if period > 0 else float("inf"),
                         [(n, arr[n]) for n in path])
 
@@ -555,56 +690,116 @@ def _shift_program(prog: dict[str, Any], delta: int, where: str) -> dict[str, An
     return out
 
 
+# ---------------------------------------------------------------------------- the passes
 def pipeline(packed: PackedDesign, placement: Placement, routing: RoutingResult,
              coll: Collateral, params: PipelineParams | None = None) -> PipelineResult:
-    """Branch-delay matching, MEM latency absorption, optional compute pipelining and static
-    timing analysis of a placed and routed design (see the module docstring).
+    """Branch-delay matching, compute pipelining, register insertion to a target period and
+    static timing analysis of a placed and routed design (see the module docstring); every
+    pass leaves the design balanced and legally routed (checked: a violation is an
+    :class:`~cgra.errors.InternalError` naming the pass).
 
     Returns a :class:`PipelineResult`; ``packed`` and ``routing`` are not modified (the
-    result holds updated copies). Raises :class:`RoutingError` when a deficit cannot be
+    result holds updated copies). Raises :class:`BalanceError` when a deficit cannot be
     balanced, :class:`MappingError` on a feedback loop, :class:`ConfigError` on a timing model
-    without a core class or a negative schedule offset.
-    """
+    without a class or a negative schedule offset."""
+    from mapper.checks import check_pipelined
+
     t0 = time.perf_counter()
     p = params or PipelineParams()
-    d = _Design(packed, routing, coll.graphs, p)
-    d._sites = placement.sites
-    forced: set[str] = set()
-    state = d.balance(forced)
+    d = _Design(packed, placement, routing, coll, p)
+    st = _State(dict(routing.nets), dict(routing.reg_sites))
+    reports: list[PassReport] = []
 
-    def make(state: dict[str, Any]) -> tuple[RoutingResult, PackedDesign]:
-        rr = RoutingResult(dict(state["routes"]), dict(routing.reg_sites),
-                           dict(routing.iterations), routing.seconds, dict(routing.wirelength))
-        pk = copy.deepcopy(packed)
-        for inst, fs in state["fields"].items():
-            pk.instances[inst].fields.update(fs)
-        return rr, pk
+    def result() -> PipelineResult:
+        return _result(d, st, routing, time.perf_counter() - t0, reports)
 
-    rr, pk = make(state)
-    timing = timing_analysis(pk, placement, rr, coll, p, state["pe_regs"])
-    steps = 0
-    while p.target_period_ps is not None and timing.period_ps > p.target_period_ps \
-            and steps < p.max_pipeline_steps:
-        steps += 1
-        names = [n for n, _ in timing.path]
-        cands = [(abs(a - timing.period_ps / 2), n) for (n, a), prv in
-                 zip(timing.path[1:], names[:-1], strict=True)
-                 if n.startswith("RMUX:") and prv.startswith("SB:") and n not in forced]
-        if not cands:
-            break
-        forced.add(min(cands)[1])
-        state = d.balance(forced)
-        rr, pk = make(state)
-        timing = timing_analysis(pk, placement, rr, coll, p, state["pe_regs"])
-    sig = d.sigma_in(state)
-    # check: every PE sees its operands in the same cycle
-    for inst, pi in pk.instances.items():
-        if pi.tag == "p":
-            vals = {sig[(inst, q)] for q in d.in_ports[inst]}
-            if len(vals) > 1:
-                raise RoutingError(f"branch-delay matching failed at PE {inst}: operands arrive "
-                                   f"with extra latencies {sorted(vals)}")
-    # shift memory and output schedules
+    def report(name: str, t_start: float, res: PipelineResult) -> None:
+        check_pipelined(name, res, coll)
+        regs = len(res.enabled_regs) + len(res.forced_regs) + len(res.pe_input_regs)
+        reports.append(PassReport(name, res.timing.period_ps, res.timing.fmax_mhz, regs,
+                                  max(res.output_latency.values(), default=0), st.reroutes,
+                                  time.perf_counter() - t_start))
+
+    t = time.perf_counter()
+    d.broadcast(st)
+    d.balance(st)
+    res = result()
+    report("balance", t, res)
+    if p.register_pe_inputs:
+        t = time.perf_counter()
+        for inst, pi in packed.instances.items():
+            if pi.tag != "p":
+                continue
+            for q in d.in_ports[inst]:
+                if d.pe_reg_free(inst, q, st):
+                    st.pe_regs.add((inst, d.core_port[(inst, q)]))
+        d.balance(st)
+        res = result()
+        report("compute pipelining", t, res)
+    if p.target_period_ps is not None:
+        t = time.perf_counter()
+        steps = 0
+        rejected: set[str] = set()
+        while res.timing.period_ps > p.target_period_ps and steps < p.max_pipeline_steps:
+            steps += 1
+            site = _insertion_site(res, st, rejected)
+            if site is None:
+                break
+            net, reg = site
+            saved = st.snapshot()
+            st.routes[net] = with_regs(st.routes[net], {reg})
+            st.forced.add(reg)
+            try:
+                d.balance(st)
+            except BalanceError:
+                st.restore(saved)          # this register cannot be balanced: try another
+                rejected.add(reg)
+                continue
+            res = result()
+        report("register insertion", t, res)
+    res.passes = list(reports)
+    return res
+
+
+def _insertion_site(res: PipelineResult, st: _State, rejected: set[str]
+                    ) -> tuple[str, str] | None:
+    """(net, REG id) of the bypassed register site on the critical path whose arrival is
+    closest to half the path delay (sites in ``rejected`` excluded), or ``None``."""
+    timing = res.timing
+    used = {n for r in st.routes.values() for n in r.nodes()}
+    net_of: dict[str, str] = {}
+    for name, r in st.routes.items():
+        for n in r.nodes():
+            net_of.setdefault(n, name)
+    names = [n for n, _ in timing.path]
+    cands = []
+    for (n, a), prv in zip(timing.path[1:], names[:-1], strict=True):
+        if n.startswith("RMUX:") and prv.startswith("SB:") and _reg_of_rmux(n) not in used \
+                and n in net_of and _reg_of_rmux(n) not in rejected:
+            cands.append((abs(a - timing.period_ps / 2), n))
+    if not cands:
+        return None
+    n = min(cands)[1]
+    return net_of[n], _reg_of_rmux(n)
+
+
+def _result(d: _Design, st: _State, routing: RoutingResult, seconds: float,
+            reports: list[PassReport]) -> PipelineResult:
+    """The :class:`PipelineResult` of the current state: shifted schedules, fields, STA."""
+    packed = d.packed
+    rr = RoutingResult(dict(st.routes), dict(st.reg_sites), dict(routing.iterations),
+                       routing.seconds, dict(routing.wirelength))
+    pk = copy.deepcopy(packed)
+    for inst, cp in st.pe_regs:
+        pi = pk.instances[inst]
+        mode = input_register(d.coll.pe, pi.config, cp)
+        if mode is not None:
+            set_input_register(d.coll.pe, pi.config, *mode)
+        else:
+            pi.fields[d.p.input_reg_field.format(port=cp)] = 1
+    pe_regs = sorted(st.pe_regs)
+    timing = timing_analysis(pk, d.placement, rr, d.coll, d.p, pe_regs)
+    sig, _, _ = d.arrivals(st)
     out_lat: dict[str, int] = {}
     for inst, pi in pk.instances.items():
         if pi.tag == "m" and "ports" in pi.config:
@@ -616,7 +811,7 @@ def pipeline(packed: PackedDesign, placement: Placement, routing: RoutingResult,
                     src = d.mem_group[inst].get(port)
                     base = sig.get((inst, src), 0) if src else \
                         max((sig.get((inst, q), 0) for q in d.in_ports[inst]), default=0)
-                    delta = base + state["absorbed"].get((inst, port), 0)
+                    delta = base + st.absorbed.get((inst, port), 0)
                 if delta:
                     ports[port] = _shift_program(prog, delta, f"MEM {inst} port {port}")
             pi.config["ports"] = ports
@@ -630,12 +825,15 @@ def pipeline(packed: PackedDesign, placement: Placement, routing: RoutingResult,
             if "program" in pi.config and lat:
                 pi.config["program"] = _shift_program(pi.config["program"], lat,
                                                       f"IO {inst} output program")
-    forced_regs = {_reg_of_rmux(n) for n in forced}
-    enabled = sorted({n for r in rr.nets.values() for pth in r.paths.values()
-                      for n in pth[1:-1] if n.startswith("REG:")} - forced_regs)
-    return PipelineResult(rr, pk, sig, enabled, sorted(forced_regs),
-                          dict(state["absorbed"]), list(state["pe_regs"]), out_lat, timing,
-                          time.perf_counter() - t0)
+    netlist_sites = set(st.reg_sites.values())
+    all_regs = {n for r in rr.nets.values() for pth in r.paths.values()
+                for n in pth[1:-1] if n.startswith("REG:")}
+    mandatory = {n for n in all_regs if len(d.coll.graphs[int(n.split(":")[1])].ig.fanin[
+        _rmux_of_reg(n)]) == 1}
+    forced = sorted(st.forced & all_regs)
+    enabled = sorted(all_regs - set(forced) - netlist_sites - mandatory)
+    return PipelineResult(rr, pk, sig, enabled, forced, dict(st.absorbed), pe_regs, out_lat,
+                          timing, seconds, list(reports))
 
 
 def check_balanced(result: PipelineResult) -> None:
@@ -647,3 +845,8 @@ def check_balanced(result: PipelineResult) -> None:
     for inst, vals in by_inst.items():
         if len(vals) > 1:
             raise RoutingError(f"PE {inst}: operands arrive with extra latencies {sorted(vals)}")
+
+
+__all__ = ["BalanceError", "PassReport", "PipelineParams", "PipelineResult",
+           "TimingReport", "check_balanced", "path_regs", "pipeline", "timing_analysis",
+           "with_regs"]

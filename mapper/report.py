@@ -4,7 +4,9 @@
 available per tile type, placement, wirelength (track segments), HPWL, routing iterations,
 registers (netlist, balancing, compute pipelining, PE input), static timing (critical path,
 ps), per output stream the extra latency added by pipelining and its first valid cycle (the
-shifted output schedule offset, when the netlist gives one), and seconds per stage.
+shifted output schedule offset, when the netlist gives one), seconds per stage, the Fmax,
+registers and latency after each pipelining pass (``passes``) and the placements that failed
+before the one kept (``placement_attempts``: seed, stage, error).
 :func:`draw` writes a PNG (matplotlib, Agg backend): tiles coloured by type, instance names,
 every routed net as a polyline through its switch-box tracks (16-bit solid, 1-bit dashed),
 enabled pipeline registers as red squares. The stages themselves are driven by
@@ -64,6 +66,8 @@ def report(flow: FlowResult, coll: Collateral) -> dict[str, Any]:
                     for inst, lat in pr.output_latency.items()},
         "bitstream_words": len(flow.bitstream.entries) if flow.bitstream else None,
         "stage_seconds": {k: round(v, 4) for k, v in flow.seconds.items()},
+        "passes": [r.to_dict() for r in pr.passes],
+        "placement_attempts": list(flow.attempts),
     }
 
 
@@ -98,8 +102,11 @@ def _node_xy(rg: RoutingGraph, nid: str, tracks: int) -> tuple[float, float]:
 
 
 def draw(flow: FlowResult, coll: Collateral, path: str | Path,
-         title: str | None = None) -> Path:
-    """Write a PNG of the placed and routed design to ``path`` (see the module docstring)."""
+         title: str | None = None, critical: bool = False) -> Path:
+    """Write a PNG of the placed and routed design to ``path`` (see the module docstring);
+    with ``critical`` the nets are drawn faint and the critical path of the static timing
+    analysis is drawn on top (thick black, its start and end points marked, arrival times in
+    ps at its switch-box hops): the ``timing.png`` of a run."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -125,23 +132,41 @@ def draw(flow: FlowResult, coll: Collateral, path: str | Path,
     for k, r in enumerate(routing.nets.values()):
         rg = graphs[r.width]
         tracks = int(rg.params.get("tracks", 5))
-        colour = cmap(k % 20)
+        colour = "#bbbbbb" if critical else cmap(k % 20)
         for a, b in r.edges():
             (x0, y0), (x1, y1) = _node_xy(rg, a, tracks), _node_xy(rg, b, tracks)
-            ax.plot([x0, x1], [y0, y1], color=colour, linewidth=0.9,
+            ax.plot([x0, x1], [y0, y1], color=colour, linewidth=0.6 if critical else 0.9,
                     linestyle="-" if r.width > 1 else "--")
         for n in r.nodes():
             if n.startswith("REG:"):
                 x0, y0 = _node_xy(rg, n, tracks)
                 ax.plot([x0], [y0], marker="s", markersize=3, color="red")
+    pr = flow.pipelined
+    if critical and pr.timing.path:
+        pts = []
+        for n, arrival in pr.timing.path:
+            parts = n.split(":")
+            if len(parts) > 2 and parts[1].isdigit() and int(parts[1]) in graphs \
+                    and n.split("#")[0] in graphs[int(parts[1])].index:
+                rg = graphs[int(parts[1])]
+                pts.append((_node_xy(rg, n.split("#")[0], int(rg.params.get("tracks", 5))),
+                            arrival, n))
+        if pts:
+            xs, ys = [p[0][0] for p in pts], [p[0][1] for p in pts]
+            ax.plot(xs, ys, color="black", linewidth=2.2)
+            ax.plot([xs[0]], [ys[0]], marker="o", markersize=7, color="green")
+            ax.plot([xs[-1]], [ys[-1]], marker="X", markersize=8, color="black")
+            for (xy, arrival, n) in pts:
+                if n.startswith("SB:") and n.endswith(":OUT"):
+                    ax.text(xy[0], xy[1], f"{arrival:.0f}", fontsize=5, color="black")
     ax.set_xlim(-0.6, cols - 0.4)
     ax.set_ylim(rows - 0.4, -0.6)
     ax.set_aspect("equal")
     ax.set_xticks(range(cols))
     ax.set_yticks(range(rows))
-    pr = flow.pipelined
     ax.set_title(title or f"{flow.packed.name}: {flow.routing.total_wirelength()} segments, "
-                 f"critical path {pr.timing.period_ps:.0f} ps", fontsize=9)
+                 f"critical path {pr.timing.period_ps:.0f} ps "
+                 f"({pr.timing.fmax_mhz:.0f} MHz)", fontsize=9)
     out = Path(path)
     fig.savefig(out)
     plt.close(fig)

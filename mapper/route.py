@@ -154,11 +154,13 @@ def as_graphs(graphs: Iterable[InterconnectGraph | RoutingGraph]) -> dict[int, R
 
 @dataclass
 class RouterParams:
-    """PathFinder parameters: ``max_iterations`` (rip-up-and-re-route rounds), ``pres_fac``
+    """PathFinder parameters: ``max_iterations`` (rip-up-and-re-route rounds),
+    ``max_exact_states`` (search states a latency-constrained branch may expand), ``pres_fac``
     (initial present-congestion factor), ``pres_mult`` (its growth per iteration),
     ``hist_fac`` (history increment per unit of overuse), ``base_cost`` (per node)."""
 
     max_iterations: int = 40
+    max_exact_states: int = 600_000
     pres_fac: float = 0.5
     pres_mult: float = 1.6
     hist_fac: float = 1.0
@@ -178,6 +180,12 @@ class RouteNet:
     sinks: list[tuple[Terminal, list[str]]]
     reg_source: str | None = None
     reg_sinks: dict[Terminal, str] = field(default_factory=dict)
+    #: sink -> exact number of pipeline registers (REG nodes strictly inside) its path must
+    #: hold (latency-constrained routing; absent = any)
+    regs: dict[Terminal, int] = field(default_factory=dict)
+    #: sink -> a previous path (node ids) to keep when the net is first routed (it must
+    #: start at ``source``; the tree grows from the kept paths)
+    keep: dict[Terminal, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -288,6 +296,62 @@ class PathFinder:
                     heapq.heappush(heap, (ng + hop * (abs(x - tx) + abs(y - ty)), ng, v))
         return None
 
+    def _search_exact(self, starts: dict[int, int], targets: set[int], want: int, tx: int,
+                      ty: int, blocked: set[int] = frozenset()) -> list[int] | None:
+        """A* over (node, registers so far) states from ``starts`` (node -> registers on
+        its path from the root) to a target reached with exactly ``want`` registers; a
+        ``REG`` node counts one when the path passes through it (a bypassable register is
+        enabled by routing through it); ``blocked`` nodes (the net's own tree) are not
+        entered. Returns the node path from a start to the target, or ``None`` when no such
+        path exists."""
+        xy, succ, kind = self.rg.xy, self.rg.succ, self.rg.kind
+        hop = self.hop
+        per_reg = 3.0 * self.p.base_cost
+        best: dict[tuple[int, int], float] = {}
+        prev: dict[tuple[int, int], tuple[int, int] | None] = {}
+        heap: list[tuple[float, float, int, int]] = []
+        for s_node, c in starts.items():
+            if c > want:
+                continue
+            best[(s_node, c)] = 0.0
+            prev[(s_node, c)] = None
+            x, y = xy[s_node]
+            heapq.heappush(heap, (max(hop * (abs(x - tx) + abs(y - ty)), per_reg * (want - c)),
+                                  0.0, s_node, c))
+        expanded = 0
+        while heap:
+            _f, gc, u, c = heapq.heappop(heap)
+            if gc > best.get((u, c), float("inf")):
+                continue
+            expanded += 1
+            if expanded > self.p.max_exact_states:
+                return None         # bounded: an exhaustive search of a big graph is slow
+            if u in targets:
+                if c != want:
+                    continue
+                path, st = [], (u, c)
+                while st is not None:
+                    path.append(st[0])
+                    st = prev[st]
+                return path[::-1]
+            for v in succ[u]:
+                kv = kind[v]
+                if (kv == "PORT" and v not in targets) or v in blocked:
+                    continue
+                nc = c + 1 if kv == "REG" and v not in targets else c
+                if nc > want:
+                    continue
+                ng = gc + self._cost(v)
+                if ng < best.get((v, nc), float("inf")):
+                    best[(v, nc)] = ng
+                    prev[(v, nc)] = (u, c)
+                    x, y = xy[v]
+                    # every register still missing costs at least its REG, RMUX and the SB_IN
+                    # after it (each node >= base cost), so the bound stays admissible
+                    heapq.heappush(heap, (ng + max(hop * (abs(x - tx) + abs(y - ty)),
+                                                   per_reg * (want - nc)), ng, v, nc))
+        return None
+
     def _ripup(self, net: str, nodes: Iterable[int]) -> None:
         for i in nodes:
             if net in self.users[i]:
@@ -300,39 +364,71 @@ class PathFinder:
                 self.users[i].add(net)
                 self.occ[i] += 1
 
-    def route_net(self, net: RouteNet, old: list[int]) -> tuple[dict[Terminal, list[int]],
-                                                              list[int]]:
+    def route_net(self, net: RouteNet, old: list[int], use_keep: bool = False
+                  ) -> tuple[dict[Terminal, list[int]], list[int]]:
         """Rip up ``old`` (node indices) and route ``net``; returns (sink -> path indices,
-        tree node indices). Raises :class:`RoutingError` when a sink is unreachable."""
+        tree node indices). A sink with a register requirement (``net.regs``) is reached by a
+        branch that makes its whole path hold exactly that many registers. Raises
+        :class:`RoutingError` when a sink is unreachable (or not with its register count)."""
         self._ripup(net.name, old)
-        idx = self.rg.index
+        idx, kind = self.rg.index, self.rg.kind
         src = idx[net.source]
         tree: list[int] = [src]
         in_tree = {src}
         branchable = [src]
         parent: dict[int, int] = {src: -1}
+        regs: dict[int, int] = {src: 0}       # registers on the path root -> node
         paths: dict[Terminal, list[int]] = {}
         sx, sy = self.rg.xy[src]
-        order = sorted(net.sinks, key=lambda s: (abs(self.rg.xy[idx[s[1][0]]][0] - sx)
+        kept = {t: [idx[n] for n in pth] for t, pth in net.keep.items()
+                if use_keep and pth and pth[0] == net.source and all(n in idx for n in pth)}
+        if any(parent.setdefault(b, a) != a for p in kept.values() for a, b in pairwise(p)):
+            kept, parent = {}, {src: -1}    # not a tree: route every sink afresh
+        for term, p in kept.items():
+            for v in p[1:]:
+                if v not in in_tree:
+                    in_tree.add(v)
+                    tree.append(v)
+                    regs[v] = regs[parent[v]] + (1 if kind[v] == "REG" else 0)
+                    if kind[v] not in ("REG", "PORT"):
+                        branchable.append(v)
+            paths[term] = p
+        self._claim(net.name, tree)
+        # sinks with a register requirement after the free ones, fewest registers first:
+        # a shared prefix carries the smallest count of the sinks below it, and a sink that
+        # needs more adds registers on its own branch
+        order = sorted(net.sinks, key=lambda s: (s[0] in net.regs, net.regs.get(s[0], 0),
+                                                  abs(self.rg.xy[idx[s[1][0]]][0] - sx)
                                                   + abs(self.rg.xy[idx[s[1][0]]][1] - sy)))
         for term, cands in order:
+            if term in kept:
+                continue
             targets = {idx[c] for c in cands} - in_tree
             tx, ty = self.rg.xy[idx[cands[0]]]
-            p = self._search(branchable, targets, tx, ty) if targets else None
+            want = net.regs.get(term)
+            if not targets:
+                p = None
+            elif want is None:
+                p = self._search(branchable, targets, tx, ty)
+            else:
+                p = self._search_exact({v: regs[v] for v in branchable}, targets, want, tx, ty,
+                                       in_tree)
             if p is None:
                 what = cands[0] if len(cands) == 1 else \
                     f"{len(cands)} register sites in tile ({tx}, {ty})"
+                how = "" if want is None else f" with exactly {want} pipeline register(s)"
                 raise RoutingError(
                     f"net {net.name}: sink {term[0]}.{term[1]} ({what}) is unreachable from "
-                    f"{net.source} in the {self.rg.width}-bit routing graph {self.rg.source}; "
-                    f"check the core port connections of tile ({tx}, {ty})")
+                    f"{net.source}{how} in the {self.rg.width}-bit routing graph "
+                    f"{self.rg.source}; check the core port connections of tile ({tx}, {ty})")
             for a, b in pairwise(p):
                 parent.setdefault(b, a)
             for v in p:
                 if v not in in_tree:
                     in_tree.add(v)
                     tree.append(v)
-                    if self.rg.kind[v] not in ("REG", "PORT"):
+                    regs[v] = regs[parent[v]] + (1 if kind[v] == "REG" else 0)
+                    if kind[v] not in ("REG", "PORT"):
                         branchable.append(v)
             self._claim(net.name, p)  # claim as we go so later sinks of this net see it free
             # full path from the source through parents
@@ -390,7 +486,13 @@ def route_width(graph: RoutingGraph, nets: list[RouteNet], reg_feeds: dict[str, 
                     net.source = site
                     redo.add(name)
             if it == 1 or name in redo or any(i in over for i in trees[name]):
-                res, tree = pf.route_net(net, trees[name])
+                if it > 1 and net.regs and name not in redo:
+                    # latency-constrained nets keep the branches that are not congested:
+                    # re-routing a whole net from scratch may not find its register counts
+                    net.keep = {t: [graph.ids[i] for i in pth] for t, pth in paths[name].items()
+                                if not any(i in over for i in pth)}
+                res, tree = pf.route_net(net, trees[name],
+                                         use_keep=(it == 1 or bool(net.regs)) and name not in redo)
                 # the REG that roots a register output net belongs to the feeding net
                 if net.reg_source is not None:
                     root = idx[net.source]
@@ -424,13 +526,25 @@ def route_width(graph: RoutingGraph, nets: list[RouteNet], reg_feeds: dict[str, 
 # --------------------------------------------------------------------------- design level
 
 def route_design(packed, placement, coll: Collateral,
-                 params: RouterParams | None = None) -> RoutingResult:
+                 params: RouterParams | None = None,
+                 pinned: dict[str, dict[Terminal, int]] | None = None,
+                 pinned_sites: dict[str, str] | None = None,
+                 movable: set[str] | frozenset[str] = frozenset(),
+                 keep: dict[str, dict[Terminal, list[str]]] | None = None) -> RoutingResult:
     """Route every net of a packed, placed design.
 
     ``packed``: :class:`mapper.pack.PackedDesign`; ``placement``:
     :class:`mapper.place.Placement`; ``coll``: the design's collateral. Each net is
-    routed on the graph of its width. Raises :class:`RoutingError` (congestion, unreachable
-    sink, missing graph) and :class:`PlacementError` (an instance without a site).
+    routed on the graph of its width. ``pinned`` (latency-constrained routing): net -> sink ->
+    the exact number of pipeline registers its path must hold (the pipelining pass pins
+    every sink's latency this way and asks for more where a branch must be delayed);
+    ``pinned_sites``: netlist register -> the REG node it must keep; a register of
+    ``movable`` may only take a register site of its tile from which every pinned sink of its
+    output net is reachable with its register count (checked without congestion); ``keep``:
+    net -> sink -> a previous path the first PathFinder iteration keeps (re-routing only
+    what must change).
+    Raises :class:`RoutingError` (congestion, unreachable sink or register count, missing
+    graph) and :class:`PlacementError` (an instance without a site).
     """
     t0 = time.perf_counter()
     graphs = coll.graphs
@@ -445,6 +559,29 @@ def route_design(packed, placement, coll: Collateral,
             raise RoutingError(f"netlist ports {prev[1][0]}.{prev[1][1]} (net {prev[0]}) and "
                                f"{term[0]}.{term[1]} (net {net}) both map to core port {node}; "
                                f"name the ports like the core's or give PackParams.port_map")
+
+    out_net = {n.source[0]: n for n in packed.nets if n.source[0] in movable}
+
+    def feasible_sites(reg: str, sites: list[str], rg: RoutingGraph) -> list[str]:
+        """The sites of ``reg`` from which its output net's pinned sinks are reachable with
+        their register counts (all of them when none is)."""
+        want = (pinned or {}).get(out_net[reg].name) if reg in out_net else None
+        if not want:
+            return sites
+        pf = PathFinder(rg)
+        checks = []
+        for (inst, port), w in want.items():
+            x, y = _site(placement, inst)
+            if packed.instances[inst].tag == "r":
+                node = (pinned_sites or {}).get(inst)
+                if node is None:
+                    continue
+            else:
+                node = rg.port_node(x, y, packed.core_port(inst, port, x, y, rg, "in"))
+            checks.append((rg.index[node], w, x, y))
+        ok = [s for s in sites if all(pf._search_exact({rg.index[s]: 0}, {t}, w, x, y)
+                                      is not None for t, w, x, y in checks)]
+        return ok or sites
 
     for net in packed.nets:
         if net.width not in graphs:
@@ -466,6 +603,10 @@ def route_design(packed, placement, coll: Collateral,
             x, y = _site(placement, inst)
             if packed.instances[inst].tag == "r":
                 regs = rg.regs_by_tile.get((x, y), [])
+                if pinned_sites and inst in pinned_sites:
+                    regs = [pinned_sites[inst]]
+                elif inst in movable:
+                    regs = feasible_sites(inst, regs, rg)
                 if not regs:
                     raise RoutingError(f"register {inst} is placed in tile ({x}, {y}) which has "
                                        f"no {rg.width}-bit pipeline-register sites")
@@ -477,7 +618,9 @@ def route_design(packed, placement, coll: Collateral,
                 claim_port(pn, (inst, port), net.name)
                 sinks.append(((inst, port), [pn]))
         per_width.setdefault(net.width, []).append(
-            RouteNet(net.name, source, sinks, rs, reg_sinks))
+            RouteNet(net.name, source, sinks, rs, reg_sinks,
+                     dict((pinned or {}).get(net.name, {})),
+                     dict((keep or {}).get(net.name, {}))))
         meta[net.name] = (net.width, net.source)
     result_nets: dict[str, NetRoute] = {}
     reg_sites: dict[str, str] = {}

@@ -36,7 +36,7 @@ from canal.collateral import node_line
 from cgra.errors import CollateralError
 from garnet.collateral import file_sha256
 from mapper.pack import PackedDesign, PackedInstance, PackedNet
-from mapper.pipeline import PipelineResult, TimingReport
+from mapper.pipeline import PassReport, PipelineResult, TimingReport
 from mapper.place import Placement
 from mapper.route import NetRoute, RoutingResult
 
@@ -253,7 +253,10 @@ def pipelined_to_json(pr: PipelineResult) -> dict[str, Any]:
             "output_latency": pr.output_latency,
             "timing": {"period_ps": pr.timing.period_ps, "fmax_mhz": pr.timing.fmax_mhz,
                        "path": [[n, a] for n, a in pr.timing.path]},
-            "seconds": pr.seconds}
+            "seconds": pr.seconds,
+            "passes": [{"name": r.name, "period_ps": r.period_ps, "fmax_mhz": r.fmax_mhz,
+                        "registers": r.registers, "latency": r.latency,
+                        "reroutes": r.reroutes, "seconds": r.seconds} for r in pr.passes]}
 
 
 def pipelined_from_json(d: dict[str, Any], where: str) -> PipelineResult:
@@ -268,7 +271,10 @@ def pipelined_from_json(d: dict[str, Any], where: str) -> PipelineResult:
             {str(k): int(v) for k, v in d["output_latency"].items()},
             TimingReport(float(t["period_ps"]), float(t["fmax_mhz"]),
                          [(str(n), float(a)) for n, a in t["path"]]),
-            float(d["seconds"]))
+            float(d["seconds"]),
+            [PassReport(str(r["name"]), float(r["period_ps"]), float(r["fmax_mhz"]),
+                        int(r["registers"]), int(r["latency"]), int(r["reroutes"]),
+                        float(r["seconds"])) for r in d["passes"]])
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CollateralError(f"{where}: malformed pipelined design ({type(exc).__name__}: "
                               f"{exc}); run `cgra pipeline` again") from None

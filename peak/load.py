@@ -180,7 +180,12 @@ def load_spec(ref: str, where: str | None = None, base: str | Path | None = None
 
 def spec_ref(spec: type) -> str:
     """A reference :func:`load_spec` resolves back to ``spec`` in another process:
-    ``module:Qualname``, or ``/abs/path/file.py:Qualname`` for a spec loaded from a file."""
+    ``module:Qualname``, or ``/abs/path/file.py:Qualname`` for a spec loaded from a file,
+    or the spec's own ``peak_ref`` attribute when its class sets one (a class made by a
+    factory, e.g. ``peak.examples.cgra_pe:make_pe(32)``)."""
+    ref = vars(spec).get("peak_ref")
+    if isinstance(ref, str):
+        return ref
     mod = sys.modules.get(spec.__module__)
     if spec.__module__.startswith("_peak_spec_") and getattr(mod, "__file__", None):
         return f"{mod.__file__}:{spec.__qualname__}"

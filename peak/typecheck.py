@@ -129,7 +129,18 @@ def _check_int(v: Any, other: Any, text: str, where: str) -> None:
 
 
 # ----------------------------------------------------------------------------- helpers
+#: Python operators with no hardware lowering in any interpretation of a spec (RTL, SMT)
+_NO_HARDWARE = {"//": "x >> k divides by 2**k (bvlshr/bvashr for signed)",
+                "/": "x >> k divides by 2**k (bvlshr/bvashr for signed)",
+                "%": "x & (2**k - 1) is x modulo 2**k",
+                "**": "x << k multiplies by 2**k; compute constant powers in Python"}
+
+
 def _binop(sym: str, a: Any, b: Any, ta: str, tb: str) -> Any:
+    if sym in _NO_HARDWARE and not (_is_int(a) and _is_int(b)):
+        raise _TypeMismatch(f"`{sym}` on hardware values has no RTL lowering in the "
+                            f"PE DSL (no divider/modulo/power unit); "
+                            f"{_NO_HARDWARE[sym]}")
     if _is_int(a) and not _is_int(b):
         _check_int(a, b, ta, f"operand of `{sym}`")
     elif _is_int(b) and not _is_int(a):
@@ -295,8 +306,13 @@ def typecheck(nf: NormalForm) -> None:
     state = tuple(SMT.map_type(leaf.T)() for leaf in nf.state)
     try:
         fn(state, view, *inputs)
-    except SpecError:
-        raise
+    except SpecError as e:
+        if e.file is not None:
+            raise
+        # raised by the instruction view (unknown field, enum compared with an int):
+        # located at the spec line that used it
+        raise SpecError(f"{nf.spec.__name__}.__call__: {e}", nf.file, _spec_line(e, nf),
+                        "types") from None
     except Exception as e:  # noqa: BLE001 - every failure is the spec's, reported at its line
         line = _spec_line(e, nf)
         if isinstance(e, _TypeMismatch):

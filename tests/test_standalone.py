@@ -8,7 +8,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 #: strings that name places outside a user's clone (built so this file does not match itself)
-OUTSIDE = ("/" + "work" + "/", ".." + "/shared", "shared" + "/timing", "shared" + "/apps")
+OUTSIDE = ("/" + "work" + "/", ".." + "/shared", "shared" + "/timing", "shared" + "/apps",
+           '] / "' + 'shared"', "] / '" + "shared'")
 
 
 def test_sources_do_not_read_outside_the_repository():

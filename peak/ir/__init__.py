@@ -47,6 +47,20 @@ constant into the PE (for a commutative op only ``[in1=const]`` exists: the mapp
 assumed ``< width`` (the mapper folds a larger amount itself: ``lshr``/``shl`` give the
 constant 0 and ``ashr`` equals ``ashr`` by ``width - 1``).
 
+Multi-op patterns have constant-operand variants too (:data:`PATTERN_CONST_VARIANTS`):
+``pattern.muladd[in1=const]`` (``in0 * k + in2``, e.g. a weighted sum with constant
+weights), ``pattern.muladd[in2=const]``, ``pattern.muladd[in1=const,in2=const]``
+(``x * k1 + k2``), ``pattern.add3[in1=const]`` / ``[in2=const]`` (``a + b + k``), and the
+add-then-shift patterns with a constant shift amount, with or without a constant addend
+(``(x + k1) >> k2``, a rounding shift; amount precondition ``< width`` as for the
+primitives). A PE with a three-input ALU folds the
+constant into the instruction instead of spending a PE on it. Variants symmetric under a
+commutative op are listed once (``muladd[in0=const]`` = ``muladd[in1=const]`` with the
+multiplication's operands swapped: the mapper matches commutative ops both ways);
+``add3[in1=const,in2=const]`` is not a target (the mapper folds ``(x + k1) + k2`` to
+``x + (k1 + k2)``), nor are the select patterns' (with a constant they are ``smin`` /
+``smax`` / ``umin`` / ``umax`` with a constant, which are targets).
+
 Decompositions (multi-PE rules, cost = PE count) are listed in :data:`DECOMPOSITIONS`.
 """
 from __future__ import annotations
@@ -90,12 +104,27 @@ DECOMPOSITIONS: dict[str, dict[str, Any]] = {
 
 _SHIFTS = ("coreir.lshr", "coreir.ashr", "coreir.shl")
 
-#: Commutative binary ops: only their ``[in1=const]`` variant is a target (the mapper
-#: swaps the operands of ``op(const, x)``).
+#: Commutative binary ops (the one table: rule targets, the mapper's canonical operand
+#: order and its pattern matcher all read it): only their ``[in1=const]`` variant is a
+#: target (the mapper swaps the operands of ``op(const, x)``). ``smax(a, b) = a if a >=s b
+#: else b`` is commutative as a function (on equality both operands are equal).
 COMMUTATIVE: frozenset[str] = frozenset({
     "coreir.add", "coreir.mul", "coreir.and", "coreir.or", "coreir.xor", "coreir.eq",
     "coreir.neq", "commonlib.smax", "commonlib.smin", "commonlib.umax", "commonlib.umin",
-    "commonlib.mult_middle"})
+    "commonlib.mult_middle", "corebit.and", "corebit.or", "corebit.xor"})
+
+#: Constant-operand variants of the multi-op patterns (module docstring): pattern ->
+#: tuples of the data inputs fed by constants.
+PATTERN_CONST_VARIANTS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "pattern.muladd": (("in1",), ("in2",), ("in1", "in2")),
+    "pattern.add3": (("in1",), ("in2",)),
+    "pattern.add_lshr": (("in2",), ("in1", "in2")),
+    "pattern.add_ashr": (("in2",), ("in1", "in2")),
+}
+
+#: The input of a pattern that is a shift amount (a constant one gets the ``< width``
+#: precondition, as the shift primitives' ``in1``).
+_PATTERN_SHIFT_AMOUNT = {"pattern.add_lshr": "in2", "pattern.add_ashr": "in2"}
 
 
 @dataclass(frozen=True)
@@ -235,7 +264,8 @@ def targets(width: int, patterns: bool = True, const_variants: bool = True) -> l
     strict non-empty subset of its data inputs fed by constants (``coreir.mux`` also with
     both data inputs constant, since ``sel`` stays a variable; a :data:`COMMUTATIVE` op
     only with ``in1`` constant; none for an op with a :data:`DECOMPOSITIONS` entry, whose
-    constant operands the mapper folds into the parts)."""
+    constant operands the mapper folds into the parts), then (``patterns`` and
+    ``const_variants``) the pattern variants of :data:`PATTERN_CONST_VARIANTS`."""
     out: list[Target] = []
     names = PRIMITIVES + (PATTERNS if patterns else ())
     for name in names:
@@ -259,6 +289,12 @@ def targets(width: int, patterns: bool = True, const_variants: bool = True) -> l
                 pre: tuple[Precondition, ...] = ()
                 if name in _SHIFTS and "in1" in s:
                     pre = (Precondition("in1", "ult", width),)
+                out.append(Target(name, s, pre))
+    if const_variants and patterns:
+        for name, subsets_ in PATTERN_CONST_VARIANTS.items():
+            amount = _PATTERN_SHIFT_AMOUNT.get(name)
+            for s in subsets_:
+                pre = (Precondition(amount, "ult", width),) if amount in s else ()
                 out.append(Target(name, s, pre))
     return out
 
@@ -363,5 +399,5 @@ def library_hash() -> str:
 
 
 __all__ = ["IROp", "Port", "Target", "Precondition", "PRIMITIVES", "PATTERNS",
-           "DECOMPOSITIONS", "COMMUTATIVE", "ir_op", "targets", "target_from_key", "target_dag",
+           "DECOMPOSITIONS", "COMMUTATIVE", "PATTERN_CONST_VARIANTS", "ir_op", "targets", "target_from_key", "target_dag",
            "reference", "library_hash"]

@@ -57,17 +57,39 @@ Table file ``<out>/<PE>.rules.json``, schema ``"peak-rule-table"``, version
 
 ``status`` is ``found`` (``rule`` is the rule file, relative to the table's directory),
 ``none`` (the PE cannot implement the target) or ``timeout`` (z3 gave up; not a proof).
+Next to the table, ``<PE>.timing.json`` records per target the time, method and action of
+the run that produced it (not part of the format the mapper reads).
+
+The shared rules directory (``cgra rules --out DIR``, default ``build/rules``) is a
+content-addressed cache plus one readable *view* per PE class name::
+
+    DIR/cache/<spec_hash[:16]>-<variant>/<PE>.rules.json    one cache entry per (PE spec
+    DIR/cache/<spec_hash[:16]>-<variant>/<PE>/<target>.json  hash, IR library hash, width,
+    DIR/cache/<spec_hash[:16]>-<variant>/<PE>.timing.json    binding policy): never shared
+                                                             by two specs
+    DIR/<PE>.rules.json, DIR/<PE>/<target>.json, DIR/<PE>.timing.json
+                                 the view: a copy of the entry of the last completed run
+                                 for a PE class named <PE> (what ``read_table(DIR)`` reads)
+
+``<variant>`` is ``sha256(json [ir_hash, width, policy])[:8]`` (:func:`entry_name`). Every
+file is written through a temporary sibling and ``os.replace``; writers hold an ``fcntl``
+lock on the entry directory (:func:`locked`) and, for the view, on ``DIR``. Rule files are
+written before the table that names them, so a reader never sees a table naming a missing
+rule file.
 
 Errors: every reader raises :class:`cgra.errors.CollateralError` naming the file and the
 problem, with ``cgra rules`` / ``cgra rtl`` as the fix.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable, Iterator
 
 from cgra.errors import CollateralError
 from peak.ir import Precondition
@@ -260,14 +282,41 @@ def _read_json(path: Path, what: str) -> Any:
         raise CollateralError(f"{path}: cannot read {what} ({e}); {_regen(path)}") from None
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str | bytes) -> None:
     """Write ``text`` to ``path`` through a temporary sibling and a rename, so a reader never
     sees a half-written file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    try:
+        if isinstance(text, bytes):
+            tmp.write_bytes(text)
+        else:
+            tmp.write_text(text)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+@contextlib.contextmanager
+def locked(directory: Path, on_wait: Callable[[Path], None] | None = None) -> Iterator[None]:
+    """Hold an exclusive ``fcntl.flock`` on ``directory`` (created if missing) for the
+    ``with`` block; ``on_wait(directory)`` is called first if another process holds it.
+    The lock goes with the process (released if it dies)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if on_wait is not None:
+                on_wait(directory)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)                # closing the descriptor releases the lock
 
 
 def write_rule(rule: Rule, spec: type, path: Path) -> None:
@@ -287,8 +336,58 @@ def rule_filename(target: str) -> str:
 
 
 def table_path(out: Path, pe_name: str) -> Path:
-    """The table file of PE ``pe_name`` in directory ``out``."""
+    """The table file of PE ``pe_name`` in directory ``out`` (in a shared rules directory:
+    the view)."""
     return Path(out) / f"{pe_name}.rules.json"
+
+
+def timing_path(table: Path) -> Path:
+    """The timing file next to a table file (``<PE>.timing.json``)."""
+    table = Path(table)
+    return table.with_name(table.name.replace(".rules.json", ".timing.json"))
+
+
+CACHE_DIR = "cache"
+"""Sub-directory of a shared rules directory holding the cache entries."""
+
+
+def entry_name(spec_hash: str, ir_hash: str, width: int, policy: dict[str, Any]) -> str:
+    """Directory name of the cache entry of one (spec hash, IR library hash, width in bits,
+    binding policy as JSON): ``<spec_hash[:16]>-<sha256([ir_hash, width, policy])[:8]>``."""
+    variant = hashlib.sha256(json.dumps([ir_hash, int(width), policy], sort_keys=True)
+                             .encode()).hexdigest()[:8]
+    return f"{spec_hash[:16]}-{variant}"
+
+
+def entry_dir(root: Path, spec_hash: str, ir_hash: str, width: int,
+              policy: dict[str, Any]) -> Path:
+    """The cache entry directory of that key in the shared rules directory ``root``."""
+    return Path(root) / CACHE_DIR / entry_name(spec_hash, ir_hash, width, policy)
+
+
+def cached_tables(root: Path, pe_name: str, spec_hash: str | None = None) -> list[Path]:
+    """Table files of PE class ``pe_name`` in the cache of ``root`` (only the entries of
+    ``spec_hash`` if given), newest first (by modification time)."""
+    pattern = f"{spec_hash[:16]}-*" if spec_hash else "*"
+    found = [p for p in (Path(root) / CACHE_DIR).glob(f"{pattern}/{pe_name}.rules.json")
+             if p.is_file()]
+    return sorted(found, key=lambda p: (-p.stat().st_mtime_ns, str(p)))
+
+
+def read_header(path: Path) -> dict[str, Any] | None:
+    """The header of a table file (``pe``, ``spec_hash``, ``ir_hash``, ``width``,
+    ``policy``, and the list of ``targets``) without reading rule files; ``None`` if the
+    file is missing or not a table of this version (a cache probe, never raises)."""
+    try:
+        d = json.loads(Path(path).read_text())
+        if d.get("schema") != TABLE_SCHEMA or d.get("version") != TABLE_VERSION:
+            return None
+        return {"pe": str(d["pe"]), "spec_hash": str(d["spec_hash"]),
+                "ir_hash": str(d["ir_hash"]), "width": int(d["width"]),
+                "policy": dict(d["policy"]),
+                "targets": [str(e["target"]) for e in d["entries"]]}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
 
 
 @dataclass
@@ -346,11 +445,13 @@ def find_table(rules_dir: Path, pe_name: str | None = None) -> Path:
     return found[0]
 
 
-def read_table(path: Path | str, spec_hash: str | None = None) -> TableFile:
+def read_table(path: Path | str, spec_hash: str | None = None, *,
+               skip_bad_rules: bool = False) -> TableFile:
     """Read a table file (or the directory holding exactly one) and the rule file of every
     ``found`` entry. With ``spec_hash``, the table and every rule must come from that PE
     spec. Raises :class:`CollateralError` naming the file for a missing, malformed, stale or
-    unknown-version table or rule."""
+    unknown-version table or rule; with ``skip_bad_rules`` an entry whose rule file is
+    missing, malformed or stale is left out instead (the synthesiser's cache probe)."""
     tpath = find_table(Path(path))
     d = _read_json(tpath, "rule table")
     _check_version(d, TABLE_SCHEMA, TABLE_VERSION, tpath, "rule table")
@@ -377,32 +478,44 @@ def read_table(path: Path | str, spec_hash: str | None = None) -> TableFile:
         rule = None
         if rel:
             rpath = tpath.parent / rel
-            rule = read_rule(rpath)
-            if rule.target != target:
-                raise CollateralError(f"{rpath}: holds rule {rule.target}, the table lists it "
-                                      f"for {target}; {_regen(tpath)}")
-            if spec_hash is not None and rule.spec_hash != spec_hash:
-                raise CollateralError(f"{rpath}: rule {target} is stale (PE spec hash "
-                                      f"{rule.spec_hash[:12]}, the design's PE has "
-                                      f"{spec_hash[:12]}); {_regen(tpath)}")
+            try:
+                rule = read_rule(rpath)
+                if rule.target != target:
+                    raise CollateralError(f"{rpath}: holds rule {rule.target}, the table "
+                                          f"lists it for {target}; {_regen(tpath)}")
+                if spec_hash is not None and rule.spec_hash != spec_hash:
+                    raise CollateralError(f"{rpath}: rule {target} is stale (PE spec hash "
+                                          f"{rule.spec_hash[:12]}, the design's PE has "
+                                          f"{spec_hash[:12]}); {_regen(tpath)}")
+            except CollateralError:
+                if skip_bad_rules:
+                    continue
+                raise
         t.entries.append(TableEntry(target, op, status, rule, str(e.get("reason", ""))))
     return t
 
 
-def write_table(table: TableFile, spec: type, out: Path, *, prune: bool = True) -> Path:
+def write_table(table: TableFile, spec: type | None, out: Path, *, prune: bool = True,
+                rules: Iterable[str] | None = None) -> Path:
     """Write the rule files of ``table`` and then the table file (atomically) under ``out``.
 
-    With ``prune``, rule files of this PE that the table no longer names are removed (only
-    after the new table is in place). Returns the table file path."""
+    ``rules``: the targets whose rule files are (re)written (default: every found entry;
+    the others must already be in place, ``spec`` may then be ``None`` when ``rules`` is
+    empty). With ``prune``, rule files of this PE that the table no longer names are
+    removed (only after the new table is in place). Returns the table file path."""
     out = Path(out)
     rdir = out / table.pe
     rdir.mkdir(parents=True, exist_ok=True)
+    write = None if rules is None else set(rules)
     entries = []
     for e in table.entries:
         d: dict[str, Any] = {"target": e.target, "op": e.op, "status": e.status}
         if e.rule is not None:
             rel = f"{table.pe}/{rule_filename(e.target)}"
-            write_rule(e.rule, spec, out / rel)
+            if write is None or e.target in write:
+                if spec is None:
+                    raise ValueError("write_table: writing rule files needs the PE spec")
+                write_rule(e.rule, spec, out / rel)
             d.update(rule=rel, cost=e.rule.cost, priority=e.rule.priority)
         else:
             d["reason"] = e.reason
@@ -413,9 +526,49 @@ def write_table(table: TableFile, spec: type, out: Path, *, prune: bool = True) 
     path = table_path(out, table.pe)
     write_atomic(path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
     if prune:
-        keep = {Path(f).name for f in table.rule_files()}
-        for f in rdir.glob("*.json"):
-            if f.name not in keep:
-                f.unlink()
+        prune_rules(table, out)
     table.path = path
     return path
+
+
+def prune_rules(table: TableFile, out: Path) -> None:
+    """Remove the rule files in ``out/<PE>/`` that ``table`` does not name."""
+    keep = {Path(f).name for f in table.rule_files()}
+    rdir = Path(out) / table.pe
+    for f in rdir.glob("*.json") if rdir.is_dir() else ():
+        if f.name not in keep:
+            f.unlink(missing_ok=True)
+
+
+def copy_table(table: TableFile, dest: Path, *, prune: bool = True) -> list[str]:
+    """Copy a table read from disk (``table.path`` set), its timing file and its rule files
+    into the directory ``dest`` (same relative layout; rule files first, each file written
+    atomically, the table last; with ``prune``, rule files of this PE in ``dest`` that the
+    table does not name are removed afterwards). Returns the relative paths written (table
+    first)."""
+    assert table.path is not None, "copy_table needs a table read from disk"
+    src = table.path.parent
+    dest = Path(dest)
+
+    def copy(rel: str) -> None:
+        data = (src / rel).read_bytes()
+        try:
+            if (dest / rel).read_bytes() == data:
+                return                          # unchanged: not rewritten
+        except OSError:
+            pass
+        write_atomic(dest / rel, data)
+
+    files = []
+    for rel in table.rule_files():
+        copy(rel)
+        files.append(rel)
+    timing = timing_path(table.path)
+    if timing.is_file():
+        copy(timing.name)
+        files.insert(0, timing.name)
+    copy(table.path.name)
+    files.insert(0, table.path.name)
+    if prune:
+        prune_rules(table, dest)
+    return files

@@ -17,29 +17,32 @@ an instruction ``i`` and a binding ``b`` with ``∀ x: pre(x) → IR(x) == PE(i,
 * The remaining instruction fields are existential, constrained by the assembler's
   validity predicate.
 
-Per binding, :func:`solve_split` case-splits the instruction's enum fields (the opcode
-first: the field whose split shrinks the estimated bit-blasted size most, a plan computed
-from the PE alone and cached per process) and solves each sub-problem, cheapest first, with
-one of two solvers: :func:`solve_cegis` (counterexample-guided inductive synthesis,
-Solar-Lezama 2008: a candidate instruction from a finite set of examples, a ∀ check of the
-candidate, the counterexample added; seeded with a pseudo-random example plus one example
-per universal variable with only that variable changed, which refutes instructions that
-ignore an input at once) or :func:`solve_direct` (one z3 query with a ``ForAll``).
-Sub-problems still holding a multiplier are tried with a short budget and split further
-(modes) on timeout. ``method="auto"`` uses CEGIS and falls back to the direct query when a
-leaf times out; on the default PE CEGIS took 18 s for the 43 primitives and patterns, the
-direct query 57 s (same split search; CEGIS faster on 38 of 43, direct faster on 5 cheap
-comparisons by < 0.3 s, up to 30x slower on mux, mult_middle, shifts; bench/bench_rules.py).
-Every z3 query gets ``timeout`` (ms) through z3's own parameter; a timeout makes the result
-``"timeout"``, never a silent "no rule".
+Per binding, :func:`lexmin` searches the instruction's enum fields in layout order (opcode,
+condition, input modes), each in increasing code order: the first code for which a rule
+exists is kept, so the search finds the canonical (lexicographically smallest) choice
+directly, with no separate search pass. Each step ("is there a rule with these fields
+fixed?") is an exact ∃∀ answer from :func:`solve_split`, which case-splits the remaining
+enum fields (the field whose split shrinks the estimated bit-blasted size most, a plan
+computed from the PE alone and cached per process) and solves each sub-problem, cheapest
+first, with one of two solvers: :func:`solve_cegis` (counterexample-guided inductive
+synthesis, Solar-Lezama 2008: a candidate instruction from a finite set of examples, a ∀
+check of the candidate, the counterexample added; seeded with a pseudo-random example plus
+one example per universal variable with only that variable changed, which refutes
+instructions that ignore an input at once) or :func:`solve_direct` (one z3 query with a
+``ForAll``). Sub-problems still holding a multiplier are tried with a short budget and
+split further (modes) on timeout, at once if the multiplier is 32 bits wide
+(:data:`NONLINEAR_SPLIT_COST`). ``method="auto"`` uses CEGIS and falls back to the direct
+query when a leaf times out (the direct query was 3x slower on the default PE in total:
+bench/bench_rules.py ``--methods``). Every z3 query gets ``timeout`` (ms) through z3's own
+parameter; a timeout makes the result ``"timeout"``, never a silent "no rule".
 
-A found instruction is *canonicalised*: in the sub-problem where it was found, each enum
-field (layout order) takes the smallest code for which a rule still exists (:func:`lexmin`,
-an exact ∃∀ answer per step), then ties are dropped where the rule holds with the input
-free and each bit-vector field is lowered bit by bit (MSB first) while the rule still
-holds (don't-care bits become 0). With the fixed binding order and the PE-only split plan,
-the rule does not depend on solver history, so rule files are stable across runs and
-``--jobs`` values.
+After :func:`lexmin`, :func:`canonicalise` drops ties where the rule holds with the input
+free and lowers each bit-vector field to 0 if the rule holds with 0, else bit by bit (MSB
+first) while the rule still holds (don't-care bits become 0). With the fixed binding order
+and the PE-only split plan, the rule does not depend on solver history, so rule files are
+stable across runs and ``--jobs`` values. (Before issue 12 a cheapest-first search found a
+rule and :func:`lexmin` then redid the enum fields; the one-pass search gives the same
+rules on the default PE and took the cold table from 50 s to 17 s of CPU.)
 Every rule is then re-verified independently by :func:`peak.rules.rule.verify_rule`
 before the caller writes it.
 """
@@ -538,6 +541,12 @@ def has_nonlinear(e: Any) -> bool:
     return any(kind in _NONLINEAR for kind, _ in _walk(e))
 
 
+def nonlinear_cost(e: Any) -> int:
+    """Estimated bit-blasted size of the multipliers/dividers of a z3 term (``w*w`` each,
+    shared nodes once); 0 if it has none."""
+    return sum(w * w for kind, w in _walk(e) if kind in _NONLINEAR)
+
+
 def free_var_names(e: Any) -> set[str]:
     """Names of the uninterpreted constants occurring in a z3 term."""
     C = z3.z3core
@@ -592,11 +601,11 @@ def choose_split(terms: list[Any], enums: dict[str, _Split], fixed_names: set[st
 
 
 def split_plan(pe: PEContext, outputs: tuple[str, ...], fixed: tuple, enums: dict[str, _Split]
-               ) -> tuple[_Split | None, list[int], bool]:
+               ) -> tuple[_Split | None, list[int], int]:
     """Case-split plan of the PE alone (so rules do not depend on which targets a process
     solved before): the field to split after ``fixed``, its codes cheapest first (invalid
-    codes dropped), and whether the bound outputs still hold a multiplier. Cached per
-    (fixed fields, bound outputs) in ``pe.plans``."""
+    codes dropped), and the :func:`nonlinear_cost` of the bound outputs (0: no multiplier
+    left). Cached per (fixed fields, bound outputs) in ``pe.plans``."""
     key = (tuple((str(v), c) for v, c in fixed), outputs)
     plan = pe.plans.get(key)
     if plan is None:
@@ -614,15 +623,21 @@ def split_plan(pe: PEContext, outputs: tuple[str, ...], fixed: tuple, enums: dic
                 costs.append((sum(blast_cost(z3.simplify(subst(t, [(split.var, val)])))
                                   for t in terms), code))
             order = [c for _, c in sorted(costs)]
-        plan = (split, order, any(has_nonlinear(t) for t in terms))
+        plan = (split, order, sum(nonlinear_cost(t) for t in terms))
         pe.plans[key] = plan
     return plan
 
 
-NONLINEAR_TRY_RLIMIT = 1_000_000
-"""Budget (z3 resource units, ~0.05 s unloaded) of the first attempt at a sub-problem that
-still holds a multiplier. Budgets are z3 ``rlimit`` counts, not wall time, so which
-sub-problems get split — and so which rule is found — does not depend on machine load."""
+NONLINEAR_TRY_RLIMIT = 250_000
+"""Budget (z3 resource units, ~0.015 s unloaded) of the first attempt at a sub-problem that
+still holds a multiplier (most such attempts run out and are split on the input modes, so
+the budget is kept small: 1M units cost 35% more time on the default PE). Budgets are z3
+``rlimit`` counts, not wall time, so which sub-problems get split does not depend on machine
+load (and the rule found does not depend on the split at all: :func:`lexmin`)."""
+NONLINEAR_SPLIT_COST = 1024
+"""A sub-problem whose multipliers cost at least this (:func:`nonlinear_cost`: one 32-bit
+multiplier, e.g. the default PE's ``MULT1``/``MULT2``) is split at once, without a first
+attempt: such attempts run out of their budget on the instruction's constant fields."""
 SPLIT_TRY_RLIMIT = 4_000_000
 """Budget (z3 resource units, ~0.2 s unloaded) of the first attempt at any other sub-problem
 that could still be split further."""
@@ -635,7 +650,8 @@ def solve_split(p: Problem, method: str, timeout_ms: int, seed: str, stats: Solv
     """Solve by case splits on instruction enum fields (the opcode first, chosen by
     :func:`choose_split`): the root is always split; a sub-problem is first tried with a
     short deterministic budget (:data:`NONLINEAR_TRY_RLIMIT` if it holds a multiplier, else
-    :data:`SPLIT_TRY_RLIMIT`) and split further when it runs out. Sub-problems are tried cheapest
+    :data:`SPLIT_TRY_RLIMIT`) and split further when it runs out (at once when its
+    multipliers cost :data:`NONLINEAR_SPLIT_COST` or more). Sub-problems are tried cheapest
     first (:func:`blast_cost`, then code order) and the first rule found wins; ``none``
     only if every leaf is UNSAT. The split field and code order come from
     :func:`split_plan` (the PE alone). Returns ``(status, assignment incl. the fixed
@@ -643,7 +659,7 @@ def solve_split(p: Problem, method: str, timeout_ms: int, seed: str, stats: Solv
     one is where a rule was found)."""
     split, order, nonlinear = split_plan(pe, outputs, fixed, enums)
     leaf_method = "cegis" if method in ("cegis", "auto") else "direct"
-    if split is None or depth > 0:
+    if split is None or (depth > 0 and nonlinear < NONLINEAR_SPLIT_COST):
         budget = (NONLINEAR_TRY_RLIMIT if nonlinear else SPLIT_TRY_RLIMIT) \
             if split is not None else None
         if leaf_method == "cegis":
@@ -675,48 +691,69 @@ def solve_split(p: Problem, method: str, timeout_ms: int, seed: str, stats: Solv
     return ("timeout" if any_timeout else "none"), None, leaf_method
 
 
-def lexmin(pe: PEContext, p: Problem, timeout_ms: int, seed: str, stats: SolveStats,
-           enums: dict[str, _Split], outputs: tuple[str, ...]
-           ) -> list[tuple[Any, Any]] | None:
-    """The lexicographically smallest choice of the enum fields (opcode, modes; layout
-    order) of the sub-problem ``p`` for which a rule exists: for each enum field in turn,
-    the smallest code whose sub-problem has a rule (:func:`solve_split`, which splits
-    further instead of giving up on a short budget; an exact ∃∀ answer per step, sharing
-    the example bank). The result depends only on the problem, not on the solver's history
-    (``--jobs``, target order). Returns the assignment of the last step (incl. the fixed
-    fields), or ``None`` if a step timed out (the caller keeps its solution)."""
+def lexmin(pe: PEContext, p: Problem, method: str, timeout_ms: int, seed: str,
+           stats: SolveStats, enums: dict[str, _Split], outputs: tuple[str, ...]
+           ) -> tuple[str, list[tuple[Any, Any]] | None, str, bool]:
+    """Search and canonicalise the enum fields in one pass: the lexicographically smallest
+    choice of the enum fields (opcode, modes; layout order) of ``p`` for which a rule
+    exists. For each enum field in turn, the codes are tried in increasing order, each
+    sub-problem solved by :func:`solve_split` (which splits further instead of giving up on
+    a short budget; an exact ∃∀ answer per step, sharing the example bank); the first code
+    with a rule is kept. Codes at or above the code of the rule found so far need no query
+    (that rule already answers them). The result depends only on the problem, not on the
+    solver's history (``--jobs``, target order).
+
+    Returns ``(status, assignment incl. the fixed fields, leaf method, minimal)``: ``none``
+    when no code of the first enum field has a rule (every leaf UNSAT), ``timeout`` when
+    none was found and a step timed out. A timeout after a rule was found stops the
+    refinement (the rule found so far is kept: valid, not necessarily the smallest;
+    ``minimal`` False)."""
     cur = p
     found: list[tuple[Any, Any]] | None = None
     names = {str(v) for v in p.exists}
-    for fname in p.free_fields:
-        info = pe.field_info[fname]
-        var = pe.fields[fname]
-        if info.tags is None or str(var) not in names:
-            continue
+    leaf_method = "cegis" if method in ("cegis", "auto") else "direct"
+    fields = [(pe.field_info[f], pe.fields[f]) for f in p.free_fields
+              if pe.field_info[f].tags is not None and str(pe.fields[f]) in names]
+    if not fields:
+        return (*solve_split(p, method, timeout_ms, seed, stats, enums, pe, outputs, []),
+                True)
+    any_timeout = False
+    for info, var in fields:
+        have = None
+        if found is not None:
+            have = next(as_int(v) for k, v in found if k.eq(var))
         for code in sorted(set(info.tags.values())):
             sub = fix(cur, var, code)
             if z3.is_false(sub.valid):
                 continue
+            if have is not None and code >= have:
+                cur = sub                   # the rule found so far has this code
+                break
             fixed = tuple((v, as_int(c)) for v, c in sub.fixed)
-            status, asg, _ = solve_split(sub, "cegis", timeout_ms, seed, stats, enums, pe,
-                                         outputs, [], fixed, depth=1)
+            status, asg, lm = solve_split(sub, method, timeout_ms, seed, stats, enums, pe,
+                                          outputs, [], fixed, depth=1)
+            if lm == "direct":
+                leaf_method = "direct"
             if status == "timeout":
-                return None
+                any_timeout = True
+                if found is not None:       # keep the rule found so far
+                    return "found", found, leaf_method, False
+                continue
             if status == "found":
                 cur, found = sub, asg
                 break
-        else:
-            return None
-    if found is None:
-        return None
-    return found
+        if found is None:
+            return ("timeout" if any_timeout else "none"), None, leaf_method, False
+    return "found", found, leaf_method, not any_timeout
 
 
 def canonicalise(pe: PEContext, p: Problem, assignment: list[tuple[Any, Any]],
-                 timeout_ms: int, stats: SolveStats) -> list[tuple[Any, Any]]:
+                 timeout_ms: int, stats: SolveStats, enums_minimal: bool = False
+                 ) -> list[tuple[Any, Any]]:
     """Lower don't-care choices: drop ties first, then each free field (layout order): an
-    enum to its smallest code, a bit-vector field bit by bit (MSB first) to the smallest
-    value for which the rule still holds."""
+    enum to its smallest code (skipped when ``enums_minimal``: :func:`lexmin` already chose
+    the smallest codes), a bit-vector field to 0 if the rule holds with 0, else bit by bit
+    (MSB first) to the smallest value for which the rule still holds."""
     cur = {str(k): (k, v) for k, v in assignment}
 
     def holds(trial: dict[str, tuple[Any, Any]]) -> bool:
@@ -736,6 +773,8 @@ def canonicalise(pe: PEContext, p: Problem, assignment: list[tuple[Any, Any]],
         info = pe.field_info[fname]
         now = as_int(cur[str(var)][1])
         if info.tags is not None:
+            if enums_minimal:
+                continue
             for c in sorted(c for c in set(info.tags.values()) if c < now):
                 trial = dict(cur)
                 trial[str(var)] = (var, value_of(info.width, c, var))
@@ -743,6 +782,12 @@ def canonicalise(pe: PEContext, p: Problem, assignment: list[tuple[Any, Any]],
                     cur = trial
                     break
             continue
+        if now:
+            trial = dict(cur)
+            trial[str(var)] = (var, value_of(info.width, 0, var))
+            if holds(trial):                        # a don't-care field: 0 at once
+                cur = trial
+                continue
         for bit in reversed(range(info.width)):      # clear don't-care bits, MSB first
             if not now >> bit & 1:
                 continue
@@ -808,11 +853,8 @@ def synthesize(spec: type, target: Target, width: int, policy: BindingPolicy | N
             tried += 1
             p = build_problem(pe, irc, target, b, ties)
             seed = f"{target.key}|{b}"
-            leaves: list[Problem] = []
-            status, asg, leaf_method = solve_split(p, method, timeout_ms, seed, stats,
-                                                   enums, pe,
-                                                   tuple(sorted(x for _, x in b.outputs)),
-                                                   leaves)
+            status, asg, leaf_method, minimal = lexmin(pe, p, method, timeout_ms, seed, stats, enums,
+                                              tuple(sorted(x for _, x in b.outputs)))
             if leaf_method == "direct" and method == "auto":
                 used = "direct"
             if status == "timeout":
@@ -820,11 +862,7 @@ def synthesize(spec: type, target: Target, width: int, policy: BindingPolicy | N
                 continue
             if status == "found":
                 assert asg is not None
-                best = lexmin(pe, p, timeout_ms, seed, stats, enums,
-                              tuple(sorted(x for _, x in b.outputs)))
-                if best is not None:
-                    asg = best
-                asg = canonicalise(pe, p, asg, timeout_ms, stats)
+                asg = canonicalise(pe, p, asg, timeout_ms, stats, minimal)
                 vals = {str(k): as_int(v) for k, v in asg}
                 fields = {f: vals[str(pe.fields[f])] for f in p.free_fields}
                 tied = {pin: vals[str(val)] for pin, (sel, val) in p.ties.items()

@@ -27,26 +27,37 @@ def _shared_root(tmp_path_factory) -> pathlib.Path:
     return base.parent if base.name.startswith("popen-gw") else base
 
 
-@pytest.fixture(scope="session")
-def small_design(tmp_path_factory) -> pathlib.Path:
-    """Collateral directory of configs/small.toml (RTL, routing graphs, rules), generated once
-    per session and shared by xdist workers."""
+def _design(tmp_path_factory, name: str) -> pathlib.Path:
+    """Collateral directory of configs/<name>.toml (RTL, routing graphs, rules), generated
+    once per session and shared by xdist workers (a file lock per design)."""
     root = _shared_root(tmp_path_factory) / "e2e"
     root.mkdir(exist_ok=True)
-    out = root / "small"
-    with open(root / "design.lock", "w") as lock:
+    out = root / name
+    with open(root / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             if not (out / "design.json").is_file():
                 from garnet.build import generate
                 from garnet.params import load_toml
 
-                params = load_toml(ROOT / "configs" / "small.toml")
+                params = load_toml(ROOT / "configs" / f"{name}.toml")
                 generate(params, out, rules=True, rules_dir=ROOT / "build" / "rules", jobs=2,
-                         config_file="configs/small.toml")
+                         config_file=f"configs/{name}.toml")
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
     return out
+
+
+@pytest.fixture(scope="session")
+def small_design(tmp_path_factory) -> pathlib.Path:
+    """Collateral directory of configs/small.toml (8x8)."""
+    return _design(tmp_path_factory, "small")
+
+
+@pytest.fixture(scope="session")
+def default_design(tmp_path_factory) -> pathlib.Path:
+    """Collateral directory of configs/default.toml (32x16)."""
+    return _design(tmp_path_factory, "default")
 
 
 @pytest.fixture(scope="session")

@@ -72,6 +72,18 @@ def test_toml_syntax_error_names_file(tmp_path):
         load_toml(tmp_path / "missing.toml")
 
 
+def test_missing_pe_file_is_named_relative_to_the_toml(tmp_path):
+    (tmp_path / "cfg").mkdir()
+    f = tmp_path / "cfg" / "mine.toml"
+    f.write_text('width = 4\nheight = 4\npe = "specs/my_pe.py:PE"\n')
+    with pytest.raises(ConfigError) as info:
+        load_toml(f)
+    msg = str(info.value)
+    assert "field 'pe' = 'specs/my_pe.py:PE'" in msg
+    assert "does not exist relative to the TOML file" in msg
+    assert str(tmp_path / "cfg" / "specs" / "my_pe.py") in msg and "\n" not in msg
+
+
 def test_cli_bad_config_fails_before_generation(tmp_path):
     cfg = tmp_path / "bad.toml"
     cfg.write_text("width = 0\nheight = 8\n")

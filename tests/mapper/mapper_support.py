@@ -121,3 +121,27 @@ def nomul_design(tmp_path_factory) -> Path:
     """A collateral directory for the PE without multipliers (tests/mapper/mapper_pe_nomul.py)."""
     rules = cached_rules(rules_cache_root(tmp_path_factory), NOMUL_PE, NOMUL_KEYS)
     return write_collateral(tmp_path_factory.mktemp("design") / "nomul", NOMUL_PE, rules)
+
+
+D3_PE = "peak.examples.cgra_pe_d3:PE"
+
+
+@pytest.fixture(scope="session")
+def d3_design(tmp_path_factory) -> Path:
+    """A collateral directory for the three-input PE (peak/examples/cgra_pe_d3.py: the
+    default PE plus ``Add3`` / ``MulAdd``) with the same targets as ``default_design``."""
+    rules = cached_rules(rules_cache_root(tmp_path_factory), D3_PE, target_keys(KERNEL_OPS))
+    return write_collateral(tmp_path_factory.mktemp("design") / "d3", D3_PE, rules)
+
+
+#: default-PE targets of the strength-reduction test (multiply and shift by a constant)
+SHL_KEYS = ["coreir.add", "coreir.add[in1=const]", "coreir.shl[in1=const]", "coreir.mul",
+            "coreir.mul[in1=const]", "coreir.const"]
+
+
+@pytest.fixture(scope="session")
+def shl_design(tmp_path_factory) -> Path:
+    """A collateral directory for the default PE with add, multiply and shift-by-constant
+    rules only."""
+    rules = cached_rules(rules_cache_root(tmp_path_factory), DEFAULT_PE, SHL_KEYS)
+    return write_collateral(tmp_path_factory.mktemp("design") / "shl", DEFAULT_PE, rules)

@@ -196,7 +196,10 @@ def test_report_and_picture(collateral, flow, tmp_path):
     assert rep["resources"]["available"]["p"] == 42 and rep["resources"]["available"]["m"] == 14
     assert rep["wirelength_total"] == flow.routing.total_wirelength()
     assert rep["timing"]["period_ps"] <= 1600.0
-    assert set(rep["stage_seconds"]) == {"pack", "place", "route", "pipeline", "bitstream"}
+    assert set(rep["stage_seconds"]) == {"pack", "place_route_pipeline", "bitstream"}
+    assert [p["pass"] for p in rep["passes"]] == ["balance", "register insertion"]
+    assert rep["passes"][-1]["period_ps"] == rep["timing"]["period_ps"]
+    assert rep["placement_attempts"] == []
     assert rep["registers"]["compute_pipelining"] == len(flow.pipelined.forced_regs)
     assert rep == report(flow, graphs)
     lat = flow.pipelined.output_latency["io_out"]

@@ -88,6 +88,47 @@ class PE(Peak):
         return a + (1 << 40)  # <-
 ''', ["int constant 1 << 40 (= 1099511627776) does not fit the 16-bit operand of `+`",
       "truncate"]),
+    "floor_division_has_no_hardware": ('''\
+Data = BitVector[16]
+
+
+class PE(Peak):
+    @name_outputs(out=Data)
+    def __call__(self, inst: Inst, a: Data, b: Data):
+        return a // b  # <-
+''', ["`//` on hardware values has no RTL lowering", "x >> k divides by 2**k"]),
+    "modulo_has_no_hardware": ('''\
+Data = BitVector[16]
+
+
+class PE(Peak):
+    @name_outputs(out=Data)
+    def __call__(self, inst: Inst, a: Data, b: Data):
+        x = a + b
+        return x % 8  # <-
+''', ["`%` on hardware values has no RTL lowering", "x & (2**k - 1)"]),
+    "enum_field_compared_with_int": ('''\
+Data = BitVector[16]
+
+
+class PE(Peak):
+    @name_outputs(out=Data)
+    def __call__(self, inst: Inst, a: Data, b: Data):
+        if inst.op == 1:  # <-
+            return a
+        return b
+''', ["cannot compare enum field 'op' of type Op with 1", "Op.A"]),
+    "unknown_instruction_field": ('''\
+Data = BitVector[16]
+
+
+class PE(Peak):
+    @name_outputs(out=Data)
+    def __call__(self, inst: Inst, a: Data, b: Data):
+        if inst.opp == Op.A:  # <-
+            return a
+        return b
+''', ["has no field 'opp'", "'op'", "'flag'"]),
 }
 
 

@@ -13,7 +13,7 @@ from peak.rules import build_table, check_against, load_spec, load_table, read_r
 from peak.rules.rule import verify_rule
 from peak.rules.table import rule_filename, table_path
 
-APPS = Path(__file__).resolve().parents[3] / "shared" / "apps" / "coreir"
+APPS = Path(__file__).resolve().parents[2] / "mapper" / "data" / "coreir"
 
 
 def _app_ops():
@@ -132,7 +132,8 @@ def test_abs_edit_reuses_all_other_rules(default_table, tmp_path):
     table, out = default_table
     noabs = _edited_pe(tmp_path, "cgra_pe_noabs", [
         ("    Abs = 2\n", ""),
-        ("        elif inst.alu == ALU.Abs:\n            res = (-a) if a[WIDTH - 1] else a\n", ""),
+        ("            elif inst.alu == ALU.Abs:\n                res = (-a) if a[WIDTH - 1] else a\n",
+         ""),
     ])
     work = tmp_path / "edit"
     shutil.copytree(out, work)

@@ -1,0 +1,114 @@
+"""Cascade benchmark (issue 11): the back end closing on every seed, and the pipelining passes.
+
+For pointwise, brighten_blur, gaussian, unsharp and harris on the default 32x16 design (``build/default``, generated
+when missing), placement seeds 0..19 (``--seeds N``), with compute pipelining and register
+insertion to ``--fmax`` (default 900 MHz): whether the back end closed, how many placements
+it took (re-place attempts) and latency-constrained re-routes, and per pass (balance =
+unpipelined, compute pipelining, register insertion) the Fmax of the timing model, the
+registers in use, the extra output latency (cycles) and its seconds. Summary figures per app:
+success rate, runs that needed a re-place, mean Fmax after each pass, ratio post/unpipelined.
+
+Prints one JSON line per figure and appends rows to ``bench/results/cascade.csv``.
+Run: ``.venv/bin/python bench/bench_cascade.py [--seeds 20] [--fmax 900]`` (state the cores).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+RESULTS = ROOT / "bench" / "results" / "cascade.csv"
+APPS = ("pointwise", "brighten_blur", "gaussian", "unsharp", "harris")
+
+
+def emit(rows: list[dict], figure: str, value, unit: str, params: dict) -> None:
+    row = {"bench": "cascade", "figure": figure, "value": value, "unit": unit,
+           "params": {**params, "cores": os.cpu_count()}}
+    print(json.dumps(row), flush=True)
+    rows.append(row)
+
+
+def design() -> Path:
+    d = ROOT / "build" / "default"
+    if not (d / "design.json").is_file():
+        from garnet.build import generate
+        from garnet.params import load_toml
+        generate(load_toml(ROOT / "configs" / "default.toml"), d, rules=True,
+                 rules_dir=ROOT / "build" / "rules", jobs=2, config_file="configs/default.toml")
+    return d
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--fmax", type=float, default=900.0)
+    ap.add_argument("--apps", default=",".join(APPS))
+    args = ap.parse_args()
+
+    from cgra.errors import CgraError
+    from mapper.collateral import load_collateral
+    from mapper.flow import AppParams, FlowParams, back_end, map_app
+    from mapper.pipeline import PipelineParams
+    from mapper.place import PlaceParams
+
+    coll = load_collateral(design())
+    rows: list[dict] = []
+    for app in args.apps.split(","):
+        nl = map_app(AppParams(app, 64, 64), coll).netlist
+        closed, replaced, fmax = 0, 0, {}
+        for seed in range(args.seeds):
+            p = {"app": app, "array": "32x16", "seed": seed, "fmax_target": args.fmax}
+            t = time.perf_counter()
+            try:
+                fr = back_end(nl, coll, FlowParams(
+                    place=PlaceParams(seed=seed),
+                    pipeline=PipelineParams(register_pe_inputs=True,
+                                            target_period_ps=1e6 / args.fmax)))
+            except CgraError as exc:
+                emit(rows, "closed", 0, "bool", {**p, "error": str(exc)[:200]})
+                continue
+            closed += 1
+            replaced += bool(fr.attempts)
+            emit(rows, "closed", 1, "bool", p)
+            emit(rows, "placements", len(fr.attempts) + 1, "attempts", p)
+            emit(rows, "backend_seconds", round(time.perf_counter() - t, 3), "s", p)
+            for r in fr.pipelined.passes:
+                q = {**p, "pass": r.name}
+                emit(rows, "fmax", round(r.fmax_mhz, 1), "MHz", q)
+                emit(rows, "registers", r.registers, "registers", q)
+                emit(rows, "latency", r.latency, "cycles", q)
+                emit(rows, "reroutes", r.reroutes, "re-routes", q)
+                emit(rows, "pass_seconds", round(r.seconds, 3), "s", q)
+                fmax.setdefault(r.name, []).append(r.fmax_mhz)
+        p = {"app": app, "array": "32x16", "seeds": args.seeds, "fmax_target": args.fmax}
+        emit(rows, "success_rate", f"{closed}/{args.seeds}", "runs", p)
+        emit(rows, "needed_replace", f"{replaced}/{max(closed, 1)}", "runs", p)
+        for name, vals in fmax.items():
+            emit(rows, "mean_fmax", round(statistics.mean(vals), 1), "MHz", {**p, "pass": name})
+        if "balance" in fmax and "register insertion" in fmax:
+            ratios = [b / a for a, b in zip(fmax["balance"], fmax["register insertion"],
+                                            strict=True)]
+            emit(rows, "fmax_ratio_min", round(min(ratios), 2), "x", p)
+            emit(rows, "fmax_ratio_mean", round(statistics.mean(ratios), 2), "x", p)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    new = not RESULTS.exists()
+    with RESULTS.open("a", newline="") as f:
+        wr = csv.writer(f)
+        if new:
+            wr.writerow(["time", "bench", "figure", "value", "unit", "params"])
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        for r in rows:
+            wr.writerow([stamp, r["bench"], r["figure"], r["value"], r["unit"],
+                         json.dumps(r["params"], sort_keys=True)])
+
+
+if __name__ == "__main__":
+    main()

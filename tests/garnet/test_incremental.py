@@ -1,0 +1,259 @@
+"""Incremental `cgra rtl`: an unchanged configuration rebuilds nothing, a PE edit keeps the
+interconnect graphs, a TOML edit of an interconnect field rebuilds them, and the Verilog
+compiled module by module (tiles against the cache, the top against tile declarations) is
+byte-identical to one CIRCT run over the whole array."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cgra.cli import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+TOY = "peak.examples.toy_pe:ToyPE"
+CGRA = Path(sys.executable).with_name("cgra")
+
+
+def _run(args: list[str]) -> str:
+    res = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return res.output.strip().splitlines()[-1]
+
+
+def _stat(d: Path) -> dict[str, tuple[int, int]]:
+    """relative path -> (inode, mtime_ns) of every file below ``d``, caches excluded."""
+    return {str(p.relative_to(d)): (p.stat().st_ino, p.stat().st_mtime_ns)
+            for p in sorted(d.rglob("*"))
+            if p.is_file() and ".cache" not in p.relative_to(d).parts}
+
+
+def test_unchanged_8x8_rebuilds_nothing(tmp_path):
+    out = tmp_path / "small"
+    args = ["rtl", "--config", str(ROOT / "configs" / "small.toml"), "--out", str(out),
+            "--no-rules"]
+    first = _run(args)
+    assert "interconnect regenerated" in first and "no previous design" in first
+    before = _stat(out)
+    second = _run(args)
+    assert "nothing rebuilt" in second, second
+    assert _stat(out) == before                 # not one file rewritten (inode and mtime)
+    design = json.loads((out / "design.json").read_text())
+    assert set(design["build"]["keys"]) == {"interconnect", "fabric", "rtl", "design", "all"}
+
+
+def test_toy_design_with_rules_rebuilds_nothing_then_tracks_rebuild_interconnect(tmp_path):
+    cfg = tmp_path / "tiny.toml"
+    cfg.write_text(f'name = "tiny"\nwidth = 4\nheight = 3\ntracks = 3\npe = "{TOY}"\n')
+    out, shared = tmp_path / "tiny", tmp_path / "rules"
+    args = ["rtl", "--config", str(cfg), "--out", str(out), "--rules-dir", str(shared)]
+    _run(args)
+    before = _stat(out)
+    again = _run(args)
+    assert "nothing rebuilt" in again and "rules reused from previous design" in again
+    assert _stat(out) == before
+    g3 = json.loads((out / "routing" / "graph_16.json").read_text())
+
+    cfg.write_text(cfg.read_text().replace("tracks = 3", "tracks = 2"))
+    edited = _run(args)
+    assert "interconnect regenerated" in edited and "changed: tracks" in edited, edited
+    assert "rules reused from previous design" in edited
+    g2 = json.loads((out / "routing" / "graph_16.json").read_text())
+    assert g2["params"]["tracks"] == 2 and g3["params"]["tracks"] == 3
+
+    # a field outside the interconnect (flush_interval) keeps the graphs and the tiles
+    cfg.write_text(cfg.read_text() + "flush_interval = 1\n")
+    flush = _run(args)
+    assert "interconnect reused" in flush and "routing collateral reused" in flush, flush
+    assert "RTL: top compiled, IO tile, PE tile, MEM tile from the cache" in flush, flush
+    from garnet import collateral as gc
+    gc.verify_files(out, gc.read_design(out))
+
+
+def _subset_builder(spec, shared: Path, jobs: int):
+    """A rule builder for the test: PEak's synthesiser restricted to three targets."""
+    from peak.ir import targets
+    from peak.rules import build_table
+    from peak.rules.format import table_path
+
+    keys = [t.key for t in targets(16) if t.op in ("coreir.add", "coreir.const")]
+    table = build_table(spec, shared, jobs=1, only=keys)
+    return table_path(shared, table.pe), {e.target: e.action for e in table.entries}
+
+
+def test_pe_edit_keeps_interconnect_graphs(tmp_path):
+    from garnet.build import generate
+    from garnet.params import load_toml
+    from mapper.collateral import load_collateral
+
+    shutil.copy(ROOT / "peak" / "examples" / "cgra_pe.py", tmp_path / "my_pe.py")
+    cfg = tmp_path / "pe.toml"
+    cfg.write_text('name = "mine"\nwidth = 5\nheight = 3\ntracks = 3\nmem_ratio = 3\n'
+                   'pe = "my_pe.py:PE"\n')
+    out, shared = tmp_path / "mine", tmp_path / "rules"
+
+    def gen():
+        return generate(load_toml(cfg), out, rules_dir=shared, builder=_subset_builder,
+                        config_file=cfg)
+
+    first = gen()
+    assert first.status["interconnect"] == "regenerated"
+    graph = json.loads((out / "routing" / "graph_16.json").read_text())
+    rtl = {p.name: p.read_text() for p in (out / "rtl").glob("*.v")}
+
+    src = (tmp_path / "my_pe.py").read_text()
+    edited = src.replace('"""The default CGRA PE', '"""An edited copy of the default CGRA PE', 1)
+    assert edited != src
+    (tmp_path / "my_pe.py").write_text(edited)
+    second = gen()
+    line = second.summary()
+    assert "interconnect reused, PE regenerated" in line, line
+    assert second.status == {"interconnect": "reused", "fabric": "regenerated",
+                             "rtl": "regenerated", "docs": "regenerated"}
+    kinds = [m.split("_")[1] for m in second.compiled]
+    assert kinds == ["PECore", "5x3"], second.compiled        # the PE tile and the top
+    assert any(m.startswith("Tile_lake_") for m in second.cached)
+    assert any(m.startswith("Tile_io_") for m in second.cached)
+    assert second.pe_hash != first.pe_hash and second.top != first.top
+    # the graphs themselves are the same; only the PE tiles' records name the new module
+    graph2 = json.loads((out / "routing" / "graph_16.json").read_text())
+    assert graph2["nodes"] == graph["nodes"]
+    assert {t["core"] for t in graph2["tiles"]} != {t["core"] for t in graph["tiles"]}
+    rtl2 = {p.name: p.read_text() for p in (out / "rtl").glob("*.v")}
+    mem = [n for n in rtl if n.startswith("Tile_lake_")]
+    assert mem and all(rtl2[n] == rtl[n] for n in mem)        # MEM tile reused verbatim
+    coll = load_collateral(out)                                 # every hash checks out
+    assert coll.pe["spec_hash"] == second.pe_hash
+
+
+def test_validation_refuses_before_writing(tmp_path):
+    base = (ROOT / "configs" / "small.toml").read_text()
+
+    def run(replace: str, line: str) -> str:
+        text = "\n".join(x for x in base.splitlines() if not x.startswith(replace.split()[0]))
+        cfg = tmp_path / f"{replace.split()[0]}.toml"
+        cfg.write_text(text + "\n" + line + "\n")
+        out = tmp_path / f"out_{replace.split()[0]}"
+        res = subprocess.run([str(CGRA), "rtl", "--config", str(cfg), "--out", str(out),
+                              "--no-rules"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=300)
+        assert res.returncode == 2, res.stderr
+        assert not out.exists() and not list(tmp_path.glob(".out_*"))   # nothing written
+        msg = res.stderr.strip().splitlines()[-1]
+        assert msg.startswith("error: ") and res.stdout == ""
+        return msg
+
+    cycle = run("pipeline_register_tracks", "pipeline_register_tracks = [0, 1]")
+    assert "field 'pipeline_register_tracks' = [0, 1]" in cycle
+    assert "combinational cycle" in cycle and "use pipeline_register_tracks = []" in cycle
+    nodes = cycle.split("nodes: ")[1].split(")")[0].split(" -> ")
+    assert len(nodes) >= 3 and nodes[0] == nodes[-1] and nodes[0].startswith("SB:")
+
+    cut = run("cb_sides", 'cb_sides = ["NORTH"]')
+    assert "field 'cb_sides' = ['NORTH']" in cut and "disconnected" in cut
+    assert "8 of 120 core inputs cannot be fed from any IO tile" in cut
+    assert "PORT:16:0:0:f2io_16 (IO tile (0, 0))" in cut
+
+    long = run("track_length", "track_length = 2")
+    assert "field 'track_length' = 2" in long and "use track_length = 1" in long
+
+
+def test_connectivity_reports_disconnected_subgrids():
+    """Canal's track_length = 2 graph (what `cgra rtl` now refuses): 4 sub-grids."""
+    from garnet.array import build_interconnect, connectivity
+    from garnet.params import GarnetParams
+
+    p = GarnetParams(width=4, height=4, tracks=2, mem_ratio=0, track_length=2)
+    ic = build_interconnect(p)
+    rep = connectivity(ic.graphs[16])
+    assert not rep.ok and rep.outputs == 16
+    assert len(rep.stuck) == 16                  # no core output reaches every input
+    ok = connectivity(build_interconnect(GarnetParams(width=4, height=4, tracks=2,
+                                                      mem_ratio=0)).graphs[16])
+    assert ok.ok and ok.inputs == 4 + 12 * 2       # IO f2io_16 + PE data0, data1
+
+
+def test_modules_compiled_apart_equal_one_circt_run(tmp_path):
+    """The per-module Verilog (tiles alone, the top against declarations) is byte-identical
+    to compiling the whole array at once, and the top is named as Canal names it."""
+    from canal.rtl import compile_array
+    from garnet.array import array_circuit, tile_shapes, top_name
+    from garnet.build import generate, split_verilog
+    from garnet.params import GarnetParams
+
+    p = GarnetParams(name="cmp", width=4, height=3, tracks=2, pe=TOY, mem_ratio=3,
+                     flush_interval=1)
+    res = generate(p, tmp_path / "cmp", rules=False)
+    ic = res.interconnect
+    full = array_circuit(ic, p)
+    assert top_name(ic, tile_shapes(ic), p) == full.name == res.top
+    text = compile_array(full, tmp_path / "full").read_text()
+    whole = dict(split_verilog(text))
+    files = (tmp_path / "cmp" / "rtl" / "filelist.f").read_text().split()
+    assert [f[:-2] for f in files] == list(whole)             # same modules, same order
+    for f in files:
+        assert (tmp_path / "cmp" / "rtl" / f).read_text() == whole[f[:-2]], f
+
+
+def test_corrupt_cache_entry_is_a_miss(tmp_path):
+    from garnet.build import generate
+    from garnet.params import GarnetParams
+
+    p = GarnetParams(name="c", width=3, height=2, tracks=2, pe=TOY, mem_ratio=0)
+    generate(p, tmp_path / "c", rules=False)
+    entries = sorted((tmp_path / "c" / ".cache" / "rtl").glob("Tile_*.json"))
+    assert entries
+    for e in entries:
+        e.write_text(e.read_text().replace("endmodule", "endmodule // tampered", 1))
+    ic_pickles = list((tmp_path / "c" / ".cache" / "interconnect").glob("*.pickle"))
+    ic_pickles[0].write_bytes(b"not a pickle")
+    p2 = GarnetParams(name="c", width=3, height=2, tracks=2, pe=TOY, mem_ratio=0,
+                      flush_interval=2)
+    res = generate(p2, tmp_path / "c", rules=False)
+    assert res.status["interconnect"] == "regenerated"
+    assert all(m.startswith(("Tile_", "Garnet_")) for m in res.compiled)
+    assert len(res.compiled) == len(entries) + 1                # every tile and the top
+    assert "tampered" not in "".join(p.read_text() for p in (tmp_path / "c" / "rtl").iterdir())
+
+
+def test_edited_design_file_is_not_reused(tmp_path):
+    from garnet.build import generate
+    from garnet.params import GarnetParams
+
+    p = GarnetParams(name="t", width=3, height=2, tracks=2, pe=TOY, mem_ratio=0)
+    generate(p, tmp_path / "t", rules=False)
+    f = tmp_path / "t" / "config_map.json"
+    f.write_text(f.read_text() + " ")
+    res = generate(p, tmp_path / "t", rules=False)
+    assert not res.nothing_rebuilt
+    assert "previous design failed its manifest check" in res.summary()
+    from garnet import collateral as gc
+    gc.verify_files(tmp_path / "t", gc.read_design(tmp_path / "t"))
+
+
+@pytest.mark.parametrize("field", ["tracks", "cb_sides", "timing"])
+def test_interconnect_key_follows_interconnect_fields(field, tmp_path):
+    from garnet.build import _inputs, compute_keys, spec_hashes
+    from garnet.params import GarnetParams
+
+    def keys(p):
+        return compute_keys(_inputs(p, spec_hashes(p)), False, None)
+
+    a = GarnetParams(width=4, height=3, pe=TOY)
+    table = tmp_path / "delays.json"
+    from canal.timing import default_table_text
+    table.write_text(default_table_text().replace("184.89", "184.9"))
+    b = GarnetParams(width=4, height=3, pe=TOY, **{
+        "tracks": {"tracks": 4}, "cb_sides": {"cb_sides": ["NORTH", "WEST"]},
+        "timing": {"timing": str(table)}}[field])
+    ka, kb = keys(a), keys(b)
+    assert ka.interconnect != kb.interconnect and ka.rtl != kb.rtl
+    c = GarnetParams(width=4, height=3, pe=TOY, name="other", flush_interval=1)
+    kc = keys(c)
+    assert kc.interconnect == ka.interconnect and kc.fabric == ka.fabric
+    assert kc.rtl != ka.rtl and kc.design != ka.design
