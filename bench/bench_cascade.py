@@ -9,6 +9,8 @@ registers in use, the extra output latency (cycles) and its seconds. Summary fig
 success rate, runs that needed a re-place, mean Fmax after each pass, ratio post/unpipelined.
 
 Prints one JSON line per figure and appends rows to ``bench/results/cascade.csv``.
+Placement exponent sweep: seeds 0..2 (``--sweep-seeds``) of gaussian, unsharp and harris also
+run with alphas 1, 1.5, 2; the Fmax kept vs the alpha-1 Fmax of the same table.
 Run: ``.venv/bin/python bench/bench_cascade.py [--seeds 20] [--fmax 900]`` (state the cores).
 """
 from __future__ import annotations
@@ -51,6 +53,9 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--fmax", type=float, default=900.0)
     ap.add_argument("--apps", default=",".join(APPS))
+    ap.add_argument("--sweep-seeds", type=int, default=3,
+                    help="seeds 0..N-1 of gaussian, unsharp and harris also run with the "
+                         "placement exponent sweep 1,1.5,2 (Fmax kept vs alpha 1)")
     args = ap.parse_args()
 
     from cgra.errors import CgraError
@@ -88,6 +93,23 @@ def main() -> None:
                 emit(rows, "reroutes", r.reroutes, "re-routes", q)
                 emit(rows, "pass_seconds", round(r.seconds, 3), "s", q)
                 fmax.setdefault(r.name, []).append(r.fmax_mhz)
+        for seed in range(args.sweep_seeds if app in ("gaussian", "unsharp", "harris") else 0):
+            p = {"app": app, "array": "32x16", "seed": seed, "fmax_target": args.fmax,
+                 "alphas": [1.0, 1.5, 2.0]}
+            t = time.perf_counter()
+            try:
+                fr = back_end(nl, coll, FlowParams(
+                    place=PlaceParams(seed=seed), alphas=(1.0, 1.5, 2.0),
+                    pipeline=PipelineParams(register_pe_inputs=True,
+                                            target_period_ps=1e6 / args.fmax)))
+            except CgraError as exc:
+                emit(rows, "sweep_closed", 0, "bool", {**p, "error": str(exc)[:200]})
+                continue
+            table = {r["alpha"]: r for r in fr.alpha_sweep}
+            kept = next(r for r in fr.alpha_sweep if r["kept"])
+            emit(rows, "sweep_fmax_alpha1", table[1.0].get("fmax_mhz"), "MHz", p)
+            emit(rows, "sweep_fmax_kept", kept["fmax_mhz"], "MHz", {**p, "kept": kept["alpha"]})
+            emit(rows, "sweep_seconds", round(time.perf_counter() - t, 3), "s", p)
         p = {"app": app, "array": "32x16", "seeds": args.seeds, "fmax_target": args.fmax}
         emit(rows, "success_rate", f"{closed}/{args.seeds}", "runs", p)
         emit(rows, "needed_replace", f"{replaced}/{max(closed, 1)}", "runs", p)

@@ -17,8 +17,16 @@ PE edit, --no-rules: the RTL/collateral part alone), ``rtl_incr_toml_tracks`` (t
 5 -> 4: interconnect rebuilt and validated, every module recompiled),
 ``rtl_incr_toml_flush`` (flush_interval: only the top recompiled). Each row carries the
 summary line of the run.
+Stage figures (``--stages 8x8,16x16,32x16,64x32``, "" to skip; each size in a fresh
+process, no cache): ``stage_interconnect`` (graphs + check), ``stage_tile_shapes``,
+``stage_tiles_circt`` (magma -> CIRCT of each distinct tile), ``stage_top_text`` (the top
+written as text, what `cgra rtl` does: :func:`garnet.array.array_top`) and, side by side in
+the same process, ``stage_top_magma_circt`` (the previous top: the magma body of the same
+:func:`canal.rtl.array_netlist` against tile declarations, compiled by CIRCT); plus
+``stages_growth_exponent_*`` = slope of log(time) over log(tile count) between the
+smallest and the largest size.
 Run: .venv/bin/python bench/bench_garnet.py [--no-rules] [--rules-dir build/rules]
-[--sizes 8x8,16x16,32x16] [--incremental 32x16]
+[--sizes 8x8,16x16,32x16] [--incremental 32x16] [--stages 8x8,16x16,32x16,64x32]
 """
 from __future__ import annotations
 
@@ -159,6 +167,91 @@ def verilator_build(design: Path, tmp: Path) -> None:
     emit("verilator_build_wall", wall, "s", {"array": "8x8", "cmd": " ".join(cmd[:8])})
 
 
+def stage_child(w: int, h: int) -> None:
+    """Time the stages of `cgra rtl`'s RTL path at w x h (module docstring) in this process
+    and print one JSON object {stage: seconds}."""
+    import hashlib
+
+    from cgra.hdl import m
+
+    from canal.rtl import _array_body, array_netlist, tile_circuit
+    from canal.timing import TimingModel
+    from garnet.array import (array_top, build_interconnect, check_interconnect, port_list,
+                              tile_declaration, tile_shapes)
+    from garnet.build import compile_module
+    from garnet.params import load_toml
+
+    from canal.graph import no_gc
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench_stages_"))
+    try:
+        params = load_toml(_config(tmp, w, h))
+        out: dict[str, float] = {}
+        gc_off = no_gc()            # as in `cgra rtl` (garnet.build)
+        gc_off.__enter__()
+        t0 = time.perf_counter()
+        ic = build_interconnect(params, timing=TimingModel.load(params.timing or None))
+        check_interconnect(ic, params)
+        out["interconnect"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        shapes = tile_shapes(ic)
+        out["tile_shapes"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        ports: dict[str, list[dict]] = {}
+        for xy, s in shapes.items():
+            if s.module_name not in ports:
+                circ = tile_circuit(s, ic.configs[xy], ic.core(*xy))
+                compile_module(circ, tmp)
+                ports[s.module_name] = port_list(circ)
+        out["tiles_circt"] = time.perf_counter() - t0
+        top = f"BenchTop_{w}x{h}_{hashlib.sha1(str(sorted(ports)).encode()).hexdigest()[:6]}"
+        t0 = time.perf_counter()
+        text, _ = array_top(ic, params, shapes, ports, top)
+        out["top_text"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        net = array_netlist(ic, params.flush_interval)
+        decls = {mod: tile_declaration(mod, p) for mod, p in ports.items()}
+        circuits = {xy: decls[s.module_name] for xy, s in shapes.items()}
+        io_ports = {n: (m.In if d == "in" else m.Out)(m.Bit if wd == 1 else m.Bits[wd])
+                    for n, d, wd in net.ports}
+
+        class Top(m.Circuit):
+            name = top + "_magma"
+            io = m.IO(**io_ports) + m.ClockIO(has_reset=True)
+            _array_body(io, net, circuits)
+        compile_module(Top, tmp)
+        out["top_magma_circt"] = time.perf_counter() - t0
+        out["top_text_bytes"] = len(text.encode())
+        gc_off.__exit__(None, None, None)
+        print(json.dumps(out), flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def stages(sizes: list[str]) -> None:
+    """The stage figures (module docstring), each size in its own process."""
+    import math
+
+    got: dict[str, dict[str, float]] = {}
+    for s in sizes:
+        proc = subprocess.run([sys.executable, __file__, "--stage-child", s],
+                              capture_output=True, text=True, cwd=ROOT)
+        if proc.returncode != 0:
+            raise SystemExit(f"stages {s} failed:\n{proc.stderr[-3000:]}")
+        got[s] = json.loads(proc.stdout.strip().splitlines()[-1])
+        for stage, v in got[s].items():
+            if stage.endswith("_bytes"):
+                emit(f"stage_{stage}", v / 1e6, "MB", {"array": s})
+            else:
+                emit(f"stage_{stage}", v, "s", {"array": s})
+    if len(sizes) >= 2:
+        a, b = sizes[0], sizes[-1]
+        na, nb = (math.prod(int(v) for v in x.split("x")) for x in (a, b))
+        for stage in ("top_text", "top_magma_circt", "interconnect"):
+            k = math.log(got[b][stage] / got[a][stage]) / math.log(nb / na)
+            emit(f"stages_growth_exponent_{stage}", k, "", {"from": a, "to": b})
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-rules", action="store_true")
@@ -168,16 +261,23 @@ def main() -> None:
                          "skip the cold rule-synthesis run")
     ap.add_argument("--incremental", default="32x16",
                     help="array size of the incremental-build figures ('' = skip)")
+    ap.add_argument("--stages", default="",
+                    help="array sizes of the per-stage figures, e.g. 8x8,32x16 ('' = skip)")
+    ap.add_argument("--stage-child", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.stage_child:
+        stage_child(*(int(v) for v in args.stage_child.split("x")))
+        return
     tmp = Path(tempfile.mkdtemp(prefix="bench_garnet_"))
     try:
         designs = {}
         rules_dir = Path(args.rules_dir).resolve() if args.rules_dir else None
-        if not args.no_rules and rules_dir is None:
+        sizes = [s for s in args.sizes.split(",") if s]
+        if sizes and not args.no_rules and rules_dir is None:
             # first run synthesises the rule table cold into the shared dir; the measured
             # runs below reuse it (as `make rtl` after `make rules`)
             run_rtl(tmp, 8, 8, False, tag="_cold_rules")
-        for s in args.sizes.split(","):
+        for s in sizes:
             w, h = (int(v) for v in s.split("x"))
             designs[s] = run_rtl(tmp, w, h, args.no_rules, rules_dir=rules_dir)
         if args.incremental:
@@ -185,6 +285,8 @@ def main() -> None:
             incremental(tmp, w, h, rules_dir if rules_dir is not None else tmp / "rules")
         if "8x8" in designs:
             verilator_build(designs["8x8"], tmp)
+        if args.stages:             # last: its processes would count in the peak RSS above
+            stages(args.stages.split(","))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

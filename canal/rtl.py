@@ -19,9 +19,12 @@ connection box (core input), its select from the tile's config registers
 (32 bits, reset = the fields' reset values, written when ``config_write`` and the address
 matches, independent of ``clk_en``).
 
-Array module (:func:`array_circuit`): tiles ``Tile_X<xx>_Y<yy>`` (hex), tile_id constants,
-SB_IN of a tile driven by the neighbour's output named in the graph (0 at the array edge),
-``read_data`` = OR of all tiles, external core ports as ``<port>_X<xx>_Y<yy>``. Top ports:
+Array module: one description, :func:`array_netlist` (:class:`ArrayNetlist`), from which
+both the magma circuit (:func:`array_circuit`) and the Verilog text (:func:`array_verilog`,
+what garnet writes: no magma/CIRCT run over the whole array) are built. Tiles
+``Tile_X<xx>_Y<yy>`` (hex), tile_id constants, SB_IN of a tile driven by the neighbour's
+output named in the graph (0 at the array edge), ``read_data`` = OR of all tiles, external
+core ports as ``<port>_X<xx>_Y<yy>``. Top ports:
 ``CLK``, ``RESET``, ``clk_en``, ``flush`` and the config bus (``config_addr``, ``config_data``,
 ``config_write``, ``config_read``, ``read_data``). Flush: with ``flush_interval = N > 0`` each
 column carries a pipelined flush spine with a register every N rows (row y sees ``flush``
@@ -406,20 +409,13 @@ def _array_circuit(ic: Interconnect, name: str, flush_interval: int,
     for xy, s in shapes.items():
         circuits[xy] = tile_circuit(s, configs[xy], ic.core(*xy))
 
-    ports: dict = {"clk_en": m.In(m.Bit), "flush": m.In(m.Bit),
-                   "config_addr": m.In(m.Bits[32]), "config_data": m.In(m.Bits[32]),
-                   "config_write": m.In(m.Bit), "config_read": m.In(m.Bit),
-                   "read_data": m.Out(m.Bits[32])}
-    for (x, y), info in ic.tiles.items():
-        for p in info.ports:
-            if p.name in info.external:
-                d = m.In if p.direction == "in" else m.Out
-                ports[top_port_name(p.name, x, y)] = d(_t(p.width))
+    net = array_netlist(ic, flush_interval, drop_edge)
+    ports = {pname: (m.In if d == "in" else m.Out)(_t(w)) for pname, d, w in net.ports}
 
     class Array(m.Circuit):
         name = full
         io = m.IO(**ports) + m.ClockIO(has_reset=True)
-        _array_body(io, ic, circuits, flush_interval, drop_edge, rows)
+        _array_body(io, net, circuits)
 
     _ARRAY_CACHE[full] = Array
     return Array
@@ -434,51 +430,86 @@ def _is_sb_in(nid: str) -> bool:
     return nid.startswith("SB:") and nid.endswith(":IN")
 
 
-def _array_body(io, ic: Interconnect, circuits, flush_interval: int, drop_edge, rows: int):
-    insts = {}
-    for (x, y) in ic.tiles:
-        insts[(x, y)] = circuits[(x, y)](name=tile_instance_name(x, y))
+#: a signal of the array netlist: ``("port", name)`` (a top port), ``("const", value, width)``,
+#: ``("out", x, y, port, width)`` (an output of tile (x, y)) or ``("flush", register name)``
+Signal = tuple
+
+
+@dataclass
+class ArrayNetlist:
+    """The top level of the array as data: the one description both the magma body
+    (:func:`_array_body`) and the Verilog text emitter (:func:`array_verilog`) are built
+    from, so the two cannot drift.
+
+    ``ports``: the top ports besides ``CLK`` / ``RESET`` as (name, ``"in"``/``"out"``, width
+    in bits), in port order; ``tiles``: tile positions (x, y) in instance order (instance
+    ``Tile_X<xx>_Y<yy>``, :func:`tile_instance_name`); ``flush_regs``: the flush-spine
+    registers (name, 1-bit source :data:`Signal`) in order; ``inputs``: (x, y) -> ((tile
+    input port, :data:`Signal`), ...) for every tile input (clock, reset, config bus,
+    ``tile_id``, every SB_IN, external inputs); ``outputs``: (x, y) -> ((tile output port,
+    top port), ...) for the external outputs; ``read_data`` (32 bits) = OR over the tiles'
+    ``read_data`` in ``tiles`` order."""
+
+    ports: tuple[tuple[str, str, int], ...]
+    tiles: tuple[tuple[int, int], ...]
+    flush_regs: tuple[tuple[str, Signal], ...]
+    inputs: dict[tuple[int, int], tuple[tuple[str, Signal], ...]]
+    outputs: dict[tuple[int, int], tuple[tuple[str, str], ...]]
+
+
+def array_netlist(ic: Interconnect, flush_interval: int = 0,
+                  drop_edge: tuple[str, str] | None = None) -> ArrayNetlist:
+    """The :class:`ArrayNetlist` of ``ic`` (module docstring: tile ids, SB_IN wiring from
+    the graph with 0 at the array edge, flush spine with a register every ``flush_interval``
+    rows, external core ports as ``<port>_X<xx>_Y<yy>``). Raises :class:`SpecError` when an
+    SB_IN is fed by a node that is not the one its tile exports on that side and track, or
+    for a negative ``flush_interval``."""
+    if flush_interval < 0:
+        raise SpecError(f"flush_interval={flush_interval}; use 0 (no spine) or rows per stage")
+    rows = ic.size[1]
+    ports: list[tuple[str, str, int]] = [
+        ("clk_en", "in", 1), ("flush", "in", 1), ("config_addr", "in", 32),
+        ("config_data", "in", 32), ("config_write", "in", 1), ("config_read", "in", 1),
+        ("read_data", "out", 32)]
+    for (x, y), info in ic.tiles.items():
+        for p in info.ports:
+            if p.name in info.external:
+                ports.append((top_port_name(p.name, x, y), p.direction, p.width))
     # flush spine per column
-    flush_at: dict[tuple[int, int], object] = {}
+    flush_regs: list[tuple[str, Signal]] = []
+    flush_at: dict[tuple[int, int], Signal] = {}
     for x in sorted({x for x, _ in ic.tiles}):
-        sig = io.flush
+        sig: Signal = ("port", "flush")
         stage = 0
         for y in range(rows):
             if flush_interval and y // flush_interval > stage:
                 stage = y // flush_interval
-                r = m.Register(m.Bit, reset_type=m.Reset)(name=f"flush_X{_hex(x)}_S{stage}")
-                r.I @= sig
-                sig = r.O
+                reg = f"flush_X{_hex(x)}_S{stage}"
+                flush_regs.append((reg, sig))
+                sig = ("flush", reg)
             flush_at[(x, y)] = sig
-    reads = []
-    for (x, y), inst in insts.items():
-        info = ic.tiles[(x, y)]
-        inst.CLK @= io.CLK
-        inst.RESET @= io.RESET
-        inst.clk_en @= io.clk_en
-        inst.flush @= flush_at[(x, y)]
-        inst.config_addr @= io.config_addr
-        inst.config_data @= io.config_data
-        inst.config_write @= io.config_write
-        inst.config_read @= io.config_read
-        inst.tile_id @= m.Bits[16](x << 8 | y)
-        reads.append(inst.read_data)
-        for p in info.ports:
-            if p.name in info.external:
-                top = getattr(io, top_port_name(p.name, x, y))
-                if p.direction == "in":
-                    m.wire(top, getattr(inst, p.name))
-                else:
-                    m.wire(getattr(inst, p.name), top)
+    inputs: dict[tuple[int, int], list[tuple[str, Signal]]] = {}
+    outputs: dict[tuple[int, int], tuple[tuple[str, str], ...]] = {}
+    for (x, y), info in ic.tiles.items():
+        conns: list[tuple[str, Signal]] = [
+            ("CLK", ("port", "CLK")), ("RESET", ("port", "RESET")),
+            ("clk_en", ("port", "clk_en")), ("flush", flush_at[(x, y)])]
+        conns += [(n, ("port", n)) for n in ("config_addr", "config_data", "config_write",
+                                             "config_read")]
+        conns.append(("tile_id", ("const", x << 8 | y, 16)))
+        conns += [(p.name, ("port", top_port_name(p.name, x, y))) for p in info.ports
+                  if p.name in info.external and p.direction == "in"]
+        inputs[(x, y)] = conns
+        outputs[(x, y)] = tuple((p.name, top_port_name(p.name, x, y)) for p in info.ports
+                                if p.name in info.external and p.direction != "in")
     # SB_IN wiring from the graph
     for w, g in ic.graphs.items():
         for nid, n in g.nodes.items():
             if n.kind is not NodeKind.SB or n.io is not IO.SB_IN:
                 continue
-            port = getattr(insts[(n.x, n.y)], n.local_name)
             srcs = g.fanin[nid]
             if not srcs or (drop_edge is not None and drop_edge == (srcs[0], nid)):
-                port @= _zero(w)
+                inputs[(n.x, n.y)].append((n.local_name, ("const", 0, w)))
                 continue
             src = g.nodes[srcs[0]]
             side, track = src.side, src.track
@@ -486,15 +517,157 @@ def _array_body(io, ic: Interconnect, circuits, flush_interval: int, drop_edge, 
                     exported_node(g, src.x, src.y, side, track) != src.id:
                 raise SpecError(f"edge {src.id} -> {nid}: the source is not the node exported "
                                 f"on its tile's side {side} track {track}")
-            out_name = f"SB_T{track}_{side.name}_SB_OUT_B{w}"
-            m.wire(getattr(insts[(src.x, src.y)], out_name), port)
+            inputs[(n.x, n.y)].append(
+                (n.local_name, ("out", src.x, src.y, f"SB_T{track}_{side.name}_SB_OUT_B{w}", w)))
+    return ArrayNetlist(tuple(ports), tuple(ic.tiles), tuple(flush_regs),
+                        {xy: tuple(c) for xy, c in inputs.items()}, outputs)
+
+
+def _array_body(io, net: ArrayNetlist, circuits) -> None:
+    """The magma body of the array top from ``net`` (``circuits``: (x, y) -> tile
+    circuit or declaration)."""
+    insts = {xy: circuits[xy](name=tile_instance_name(*xy)) for xy in net.tiles}
+    regs: dict[str, object] = {}
+
+    def value(s: Signal):
+        if s[0] == "port":
+            return getattr(io, s[1])
+        if s[0] == "const":
+            return m.Bit(s[1]) if s[2] == 1 else m.Bits[s[2]](s[1])
+        if s[0] == "out":
+            return getattr(insts[(s[1], s[2])], s[3])
+        return regs[s[1]]
+
+    for name, src in net.flush_regs:
+        r = m.Register(m.Bit, reset_type=m.Reset)(name=name)
+        r.I @= value(src)
+        regs[name] = r.O
+    for xy in net.tiles:
+        inst = insts[xy]
+        for port, src in net.inputs[xy]:
+            m.wire(value(src), getattr(inst, port))
+        for port, top in net.outputs[xy]:
+            m.wire(getattr(inst, port), getattr(io, top))
     # read-back: OR tree
+    reads = [insts[xy].read_data for xy in net.tiles]
     while len(reads) > 1:
         nxt = [a | b for a, b in zip(reads[::2], reads[1::2], strict=False)]
         if len(reads) % 2:
             nxt.append(reads[-1])
         reads = nxt
     io.read_data @= reads[0]
+
+
+def _vrange(width: int) -> str:
+    return "" if width == 1 else f"[{width - 1}:0]"
+
+
+def array_verilog(net: ArrayNetlist, name: str, modules: dict[tuple[int, int], str],
+                  tile_ports: dict[str, list[dict]]) -> str:
+    """The top module ``name`` of the array as Verilog text (SystemVerilog ``always_ff``, as
+    CIRCT writes it), from ``net``, without magma or CIRCT: the same ports, tile instances,
+    connections, flush spine and ``read_data`` OR as :func:`_array_body`. ``modules``: (x,
+    y) -> tile module name; ``tile_ports``: module name -> its ports (``[{name, direction
+    in/out, width, ...}]``, e.g. :func:`garnet.array.port_list`). Wires ``_Tile_X<xx>_Y<yy>_<port>``
+    carry tile outputs; unused outputs are left open. Text size grows linearly with the
+    tile count. Raises :class:`SpecError` when a tile input is left undriven, a connection
+    names a port the tile module lacks, or a width differs."""
+    lines = [f"// {name}: top level of the array (canal.rtl.array_verilog: tile instances "
+             f"and inter-tile wiring)", f"module {name}("]
+    decl = [f"  input  {'':6} CLK", f"  input  {'':6} RESET"]
+    for pname, d, w in net.ports:
+        decl.append(f"  {'input ' if d == 'in' else 'output'} {_vrange(w):6} {pname}")
+    lines.append(",\n".join(decl))
+    lines.append(");")
+    widths = {p: w for p, _, w in net.ports}
+    widths.update(CLK=1, RESET=1)
+    used: dict[tuple[int, int, str], int] = {}
+    for xy in net.tiles:
+        for _, s in net.inputs[xy]:
+            if s[0] == "out":
+                used[(s[1], s[2], s[3])] = s[4]
+    for xy in net.tiles:
+        used[(xy[0], xy[1], "read_data")] = 32
+
+    def wire(x: int, y: int, port: str) -> str:
+        return f"_{tile_instance_name(x, y)}_{port}"
+
+    body: list[str] = []
+    for xy in net.tiles:
+        mod = modules[xy]
+        for p in tile_ports[mod]:
+            key = (xy[0], xy[1], p["name"])
+            if p["direction"] == "out" and key in used:
+                if used[key] != p["width"]:
+                    raise SpecError(f"array {name}: {wire(*key)} is {used[key]} bits but port "
+                                    f"{p['name']} of {mod} is {p['width']} bits")
+                body.append(f"  wire {_vrange(p['width']):6} {wire(*key)};")
+    for reg, _ in net.flush_regs:
+        body.append(f"  reg         {reg};")
+
+    def value(s: Signal) -> str:
+        if s[0] == "port":
+            return s[1]
+        if s[0] == "const":
+            return f"{s[2]}'h{s[1]:X}"
+        if s[0] == "out":
+            return wire(s[1], s[2], s[3])
+        return s[1]
+
+    if net.flush_regs:
+        body.append("  always_ff @(posedge CLK) begin")
+        body.append("    if (RESET) begin")
+        body += [f"      {reg} <= 1'h0;" for reg, _ in net.flush_regs]
+        body.append("    end")
+        body.append("    else begin")
+        body += [f"      {reg} <= {value(src)};" for reg, src in net.flush_regs]
+        body.append("    end")
+        body.append("  end // always_ff @(posedge)")
+        body.append("  initial begin")
+        body += [f"    {reg} = 1'h0;" for reg, _ in net.flush_regs]
+        body.append("  end // initial")
+    for xy in net.tiles:
+        mod = modules[xy]
+        inst = tile_instance_name(*xy)
+        ins = dict(net.inputs[xy])
+        outs = dict(net.outputs[xy])
+        known = {p["name"] for p in tile_ports[mod]}
+        extra = sorted((set(ins) | set(outs)) - known)
+        if extra:
+            raise SpecError(f"array {name}: tile {inst} ({mod}) has no port(s) {extra}")
+        conns = []
+        for p in tile_ports[mod]:
+            pn = p["name"]
+            if p["direction"] == "in":
+                if pn not in ins:
+                    raise SpecError(f"array {name}: input {pn} of tile {inst} ({mod}) is not "
+                                    f"driven")
+                s = ins[pn]
+                w = s[2] if s[0] == "const" else s[4] if s[0] == "out" else \
+                    widths.get(s[1], 1)
+                if w != p["width"]:
+                    raise SpecError(f"array {name}: input {pn} of tile {inst} ({mod}) is "
+                                    f"{p['width']} bits but is driven by {w} bits")
+                conns.append((pn, value(s)))
+            elif pn in outs:
+                conns.append((pn, outs[pn]))
+            elif (xy[0], xy[1], pn) in used:
+                conns.append((pn, wire(xy[0], xy[1], pn)))
+            else:
+                conns.append((pn, ""))
+        pad = max((len(pn) for pn, _ in conns), default=0)
+        body.append(f"  {mod} {inst} (")
+        body.append(",\n".join(f"    .{pn:<{pad}} ({v})" for pn, v in conns))
+        body.append("  );")
+    reads = [wire(x, y, "read_data") for x, y in net.tiles]
+    if not reads:
+        raise SpecError(f"array {name}: no tiles")
+    body.append("  assign read_data =")
+    body.append("\n".join(f"    {'  ' if i == 0 else '| '}{' | '.join(reads[i:i + 4])}"
+                           for i in range(0, len(reads), 4)) + ";")
+    lines += body
+    lines.append("endmodule")
+    return "\n".join(lines) + "\n"
 
 
 def compile_array(circuit, out_dir: str | Path, basename: str | None = None) -> Path:
@@ -529,4 +702,5 @@ def split_verilog(verilog: str | Path, out_dir: str | Path) -> list[Path]:
 
 
 __all__ = ["split_verilog", "mux_circuit", "TileShape", "tile_shape", "tile_circuit", "array_circuit",
-           "compile_array", "exported_node", "tile_instance_name", "top_port_name", "iter_sides"]
+           "ArrayNetlist", "array_netlist", "array_verilog", "compile_array", "exported_node",
+           "tile_instance_name", "top_port_name", "iter_sides"]

@@ -6,8 +6,11 @@ in ``params.widths``: switch boxes of ``params.topology`` with ``params.tracks``
 connection boxes from every track of ``params.cb_sides``, a pipeline register on every
 SB_OUT of ``params.pipeline_register_sides`` x ``pipeline_register_tracks``).
 
-:func:`array_circuit` is the top-level magma circuit ``Garnet_<W>x<H>_<hash>`` (Canal's array
-generator, each distinct tile generated once). Top-level ports:
+The top module ``Garnet_<W>x<H>_<hash>`` (:func:`top_name`) is written as Verilog text by
+:func:`array_top` (tiles compiled one by one by magma -> CIRCT, :mod:`garnet.build`);
+:func:`array_circuit` is the same array as one magma circuit (Canal's array generator, each
+distinct tile generated once); both come from :func:`canal.rtl.array_netlist`. Top-level
+ports:
 
 * ``CLK``; ``RESET`` (synchronous, active high: config registers return to their reset
   values, pipeline registers and PE registers to 0);
@@ -397,39 +400,28 @@ def top_name(ic, shapes: dict, params: GarnetParams, name: str = "Garnet") -> st
     return f"{name}_{cols}x{rows}_{hashlib.sha1(key.encode()).hexdigest()[:10]}"
 
 
-def array_top(ic, params: GarnetParams, shapes: dict, tiles: dict, name: str):
-    """The top module ``name`` (:func:`top_name`) of the array alone: the same body as
-    :func:`canal.rtl.array_circuit` (its ``_array_body``), but each tile is the circuit
-    ``tiles[module name]`` -- typically a declaration (:func:`tile_declaration`), so CIRCT
-    compiles the top without descending into the tiles (the tile modules are compiled and
-    cached one by one, :mod:`garnet.build`)."""
-    from cgra.hdl import m
-
+def array_top(ic, params: GarnetParams, shapes: dict, tile_ports: dict[str, list[dict]],
+              name: str) -> tuple[str, list[dict]]:
+    """The top module ``name`` (:func:`top_name`) of the array alone, as Verilog text, and its
+    ports (:func:`port_list` format): the tile instances ``Tile_X<xx>_Y<yy>`` of the modules
+    ``shapes[(x, y)].module_name`` (ports ``tile_ports[module]``, compiled and cached one by
+    one by :mod:`garnet.build`), the inter-tile wiring, config bus and ``read_data`` OR
+    (32 bits), flush spine and tile ids of :func:`canal.rtl.array_netlist` -- the description
+    :func:`canal.rtl.array_circuit` builds its magma body from -- written by
+    :func:`canal.rtl.array_verilog` without magma or CIRCT (linear in the tile count).
+    Raises :class:`~cgra.errors.SpecError` when a tile port is missing or of another width."""
     from canal.graph import no_gc
-    from canal.rtl import _array_body, top_port_name
-
-    def t(width: int):
-        return m.Bit if width == 1 else m.Bits[width]
-
-    ports: dict = {"clk_en": m.In(m.Bit), "flush": m.In(m.Bit),
-                   "config_addr": m.In(m.Bits[32]), "config_data": m.In(m.Bits[32]),
-                   "config_write": m.In(m.Bit), "config_read": m.In(m.Bit),
-                   "read_data": m.Out(m.Bits[32])}
-    for (x, y), info in ic.tiles.items():
-        for p in info.ports:
-            if p.name in info.external:
-                d = m.In if p.direction == "in" else m.Out
-                ports[top_port_name(p.name, x, y)] = d(t(p.width))
-    circuits = {xy: tiles[s.module_name] for xy, s in shapes.items()}
-    rows = ic.size[1]
-    top = name
+    from canal.rtl import array_netlist, array_verilog
 
     with no_gc():
-        class Array(m.Circuit):
-            name = top
-            io = m.IO(**ports) + m.ClockIO(has_reset=True)
-            _array_body(io, ic, circuits, params.flush_interval, None, rows)
-    return Array
+        net = array_netlist(ic, params.flush_interval)
+        modules = {xy: s.module_name for xy, s in shapes.items()}
+        text = array_verilog(net, name, modules, tile_ports)
+    ports = [{"name": n, "direction": d, "type": "bit" if w == 1 else "bits", "width": w}
+             for n, d, w in net.ports]
+    ports += [{"name": "CLK", "direction": "in", "type": "clock", "width": 1},
+              {"name": "RESET", "direction": "in", "type": "reset", "width": 1}]
+    return text, ports
 
 
 def port_list(circuit) -> list[dict]:
@@ -459,7 +451,7 @@ def port_list(circuit) -> list[dict]:
 
 def tile_declaration(name: str, ports: list[dict]):
     """A magma declaration (no body: CIRCT emits no module for it) named ``name`` with the
-    ports of :func:`port_list`."""
+    ports of :func:`port_list` (also the top's ports, e.g. for a fault testbench)."""
     from cgra.hdl import m
 
     types = {"clock": lambda w: m.Clock, "reset": lambda w: m.Reset,

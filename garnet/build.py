@@ -4,7 +4,8 @@ incrementally.
 Layout of the output directory (schema ``garnet.design/2``; formats owned by
 :mod:`garnet.collateral`, which lists who owns each file; see docs/garnet.md)::
 
-    rtl/<module>.v         one Verilog file per distinct module (CIRCT output, split)
+    rtl/<module>.v         one Verilog file per distinct module (CIRCT output of the
+                           tiles, split; the top written as text)
     rtl/<top>.v            the top module (also listed last in filelist.f)
     rtl/filelist.f         all files, dependencies first (verilator -f / any simulator)
     rules/                 the PE rewrite-rule table + garnet_rules.json (key stamp)
@@ -49,13 +50,15 @@ rebuilt"). Below a group, the build cache ``<out>/.cache`` (or ``--cache-dir``) 
 
 * the validated interconnect graphs per interconnect key (a pickle; after a PE edit the
   tile records are recomputed from the new cores, :func:`garnet.array.with_cores`), and
-* the CIRCT output per module, keyed by content: each distinct tile module is compiled on
-  its own (``Tile_<core>_<hash>`` and its sub-modules; key = its name, which hashes the tile
-  shape, + the core's spec hash + the RTL generator source), and the top module against
-  *declarations* of the tiles (:func:`garnet.array.array_top`; key = the tile modules by
-  position, the inter-tile wiring, ``flush_interval``, the generator source). The Verilog
-  is byte-identical to one CIRCT run over the whole array; a PE edit recompiles the PE tile
-  and the top (the top instantiates the renamed PE tile) and reuses the MEM and IO tiles.
+* the Verilog per module, keyed by content: each distinct tile module is compiled by
+  magma -> CIRCT on its own (``Tile_<core>_<hash>`` and its sub-modules; key = its name,
+  which hashes the tile shape, + the core's spec hash + the RTL generator source), and the
+  top is written as text from :func:`canal.rtl.array_netlist` (:func:`garnet.array.array_top`,
+  no magma, no CIRCT; key = the tile modules by position, the inter-tile wiring,
+  ``flush_interval``, the generator source -- ``canal/rtl.py`` holds the emitter, so an
+  emitter edit changes the key). The tiles are byte-identical to one CIRCT run over the
+  whole array and the top is equivalent to CIRCT's (tests/garnet/test_incremental.py); a
+  PE edit recompiles the PE tile, rewrites the top and reuses the MEM and IO tiles.
 
 Everything is written into a temporary sibling directory ``.<name>.tmp-<pid>`` which
 replaces ``<out>`` only when complete (design.json written last), so an interrupted run
@@ -102,7 +105,8 @@ class BuildResult:
     compiled in this run (tile and top modules; empty when the RTL came from the previous
     design or the cache), ``cached``: those taken from the build cache; ``changed``: why
     the groups were rebuilt (one phrase each).
-    ``circuit`` (the top magma circuit, tiles as declarations) and ``interconnect`` are
+    ``circuit`` (a magma declaration of the top: its ports, for a fault testbench; the
+    Verilog is in rtl/) and ``interconnect`` are
     built on first access when this run did not need them."""
 
     out: Path
@@ -572,7 +576,6 @@ class RtlOutput:
     compiled: list[str]                     # tile / top modules compiled in this run
     cached: list[str]                       # tile / top modules taken from the cache
     tile_ports: dict[str, list[dict]]       # tile module -> its ports
-    circuit: Any = None                     # the top circuit when it was built
 
 
 def _core_content(inp: Inputs, core) -> str | None:
@@ -588,11 +591,12 @@ def _core_content(inp: Inputs, core) -> str | None:
 
 def generate_rtl(ic, inp: Inputs, cache: BuildCache, workdir: Path,
                  say: Step = lambda msg: None) -> RtlOutput:
-    """The Verilog of the array, one CIRCT run per distinct tile module and one for the
-    top, each taken from ``cache`` when its key is there (module docstring). Raises
-    :class:`CollateralError` when two modules of one name differ."""
+    """The Verilog of the array: one CIRCT run per distinct tile module and the top written
+    as text (:func:`garnet.array.array_top`), each taken from ``cache`` when its key is
+    there (module docstring). Raises :class:`CollateralError` when two modules of one name
+    differ, :class:`~cgra.errors.SpecError` when a tile lacks a port the top drives."""
     from canal.rtl import tile_circuit
-    from garnet.array import array_top, port_list, tile_declaration, tile_shapes, top_name
+    from garnet.array import array_top, port_list, tile_shapes, top_name
 
     src = source_hash("rtl")
     shapes = tile_shapes(ic)
@@ -617,17 +621,11 @@ def generate_rtl(ic, inp: Inputs, cache: BuildCache, workdir: Path,
                    for nid in g.nodes if nid.startswith("SB:") and nid.endswith(":IN")]))
     key = _sha("top", src, top, hashlib.sha256(ident.encode()).hexdigest())
     ent = cache.module(top, key)
-    circuit = None
     if ent is None:
-        say("Verilog (CIRCT)")
-        decls = {mod: tile_declaration(mod, e["ports"]) for mod, e in entries.items()}
-        circuit = array_top(ic, inp.params, shapes, decls, top)
-        parts = compile_module(circuit, workdir)
-        if [n for n, _ in parts] != [top]:
-            raise CollateralError(f"rtl/: compiling the top {top} against tile declarations "
-                                  f"gave modules {[n for n, _ in parts]}, expected only the "
-                                  f"top")
-        ent = cache.put_module(top, key, port_list(circuit), parts)
+        say("Verilog (top level)")
+        text, ports = array_top(ic, inp.params, shapes,
+                                {mod: e["ports"] for mod, e in entries.items()}, top)
+        ent = cache.put_module(top, key, ports, [(top, text)])
         compiled.append(top)
     modules: dict[str, str] = {}
     for mod in first:
@@ -642,7 +640,7 @@ def generate_rtl(ic, inp: Inputs, cache: BuildCache, workdir: Path,
     out = list(modules.items()) + [(top, ent["modules"][0][1])]
     cached = [mod for mod in [*first, top] if mod not in compiled]
     return RtlOutput(top, out, ent["ports"], compiled, cached,
-                     {mod: e["ports"] for mod, e in entries.items()}, circuit)
+                     {mod: e["ports"] for mod, e in entries.items()})
 
 
 class RtlWorker:
@@ -707,9 +705,11 @@ def _rtl_worker(conn, ic, inp: Inputs, cache_root: Path, workdir: Path) -> None:
 
     signal.signal(signal.SIGTERM, signal.SIG_DFL)     # stop() ends it at once
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C: the parent stops it
+    from canal.graph import no_gc
+
     try:
-        rtl = generate_rtl(ic, inp, BuildCache(cache_root), workdir)
-        rtl.circuit = None
+        with no_gc():       # the child ends with os._exit: no garbage left to collect
+            rtl = generate_rtl(ic, inp, BuildCache(cache_root), workdir)
         conn.send(("ok", rtl))
     except CgraError as exc:
         try:
@@ -837,7 +837,7 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
             time.perf_counter() - t0, None, dict(prev_rules.get("counts") or {}),
             {"interconnect": "reused", "rtl": "reused", "fabric": "reused", "docs": "reused"},
             _lazy={"interconnect": lazy_ic,
-                   "circuit": lambda: _lazy_circuit(lazy_ic(), _inputs(params, sh), cache)})
+                   "circuit": lambda: _top_declaration(d["top"], d["ports"])})
 
     if prev is not None and reuse["rules"] and pkeys.get("all") == fast:
         return unchanged()              # no hardware generator imported (~1 s saved)
@@ -867,10 +867,12 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
     old = None
     worker: RtlWorker | None = None
     moved: list[tuple[Path, Path]] = []
+    from canal.graph import no_gc
     try:
         # -- interconnect (validated before anything else is written)
         if not (reuse["fabric"] and reuse["rtl"]):
-            ic, status["interconnect"] = _interconnect(params, inp, keys, cache, say, cfg)
+            with no_gc():           # graphs of ~10^6 objects: full collections rescan them
+                ic, status["interconnect"] = _interconnect(params, inp, keys, cache, say, cfg)
 
         # -- RTL: CIRCT in a worker process, while this one writes the other collateral
         worker = None
@@ -883,7 +885,8 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
             _link_tree(out, tmp, _group_files(prev, _FABRIC_FILES))
         else:
             say("routing graphs")
-            _write_routing(tmp, params, ic)
+            with no_gc():
+                _write_routing(tmp, params, ic)
         for name, data in docs.items():
             (tmp / name).write_bytes(data)
 
@@ -960,7 +963,7 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
     final_cache = BuildCache(out / CACHE_DIR_NAME if cache_dir is None else cache_dir)
     result._lazy = {"interconnect": lambda: _interconnect(params, inp, keys, final_cache,
                                                           lambda msg: None)[0],
-                    "circuit": lambda: _lazy_circuit(result.interconnect, inp, final_cache)}
+                    "circuit": lambda: _top_declaration(top, top_ports)}
     return result
 
 
@@ -1009,19 +1012,17 @@ def _interconnect(params: GarnetParams, inp: Inputs, keys: Keys, cache: BuildCac
     return ic, "regenerated"
 
 
-def _lazy_circuit(ic, inp: Inputs, cache: BuildCache):
-    """The top circuit (tiles as declarations) of a design whose RTL was not generated in
-    this run (module ports from the cache, compiling what it lacks)."""
-    import tempfile
+def _top_declaration(top: str, ports: list[dict]):
+    """A magma declaration of the top module ``top`` with the ports of design.json
+    (``[{name, direction input/output, width}]``; ``CLK`` a clock, ``RESET`` a reset): what
+    a fault testbench drives (the Verilog is the text in rtl/)."""
+    from garnet.array import tile_declaration
 
-    from garnet.array import array_top, tile_declaration, tile_shapes
-
-    with tempfile.TemporaryDirectory(prefix="garnet_circuit_") as d:
-        rtl = generate_rtl(ic, inp, cache, Path(d))
-    if rtl.circuit is not None:
-        return rtl.circuit
-    decls = {mod: tile_declaration(mod, p) for mod, p in rtl.tile_ports.items()}
-    return array_top(ic, inp.params, tile_shapes(ic), decls, rtl.top)
+    kinds = {"CLK": "clock", "RESET": "reset"}
+    return tile_declaration(top, [
+        {"name": p["name"], "direction": "in" if p["direction"] == "input" else "out",
+         "type": kinds.get(p["name"], "bit" if p["width"] == 1 else "bits"),
+         "width": p["width"]} for p in ports])
 
 
 def _tile_counts(params: GarnetParams) -> dict[str, int]:

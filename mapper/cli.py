@@ -12,7 +12,8 @@ its own (formats: :mod:`mapper.stages`)::
                                                        timing.png
     cgra bitstream DIR                                 bitstream.json, <app>.bs
     cgra sim DIR [--image camera|astronaut|coffee|PATH] output PNGs, run_report.json
-    cgra run <app> --design build/small [--from STAGE] [--fmax MHZ]   all of the above
+    cgra run <app> --design build/small [--from STAGE] [--fmax MHZ] [--alpha-sweep 1,1.5,2]
+                                                       all of the above
 
 ``--design`` of a stage command defaults to the design ``app.json`` names. ``<app>`` is a
 shipped DSL app (:data:`mapper.apps.APPS`) or the path of a CoreIR JSON file (map .. bitstream
@@ -26,6 +27,7 @@ from typing import Any, Callable
 
 import click
 
+from cgra.errors import ConfigError
 from mapper.memory import DEFAULT_SR_THRESHOLD
 from mapper.stages import ORDER
 
@@ -175,6 +177,25 @@ def _fmax_opt() -> Callable:
                              "only balance")
 
 
+def _alphas(text: str | None) -> tuple[float, ...]:
+    """``--alpha-sweep`` "1,1.5,2" -> (1.0, 1.5, 2.0); raises ConfigError naming the bad item."""
+    if text is None:
+        return ()
+    out: list[float] = []
+    for item in text.split(","):
+        try:
+            a = float(item)
+        except ValueError:
+            a = float("nan")
+        if not 0.5 <= a <= 4.0:
+            raise ConfigError(f"--alpha-sweep {text!r}: {item.strip()!r} is not an HPWL exponent "
+                              "in [0.5, 4]; give comma-separated numbers, e.g. 1,1.5,2")
+        out.append(a)
+    if len(set(out)) != len(out):
+        raise ConfigError(f"--alpha-sweep {text!r}: an exponent is repeated; give each once")
+    return tuple(out)
+
+
 def _pipeline_params(fmax: float | None):
     from mapper.pipeline import PipelineParams
     if fmax is None:
@@ -255,15 +276,20 @@ def _summary(run, t0: float) -> None:
               help="first stage to run; the files of earlier stages in the run directory "
                    "are reused (checked against the design and each other)")
 @_fmax_opt()
+@click.option("--alpha-sweep", "alphas", default=None, metavar="A,B,...",
+              help="placement exponent sweep (Cascade): place, route and pipeline once per "
+                   "HPWL exponent and keep the highest Fmax, e.g. 1,1.5,2 (each reported in "
+                   "pnr_report.json); default: only alpha 1")
 def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str, size: int,
-            unroll: int, resume_from: str, fmax: float | None) -> None:
+            unroll: int, resume_from: str, fmax: float | None, alphas: str | None) -> None:
     """Map APP onto the design, simulate it on the RTL and compare with both golden models."""
     from mapper.flow import AppParams, FlowParams, RunParams, SimOptions, run_app
     from mapper.place import PlaceParams
 
     t0 = time.perf_counter()
     params = RunParams(AppParams(app, size, size, unroll), design, out,
-                       FlowParams(place=PlaceParams(seed=seed), pipeline=_pipeline_params(fmax)),
+                       FlowParams(place=PlaceParams(seed=seed), pipeline=_pipeline_params(fmax),
+                                  alphas=_alphas(alphas)),
                        SimOptions(image), resume_from)
     progress, step = _progress(app)
     with progress:

@@ -235,13 +235,19 @@ def open_design(run_dir: str | Path, design: str | Path | None = None,
 class FlowParams:
     """Parameters of every back-end stage; ``place_attempts``: placements tried when routing
     or pipelining fails on one (attempt ``k`` uses seed ``place.seed + 1000 k``; each
-    failure is reported, see :func:`place_to_pipeline`)."""
+    failure is reported, see :func:`_attempts`); ``timing_attempts``: of those, how many may
+    miss the target clock (``pipeline.target_period_ps``) before the best one is kept."""
 
     pack: PackParams = field(default_factory=PackParams)
     place: PlaceParams = field(default_factory=PlaceParams)
     route: RouterParams = field(default_factory=RouterParams)
     pipeline: PipelineParams = field(default_factory=PipelineParams)
     place_attempts: int = 8
+    timing_attempts: int = 3
+    #: placement exponent sweep (Cascade): place, route and pipeline once per HPWL exponent
+    #: and keep the result with the highest Fmax (ties: fewer registers, then the earlier
+    #: exponent); ``()`` = only ``place.alpha``
+    alphas: tuple[float, ...] = ()
 
 
 def attempt_seeds(p: FlowParams) -> list[int]:
@@ -249,37 +255,132 @@ def attempt_seeds(p: FlowParams) -> list[int]:
     return [p.place.seed + 1000 * k for k in range(max(1, p.place_attempts))]
 
 
-def place_to_pipeline(packed, coll: Collateral, p: FlowParams,
-                      say: Step | None = None) -> tuple[Placement, RoutingResult,
-                                                        PipelineResult, list[dict[str, Any]]]:
-    """Place, route and pipeline ``packed``, placing again with the next seed when routing
-    or branch-delay matching fails (no user action needed); every pass is checked
-    (:mod:`mapper.checks`). Returns (placement, routing, pipelined design, failed attempts
-    [{seed, stage, error}]). Raises the last :class:`~cgra.errors.RoutingError` (naming the
-    resource that ran out) when every attempt fails, :class:`PlacementError` at once when
-    the design does not fit."""
-    from mapper.checks import check_placed, check_routed
+def _registers(pr: PipelineResult) -> int:
+    return pr.passes[-1].registers if pr.passes else len(pr.enabled_regs) + len(pr.forced_regs)
 
-    failed: list[dict[str, Any]] = []
+
+def _sweep(p: FlowParams, close: Callable[[FlowParams], tuple[Any, PipelineResult,
+                                                                 list[dict[str, Any]], int]],
+           say: Step) -> tuple[FlowParams, Any, list[dict[str, Any]], list[dict[str, Any]]]:
+    """Run ``close`` (placement attempts through pipelining: result, pipelined design,
+    attempts that did not close, seed kept) once per exponent of ``p.alphas`` and pick the
+    best by (Fmax, -registers). Returns (the winning parameters with their seed, its
+    result, its attempts that did not close, the sweep table [{alpha, seed, fmax_mhz,
+    registers, kept}] or [] without a sweep). Raises the last ``RoutingError`` when no
+    exponent closes."""
+    alphas = tuple(p.alphas) or (p.place.alpha,)
+    if len(alphas) == 1:
+        q = dataclasses.replace(p, place=dataclasses.replace(p.place, alpha=alphas[0]))
+        res, _pr, failed, _seed = close(q)
+        return q, res, failed, []
+    table: list[dict[str, Any]] = []
+    best: tuple[tuple[float, int], FlowParams, Any, list[dict[str, Any]], int] | None = None
     last: RoutingError | None = None
-    for seed in attempt_seeds(p):
-        stage = "place"
+    for i, a in enumerate(alphas):
+        say(f"place/route/pipeline with alpha {a:g}")
+        q = dataclasses.replace(p, place=dataclasses.replace(p.place, alpha=a))
         try:
-            pl = place(packed, coll, dataclasses.replace(p.place, seed=seed))
-            check_placed("place", packed, pl, coll)
-            stage = "route"
-            rr = route_design(packed, pl, coll, p.route)
-            check_routed("route", packed, rr, coll)
-            stage = "pipeline"
-            pr = pipeline(packed, pl, rr, coll, p.pipeline)
-            return pl, rr, pr, failed
+            res, pr, failed, seed = close(q)
         except RoutingError as exc:
             last = exc
-            failed.append({"seed": seed, "stage": stage, "error": str(exc)})
-            if say is not None:
-                say(f"{stage} failed with seed {seed}; placing again")
+            table.append({"alpha": a, "error": str(exc), "kept": False})
+            continue
+        row = {"alpha": a, "seed": seed, "fmax_mhz": round(pr.timing.fmax_mhz, 2),
+               "registers": _registers(pr), "kept": False}
+        table.append(row)
+        key = (round(pr.timing.fmax_mhz, 6), -row["registers"])
+        if best is None or key > best[0]:
+            best = (key, dataclasses.replace(q, place=dataclasses.replace(q.place, seed=seed),
+                                             place_attempts=1), res, failed, i)
+    if best is None:
+        assert last is not None
+        raise last
+    table[best[4]]["kept"] = True
+    return best[1], best[2], best[3], table
+
+
+def place_to_pipeline(packed, coll: Collateral, p: FlowParams, say: Step | None = None
+                      ) -> tuple[Placement, RoutingResult, PipelineResult,
+                                 list[dict[str, Any]], list[dict[str, Any]]]:
+    """:func:`_place_to_pipeline` once, or once per HPWL exponent of ``p.alphas`` keeping the
+    highest Fmax. Returns (placement, routing, pipelined design, failed attempts, the sweep
+    table [{alpha, seed, fmax_mhz, registers, kept}], empty without a sweep); errors as
+    :func:`_place_to_pipeline`."""
+    def close(q: FlowParams):
+        return _place_to_pipeline(packed, coll, q, say)
+
+    _q, (pl, rr, pr), failed, table = _sweep(p, close, say or (lambda _m: None))
+    return pl, rr, pr, failed, table
+
+
+#: one placement attempt: (seed, stage holder, failed attempts so far) -> (result, pipelined)
+Once = Callable[[int, list[str], list[dict[str, Any]]], tuple[Any, PipelineResult]]
+
+
+def _attempts(p: FlowParams, once: Once, say: Step
+              ) -> tuple[Any, PipelineResult, list[dict[str, Any]], int, bool]:
+    """Placement attempts (:func:`attempt_seeds`) of ``once`` until one closes: routing and
+    branch-delay matching succeed and, with a target clock, the timing model meets it. A
+    failure (``RoutingError``) or a missed target is recorded ({seed, stage, error}; stage
+    ``"timing"`` for a missed target) and the next seed is placed. Returns (result,
+    pipelined design, the attempts that did not close, the seed kept, whether ``once`` last
+    ran with that seed, i.e. its files are on disk). When every attempt routes but none meets
+    the target, the highest-Fmax attempt is kept (the miss is in the report). Raises the last
+    ``RoutingError`` (naming the resource that ran out) when no attempt routes."""
+    failed: list[dict[str, Any]] = []
+    target = p.pipeline.target_period_ps
+    best: tuple[Any, PipelineResult, int] | None = None
+    last_seed = None
+    for seed in attempt_seeds(p):
+        stage = ["place"]
+        last_seed = seed
+        try:
+            res, pr = once(seed, stage, list(failed))
+        except RoutingError as exc:
+            failed.append({"seed": seed, "stage": stage[0], "error": str(exc)})
+            say(f"{stage[0]} failed with seed {seed}: placing again")
+            continue
+        if target is None or pr.timing.period_ps <= target + 1e-6:
+            return res, pr, failed, seed, True
+        failed.append({"seed": seed, "stage": "timing",
+                       "error": f"reached {pr.timing.fmax_mhz:.1f} MHz, target "
+                                f"{1e6 / target:.1f} MHz (critical path "
+                                f"{pr.timing.period_ps:.1f} ps, no register site left on it "
+                                "that balancing accepts)"})
+        if best is None or pr.timing.fmax_mhz > best[1].timing.fmax_mhz:
+            best = (res, pr, seed)
+        if sum(f["stage"] == "timing" for f in failed) >= max(1, p.timing_attempts):
+            break
+        say(f"timing not met with seed {seed} ({pr.timing.fmax_mhz:.0f} MHz): placing again")
+    if best is not None:
+        res, pr, seed = best
+        return res, pr, [f for f in failed if f["seed"] != seed], seed, seed == last_seed
     raise RoutingError(f"{len(failed)} placement attempt(s) (seeds {[f['seed'] for f in failed]}) "
-                       f"all failed; the last at {failed[-1]['stage']}: {last}")
+                       f"all failed; the last at {failed[-1]['stage']}: {failed[-1]['error']}")
+
+
+def _place_to_pipeline(packed, coll: Collateral, p: FlowParams, say: Step | None = None
+                       ) -> tuple[tuple[Placement, RoutingResult, PipelineResult],
+                                  PipelineResult, list[dict[str, Any]], int]:
+    """Place, route and pipeline ``packed`` in memory through :func:`_attempts` (every pass
+    checked, :mod:`mapper.checks`). Returns ((placement, routing, pipelined), pipelined,
+    attempts that did not close, seed kept). Raises ``RoutingError`` when no attempt routes,
+    :class:`PlacementError` at once when the design does not fit."""
+    from mapper.checks import check_placed, check_routed
+
+    def once(seed: int, stage: list[str], _failed: list[dict[str, Any]]):
+        stage[0] = "place"
+        pl = place(packed, coll, dataclasses.replace(p.place, seed=seed))
+        check_placed("place", packed, pl, coll)
+        stage[0] = "route"
+        rr = route_design(packed, pl, coll, p.route)
+        check_routed("route", packed, rr, coll)
+        stage[0] = "pipeline"
+        pr = pipeline(packed, pl, rr, coll, p.pipeline)
+        return (pl, rr, pr), pr
+
+    res, pr, failed, seed, _last = _attempts(p, once, say or (lambda _m: None))
+    return res, pr, failed, seed
 
 
 def _name(run_dir: Path) -> str:
@@ -356,6 +457,9 @@ class FlowResult:
     seconds: dict[str, float] = field(default_factory=dict)
     #: placements that failed before this one (``{seed, stage, error}``)
     attempts: list[dict[str, Any]] = field(default_factory=list)
+    #: the placement exponent sweep (``{alpha, seed, fmax_mhz, registers, kept}``; empty
+    #: without :attr:`FlowParams.alphas`)
+    alpha_sweep: list[dict[str, Any]] = field(default_factory=list)
 
 
 def back_end(netlist: Netlist, coll: Collateral, params: FlowParams | None = None,
@@ -375,14 +479,15 @@ def back_end(netlist: Netlist, coll: Collateral, params: FlowParams | None = Non
         return out
 
     packed = timed("pack", lambda: pack(netlist, coll, p.pack))
-    pl, rr, pr, failed = timed("place_route_pipeline",
-                               lambda: place_to_pipeline(packed, coll, p))
+    pl, rr, pr, failed, sweep = timed("place_route_pipeline",
+                                      lambda: place_to_pipeline(packed, coll, p))
     bs = timed("bitstream", lambda: generate(pr.packed, pl, pr.routing, coll, mem_encoder))
-    return FlowResult(packed, pl, rr, pr, bs, secs, failed)
+    return FlowResult(packed, pl, rr, pr, bs, secs, failed, sweep)
 
 
 def run_pipeline(run_dir: str | Path, coll: Collateral, params: PipelineParams | None = None,
-                 attempts: list[dict[str, Any]] | None = None) -> PipelineResult:
+                 attempts: list[dict[str, Any]] | None = None,
+                 alpha_sweep: list[dict[str, Any]] | None = None) -> PipelineResult:
     """packed + placement + routing -> pipelined.json, with ``pnr_report.json`` and the
     picture ``pnr.png`` (:mod:`mapper.report`)."""
     from mapper.report import draw, save_report
@@ -394,7 +499,8 @@ def run_pipeline(run_dir: str | Path, coll: Collateral, params: PipelineParams |
     st.write_doc(st.stage_file(run_dir, "pipeline"), {
         **st.header(st.PIPELINED_SCHEMA, coll, run_dir, "pipeline"),
         **st.pipelined_to_json(pr)})
-    flow = FlowResult(packed, pl, rr, pr, None, attempts=list(attempts or []))
+    flow = FlowResult(packed, pl, rr, pr, None, attempts=list(attempts or []),
+                      alpha_sweep=list(alpha_sweep or []))
     save_report(flow, coll, run_dir / "pnr_report.json")
     draw(flow, coll, run_dir / "pnr.png")
     draw(flow, coll, run_dir / "timing.png", critical=True)
@@ -739,32 +845,39 @@ def run_stages(p: RunParams, until: str = "sim", step: Step | None = None) -> An
         name = names[k]
         if retry and name == "place":
             # place, route and pipeline again with the next seed when routing or branch-delay
-            # matching fails on a placement (each failure reported in pnr_report.json)
-            failed: list[dict[str, Any]] = []
-            for seed in attempt_seeds(p.flow):
-                pp = dataclasses.replace(p.flow.place, seed=seed)
-                stage = "place"
-                t = time.perf_counter()
-                try:
-                    say("place" if not failed else f"place (seed {seed})")
+            # matching fails on a placement (each failure reported in pnr_report.json); with
+            # an exponent sweep, once per exponent, the best re-run last so its files stay
+            def once_files(q: FlowParams, sweep: list[dict[str, Any]] | None = None) -> Once:
+                def once(seed: int, stage: list[str], tried: list[dict[str, Any]]):
+                    pp = dataclasses.replace(q.place, seed=seed)
+                    stage[0], t = "place", time.perf_counter()
+                    say("place" if not tried else f"place (seed {seed})")
                     run_place(run_dir, coll, pp)
                     secs["place"] = time.perf_counter() - t
-                    stage, t = "route", time.perf_counter()
+                    stage[0], t = "route", time.perf_counter()
                     say("route")
-                    run_route(run_dir, coll, p.flow.route)
+                    run_route(run_dir, coll, q.route)
                     secs["route"] = time.perf_counter() - t
-                    stage, t = "pipeline", time.perf_counter()
+                    stage[0], t = "pipeline", time.perf_counter()
                     say("pipeline")
-                    out = run_pipeline(run_dir, coll, p.flow.pipeline, failed)
+                    pr = run_pipeline(run_dir, coll, q.pipeline, tried, sweep)
                     secs["pipeline"] = time.perf_counter() - t
-                    break
-                except RoutingError as exc:
-                    failed.append({"seed": seed, "stage": stage, "error": str(exc)})
-                    say(f"{stage} failed with seed {seed}: placing again")
-            else:
-                raise RoutingError(f"{len(failed)} placement attempt(s) (seeds "
-                                   f"{[f['seed'] for f in failed]}) all failed; the last at "
-                                   f"{failed[-1]['stage']}: {failed[-1]['error']}")
+                    return pr, pr
+                return once
+
+            def close(q: FlowParams):
+                res, pr, failed, seed, on_disk = _attempts(q, once_files(q), say)
+                if not on_disk:        # the kept attempt is not the last run: run it again
+                    res, pr = once_files(q)(seed, ["place"], failed)
+                return res, pr, failed, seed
+
+            q, out, failed, table = _sweep(p.flow, close, say)
+            if table:
+                say(f"keeping alpha {q.place.alpha:g}")
+                if table[-1]["kept"]:       # the files on disk are the kept result's
+                    out = run_pipeline(run_dir, coll, q.pipeline, failed, table)
+                else:
+                    out, _pr = once_files(q, table)(q.place.seed, ["place"], failed)
             k = names.index("pipeline") + 1
             continue
         if name != "sim":

@@ -94,6 +94,8 @@ class PipelineParams:
     ``target_period_ps``: post-PnR register insertion target (``None`` = only balance);
     ``max_pipeline_steps``: bound on insertion iterations; ``reroute``: allow
     latency-constrained re-routing for balancing (``max_reroutes`` rounds);
+    ``max_rejected``: register insertion stops after this many sites whose register could
+    not be balanced (each costs a balancing run, possibly re-routes);
     ``broadcast_fanout``: nets with at least this many sinks get register trees (0 = off),
     ``broadcast_leaves``: sinks per branch register; ``input_reg_field``: PE field template of
     an input register (as :class:`mapper.pack.PackParams`)."""
@@ -107,6 +109,7 @@ class PipelineParams:
     max_reroutes: int = 3
     broadcast_fanout: int = 0
     broadcast_leaves: int = 4
+    max_rejected: int = 12
     input_reg_field: str = "{port}_reg_en"
 
 
@@ -743,7 +746,7 @@ def pipeline(packed: PackedDesign, placement: Placement, routing: RoutingResult,
         while res.timing.period_ps > p.target_period_ps and steps < p.max_pipeline_steps:
             steps += 1
             site = _insertion_site(res, st, rejected)
-            if site is None:
+            if site is None or len(rejected) >= p.max_rejected:
                 break
             net, reg = site
             saved = st.snapshot()

@@ -6,7 +6,8 @@ registers (netlist, balancing, compute pipelining, PE input), static timing (cri
 ps), per output stream the extra latency added by pipelining and its first valid cycle (the
 shifted output schedule offset, when the netlist gives one), seconds per stage, the Fmax,
 registers and latency after each pipelining pass (``passes``) and the placements that failed
-before the one kept (``placement_attempts``: seed, stage, error).
+before the one kept (``placement_attempts``: seed, stage, error), and the placement exponent
+sweep when one ran (``alpha_sweep``: alpha, seed, fmax_mhz, registers, kept).
 :func:`draw` writes a PNG (matplotlib, Agg backend): tiles coloured by type, instance names,
 every routed net as a polyline through its switch-box tracks (16-bit solid, 1-bit dashed),
 enabled pipeline registers as red squares. The stages themselves are driven by
@@ -68,6 +69,7 @@ def report(flow: FlowResult, coll: Collateral) -> dict[str, Any]:
         "stage_seconds": {k: round(v, 4) for k, v in flow.seconds.items()},
         "passes": [r.to_dict() for r in pr.passes],
         "placement_attempts": list(flow.attempts),
+        "alpha_sweep": list(flow.alpha_sweep),
     }
 
 

@@ -34,6 +34,7 @@ Its file form is :mod:`mapper.stages` (``routing.json``, plus the cyclone ``.rou
 """
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import time
 from itertools import pairwise
@@ -151,6 +152,10 @@ def as_graphs(graphs: Iterable[InterconnectGraph | RoutingGraph]) -> dict[int, R
 
 
 # --------------------------------------------------------------------------- router
+
+#: search states of one feasibility screen of a movable register's site (route_design)
+SCREEN_STATES = 20_000
+
 
 @dataclass
 class RouterParams:
@@ -568,7 +573,10 @@ def route_design(packed, placement, coll: Collateral,
         want = (pinned or {}).get(out_net[reg].name) if reg in out_net else None
         if not want:
             return sites
-        pf = PathFinder(rg)
+        # a screen, not a proof: each check is bounded to a small search (an infeasible
+        # register count would otherwise explore max_exact_states per site and sink)
+        pf = PathFinder(rg, dataclasses.replace(params or RouterParams(),
+                                                max_exact_states=SCREEN_STATES))
         checks = []
         for (inst, port), w in want.items():
             x, y = _site(placement, inst)

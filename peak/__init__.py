@@ -81,6 +81,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
+import linecache
 import sys
 
 from cgra.errors import SpecError
@@ -92,8 +93,11 @@ from peak.spec import Peak, Register, RegisterFile, name_outputs
 
 @functools.lru_cache(maxsize=None)
 def spec_hash(spec: type) -> str:
-    """sha256 hex digest over the source files of the modules defining ``spec``, its ISA
-    type (and their ADT field types) and its sub-PEs, plus the class name. Raises
+    """sha256 hex digest (64 hex characters) over the source text of the modules defining
+    ``spec``, its ISA type (and their ADT field types) and its sub-PEs, the class name, and
+    the normal form's interface (input, output and state types with reset values) and the
+    plain constants it reads (a factory's parameters, e.g. ``WIDTH = 32``). Module *names*
+    are not hashed: a byte-identical copy of a spec file elsewhere has the same hash. Raises
     :class:`SpecError` if a source file cannot be read."""
     nf = normal_form(spec)
     mods: set[str] = set()
@@ -112,15 +116,39 @@ def spec_hash(spec: type) -> str:
     h = hashlib.sha256()
     h.update(spec.__qualname__.encode())
     h.update(spec.__name__.encode())
-    for mod in sorted(mods):
-        try:
-            src = inspect.getsource(sys.modules[mod])
-        except (OSError, TypeError) as e:
-            raise SpecError(f"cannot read the source of module {mod} to hash spec "
-                            f"{spec.__name__}: {e}") from e
-        h.update(mod.encode())
-        h.update(src.encode())
+    sources: list[str] = []
+    for mod in mods:
+        module = sys.modules[mod]
+        src = getattr(module, "__peak_source__", None)   # a spec file: the text executed
+        if src is None:
+            try:
+                linecache.checkcache(getattr(module, "__file__", None) or "")
+                src = inspect.getsource(module).encode()
+            except (OSError, TypeError) as e:
+                raise SpecError(f"cannot read the source of module {mod} to hash spec "
+                                f"{spec.__name__}: {e}") from e
+        sources.append(hashlib.sha256(src).hexdigest())
+    for digest in sorted(set(sources)):      # a copy of a module adds nothing new
+        h.update(digest.encode())
+    h.update(repr(_interface(nf)).encode())
     return h.hexdigest()
+
+
+def _interface(nf: NormalForm) -> tuple:
+    """What a factory's arguments change and the module text does not show: port and state
+    types, reset values, and the int/bool/str constants and bit-vector types the body reads
+    (nested sub-PEs included)."""
+    def plain(v: object) -> str | None:
+        if isinstance(v, (bool, int, str, float)):
+            return repr(v)
+        if isinstance(v, type) and hasattr(v, "size") and isinstance(v.size, int):
+            return f"{v.__name__}[{v.size}]"
+        return None
+
+    refs = tuple(sorted((k, r) for k, v in nf.refs.items() if (r := plain(v)) is not None))
+    return (tuple((n, str(T)) for n, T in nf.inputs), tuple((n, str(T)) for n, T in nf.outputs),
+            tuple((leaf.name, str(leaf.T), leaf.init) for leaf in nf.state), refs,
+            tuple((k, _interface(sub)) for k, sub in sorted(nf.subs.items())))
 
 
 __all__ = ["Peak", "Register", "RegisterFile", "name_outputs", "normal_form", "NormalForm",

@@ -71,6 +71,7 @@ def _load_file(file: str, base: str | Path | None, prefix: str) -> Any:
     if spec is None or spec.loader is None:
         raise SpecError(f"{prefix}: cannot load {path} as a Python module; give a .py file")
     module = importlib.util.module_from_spec(spec)
+    module.__peak_source__ = source    # the text executed (spec_hash; the file may change)
     sys.modules[name] = module
     folder = str(path.parent)
     sys.path.insert(0, folder)

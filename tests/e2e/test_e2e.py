@@ -169,6 +169,49 @@ def test_cli_run(small_design, harness, tmp_path):
         assert k in rep["stage_seconds"]
 
 
+def test_alpha_sweep_run_keeps_the_best_and_runs_bit_exact(small_design, harness, tmp_path):
+    """`cgra run --alpha-sweep` leaves the kept exponent's files in the run directory (the
+    placement was placed with it, the report names it) and that design runs bit-exact."""
+    import json
+
+    res = _cgra("run", "gaussian", "--design", small_design, "--out", tmp_path, "--seed", 2,
+                "--fmax", 900, "--alpha-sweep", "2,1")
+    assert res.returncode == 0, res.stderr
+    assert "matches numpy and Halide bit-exactly" in res.stdout
+    rep = json.loads((tmp_path / "pnr_report.json").read_text())
+    table = rep["alpha_sweep"]
+    assert [r["alpha"] for r in table] == [2.0, 1.0] and sum(r["kept"] for r in table) == 1
+    kept = next(r for r in table if r["kept"])
+    assert kept["fmax_mhz"] == max(r["fmax_mhz"] for r in table)
+    assert rep["timing"]["fmax_mhz"] == kept["fmax_mhz"]
+    placed = json.loads((tmp_path / "placement.json").read_text())
+    assert (placed["alpha"], placed["seed"]) == (kept["alpha"], kept["seed"])
+
+
+def test_missed_clock_target_keeps_the_best_placement_on_disk(small_design, tmp_path):
+    """A target no placement meets: every attempt is tried (timing_attempts), the files on
+    disk are the highest-Fmax attempt's, and the misses are reported."""
+    import json
+
+    from mapper.flow import AppParams, FlowParams, RunParams, run_stages
+    from mapper.pipeline import PipelineParams
+    from mapper.place import PlaceParams
+
+    out = run_stages(RunParams(AppParams("gaussian", 64, 64), small_design, tmp_path,
+                               FlowParams(place=PlaceParams(seed=5), timing_attempts=2,
+                                          pipeline=PipelineParams(register_pe_inputs=True,
+                                                                  target_period_ps=20.0))),
+                     "pipeline")
+    rep = json.loads((tmp_path / "pnr_report.json").read_text())
+    (miss,) = rep["placement_attempts"]
+    assert miss["stage"] == "timing" and "target 50000.0 MHz" in miss["error"]
+    placed = json.loads((tmp_path / "placement.json").read_text())
+    assert placed["seed"] in (5, 1005) and placed["seed"] != miss["seed"]
+    missed_mhz = float(miss["error"].split()[1])
+    assert out.timing.fmax_mhz >= missed_mhz
+    assert rep["timing"]["fmax_mhz"] == pytest.approx(out.timing.fmax_mhz, abs=0.01)
+
+
 def test_stages_by_hand_equal_cgra_run_and_resume(small_design, harness, tmp_path):
     """`cgra map/pack/place/route/pipeline/bitstream/sim` chained by hand give the bitstream
     of `cgra run` with the same seed; `cgra run --from route` resumes from the saved placement

@@ -1,7 +1,8 @@
 """Incremental `cgra rtl`: an unchanged configuration rebuilds nothing, a PE edit keeps the
-interconnect graphs, a TOML edit of an interconnect field rebuilds them, and the Verilog
-compiled module by module (tiles against the cache, the top against tile declarations) is
-byte-identical to one CIRCT run over the whole array."""
+interconnect graphs, a TOML edit of an interconnect field rebuilds them, the tiles compiled
+module by module are byte-identical to one CIRCT run over the whole array and the top
+written as text is equivalent to CIRCT's (yosys), and the modules compiled do not grow with
+the array size."""
 from __future__ import annotations
 
 import json
@@ -178,11 +179,40 @@ def test_connectivity_reports_disconnected_subgrids():
     assert ok.ok and ok.inputs == 4 + 12 * 2       # IO f2io_16 + PE data0, data1
 
 
+def _blackbox_stubs(modules: dict[str, list[dict]]) -> str:
+    """Verilog ``(* blackbox *)`` modules with the ports of ``port_list`` entries."""
+    def rng(w: int) -> str:
+        return "" if w == 1 else f"[{w - 1}:0]"
+    return "".join(
+        f"(* blackbox *)\nmodule {mod}(" + ", ".join(
+            f"{'input' if p['direction'] == 'in' else 'output'} {rng(p['width'])} {p['name']}"
+            for p in ports) + ");\nendmodule\n" for mod, ports in modules.items())
+
+
+def _yosys_equivalent(d: Path, stubs: str, gold: str, gate: str, top: str) -> str:
+    """Run yosys' equivalence check of two versions of module ``top`` (tiles as black
+    boxes); returns the log; raises AssertionError when not proven equivalent."""
+    (d / "stubs.v").write_text(stubs)
+    (d / "gold.v").write_text(gold.replace(f"module {top}(", "module gold(", 1))
+    (d / "gate.v").write_text(gate.replace(f"module {top}(", "module gate(", 1))
+    script = ("read_verilog -sv stubs.v gold.v gate.v; hierarchy -check; proc; opt_clean; "
+              "equiv_make gold gate equiv; hierarchy -top equiv; equiv_struct; "
+              "equiv_simple -seq 2; equiv_induct; equiv_status -assert")
+    res = subprocess.run(["yosys", "-q", "-p", script], cwd=d, capture_output=True,
+                         text=True)
+    assert res.returncode == 0, (res.stdout + res.stderr)[-2000:]
+    return res.stdout
+
+
 def test_modules_compiled_apart_equal_one_circt_run(tmp_path):
-    """The per-module Verilog (tiles alone, the top against declarations) is byte-identical
-    to compiling the whole array at once, and the top is named as Canal names it."""
-    from canal.rtl import compile_array
-    from garnet.array import array_circuit, tile_shapes, top_name
+    """The tile modules compiled one by one are byte-identical to compiling the whole array
+    at once (magma -> CIRCT, Canal's array circuit), the top is named as Canal names it, and
+    the top written as text (canal.rtl.array_verilog) is equivalent to CIRCT's top: yosys
+    proves every wire and output equal with the tiles as black boxes (flush spine with
+    flush_interval = 1, tile ids, SB wiring, IO ports, read_data OR); a wrong tile id or a
+    missing read_data term is caught."""
+    from canal.rtl import compile_array, tile_circuit
+    from garnet.array import array_circuit, port_list, tile_shapes, top_name
     from garnet.build import generate, split_verilog
     from garnet.params import GarnetParams
 
@@ -191,13 +221,51 @@ def test_modules_compiled_apart_equal_one_circt_run(tmp_path):
     res = generate(p, tmp_path / "cmp", rules=False)
     ic = res.interconnect
     full = array_circuit(ic, p)
-    assert top_name(ic, tile_shapes(ic), p) == full.name == res.top
+    shapes = tile_shapes(ic)
+    assert top_name(ic, shapes, p) == full.name == res.top
     text = compile_array(full, tmp_path / "full").read_text()
     whole = dict(split_verilog(text))
     files = (tmp_path / "cmp" / "rtl" / "filelist.f").read_text().split()
-    assert [f[:-2] for f in files] == list(whole)             # same modules, same order
-    for f in files:
+    assert sorted(f[:-2] for f in files) == sorted(whole)     # same modules
+    assert files[-1] == f"{res.top}.v"                         # the top last
+    for f in files[:-1]:
         assert (tmp_path / "cmp" / "rtl" / f).read_text() == whole[f[:-2]], f
+    tiles = {s.module_name: port_list(tile_circuit(s, ic.configs[xy], ic.core(*xy)))
+             for xy, s in shapes.items()}
+    stubs = _blackbox_stubs(tiles)
+    gate = (tmp_path / "cmp" / "rtl" / files[-1]).read_text()
+    log = _yosys_equivalent(tmp_path, stubs, whole[res.top], gate, res.top)
+    assert "unproven" not in log
+    for wrong in (gate.replace("(16'h101)", "(16'h102)", 1),
+                  gate.replace("| _Tile_X01_Y01_read_data ", "", 1)):
+        assert wrong != gate
+        with pytest.raises(AssertionError, match="unproven"):
+            _yosys_equivalent(tmp_path, stubs, whole[res.top], wrong, res.top)
+
+
+def test_distinct_modules_do_not_grow_with_the_array(tmp_path):
+    """Two arrays of different sizes with the same tile pattern (8x8 and 12x8, MEM every 4th
+    column) elaborate the same modules apart from the top: the HDL back end compiles one
+    module per distinct tile (3 tiles here) whatever the array size, and the second array
+    takes every tile from the shared build cache and only writes its top (text, no CIRCT)."""
+    from garnet.build import generate
+    from garnet.params import GarnetParams
+
+    cache = tmp_path / "cache"
+    res = {}
+    for w in (8, 12):
+        p = GarnetParams(name=f"pat{w}", width=w, height=8, tracks=2, pe=TOY, mem_ratio=4)
+        res[w] = generate(p, tmp_path / f"pat{w}", rules=False, cache_dir=cache)
+    a, b = res[8], res[12]
+    assert a.top != b.top and a.top.startswith("Garnet_8x8_") and b.top.startswith("Garnet_12x8_")
+    assert a.modules[-1] == a.top and b.modules[-1] == b.top
+    assert set(a.modules[:-1]) == set(b.modules[:-1])
+    assert len(a.modules) == len(b.modules)
+    assert sorted(m for m in a.compiled if m.startswith("Tile_")) == \
+        sorted({m for m in a.modules if m.startswith("Tile_")})
+    assert len([m for m in a.compiled if m.startswith("Tile_")]) == 3      # IO, PE, MEM
+    assert b.compiled == [b.top]
+    assert b.tile_counts == {"IO": 12, "MEM": 21, "PE": 63}
 
 
 def test_corrupt_cache_entry_is_a_miss(tmp_path):
@@ -257,3 +325,36 @@ def test_interconnect_key_follows_interconnect_fields(field, tmp_path):
     kc = keys(c)
     assert kc.interconnect == ka.interconnect and kc.fabric == ka.fabric
     assert kc.rtl != ka.rtl and kc.design != ka.design
+
+
+def test_array_top_refuses_tiles_that_do_not_fit(tmp_path):
+    """The text top checks the tile modules against the netlist: a tile port the top drives
+    but the module lacks, or a port of another width, is a one-line SpecError naming the
+    tile instance, the module and the port."""
+    from canal.rtl import tile_circuit
+    from cgra.errors import SpecError
+    from garnet.array import array_top, build_interconnect, port_list, tile_shapes
+    from garnet.params import GarnetParams
+
+    p = GarnetParams(name="bad", width=3, height=2, tracks=2, pe=TOY, mem_ratio=0)
+    ic = build_interconnect(p)
+    shapes = tile_shapes(ic)
+    ports = {s.module_name: port_list(tile_circuit(s, ic.configs[xy], ic.core(*xy)))
+             for xy, s in shapes.items()}
+    text, top_ports = array_top(ic, p, shapes, ports, "Top")
+    assert text.count("\nmodule Top(") == 1 and text.rstrip().endswith("endmodule")
+    assert [q["name"] for q in top_ports][:7] == ["clk_en", "flush", "config_addr",
+                                                  "config_data", "config_write",
+                                                  "config_read", "read_data"]
+    assert [q["type"] for q in top_ports][-2:] == ["clock", "reset"]
+    pe = shapes[(0, 1)].module_name
+    lacking = {**ports, pe: [q for q in ports[pe] if q["name"] != "tile_id"]}
+    with pytest.raises(SpecError, match=r"tile Tile_X00_Y01 \(Tile_PECore.*\) has no port\(s\) "
+                                        r"\['tile_id'\]") as exc:
+        array_top(ic, p, shapes, lacking, "Top")
+    assert "\n" not in str(exc.value)
+    narrow = {**ports, pe: [{**q, "width": 8} if q["name"] == "SB_T0_NORTH_SB_IN_B16" else q
+                            for q in ports[pe]]}
+    with pytest.raises(SpecError, match=r"input SB_T0_NORTH_SB_IN_B16 of tile Tile_X00_Y01 "
+                                        r"\(.*\) is 8 bits but is driven by 16 bits"):
+        array_top(ic, p, shapes, narrow, "Top")

@@ -235,3 +235,79 @@ def test_flow_places_again_when_pipelining_fails(monkeypatch):
         F.back_end(stencil_netlist("s", image_width=16), coll,
                    F.FlowParams(place=PlaceParams(seed=4), place_attempts=2),
                    lambda i, c, p: {"depth": 1})
+
+
+def test_alpha_sweep_keeps_the_highest_fmax():
+    """The placement exponent sweep places, routes and pipelines once per HPWL exponent and
+    keeps the result with the highest Fmax: the kept figure is the table's maximum and the
+    placement is the one placed with that exponent."""
+    from mapper import flow as F
+
+    coll = fabric(8, 8, mandatory=("NORTH", "EAST"))
+    params = F.FlowParams(place=PlaceParams(seed=1), alphas=(1.0, 1.5, 2.0),
+                          pipeline=PipelineParams(register_pe_inputs=True,
+                                                  target_period_ps=1e6 / 2000))
+    fr = F.back_end(stencil_netlist("s", image_width=16), coll, params,
+                    lambda i, c, p: {"depth": 1})
+    table = fr.alpha_sweep
+    assert [r["alpha"] for r in table] == [1.0, 1.5, 2.0]
+    assert sum(r["kept"] for r in table) == 1
+    kept = next(r for r in table if r["kept"])
+    assert kept["fmax_mhz"] == max(r["fmax_mhz"] for r in table)
+    assert fr.pipelined.timing.fmax_mhz == pytest.approx(kept["fmax_mhz"], abs=0.01)
+    assert fr.placement.alpha == kept["alpha"] and fr.placement.seed == kept["seed"] == 1
+    # each row is what a single run with that exponent gives
+    for r in table:
+        one = F.back_end(stencil_netlist("s", image_width=16), coll, F.FlowParams(
+            place=PlaceParams(seed=1, alpha=r["alpha"]), pipeline=params.pipeline),
+            lambda i, c, p: {"depth": 1})
+        assert one.pipelined.timing.fmax_mhz == pytest.approx(r["fmax_mhz"], abs=0.01)
+        assert one.alpha_sweep == []
+
+
+@pytest.mark.parametrize("text,words", [("1,x", "'x' is not an HPWL exponent"),
+                                        ("1,9", "'9' is not an HPWL exponent"),
+                                        ("1,1", "an exponent is repeated")])
+def test_alpha_sweep_option_is_checked(text, words):
+    from cgra.errors import ConfigError
+    from mapper.cli import _alphas
+
+    assert _alphas("1, 1.5,2") == (1.0, 1.5, 2.0) and _alphas(None) == ()
+    with pytest.raises(ConfigError, match=words):
+        _alphas(text)
+
+
+def test_a_missed_clock_target_places_again_and_keeps_the_best(monkeypatch):
+    """A placement that routes but misses the target clock is placed again (at most
+    ``timing_attempts`` times); when none meets it, the highest-Fmax attempt is kept and the
+    misses are reported with stage "timing"."""
+    from mapper import flow as F
+
+    coll = fabric(8, 8, mandatory=("NORTH", "EAST"))
+    real = F.pipeline
+    seen: dict[int, float] = {}
+
+    def spy(packed, pl, rr, c, params=None):
+        res = real(packed, pl, rr, c, params)
+        seen[pl.seed] = res.timing.fmax_mhz
+        return res
+
+    monkeypatch.setattr(F, "pipeline", spy)
+    unreachable = PipelineParams(register_pe_inputs=True, target_period_ps=1e6 / 50_000)
+    fr = F.back_end(stencil_netlist("s", image_width=16), coll,
+                    F.FlowParams(place=PlaceParams(seed=2), pipeline=unreachable,
+                                 timing_attempts=3), lambda i, c, p: {"depth": 1})
+    assert sorted(seen) == [2, 1002, 2002]
+    best = max(seen, key=seen.get)
+    assert fr.placement.seed == best
+    assert fr.pipelined.timing.fmax_mhz == pytest.approx(seen[best])
+    assert sorted(a["seed"] for a in fr.attempts) == sorted(set(seen) - {best})
+    assert {a["stage"] for a in fr.attempts} == {"timing"}
+    assert all("target 50000.0 MHz" in a["error"] for a in fr.attempts)
+    # a reachable target closes on the first placement: no attempt reported
+    seen.clear()
+    fr = F.back_end(stencil_netlist("s", image_width=16), coll,
+                    F.FlowParams(place=PlaceParams(seed=2), pipeline=PipelineParams(
+                        register_pe_inputs=True, target_period_ps=1e6 / 100)),
+                    lambda i, c, p: {"depth": 1})
+    assert list(seen) == [2] and fr.attempts == []

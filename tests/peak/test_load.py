@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -70,6 +71,20 @@ def test_same_stem_in_two_directories_does_not_collide(tmp_path):
     ma, mb = sys.modules[a.__module__], sys.modules[b.__module__]
     assert int(a()(ma.Inst(ma.Op.B, 0), 7, 3)) == 4
     assert int(b()(mb.Inst(mb.Op.B, 0), 7, 3)) == 6
+
+
+def test_a_byte_identical_copy_has_the_same_spec_hash(tmp_path):
+    """The rule cache is keyed by spec hash: copying a spec file (or the stock PE) to
+    another folder must not force a resynthesis; a factory argument must change it."""
+    from peak.examples import cgra_pe
+    a = load_spec(f"{write(tmp_path / 'a' / 'pe.py')}:PE")
+    b = load_spec(f"{write(tmp_path / 'b' / 'pe.py')}:PE")
+    assert a is not b and spec_hash(a) == spec_hash(b)
+    copy = tmp_path / "mine" / "cgra_pe.py"
+    copy.parent.mkdir()
+    copy.write_text(Path(cgra_pe.__file__).read_text())
+    assert spec_hash(load_spec(f"{copy}:PE")) == spec_hash(cgra_pe.PE)
+    assert spec_hash(cgra_pe.make_pe(32)) != spec_hash(cgra_pe.PE)
 
 
 def test_an_edited_file_is_loaded_again(tmp_path):
