@@ -39,14 +39,15 @@ PE = "peak.examples.cgra_pe:PE"
 #: the Absd edit of the default PE (as tests/rules/test_rules_cache.py)
 ADD_ABSD = [
     ("    XOR = 13\n", "    XOR = 13\n    Absd = 14\n"),
-    ("        elif inst.alu == ALU.Abs:\n            res = (-a) if a[WIDTH - 1] else a\n",
-     "        elif inst.alu == ALU.Abs:\n            res = (-a) if a[WIDTH - 1] else a\n"
-     "        elif inst.alu == ALU.Absd:\n"
-     "            res = (-(a - b)) if (a - b)[WIDTH - 1] else a - b\n"),
+    ("            elif inst.alu == ALU.Abs:\n                res = (-a) if a[WIDTH - 1] else a\n",
+     "            elif inst.alu == ALU.Abs:\n                res = (-a) if a[WIDTH - 1] else a\n"
+     "            elif inst.alu == ALU.Absd:\n"
+     "                res = (-(a - b)) if (a - b)[WIDTH - 1] else a - b\n"),
 ]
 REMOVE_ABS = [
     ("    Abs = 2\n", ""),
-    ("        elif inst.alu == ALU.Abs:\n            res = (-a) if a[WIDTH - 1] else a\n", ""),
+    ("            elif inst.alu == ALU.Abs:\n                res = (-a) if a[WIDTH - 1] else a\n",
+     ""),
 ]
 
 
