@@ -55,7 +55,7 @@ from typing import Any, Callable
 import z3
 
 from cgra.errors import CgraError, RuleError
-from peak import spec_hash
+from peak import normal_form, spec_hash
 from peak.ir import DECOMPOSITIONS, Target, ir_op, library_hash, target_dag, targets
 from peak.rules.format import (TABLE_SCHEMA, TABLE_VERSION, Instance, InputBinding, Rule,
                                TableEntry, TableFile, cached_tables, copy_table, entry_dir,
@@ -194,6 +194,39 @@ def _synthesised(spec: type, t: Target, width: int, policy: BindingPolicy, metho
               else f"z3 timed out ({timeout_ms} ms per query)")
     return Entry(t.key, t.op, res.status, None, reason, "synthesised", res.seconds,
                  res.method)
+
+
+def instruction_fields(spec: type) -> dict[str, int]:
+    """Instruction field name -> the code a field new to a rule gets in :func:`adapt_rule`:
+    0, or the smallest tag code of an enum field without a member coded 0."""
+    from peak.assembler import assembler
+
+    out: dict[str, int] = {}
+    for f in assembler(normal_form(spec).isa).fields:
+        out[f.name] = 0 if f.tags is None or 0 in f.tags.values() else min(f.tags.values())
+    return out
+
+
+def adapt_rule(rule: Rule, fields: dict[str, int], inputs: list[str]) -> Rule:
+    """``rule`` (of an earlier version of a spec) with its instances made to fit the edited
+    spec: instruction fields the spec no longer has are dropped and new ones get their
+    default code (``fields``, :func:`instruction_fields`); bindings of PE inputs the spec no
+    longer has are dropped and new ``inputs`` are bound ``free`` (any value). Nothing is
+    assumed about the result: the caller re-verifies it (∀ check) like any reused rule, so
+    an edit whose new field or input changes what the old instruction computes fails the
+    proof and the target is synthesised again."""
+    instances = []
+    for ins in rule.instances:
+        inst = {k: v for k, v in ins.inst.items() if k in fields}
+        consts = {k: v for k, v in ins.const_fields.items() if k in fields}
+        for k, code in fields.items():
+            if k not in inst and k not in consts:
+                inst[k] = code
+        binds = {k: b for k, b in ins.inputs.items() if k in inputs}
+        for k in inputs:
+            binds.setdefault(k, InputBinding("free"))
+        instances.append(replace(ins, inst=inst, const_fields=consts, inputs=binds))
+    return replace(rule, instances=instances)
 
 
 def solve_target(spec: type, t: Target, width: int, policy: BindingPolicy, method: str,
@@ -441,6 +474,8 @@ def build_table(spec: type, out: Path | str, jobs: int = 1, width: int | None = 
         timing_hint = _read_timing(base.path) if base is not None and base.path else {}
         timing_hint.update(store.timing)
 
+        field_codes = instruction_fields(spec)
+        pe_inputs = [name for name, _ in normal_form(spec).inputs]
         tasks: list[tuple[Target, Entry | None]] = []
         for t in tlist:
             cand = None
@@ -449,7 +484,8 @@ def build_table(spec: type, out: Path | str, jobs: int = 1, width: int | None = 
             if not force and ce is not None:
                 cand = Entry(t.key, t.op, ce.status, ce.rule, ce.reason, "cached")
             elif not force and be is not None and be.rule is not None:
-                rule = replace(be.rule, spec_hash=h, pe=spec.__name__)
+                rule = adapt_rule(replace(be.rule, spec_hash=h, pe=spec.__name__), field_codes,
+                                  pe_inputs)
                 cand = Entry(t.key, t.op, "found", rule, "", "reused")
             tasks.append((t, cand))
         # longest first (previous times when known; synthesis before re-verification)

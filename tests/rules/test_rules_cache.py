@@ -41,6 +41,21 @@ NO_MUL = [
      "            elif inst.alu == ALU.MULT1:\n                res = prod[HALF:HALF + WIDTH]\n"
      "            elif inst.alu == ALU.MULT2:\n                res = prod[WIDTH:2 * WIDTH]\n", ""),
 ]
+#: a new instruction field: ``negate`` (1 bit) negates the ALU result; 0 = today's PE
+ADD_FIELD = [
+    ("        bit2_const = Bit\n    return Inst\n",
+     "        bit2_const = Bit\n        negate = Bit\n    return Inst\n"),
+    ("            Z = res == 0\n", "            res = (-res) if inst.negate else res\n"
+     "            Z = res == 0\n"),
+]
+#: a third data input and an opcode using it: ``Add3`` (res = a + b + data2)
+ADD_INPUT = [
+    ("    XOR = 13\n", "    XOR = 13\n    Add3 = 14\n"),
+    ("bit0: Bit, bit1: Bit, bit2: Bit):", "bit0: Bit, bit1: Bit, bit2: Bit, data2: Data):"),
+    ("            elif inst.alu == ALU.Abs:\n",
+     "            elif inst.alu == ALU.Add3:\n                res = a + b + data2\n"
+     "            elif inst.alu == ALU.Abs:\n"),
+]
 #: targets an edit of the ALU can change, plus unrelated ones (reused after the edit)
 EDITED = ["commonlib.absd", "coreir.sub", "coreir.sub[in0=const]", "coreir.sub[in1=const]",
           "commonlib.abs", "coreir.mul", "coreir.mul[in1=const]", "commonlib.mult_middle"]
@@ -105,6 +120,29 @@ def test_no_multiplier_edit_incremental_equals_cold(default_table, tmp_path):
         assert inc.entry(k).status == "none" and inc.entry(k).action == "synthesised"
     assert inc.entry("commonlib.absd").rule.cost == 2
     assert inc.entry("coreir.add").action == "reused"
+
+
+def test_new_instruction_field_keeps_the_rules(default_table, tmp_path):
+    """Adding an instruction field (off = code 0) does not invalidate the table: reused
+    rules get the field at its default code and are re-proved, not re-synthesised; the
+    result equals a cold synthesis (sub of a constant may now use the negate bit: same
+    cost)."""
+    pe = _edited_pe(tmp_path, "cgra_pe_negate", ADD_FIELD)
+    inc, _cold = _incremental_and_cold(default_table, tmp_path, pe)
+    for k in UNRELATED + ["coreir.sub", "commonlib.abs", "coreir.mul"]:
+        e = inc.entry(k)
+        assert e.action == "reused" and e.rule.instances[0].inst["negate"] == 0, e
+
+
+def test_new_pe_input_keeps_the_rules(default_table, tmp_path):
+    """A new PE input (with an op that reads it): old rules get the input bound `free` and
+    are re-proved (the old opcodes ignore it), not re-synthesised; costs equal cold."""
+    pe = _edited_pe(tmp_path, "cgra_pe_add3", ADD_INPUT)
+    inc, _cold = _incremental_and_cold(default_table, tmp_path, pe)
+    for k in UNRELATED + ["coreir.sub", "commonlib.abs", "coreir.mul"]:
+        e = inc.entry(k)
+        assert e.action == "reused", e
+        assert e.rule.instances[0].inputs["data2"].kind == "free"
 
 
 def test_only_and_force_update_in_place(default_table, tmp_path):
