@@ -36,19 +36,8 @@ RESULTS = ROOT / "bench" / "results" / "rules.csv"
 CORES = os.cpu_count()
 PE = "peak.examples.cgra_pe:PE"
 
-#: the Absd edit of the default PE (as tests/rules/test_rules_cache.py)
-ADD_ABSD = [
-    ("    XOR = 13\n", "    XOR = 13\n    Absd = 14\n"),
-    ("            elif inst.alu == ALU.Abs:\n                res = (-a) if a[WIDTH - 1] else a\n",
-     "            elif inst.alu == ALU.Abs:\n                res = (-a) if a[WIDTH - 1] else a\n"
-     "            elif inst.alu == ALU.Absd:\n"
-     "                res = (-(a - b)) if (a - b)[WIDTH - 1] else a - b\n"),
-]
-REMOVE_ABS = [
-    ("    Abs = 2\n", ""),
-    ("            elif inst.alu == ALU.Abs:\n                res = (-a) if a[WIDTH - 1] else a\n",
-     ""),
-]
+from peak.examples.cgra_pe_edits import ADD_ABSD, REMOVE_ABS, write_edited  # noqa: E402
+
 
 
 def emit(figure: str, value: float | str, unit: str, **params: object) -> None:
@@ -88,14 +77,7 @@ def costs(out: Path) -> dict[str, tuple[str, int | None]]:
 
 
 def edited(tmp: Path, name: str, edits: list[tuple[str, str]]) -> str:
-    import peak.examples.cgra_pe as cgra_pe
-    src = Path(cgra_pe.__file__).read_text()
-    for old, new in edits:
-        assert old in src, old
-        src = src.replace(old, new)
-    path = tmp / f"{name}.py"
-    path.write_text(src)
-    return f"{path}:PE"
+    return f"{write_edited(tmp / f'{name}.py', edits)}:PE"
 
 
 def actions_of(timing: dict) -> dict[str, int]:

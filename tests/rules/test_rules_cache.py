@@ -14,6 +14,7 @@ import pytest
 
 from peak import spec_hash
 from peak.examples import cgra_pe
+from peak.examples.cgra_pe_edits import ADD_ABSD, NO_MUL, write_edited
 from peak.rules import build_table, load_spec
 from peak.rules.format import (CACHE_DIR, cached_tables, entry_dir, read_table, rule_filename,
                                table_path)
@@ -22,25 +23,6 @@ ROOT = Path(__file__).resolve().parents[2]
 CGRA = [sys.executable, "-c", "from cgra.cli import main; main()"]
 TOY = "peak.examples.toy_pe:make_toy_pe(8)"
 
-#: 1-PE ``Absd`` ALU op added to the default PE (|a - b| of the wrapped difference)
-ADD_ABSD = [
-    ("    XOR = 13\n", "    XOR = 13\n    Absd = 14\n"),
-    ("            elif inst.alu == ALU.Abs:\n                res = (-a) if a[WIDTH - 1] else a\n",
-     "            elif inst.alu == ALU.Abs:\n                res = (-a) if a[WIDTH - 1] else a\n"
-     "            elif inst.alu == ALU.Absd:\n"
-     "                res = (-(a - b)) if (a - b)[WIDTH - 1] else a - b\n"),
-]
-#: the multipliers removed from the default PE (as tests/mapper/mapper_pe_nomul.py)
-NO_MUL = [
-    ("    MULT0 = 8\n    MULT1 = 9\n    MULT2 = 10\n    And = 11\n    Or = 12\n    XOR = 13\n",
-     "    And = 8\n    Or = 9\n    XOR = 10\n"),
-    ("                a32 = a.sext(WIDTH)\n                b32 = b.sext(WIDTH)\n", ""),
-    ("                a32 = a.zext(WIDTH)\n                b32 = b.zext(WIDTH)\n", ""),
-    ("            prod = a32 * b32\n", ""),
-    ("            elif inst.alu == ALU.MULT0:\n                res = a * b\n"
-     "            elif inst.alu == ALU.MULT1:\n                res = prod[HALF:HALF + WIDTH]\n"
-     "            elif inst.alu == ALU.MULT2:\n                res = prod[WIDTH:2 * WIDTH]\n", ""),
-]
 #: a new instruction field: ``negate`` (1 bit) negates the ALU result; 0 = today's PE
 ADD_FIELD = [
     ("        bit2_const = Bit\n    return Inst\n",
@@ -63,13 +45,7 @@ UNRELATED = ["coreir.add", "coreir.ult", "corebit.and", "coreir.mux"]
 
 
 def _edited_pe(tmp_path: Path, name: str, edits: list[tuple[str, str]]) -> type:
-    src = Path(cgra_pe.__file__).read_text()
-    for old, new in edits:
-        assert old in src, old
-        src = src.replace(old, new)
-    path = tmp_path / f"{name}.py"
-    path.write_text(src)
-    return load_spec(f"{path}:PE")
+    return load_spec(f"{write_edited(tmp_path / f'{name}.py', edits)}:PE")
 
 
 def _cost(table) -> dict[str, tuple[str, int | None]]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from peak.examples import cgra_pe
 from peak.examples.cgra_pe import PE
+from peak.examples.cgra_pe_edits import REMOVE_ABS, write_edited
 from peak.ir import DECOMPOSITIONS
 from peak.rules import build_table, check_against, load_spec, load_table, read_rule
 from peak.rules.rule import verify_rule
@@ -118,23 +119,9 @@ def test_warm_run_reuses_everything(default_table, tmp_path):
     assert after == before                     # stable rule files
 
 
-def _edited_pe(tmp_path: Path, name: str, edits: list[tuple[str, str]]):
-    src = Path(cgra_pe.__file__).read_text()
-    for old, new in edits:
-        assert old in src, old
-        src = src.replace(old, new)
-    path = tmp_path / f"{name}.py"
-    path.write_text(src)
-    return load_spec(f"{path}:PE")
-
-
 def test_abs_edit_reuses_all_other_rules(default_table, tmp_path):
     table, out = default_table
-    noabs = _edited_pe(tmp_path, "cgra_pe_noabs", [
-        ("    Abs = 2\n", ""),
-        ("            elif inst.alu == ALU.Abs:\n                res = (-a) if a[WIDTH - 1] else a\n",
-         ""),
-    ])
+    noabs = load_spec(f"{write_edited(tmp_path / 'cgra_pe_noabs.py', REMOVE_ABS)}:PE")
     work = tmp_path / "edit"
     shutil.copytree(out, work)
     edited = build_table(noabs, work)
@@ -154,8 +141,8 @@ def test_optimised_pe_check_finds_wrong_sub(default_table, tmp_path):
     table, _ = default_table
     same = check_against(table, PE)
     assert same and all(r.ok for r in same)
-    bad = _edited_pe(tmp_path, "cgra_pe_badsub", [
-        ("sum_, carry = a.adc(b_add, is_sub)", "sum_, carry = a.adc(b_add, Bit(0))")])
+    badsub = [("sum_, carry = a.adc(b_add, is_sub)", "sum_, carry = a.adc(b_add, Bit(0))")]
+    bad = load_spec(f"{write_edited(tmp_path / 'cgra_pe_badsub.py', badsub)}:PE")
     results = {r.target: r for r in check_against(table, bad)}
     sub = results["coreir.sub"]
     assert not sub.ok
