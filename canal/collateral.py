@@ -75,18 +75,23 @@ def to_json(graph: InterconnectGraph, timing: TimingModel | None = None) -> dict
     """The JSON document of ``graph`` (see module docstring)."""
     tm = timing or TimingModel.load()
     nodes = []
+    delay, fanin = graph.delay, graph.fanin
     for nid, n in graph.nodes.items():
-        d = {"id": nid, "kind": n.kind.value, "x": n.x, "y": n.y, "width": n.width}
-        if n.kind is not NodeKind.PORT:
-            d["side"] = n.side.name
-            d["track"] = n.track
-        if n.kind is NodeKind.SB:
-            d["io"] = n.io.name
-        if n.kind is NodeKind.PORT:
+        # enum ``_value_``/``_name_``: plain attributes (``.value``/``.name`` are slow
+        # descriptors in Python 3.11; this loop runs once per node, 1.4 M at 64x32)
+        kind = n.kind
+        d = {"id": nid, "kind": kind._value_, "x": n.x, "y": n.y, "width": n.width}
+        if kind is NodeKind.PORT:
             d["port"] = n.name
             d["direction"] = n.direction
-        d["fanin"] = list(graph.fanin[nid])
-        d["delay_ps"] = [graph.delay[(s, nid)] for s in graph.fanin[nid]]
+        else:
+            d["side"] = n.side._name_
+            d["track"] = n.track
+            if kind is NodeKind.SB:
+                d["io"] = n.io._name_
+        srcs = fanin[nid]
+        d["fanin"] = list(srcs)
+        d["delay_ps"] = [delay[(s, nid)] for s in srcs]
         nodes.append(d)
     return {"schema": SCHEMA, "width": graph.width, "params": graph.params,
             "timing_notes": list(graph.timing_notes), "layout": layout(graph),
@@ -188,6 +193,14 @@ def to_text(graph: InterconnectGraph) -> str:
                   topology_wires(topo, tracks)]
         lines.append("END")
     per_tile = graph.by_tile()
+    refs: dict[str, str] = {}              # node id -> node_line, each computed once
+
+    def ref(nid: str) -> str:
+        r = refs.get(nid)
+        if r is None:
+            r = refs[nid] = node_line(graph.nodes[nid])
+        return r
+
     for (x, y), t in graph.tiles.items():
         lines.append(f"TILE {x} {y} {t.core or '-'} {t.tag or '-'} {t.timing_class}")
         for p in t.ports:
@@ -196,10 +209,11 @@ def to_text(graph: InterconnectGraph) -> str:
         for f in t.config_fields:
             lines.append(f"  CORE_FIELD {f.name} {f.width} {f.reset}")
         for n in per_tile.get((x, y), []):
-            lines.append("  " + node_line(n))
-            for src in graph.fanin[n.id]:
-                lines.append(f"    <- {node_line(graph.nodes[src])} @ "
-                             f"{graph.delay[(src, n.id)]!r}")
+            nid = n.id
+            lines.append("  " + ref(nid))
+            delay = graph.delay
+            for src in graph.fanin[nid]:
+                lines.append(f"    <- {ref(src)} @ {delay[(src, nid)]!r}")
         lines.append("END")
     return "\n".join(lines) + "\n"
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import gc
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
@@ -76,6 +77,13 @@ class NodeKind(str, enum.Enum):
     RMUX = "RMUX"
 
 
+# Enum ``.name`` / ``.value`` go through a Python-level descriptor (slow in 3.11); node ids are
+# formatted millions of times for a 64x32 array, so they read these tables instead.
+_SIDE_NAME = {s: s.name for s in Side}
+_IO_NAME = {IO.SB_IN: "IN", IO.SB_OUT: "OUT"}
+_KIND_NAME = {k: k.value for k in NodeKind}
+
+
 @dataclass(frozen=True)
 class Node:
     """One routing resource. ``width`` in bits. ``side``/``track`` are set for SB, REG, RMUX;
@@ -91,16 +99,19 @@ class Node:
     name: str | None = None
     direction: str | None = None
 
-    @property
+    @functools.cached_property
     def id(self) -> str:
-        if self.kind is NodeKind.SB:
-            io = "IN" if self.io is IO.SB_IN else "OUT"
-            return f"SB:{self.width}:{self.x}:{self.y}:{self.side.name}:{self.track}:{io}"
-        if self.kind is NodeKind.PORT:
+        # cached: ids are read millions of times by the collateral writers at 64x32
+        k = self.kind
+        if k is NodeKind.SB:
+            return (f"SB:{self.width}:{self.x}:{self.y}:{_SIDE_NAME[self.side]}:{self.track}:"
+                    f"{_IO_NAME[self.io]}")
+        if k is NodeKind.PORT:
             return f"PORT:{self.width}:{self.x}:{self.y}:{self.name}"
-        return f"{self.kind.value}:{self.width}:{self.x}:{self.y}:{self.side.name}:{self.track}"
+        return (f"{_KIND_NAME[k]}:{self.width}:{self.x}:{self.y}:{_SIDE_NAME[self.side]}:"
+                f"{self.track}")
 
-    @property
+    @functools.cached_property
     def local_name(self) -> str:
         """Name of the node inside its tile's RTL (unique per tile across widths)."""
         if self.kind is NodeKind.SB:
@@ -111,7 +122,7 @@ class Node:
 
 
 def sb_id(width: int, x: int, y: int, side: Side, track: int, io: IO) -> str:
-    return Node(NodeKind.SB, x, y, width, side, track, io).id
+    return f"SB:{width}:{x}:{y}:{_SIDE_NAME[side]}:{track}:{_IO_NAME[io]}"
 
 
 def port_id(width: int, x: int, y: int, name: str) -> str:
@@ -119,11 +130,11 @@ def port_id(width: int, x: int, y: int, name: str) -> str:
 
 
 def reg_id(width: int, x: int, y: int, side: Side, track: int) -> str:
-    return f"REG:{width}:{x}:{y}:{side.name}:{track}"
+    return f"REG:{width}:{x}:{y}:{_SIDE_NAME[side]}:{track}"
 
 
 def rmux_id(width: int, x: int, y: int, side: Side, track: int) -> str:
-    return f"RMUX:{width}:{x}:{y}:{side.name}:{track}"
+    return f"RMUX:{width}:{x}:{y}:{_SIDE_NAME[side]}:{track}"
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "bitstream": "mapper.cli:bitstream_cmd",
     "sim": "mapper.cli:sim_cmd",
     "run": "mapper.cli:run_cmd",
+    "verify": "mapper.cli:verify_cmd",
 }
 
 

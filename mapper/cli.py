@@ -11,6 +11,7 @@ its own (formats: :mod:`mapper.stages`)::
     cgra pipeline DIR [--fmax MHZ]                     pipelined.json, pnr_report.json, pnr.png,
                                                        timing.png
     cgra bitstream DIR                                 bitstream.json, <app>.bs
+    cgra verify DESIGN BITSTREAM [--netlist PIPELINED] prove the bitstream (Canal SMT model)
     cgra sim DIR [--image camera|astronaut|coffee|PATH] output PNGs, run_report.json
     cgra run <app> --design build/small [--from STAGE] [--fmax MHZ] [--alpha-sweep 1,1.5,2]
                                                        all of the above
@@ -226,6 +227,35 @@ def bitstream_cmd(run_dir: Path, design: Path | None) -> None:
     click.echo(f"{bs.name}: {len(bs.entries)} config words -> {run_dir}/{bs.name}.bs")
 
 
+@click.command("verify")
+@click.argument("design", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("bitstream", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--netlist", default=None, type=click.Path(dir_okay=False, path_type=Path),
+              help="the pipelined routing (pipelined.json) the bitstream must realise; "
+                   "default: pipelined.json beside BITSTREAM")
+def verify_cmd(design: Path, bitstream: Path, netlist: Path | None) -> None:
+    """Prove with Canal's SMT model (z3) that BITSTREAM (AAAAAAAA DDDDDDDD lines) configures
+    the interconnect of DESIGN as the routed, pipelined netlist says: every sink connected to
+    its source through configured muxes, no node driven by another net, the latency of every
+    path equal to the pipelining's. Exit status 2 with the net, node and field otherwise."""
+    from mapper import stages as st
+    from mapper.collateral import load_collateral
+    from mapper.verify import read_bitstream_file, verify
+
+    netlist = netlist if netlist is not None else bitstream.parent / "pipelined.json"
+    if netlist.name != st.STAGES["pipeline"][0]:
+        raise ConfigError(f"--netlist {netlist}: give the pipelining stage's file "
+                          f"({st.STAGES['pipeline'][0]}) of the run directory")
+    coll = load_collateral(design)
+    words = read_bitstream_file(bitstream)
+    doc = st.read_stage(netlist.parent, "pipeline", st.PIPELINED_SCHEMA, coll)
+    res = st.pipelined_from_json(doc, str(netlist))
+    rep = verify(words, res, coll)
+    click.echo(f"{bitstream}: proved for {rep.nets} nets ({rep.sinks} sinks, {rep.nodes} "
+               f"routed nodes; {rep.select_vars} select fields in the cone) in "
+               f"{rep.seconds['total']:.2f} s")
+
+
 @click.command("sim")
 @_RUN_DIR
 @_design_opt()
@@ -298,4 +328,4 @@ def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str, size
 
 
 __all__ = ["bitstream_cmd", "map_cmd", "pack_cmd", "pipeline_cmd", "place_cmd", "route_cmd",
-           "run_cmd", "sim_cmd"]
+           "run_cmd", "sim_cmd", "verify_cmd"]

@@ -25,7 +25,10 @@ Files of the sim stage: ``<app>.png`` (output, 8-bit when it fits, see
 :func:`mapper.images.save_png`), ``input.png``, ``compare.png`` (input, output and difference
 to the golden side by side), ``run_report.json`` (schema :data:`RUN_SCHEMA`: resources,
 wirelength, routing iterations, seconds per stage, cycles, latency vs the ideal, golden
-agreement) and the simulation files ``sim.*``.
+agreement, ``bitstream_proof``) and the simulation files ``sim.*``. Before the Verilator
+build, the bitstream is proved to realise the pipelined routing (:func:`mapper.verify.verify`,
+Canal's SMT model): a wrong select, a second driver or a misplaced register stops the run with
+the net, node and config field named.
 """
 from __future__ import annotations
 
@@ -52,6 +55,7 @@ from mapper.pack import PackParams, pack
 from mapper.pipeline import PipelineParams, PipelineResult, pipeline
 from mapper.place import PlaceParams, Placement, place, site_capacity
 from mapper.route import RouterParams, RoutingResult, route_design
+from mapper.verify import verify
 
 RUN_SCHEMA = "mapper.run_report/1"
 Step = Callable[[str], None]
@@ -706,6 +710,10 @@ def run_sim(run_dir: str | Path, coll: Collateral, opts: SimOptions | None = Non
     secs = dict(seconds or {})
     flow = load_flow(run_dir, coll)
     flow.bitstream = load_bitstream(run_dir, coll)
+    say("prove bitstream")
+    t = time.perf_counter()
+    proof = verify(flow.bitstream.pairs(), flow.pipelined, coll)
+    secs["proof"] = time.perf_counter() - t
     img = load_image(opts.image, (ap.height, ap.width))
     plan = stream_plan(flow, {"input": img})
     sim_params = opts.sim or SimParams()
@@ -752,6 +760,7 @@ def run_sim(run_dir: str | Path, coll: Collateral, opts: SimOptions | None = Non
     check_output(app["name"], out_img, {"numpy interpreter": g_np, "Halide": g_hl}, plan.box,
                  run_dir)
     rep = run_report(app, opts, coll, flow, harness, sim, plan, secs, out_img)
+    rep["bitstream_proof"] = proof.to_dict()
     st.write_doc(st.stage_file(run_dir, "sim"),
                  {**rep, **st.header(RUN_SCHEMA, coll, run_dir, "sim")})
     return AppRun(app["name"], img, out_img, g_np, g_hl, flow, harness, sim, plan, rep, run_dir,

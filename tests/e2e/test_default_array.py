@@ -39,3 +39,6 @@ def test_app_closes_at_900_mhz_and_matches_golden(default_design, default_harnes
     # the output stream starts exactly the reported pipelining latency after the ideal one
     assert rep["latency"]["extra_cycles"] == max(run.flow.pipelined.output_latency.values())
     assert (tmp_path / "timing.png").stat().st_size > 10_000
+    # the bitstream was proved (Canal SMT model) before simulation (times: bench_verify.py)
+    proof = rep["bitstream_proof"]
+    assert proof["proved"] is True and proof["nets"] == len(run.flow.pipelined.routing.nets)
