@@ -517,12 +517,15 @@ def route_width(graph: RoutingGraph, nets: list[RouteNet], reg_feeds: dict[str, 
     else:
         overused = _overused(pf)
         lines = [f"{graph.ids[i]} used by {sorted(pf.users[i])}" for i in overused[:20]]
+        # small array, core-to-core nets: the exact router says whether a routing exists
+        # (bounded to a few seconds; mapper.exact_route.EXPLAIN_TIMEOUT_S)
+        from mapper.exact_route import explain_unrouted
         raise RoutingError(
             f"{graph.width}-bit routing did not converge after {p.max_iterations} PathFinder "
             f"iterations: {len(overused)} overused node(s): " + "; ".join(lines)
             + ("; ..." if len(overused) > 20 else "")
             + ". Fix: use a larger array or more tracks, or spread the placement "
-              "(another seed / lower utilisation)")
+              "(another seed / lower utilisation)." + explain_unrouted(graph, nets))
     out = {name: {t: [graph.ids[i] for i in pth] for t, pth in res.items()}
            for name, res in paths.items()}
     return out, reg_site, it
