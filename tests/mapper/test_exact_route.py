@@ -320,3 +320,23 @@ def test_no_nets_is_trivially_optimal(a4):
     _, g = a4
     res = exact_route(g, [RouteNet("empty", "PORT:16:1:1:res", [])])
     assert res.status == "optimal" and res.wirelength == 0 and res.routes == {}
+
+
+def test_explanation_leaves_register_nets_out_soundly(a4t1):
+    """Register nets are not modelled: the explanation routes the core-to-core nets alone (a
+    relaxation), so their cut still proves the whole design unroutable, and a routable
+    subset is reported as such, naming how many register nets were left out."""
+    from mapper.exact_route import explain_unrouted
+
+    _, g = a4t1
+    reg = RouteNet("r", "PORT:16:1:1:res", [(("r0", "in"), ["REG:16:2:1:EAST:0",
+                                                            "REG:16:2:1:WEST:0"])],
+                   reg_sinks={("r0", "in"): "r0"})
+    msg = explain_unrouted(g, crossing_nets(g, 5) + [reg])
+    assert msg.startswith(" Exact router for the 5 core-to-core nets (1 nets through "
+                          "registers left out): unroutable: 5 nets (w0, w1, w2, w3, w4) must "
+                          "cross these 4 routing nodes")
+    ok = explain_unrouted(g, random_nets(g, 5, 1, max_sinks=2) + [reg])
+    assert "an exact routing exists: total wirelength 24" in ok
+    assert "the nets through registers are not modelled" in ok
+    assert explain_unrouted(g, [reg]) == ""
