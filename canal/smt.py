@@ -27,8 +27,9 @@ layout :func:`canal.config.route_bitstream` and the mapper's bitstream writer us
 configuration only the cone of influence of the checked nodes matters: :func:`cone` follows
 each node's *selected* fan-in backwards. Nodes outside the cone stay unconstrained (free
 ``src``/``lat`` terms), so a property proved on the sliced model holds whatever those nodes
-carry: slicing is sound. The formula is emitted as SMT-LIB 2 text and parsed by z3 in one call
-(building it term by term through the Python API is ~10x slower).
+carry: slicing is sound. The formula is emitted as SMT-LIB 2 text and parsed by z3 in one call:
+for harris on 32x16 (a 2 450-node cone) text + parse take 0.06 s, the same formula built term
+by term through z3's Python API 0.57 s.
 
 **Queries** (z3, each bounded by ``timeout_ms``):
 
