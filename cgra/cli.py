@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "sim": "mapper.cli:sim_cmd",
     "run": "mapper.cli:run_cmd",
     "verify": "mapper.cli:verify_cmd",
+    "dse": "garnet.dse.cli:dse",
 }
 
 

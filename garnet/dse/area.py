@@ -1,0 +1,232 @@
+"""Area proxy of a design: yosys cell counts of each distinct tile module times its tile count.
+
+Each tile module (``Tile_*`` in ``rtl/``) is synthesised on its own with yosys (``synth
+-flatten -top <tile>; abc -fast; stat``, see :data:`SCRIPT`) and its cell count is cached
+under ``<cache>/area/<sha256 of the module's Verilog and its sub-modules>.json``, so a tile
+shared by several designs of a sweep (the IO tile, the PE tile of every MEM variant) is
+synthesised once. The SRAM macro (``Memory``) is a black box: a behavioural 2048 x 16 array
+would become 32 K flip-flops; its bits are reported apart (``sram_bits``) and not counted
+as cells.
+
+yosys 0.23 (Debian's) does not read the multi-dimensional packed arrays CIRCT writes
+(``wire [1:0][15:0] _GEN = {{a}, {b}}; ... _GEN[s]``): :func:`flatten_packed` rewrites
+them as flat vectors (``wire [31:0] _GEN``, ``_GEN[(s)*16 +: 16]``), bit for bit the same
+(a packed array is laid out element N-1 first, like a concatenation).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from cgra.errors import CollateralError
+
+#: yosys script per tile (``{files}``, ``{top}``): a generic gate-level synthesis with the
+#: fast ABC mapping; ``stat`` counts the cells
+SCRIPT = ("read_verilog -sv {files}; hierarchy -top {top}; blackbox Memory; "
+          "synth -flatten -noabc -top {top}; abc -fast; opt_clean; tee -o stat.txt stat")
+AREA_SCHEMA = "garnet.dse.area/1"
+
+_DECL = re.compile(r"\b(wire|reg|logic)\s*\[(\d+):(\d+)\]\s*\[(\d+):(\d+)\]\s*([A-Za-z_][\w$]*)")
+
+
+def _index_end(text: str, start: int) -> int:
+    """Index just past the ``]`` matching the ``[`` at ``start``."""
+    depth = 0
+    for i in range(start, len(text)):
+        c = text[i]
+        if c == "[":
+            depth += 1
+        elif c == "]":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    raise CollateralError(f"unbalanced [ at offset {start} in a Verilog module")
+
+
+_AUTO = re.compile(r"^(\s*)automatic\s+logic\s*(\[[^\]]*\])?\s*([A-Za-z_][\w$]*)\s*(=)?\s*;?",
+                   re.M)
+
+
+def hoist_automatic(text: str) -> str:
+    """Move ``automatic logic [w] x = e;`` declarations of procedural blocks (which yosys
+    0.23 does not parse) to module level: ``reg [w] x;`` after the port list, ``x = e;`` in
+    place."""
+    decls: list[str] = []
+
+    def sub(m: re.Match) -> str:
+        decls.append(f"  reg {m[2] or ''} {m[3]};")
+        return f"{m[1]}{m[3]} =" if m[4] else m[1]
+
+    text = _AUTO.sub(sub, text)
+    if not decls:
+        return text
+    head = text.index(");", text.index("module")) + 2
+    return text[:head] + "\n" + "\n".join(decls) + text[head:]
+
+
+def flatten_packed(text: str) -> str:
+    """Rewrite 2-D packed arrays (``wire [H:L][h:l] x``) as flat vectors and their element
+    selects ``x[i]`` as part selects (module docstring)."""
+    widths: dict[str, int] = {}
+
+    def decl(m: re.Match) -> str:
+        n = abs(int(m[2]) - int(m[3])) + 1
+        w = abs(int(m[4]) - int(m[5])) + 1
+        widths[m[6]] = w
+        return f"{m[1]} [{n * w - 1}:0] {m[6]}"
+
+    text = _DECL.sub(decl, text)
+    if not widths:
+        return text
+    use = re.compile(r"\b(" + "|".join(map(re.escape, sorted(widths, key=len, reverse=True)))
+                     + r")\s*\[")
+    out: list[str] = []
+    pos = 0
+    while True:
+        m = use.search(text, pos)
+        if m is None:
+            break
+        # a declaration ('wire [N:0] x' never matches: the name precedes no '[' there)
+        name, br = m[1], m.end() - 1
+        end = _index_end(text, br)
+        inner = text[br + 1:end - 1]
+        out.append(text[pos:m.start()])
+        w = widths[name]
+        if ":" in inner and "+:" not in inner and "?" not in inner:
+            out.append(text[m.start():end])       # already a bit range of the flat vector
+        else:
+            base = f"({flatten_packed(inner) if '[' in inner else inner})*{w}"
+            if end < len(text) and text[end] == "[":      # x[i][b] / x[i][h:l]
+                end2 = _index_end(text, end)
+                sub = text[end + 1:end2 - 1]
+                rng = re.fullmatch(r"\s*(\d+)\s*:\s*(\d+)\s*", sub)
+                if rng:
+                    hi, lo = int(rng[1]), int(rng[2])
+                    out.append(f"{name}[{base} + {lo} +: {hi - lo + 1}]")
+                else:
+                    out.append(f"{name}[{base} + ({sub})]")
+                end = end2
+            else:
+                out.append(f"{name}[{base} +: {w}]")
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+_MODULE = re.compile(r"^\s*module\s+([A-Za-z_][\w$]*)", re.M)
+_INST = re.compile(r"^\s*([A-Za-z_][\w$]*)\s+(?:#\s*\(.*?\)\s*)?[A-Za-z_][\w$]*\s*\(", re.M | re.S)
+
+
+def _modules(rtl: Path) -> dict[str, str]:
+    """module name -> Verilog text of every module in ``rtl/`` (one file may hold several)."""
+    mods: dict[str, str] = {}
+    for f in sorted(rtl.glob("*.v")):
+        text = f.read_text()
+        starts = [m for m in _MODULE.finditer(text)]
+        for i, m in enumerate(starts):
+            end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
+            mods[m[1]] = text[m.start():end]
+    return mods
+
+
+def _closure(top: str, mods: dict[str, str]) -> list[str]:
+    seen: list[str] = []
+    todo = [top]
+    while todo:
+        m = todo.pop()
+        if m in seen or m not in mods:
+            continue
+        seen.append(m)
+        todo.extend(i[1] for i in _INST.finditer(mods[m]) if i[1] in mods and i[1] != m)
+    return sorted(seen)
+
+
+def tile_cells(design: Path, module: str, cache: Path, timeout: float = 1800) -> dict:
+    """``{module, cells, cell_types, key, seconds, cached}`` of one tile module of
+    ``design`` (module docstring); cached under ``cache`` by Verilog hash."""
+    mods = _modules(Path(design) / "rtl")
+    if module not in mods:
+        raise CollateralError(f"{design}/rtl: no module {module}")
+    deps = _closure(module, mods)
+    key = hashlib.sha256(json.dumps([SCRIPT] + [mods[d] for d in deps]).encode()).hexdigest()
+    cache = Path(cache)
+    hit = cache / f"{module}-{key[:20]}.json"
+    if hit.is_file():
+        return {**json.loads(hit.read_text()), "cached": True}
+    t = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="dse-area-") as tmp:
+        files = []
+        for d in deps:
+            if d == "Memory":
+                continue
+            p = Path(tmp) / f"{d}.v"
+            p.write_text(flatten_packed(hoist_automatic(mods[d])))
+            files.append(p.name)
+        stub = Path(tmp) / "Memory_stub.v"
+        if "Memory" in deps:
+            m = re.search(r"module\s+Memory\s*\((.*?)\);", mods["Memory"], re.S)
+            stub.write_text(f"(* blackbox *) module Memory({m[1] if m else ''});\nendmodule\n")
+            files.append(stub.name)
+        script = SCRIPT.format(files=" ".join(files), top=module)
+        res = subprocess.run(["yosys", "-q", "-p", script], cwd=tmp, capture_output=True,
+                             text=True, timeout=timeout)
+        stat = (Path(tmp) / "stat.txt").read_text() if res.returncode == 0 else ""
+    if res.returncode != 0:
+        err = (res.stderr or res.stdout).strip().splitlines()
+        raise CollateralError(f"yosys failed on tile {module} of {design}: "
+                              f"{err[-1] if err else res.returncode}")
+    cells, types = _parse_stat(stat)
+    doc = {"schema": AREA_SCHEMA, "module": module, "cells": cells, "cell_types": types,
+           "key": key, "seconds": round(time.perf_counter() - t, 3)}
+    cache.mkdir(parents=True, exist_ok=True)
+    tmpf = hit.with_suffix(".tmp")
+    tmpf.write_text(json.dumps(doc, indent=1) + "\n")
+    tmpf.replace(hit)
+    return {**doc, "cached": False}
+
+
+def _parse_stat(log: str) -> tuple[int, dict[str, int]]:
+    """Cell count and cells by type of the last ``stat`` block of a yosys log."""
+    block = log[log.rfind("Number of cells:"):]
+    m = re.match(r"Number of cells:\s+(\d+)", block)
+    if m is None:
+        raise CollateralError("yosys stat printed no cell count")
+    types: dict[str, int] = {}
+    for line in block.splitlines()[1:]:
+        tm = re.match(r"\s+(\S+)\s+(\d+)\s*$", line)
+        if tm:
+            types[tm[1]] = int(tm[2])
+        elif line.strip() and not line.startswith(" "):
+            break
+    return int(m[1]), types
+
+
+def design_area(design: Path, cache: Path) -> dict:
+    """Area proxy of a generated design: ``{cells, by_tile: {module: {count, cells,
+    seconds, cached}}, sram_bits}`` (cells of each distinct tile times its tile count)."""
+    design = Path(design)
+    doc = json.loads((design / "design.json").read_text())
+    mods = _modules(design / "rtl")
+    top = mods[doc["top"]]
+    counts: dict[str, int] = {}
+    for m in re.finditer(r"^\s*(Tile_[\w$]+)\s+[A-Za-z_][\w$]*\s*\(", top, re.M):
+        counts[m[1]] = counts.get(m[1], 0) + 1
+    by_tile: dict[str, dict] = {}
+    total = 0
+    for mod, n in sorted(counts.items()):
+        r = tile_cells(design, mod, cache)
+        by_tile[mod] = {"count": n, "cells": r["cells"], "seconds": r["seconds"],
+                        "cached": r["cached"]}
+        total += n * r["cells"]
+    sram = 0
+    if "Memory" in mods:
+        m = re.search(r"\[(\d+):0\]\s*\[(\d+):0\]", mods["Memory"])
+        per = (int(m[1]) + 1) * (int(m[2]) + 1) if m else 0
+        sram = per * sum(n for mod, n in counts.items()
+                         if "Memory" in _closure(mod, mods))
+    return {"cells": total, "by_tile": by_tile, "sram_bits": sram}

@@ -1,0 +1,253 @@
+"""Execution of a sweep on Dask ``distributed`` (docs/dse.md).
+
+Task graph: one :func:`design_task` per design (``garnet.build.generate`` into
+``<cache>/designs/<key>`` with the rule table from the shared ``<cache>/rules``, then the
+area proxy, :mod:`garnet.dse.area`), and one :func:`app_task` per (design, app) depending on
+it (map .. pipeline with :func:`mapper.flow.run_stages`, metrics). Every finished point is
+cached as ``<cache>/results/<design key>/<app>-<flow key>.json``, failures included (an app
+that does not fit raises ``MappingError`` / ``PlacementError`` / ``RoutingError``: the point
+is recorded with its error); the client submits only the points without a cached result,
+and a design task only for a design with such a point: a second run submits nothing.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from garnet.dse.sweep import Point, Sweep
+
+RESULT_SCHEMA = "garnet.dse.point/1"
+#: the CSV columns, in order (grid fields are inserted after ``design``)
+COLUMNS = ["design", "app", "unroll", "status", "error", "pe_count", "mem_count", "io_count",
+           "reg_count", "pipeline_registers", "tracks", "wirelength", "fmax_mhz", "period_ps",
+           "latency_cycles", "cycles", "runtime_us", "area_cells", "sram_bits",
+           "design_seconds", "area_seconds", "map_s", "pack_s", "place_s", "route_s",
+           "pipeline_s", "compile_s"]
+STAGES = ("collateral", "map", "pack", "place", "route", "pipeline")
+
+
+def _write_json(path: Path, doc: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    tmp.replace(path)
+
+
+# ----------------------------------------------------------------------------- tasks
+def design_task(params_doc: dict, key: str, cache: str) -> dict:
+    """Generate one design (rules included) and its area proxy; cached by ``key`` in
+    ``<cache>/designs/<key>.dse.json``. Returns ``{key, dir, area, seconds}`` or
+    ``{key, error}``."""
+    from cgra.errors import CgraError
+    from garnet.build import generate
+    from garnet.dse.area import design_area
+    from garnet.params import from_dict
+
+    root = Path(cache)
+    out = root / "designs" / key
+    marker = root / "designs" / f"{key}.dse.json"     # beside the design: not in its manifest
+    if marker.is_file():
+        doc = json.loads(marker.read_text())
+        if doc.get("key") == key:
+            return {**doc, "cached": True}
+    t = time.perf_counter()
+    try:
+        params = from_dict(params_doc)
+        generate(params, out, rules=True, rules_dir=root / "rules", jobs=1)
+        gen_s = time.perf_counter() - t
+        t2 = time.perf_counter()
+        area = design_area(out, root / "area")
+        doc = {"key": key, "dir": str(out), "params": params_doc, "area": area,
+               "seconds": round(gen_s, 3), "area_seconds": round(time.perf_counter() - t2, 3)}
+    except CgraError as exc:
+        return {"key": key, "error": f"{type(exc).__name__}: {exc}", "cached": False}
+    _write_json(marker, doc)
+    return {**doc, "cached": False}
+
+
+def result_path(cache: Path, design_key: str, app_label: str, flow_key: str) -> Path:
+    return Path(cache) / "results" / design_key / f"{app_label}-{flow_key}.json"
+
+
+def flow_key(sweep: Sweep, app: str, unroll: int) -> str:
+    doc = [app, unroll, list(sweep.image), sweep.seed, sweep.fmax_mhz]
+    return hashlib.sha256(json.dumps(doc).encode()).hexdigest()[:16]
+
+
+def app_task(design: dict, app: str, unroll: int, image: tuple[int, int], seed: int,
+             fmax_mhz: float, result_file: str) -> dict:
+    """Map .. pipeline one app on one design (``design``: the result of
+    :func:`design_task`) and write its metrics to ``result_file``. A project error
+    (``CgraError``: the app does not fit, routing fails, ...) is a recorded failure."""
+    from cgra.errors import CgraError
+    from mapper.flow import AppParams, FlowParams, RunParams, run_stages
+    from mapper.pipeline import PipelineParams
+    from mapper.place import PlaceParams
+
+    row: dict[str, Any] = {"schema": RESULT_SCHEMA, "design": design["key"], "app": app,
+                           "unroll": unroll}
+    if "error" in design:
+        row.update(status="failed", error=f"design: {design['error']}")
+        _write_json(Path(result_file), row)     # deterministic: cached like any failure
+        return {**row, "cached": False}
+    area = design["area"]
+    row.update(area_cells=area["cells"], sram_bits=area["sram_bits"],
+               design_seconds=design["seconds"], area_seconds=design["area_seconds"],
+               tracks=design["params"]["tracks"])
+    run_dir = Path(design["dir"]).parent.parent / "runs" / design["key"] / Path(result_file).stem
+    marks: list[tuple[str, float]] = []
+    t0 = time.perf_counter()
+    target = 1e6 / fmax_mhz if fmax_mhz > 0 else None
+    fp = FlowParams(place=PlaceParams(seed=seed),
+                    pipeline=PipelineParams(target_period_ps=target))
+    try:
+        run_stages(RunParams(AppParams(app, image[0], image[1], unroll=unroll), design["dir"],
+                             run_dir, fp), "pipeline",
+                   step=lambda m: marks.append((m, time.perf_counter())))
+        end = time.perf_counter()
+        status, error = "ok", ""
+    except CgraError as exc:
+        end = time.perf_counter()
+        status, error = "failed", f"{type(exc).__name__}: {exc}"
+    except Exception as exc:        # a bug: reported, not cached (a re-run retries)
+        tb = traceback.format_exc(limit=3).replace("\n", " | ")
+        row.update(status="failed", error=f"internal {type(exc).__name__}: {exc} ({tb})")
+        return {**row, "cached": False, "transient": True}
+    secs = {s: 0.0 for s in STAGES}
+    for i, (m, t) in enumerate(marks):
+        word = m.split()[0]
+        stage = word if word in secs else "place"     # "pipeline failed ...: placing again"
+        secs[stage] += (marks[i + 1][1] if i + 1 < len(marks) else end) - t
+    row.update({f"{s}_s": round(v, 3) for s, v in secs.items() if s != "collateral"})
+    row["compile_s"] = round(end - t0, 3)
+    row.update(status=status, error=error)
+    if status == "ok":
+        rep = json.loads((run_dir / "pnr_report.json").read_text())
+        appdoc = json.loads((run_dir / "app.json").read_text())
+        used = rep["resources"]["used"]
+        regs = rep["registers"]
+        ideal = appdoc.get("ideal") or {}
+        lat = max(rep["extra_output_latency_cycles"].values(), default=0)
+        first = int(ideal.get("first_output_cycle", 0)) + lat
+        cycles = int(ideal.get("cycles") or 0) + first
+        fmax = rep["timing"]["fmax_mhz"]
+        row.update(pe_count=used.get("p", 0), mem_count=used.get("m", 0),
+                   io_count=used.get("I", 0) + used.get("i", 0), reg_count=used.get("r", 0),
+                   pipeline_registers=regs["balancing"] + regs["compute_pipelining"]
+                   + regs["pe_input_balancing"],
+                   wirelength=rep["wirelength_total"], fmax_mhz=fmax,
+                   period_ps=rep["timing"]["period_ps"], latency_cycles=first, cycles=cycles,
+                   runtime_us=round(cycles / fmax, 3) if fmax else None,
+                   wirelength_segments=rep["wirelength_segments"])
+    _write_json(Path(result_file), row)
+    return {**row, "cached": False}
+
+
+# ----------------------------------------------------------------------------- driver
+def _client(sweep: Sweep, scheduler: str | None, workers: int | None):
+    import dask
+    from distributed import Client, LocalCluster
+
+    address = scheduler or sweep.scheduler
+    if address:
+        return Client(address), None
+    # generate() forks a CIRCT worker: worker processes must not be daemonic
+    dask.config.set({"distributed.worker.daemon": False})
+    n = workers or sweep.workers or os.cpu_count() or 1
+    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                           dashboard_address=None, silence_logs=40)
+    return Client(cluster), cluster
+
+
+def run_sweep(sweep: Sweep, scheduler: str | None = None, workers: int | None = None,
+              progress: bool = True) -> dict:
+    """Run every point of ``sweep`` not already in the cache; write ``results.csv`` and the
+    plots to ``sweep.out``. Returns ``{rows, submitted: {designs, apps}, failed, csv,
+    plots, seconds}``."""
+    t0 = time.perf_counter()
+    cache = sweep.cache
+    todo: list[tuple[Point, Any, str]] = []     # (point, app spec, result file)
+    rows_by_file: dict[str, dict] = {}
+    order: list[tuple[Point, Any, str]] = []
+    for pt in sweep.points:
+        for a in sweep.apps:
+            f = str(result_path(cache, pt.key, a.label, flow_key(sweep, a.app, a.unroll)))
+            order.append((pt, a, f))
+            if Path(f).is_file():
+                rows_by_file[f] = {**json.loads(Path(f).read_text()), "cached": True}
+            else:
+                todo.append((pt, a, f))
+    n_designs = len({pt.key for pt, _a, _f in todo})
+    if todo:
+        client, cluster = _client(sweep, scheduler, workers)
+        try:
+            dfuts: dict[str, Any] = {}
+            futs = {}
+            for pt, a, f in todo:
+                if pt.key not in dfuts:
+                    dfuts[pt.key] = client.submit(design_task, pt.params.to_dict(), pt.key,
+                                                  str(cache), key=f"design-{pt.key}",
+                                                  pure=False)
+                fut = client.submit(app_task, dfuts[pt.key], a.app, a.unroll, sweep.image,
+                                    sweep.seed, sweep.fmax_mhz, f,
+                                    key=f"app-{pt.key}-{Path(f).stem}", pure=False)
+                futs[fut] = f
+            _gather(client, futs, rows_by_file, progress)
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+    rows = []
+    for pt, a, f in order:
+        r = rows_by_file[f]
+        rows.append({"design": pt.key, **{k: v for k, v in pt.values.items()},
+                     **{k: v for k, v in r.items() if k not in ("schema", "design")},
+                     "app": a.label})
+    sweep.out.mkdir(parents=True, exist_ok=True)
+    csv_path = write_csv(rows, list(sweep.grid), sweep.out / "results.csv")
+    from garnet.dse.plots import plot_all
+    plots = plot_all(rows, list(sweep.grid), sweep.out)
+    return {"rows": rows, "submitted": {"designs": n_designs, "apps": len(todo)},
+            "failed": sum(r.get("status") != "ok" for r in rows), "csv": csv_path,
+            "plots": plots, "seconds": round(time.perf_counter() - t0, 2)}
+
+
+def _gather(client, futs: dict, rows_by_file: dict, progress: bool) -> None:
+    from distributed import as_completed
+
+    bar = None
+    if progress:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+        bar = Progress(TextColumn("dse"), BarColumn(), TextColumn("{task.completed}/{task.total}"
+                       " points"), TimeElapsedColumn(), transient=False)
+        bar.start()
+        tid = bar.add_task("points", total=len(futs))
+    try:
+        for fut in as_completed(list(futs)):
+            f = futs[fut]
+            try:
+                rows_by_file[f] = fut.result()
+            except Exception as exc:     # a worker died, ...: the point is a failure
+                rows_by_file[f] = {"status": "failed", "error": f"task {type(exc).__name__}: "
+                                   f"{exc}", "cached": False}
+            if bar is not None:
+                bar.advance(tid)
+    finally:
+        if bar is not None:
+            bar.stop()
+
+
+def write_csv(rows: list[dict], grid: list[str], path: Path) -> Path:
+    cols = ["design"] + grid + [c for c in COLUMNS[1:] if c not in grid]
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, cols, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({c: ("" if r.get(c) is None else r.get(c, "")) for c in cols})
+    return path

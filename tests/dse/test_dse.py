@@ -1,0 +1,98 @@
+"""Issue 17: `cgra dse configs/dse/small.toml` on a LocalCluster of 2 workers (tmp cache):
+CSV rows, plots, recorded failures, the D3 / PUB trends, and a second run computing
+nothing."""
+from __future__ import annotations
+
+import csv
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CGRA = pathlib.Path(sys.executable).parent / "cgra"
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(CGRA), "dse", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=900)
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("dse")
+    first = _run("configs/dse/small.toml", "--cache", str(cache), "--workers", "2",
+                 "--no-progress")
+    assert first.returncode == 0, first.stderr[-3000:]
+    second = _run("configs/dse/small.toml", "--cache", str(cache), "--workers", "2",
+                  "--no-progress")
+    assert second.returncode == 0, second.stderr[-3000:]
+    out = cache / "results" / "small"
+    rows = list(csv.DictReader(open(out / "results.csv")))
+    return first.stdout, second.stdout, out, rows
+
+
+def _get(rows, **kw):
+    got = [r for r in rows if all(r[k] == str(v) for k, v in kw.items())]
+    assert len(got) == 1, (kw, got)
+    return got[0]
+
+
+def test_rows_and_plots(sweep):
+    first, _second, out, rows = sweep
+    assert len(rows) == 8 * 3
+    assert "computed 24 points (8 designs)" in first
+    for name in ("pareto.png", "pe_count.png", "mem_count.png", "fmax_tracks.png"):
+        assert (out / name).stat().st_size > 1000
+    ok = [r for r in rows if r["status"] == "ok"]
+    assert len(ok) >= 12          # gaussian and harris on every design (barring a routing miss)
+    for r in ok:
+        assert int(r["pe_count"]) > 0 and float(r["fmax_mhz"]) > 0
+        assert int(r["area_cells"]) > 0 and float(r["runtime_us"]) > 0
+
+
+def test_too_big_is_a_recorded_failure(sweep):
+    rows = sweep[3]
+    big = [r for r in rows if r["app"] == "harris_u2"]
+    assert len(big) == 8
+    for r in big:
+        assert r["status"] == "failed"
+        assert r["error"].startswith("MappingError") and "PE tiles" in r["error"]
+
+
+def test_d3_fewer_pes_and_pub_fewer_mems(sweep):
+    rows = sweep[3]
+    for tracks in (4, 5):
+        for mem in ("DP", "PUB"):
+            d1 = _get(rows, app="gaussian", pe="D1", tracks=tracks, mem_preset=mem)
+            d3 = _get(rows, app="gaussian", pe="D3", tracks=tracks, mem_preset=mem)
+            assert int(d3["pe_count"]) < int(d1["pe_count"])
+        for pe in ("D1", "D3"):
+            dp = _get(rows, app="harris", pe=pe, tracks=tracks, mem_preset="DP")
+            pub = _get(rows, app="harris", pe=pe, tracks=tracks, mem_preset="PUB")
+            assert 2 * int(pub["mem_count"]) <= int(dp["mem_count"])
+
+
+def test_second_run_recomputes_nothing(sweep):
+    _first, second, _out, _rows = sweep
+    assert "computed 0 points (0 designs), 24 from the cache" in second
+
+
+def test_bad_sweep_is_one_line_config_error(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(f'[sweep]\nbase = "{ROOT}/configs/small.toml"\napps = ["gaussian"]\n'
+                   '[grid]\ntracks = [4, "five"]\n')
+    res = _run(str(bad), "--cache", str(tmp_path / "c"))
+    assert res.returncode == 2
+    line = res.stderr.strip().splitlines()[-1]
+    assert line.startswith("error: ") and "bad.toml" in line and "'tracks'" in line
+    bad.write_text(f'[sweep]\nbase = "{ROOT}/configs/small.toml"\napps = ["gaussian"]\n'
+                   '[grid]\nwidht = [4]\n')
+    res = _run(str(bad), "--cache", str(tmp_path / "c"))
+    assert res.returncode == 2 and "grid.widht" in res.stderr
+
+
+def test_pareto_front():
+    from garnet.dse.plots import pareto
+    assert pareto([(3, 1), (1, 3), (2, 2), (2, 4), (4, 1)]) == [(1, 3), (2, 2), (3, 1)]
