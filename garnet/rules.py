@@ -140,9 +140,9 @@ def _matching_table(shared: Path, spec: type, spec_hash: str, ih: str) -> TableF
     """The complete cache entry of ``spec`` in the shared rules directory (module
     docstring, step 2; PEak verified every rule when it wrote it, so no solver call is
     needed), else ``None``."""
-    from peak.ir import targets
+    from peak.ir import targets, wants_float
     width = _data_width(spec)
-    want = {t.key for t in targets(width)}
+    want = {t.key for t in targets(width, floats=wants_float(spec))}
     for path in cached_tables(shared, spec.__name__, spec_hash):
         try:
             table = read_table(path, spec_hash)

@@ -369,7 +369,9 @@ def _no_rule_error(k: ir.Kernel, kernel: ir.Kernel, table: RuleTable, nid: int,
     return MappingError(
         f"kernel {kernel.name}: no rewrite rule of PE {pe_label} implements op "
         f"{n.op} (node {n.id}{', ' + n.name if n.name else ''}){why}; use a PE "
-        f"whose ISA has this op and regenerate the rules (`cgra rules --pe ...`)")
+        f"whose ISA has this op and regenerate the rules (`cgra rules --pe ...`)"
+        + ("; BFloat16 ops need the FP PE (peak.examples.cgra_pe_bf16:PE, design "
+           "configs/bf16.toml or configs/bf16_small.toml)" if n.op in ir.FLOAT_OPS else ""))
 
 
 def _select_greedy(k: ir.Kernel, cands: dict[int, list[_Match]]) -> Selection | int:

@@ -21,8 +21,12 @@ pipelining):
   ``y = y0 + k div n`` of the output stage's domain box ``[x0, x1) x [y0, y1)`` (events with
   ``x`` outside the box are edge lanes and ignored).
 
+The input stream carries the app's input image (:func:`mapper.apps.app_images`: the pixels,
+or their bf16 encodings for a ``BFloat16`` input); outputs are compared as 16-bit words (bf16
+encodings for a ``BFloat16`` output).
+
 Files of the sim stage: ``<app>.png`` (output, 8-bit when it fits, see
-:func:`mapper.images.save_png`), ``input.png``, ``compare.png`` (input, output and difference
+:func:`mapper.images.save_png`; a ``BFloat16`` output shows its values), ``input.png``, ``compare.png`` (input, output and difference
 to the golden side by side), ``run_report.json`` (schema :data:`RUN_SCHEMA`: resources,
 wirelength, routing iterations, seconds per stage, cycles, latency vs the ideal, golden
 agreement, ``bitstream_proof``) and the simulation files ``sim.*``. Before the Verilator
@@ -692,7 +696,7 @@ def run_sim(run_dir: str | Path, coll: Collateral, opts: SimOptions | None = Non
     bit-exact comparison with both golden models (the numpy interpreter of the IR and the
     same algorithm in real Halide), output pictures and ``run_report.json``. Raises
     :class:`SimulationError` naming the first mismatching pixel and the golden model."""
-    from mapper.apps import build_app, lower_app
+    from mapper.apps import app_images, build_app, display_image, lower_app
     from mapper.halide_export import run_halide
     from mapper.images import load_image, save_comparison, save_png
     from mapper.interp import run_pipeline
@@ -715,7 +719,9 @@ def run_sim(run_dir: str | Path, coll: Collateral, opts: SimOptions | None = Non
     proof = verify(flow.bitstream.pairs(), flow.pipelined, coll)
     secs["proof"] = time.perf_counter() - t
     img = load_image(opts.image, (ap.height, ap.width))
-    plan = stream_plan(flow, {"input": img})
+    dsl_p = build_app(ap.app, ap.width, ap.height, ap.unroll)
+    images = app_images(dsl_p, img)     # bf16 encodings for a BFloat16 input
+    plan = stream_plan(flow, images)
     sim_params = opts.sim or SimParams()
     say("verilator build")
     harness = build_harness(coll.root, sim_params, progress=say)
@@ -744,18 +750,18 @@ def run_sim(run_dir: str | Path, coll: Collateral, opts: SimOptions | None = Non
     say("golden models")
     t = time.perf_counter()
     ir_p = lower_app(ap.app, ap.width, ap.height, ap.unroll)
-    g_np = np.asarray(run_pipeline(ir_p, {"input": img}))
+    g_np = np.asarray(run_pipeline(ir_p, images))
     secs["golden_numpy"] = time.perf_counter() - t
     t = time.perf_counter()
-    g_hl = np.asarray(run_halide(build_app(ap.app, ap.width, ap.height, ap.unroll),
-                                 {"input": img}))
+    g_hl = np.asarray(run_halide(dsl_p, images))
     secs["golden_halide"] = time.perf_counter() - t
     out_img = res.astype(np.uint16)
     if g_np.dtype == np.int16:
         out_img = out_img.view(np.int16)
-    save_png(out_img, run_dir / f"{app['name']}.png")
+    save_png(display_image(dsl_p, out_img), run_dir / f"{app['name']}.png")
     save_png(img, run_dir / "input.png")
-    save_comparison(img, out_img, g_np, run_dir / "compare.png",
+    save_comparison(img, display_image(dsl_p, out_img), display_image(dsl_p, g_np),
+                    run_dir / "compare.png",
                     title=f"{app['name']} on {coll.name} ({opts.image})")
     check_output(app["name"], out_img, {"numpy interpreter": g_np, "Halide": g_hl}, plan.box,
                  run_dir)

@@ -9,6 +9,13 @@ The output is realized over the same valid domain as :meth:`mapper.ir.Pipeline.d
 (so the output image shrinks by the stencil footprint).  The ``unroll`` factor becomes a
 ``split(x, U).unroll`` schedule (results are unchanged by construction).
 
+``BFloat16`` values are Halide ``BFloat(16)`` (CPU: emulated through float32, rounded to
+nearest even after each op; exact with the FP PE for ``+ - *`` except subnormals and NaN
+payloads, docs/peak_dsl.md "BFloat16"). Images stay 16-bit encodings at the boundary: a
+BFloat16 input is a ``UInt(16)`` ImageParam ``reinterpret``-ed as ``BFloat(16)``, constants and
+tables are built from their encodings (no rounding in Halide), and a BFloat16 output is
+realized as its ``UInt(16)`` encodings.
+
 Compiled pipelines are cached per DSL pipeline object (JIT compile costs ~1 s).
 """
 from __future__ import annotations
@@ -31,7 +38,19 @@ def _htype(t: dsl.Type):
     hl = _hl()
     if t is dsl.Bool:
         return hl.Bool()
+    if t.is_float:
+        return hl.BFloat(t.bits)
     return hl.Int(t.bits) if t.signed else hl.UInt(t.bits)
+
+
+def _storage(t: dsl.Type):
+    """The Halide type of ``t``'s images and tables (a BFloat16 image holds encodings)."""
+    return _hl().UInt(16) if t.is_float else _htype(t)
+
+
+def _value(t: dsl.Type, e):
+    """A read of a ``t`` image (storage type) as a ``t`` value."""
+    return _hl().reinterpret(_htype(t), e) if t.is_float else e
 
 
 class HalidePipeline:
@@ -40,7 +59,7 @@ class HalidePipeline:
     def __init__(self, pipe: dsl.Pipeline):
         hl = _hl()
         self.pipe = pipe
-        self.params = {i.name: hl.ImageParam(_htype(i.type), 2, i.name) for i in pipe.inputs}
+        self.params = {i.name: hl.ImageParam(_storage(i.type), 2, i.name) for i in pipe.inputs}
         self.x, self.y = hl.Var("x"), hl.Var("y")
         self.funcs: dict[str, Any] = {}
         self.tables: dict[int, Any] = {}
@@ -50,11 +69,15 @@ class HalidePipeline:
         for f in pipe.funcs:
             if f is not pipe.output:
                 self.funcs[f.name].compute_root()
+        if pipe.output.type.is_float:        # realize the encodings
+            enc = hl.Func(f"{pipe.output.name}_bits")
+            enc[self.x, self.y] = hl.reinterpret(hl.UInt(16), out[self.x, self.y])
+            out = enc
         if pipe.unroll > 1:
             xo, xi = hl.Var("xo"), hl.Var("xi")
             out.split(self.x, xo, xi, pipe.unroll, hl.TailStrategy.GuardWithIf).unroll(xi)
         self.out = out
-        self.out_type = _htype(pipe.output.type)
+        self.out_type = _storage(pipe.output.type)
         self.domain = pipe.lower().domains()[pipe.output.name]
         out.compile_jit()
 
@@ -82,17 +105,19 @@ class HalidePipeline:
         hl = _hl()
         rec = lambda s: self._expr(s, pure, rmap, f)  # noqa: E731
         if isinstance(e, dsl.Const):
+            if e.type.is_float:
+                return hl.reinterpret(hl.BFloat(16), hl.cast(hl.UInt(16), e.value))
             return hl.cast(_htype(e.type), e.value)
         if isinstance(e, dsl.Access):
             idx = [self._index(a, pure, rmap) for a in e.idx]
             t = e.target
             if isinstance(t, dsl.Input):
-                return self.params[t.name][idx[0], idx[1]]
+                return _value(t.type, self.params[t.name][idx[0], idx[1]])
             if isinstance(t, dsl.Table):
                 if id(t) not in self.tables:
                     dt = np.int16 if t.type.signed else np.uint16
                     self.tables[id(t)] = hl.Buffer(np.array(t.rows, dtype=dt), t.name)
-                return self.tables[id(t)][idx[0], idx[1]]
+                return _value(t.type, self.tables[id(t)][idx[0], idx[1]])
             return self.funcs[t.name][idx[0], idx[1]]
         if isinstance(e, dsl.Cast):
             return hl.cast(_htype(e.type), rec(e.a))

@@ -9,13 +9,23 @@ from __future__ import annotations
 import numpy as np
 
 from cgra.errors import MappingError
-from mapper.ir import BIT, CONST_OPS, INPUT, OPS, Box, Kernel, Pipeline
+from mapper.ir import BIT, CONST_OPS, FLOAT_OPS, INPUT, OPS, Box, Kernel, Pipeline, eval_op
 
 _MAX_WIDTH = 31
 
 
 def _signed(a: np.ndarray, w: int) -> np.ndarray:
     return a - (((a >> (w - 1)) & 1) << w)
+
+
+def _np_float(op: str, a: list[np.ndarray]) -> np.ndarray:
+    """A BFloat16 op element-wise (:func:`mapper.ir.eval_op` per distinct operand pair)."""
+    x, y = np.broadcast_arrays(np.asarray(a[0], np.int64), np.asarray(a[1], np.int64))
+    pairs = (x.astype(np.int64) << 16) | (y & 0xFFFF)
+    uniq, inv = np.unique(pairs, return_inverse=True)
+    vals = np.array([eval_op(op, [int(p) >> 16, int(p) & 0xFFFF], 16) for p in uniq],
+                    dtype=np.int64)
+    return vals[inv].reshape(x.shape)
 
 
 def np_op(op: str, args: list[np.ndarray], width: int) -> np.ndarray:
@@ -25,6 +35,8 @@ def np_op(op: str, args: list[np.ndarray], width: int) -> np.ndarray:
         raise MappingError(f"interpreter: {width}-bit values are wider than {_MAX_WIDTH} bits")
     m = (1 << width) - 1
     a = args
+    if op in FLOAT_OPS:
+        return _np_float(op, a)
     name = op.split(".", 1)[1]
     if op.startswith("corebit."):
         if name == "and":

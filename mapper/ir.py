@@ -24,6 +24,11 @@ exporter are checked against each other; rule synthesis must use the same defini
 - ``commonlib.mult_middle a b``: bits ``[width*3/2-1 : width/2]`` of the ``2*width``-bit
   product of ``a`` and ``b`` both sign-extended (bits 23..8 for 16-bit words).
 - ``corebit.and/or/xor/not/mux/const``: 1-bit logic; ``corebit.mux(in0, in1, sel)`` as above.
+- ``float.add sub mul max min`` (16-bit results), ``float.lt le gt ge eq`` (1 bit): BFloat16
+  on 16-bit encodings, the policies of :mod:`peak.bf16` (round to nearest even, subnormals
+  flushed, NaN ``0x7FC0``; reference :mod:`peak.ir.floatref`). CoreIR's DesignWare names
+  ``float_DW.fp_add`` / ``fp_mul`` are imported as ``float.add`` / ``float.mul``
+  (:data:`COREIR_ALIASES`). Never constant-folded with an identity operand.
 
 Pipelines: a :class:`Pipeline` is a list of :class:`Stage` in topological order; each stage has
 one kernel whose indexed inputs are bound to :class:`Window` s (the producer — a pipeline input
@@ -79,6 +84,21 @@ for _n in ("and", "or", "xor"):
 OPS["corebit.not"] = _spec("corebit.not", "b", BIT)
 OPS["corebit.mux"] = _spec("corebit.mux", "bbb", BIT, ("in0", "in1", "sel"))
 OPS["corebit.const"] = _spec("corebit.const", "", BIT)
+for _n in ("add", "sub", "mul", "max", "min"):
+    OPS[f"float.{_n}"] = _spec(f"float.{_n}", "dd", DATA)
+for _n in ("lt", "le", "gt", "ge", "eq"):
+    OPS[f"float.{_n}"] = _spec(f"float.{_n}", "dd", BIT)
+
+#: BFloat16 ops (``float.*``): 16-bit operands and results (bf16 encodings).
+FLOAT_OPS = frozenset(k for k in OPS if k.startswith("float."))
+FLOAT_WIDTH = 16
+#: CoreIR genref/modref names of float ops whose IR name differs (the Halide-to-CGRA flow
+#: emits DesignWare ``float_DW.fp_add`` / ``fp_mul``; the rest of CoreIR's ``float``
+#: library is named as the IR: ``float.sub``, ``float.max``, ``float.lt`` ...).
+COREIR_ALIASES: dict[str, str] = {
+    "float_DW.fp_add": "float.add", "float_DW.fp_mul": "float.mul",
+    "float_DW.fp_sub": "float.sub",
+}
 
 INPUT = "input"
 CONST_OPS = frozenset({"coreir.const", "corebit.const"})
@@ -102,6 +122,12 @@ def eval_op(op: str, args: list[int], width: int, value: int | None = None) -> i
         return int(value) & m
     if op == "corebit.const":
         return int(value) & 1
+    if op in FLOAT_OPS:
+        if width != FLOAT_WIDTH:
+            raise MappingError(f"eval_op: {op} is a BFloat16 op on 16-bit encodings, not "
+                               f"{width}-bit values")
+        from peak.ir.floatref import REFERENCES
+        return REFERENCES[op](args[0] & 0xFFFF, args[1] & 0xFFFF)
     name = op.split(".", 1)[1]
     if op.startswith("corebit."):
         a = args
@@ -555,7 +581,9 @@ def simplify(kernel: Kernel) -> Kernel:
             w = new.nodes[args[0]].width if spec.result == BIT and spec.operands[0] == DATA else n.width
             remap[n.id] = const(eval_op(n.op, [cval[a] for a in args], w), n.width)
             continue
-        short = n.op.split(".", 1)[1]
+        # float ops are never folded with their operands (x - 0, x * 1 are not x: NaN
+        # payloads, flushed subnormals; 0 * inf is NaN)
+        short = "" if n.op in FLOAT_OPS else n.op.split(".", 1)[1]
         c = [cval.get(a) for a in args]
         if short in ("add", "or", "xor") and n.op.startswith("coreir.") and 0 in c:
             remap[n.id] = args[1 - c.index(0)]

@@ -4,14 +4,20 @@
 ``lower_app`` returns the IR :class:`mapper.ir.Pipeline`.  Each app module documents its exact
 integer formulas.  Boundary handling everywhere: outputs only where the whole stencil is inside
 the input (the output shrinks by the stencil footprint minus one per stage).
+
+Images: an app's integer inputs take the pixel values as they are; a ``BFloat16`` input takes
+their bf16 encodings (:func:`app_images`; the array has no int -> bf16 op in the IR yet) and a
+``BFloat16`` output is produced as encodings (:func:`display_image` decodes them).
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from cgra.errors import MappingError
 from mapper import ir
-from mapper.apps import brighten_blur, gaussian, harris, pointwise, unsharp
+from mapper.apps import brighten_blur, gaussian, gaussian_bf16, harris, pointwise, unsharp
 from mapper.frontend import dsl
 
 #: app name -> builder(width, height, unroll) -> dsl.Pipeline
@@ -21,7 +27,12 @@ APPS: dict[str, Callable[[int, int, int], dsl.Pipeline]] = {
     "gaussian": gaussian.build,
     "unsharp": unsharp.build,
     "harris": harris.build,
+    "gaussian_bf16": gaussian_bf16.build,
 }
+
+#: apps computing in BFloat16: they need a PE with the float ops (``ir_float``, e.g. the FP PE
+#: of ``configs/bf16.toml``) and take bf16 encodings as input (:func:`app_images`)
+FLOAT_APPS: frozenset[str] = frozenset({"gaussian_bf16"})
 
 
 def build_app(name: str, width: int = 64, height: int = 64, unroll: int = 1) -> dsl.Pipeline:
@@ -37,3 +48,16 @@ def build_app(name: str, width: int = 64, height: int = 64, unroll: int = 1) -> 
 def lower_app(name: str, width: int = 64, height: int = 64, unroll: int = 1) -> ir.Pipeline:
     """The IR pipeline of app ``name`` (see :func:`build_app`)."""
     return build_app(name, width, height, unroll).lower()
+
+
+def app_images(pipe: dsl.Pipeline, img: np.ndarray) -> dict[str, np.ndarray]:
+    """The image of every input of ``pipe`` made from the pixel array ``img`` (``[y, x]``):
+    the pixels themselves for an integer input, their bf16 encodings
+    (:func:`dsl.to_bf16_bits`, nearest even; exact for 0..255) for a ``BFloat16`` input."""
+    return {i.name: dsl.to_bf16_bits(img) if i.type.is_float else img for i in pipe.inputs}
+
+
+def display_image(pipe: dsl.Pipeline, out: np.ndarray) -> np.ndarray:
+    """``out`` as values to show: the float32 values of a ``BFloat16`` output's encodings,
+    else ``out`` itself."""
+    return dsl.from_bf16_bits(out) if pipe.output.type.is_float else out

@@ -11,7 +11,10 @@ other modules -- a top level wiring the kernels, generator definitions -- are ig
   ``Bit`` and becomes a kernel output.  Widths are 1..:data:`MAX_WIDTH` bits;
 - each instance (``genref`` / ``modref`` naming a CoreIR, commonlib or corebit primitive of
   :data:`mapper.ir.OPS`) becomes one node of that op, ``genargs.width = ["Int", w]`` bits wide
-  (16 when absent; corebit ops are 1 bit).  Constants take ``modargs.value``:
+  (16 when absent; corebit ops are 1 bit).  BFloat16 ops (``float.add sub mul max min lt le
+  gt ge eq``, and CoreIR's DesignWare ``float_DW.fp_add`` / ``fp_mul``, imported as
+  ``float.add`` / ``float.mul``: :data:`mapper.ir.COREIR_ALIASES`) are 16 bits; their
+  genargs ``exp_bits``/``frac_bits`` (or ``exp_width``/``sig_width``) must be 8/7 when given.  Constants take ``modargs.value``:
   ``[["BitVector", w], "w'h0018"]`` (also ``'d``, ``'b``, ``'o``, a decimal string or a JSON
   integer; the literal's size and the value must fit ``w``; ``x``/``z`` digits are refused)
   or ``["Bool", true]``;
@@ -214,9 +217,33 @@ def _port_shape(t: Any) -> tuple[str, int, int] | None:
     return None
 
 
+#: genargs naming a float format: CoreIR ``float`` (exp_bits, frac_bits) and ``float_DW``
+#: (exp_width, sig_width); only BFloat16 (8, 7) is supported
+_FLOAT_FORMAT_ARGS = (("exp_bits", "frac_bits"), ("exp_width", "sig_width"))
+
+
+def _float_width(inst: dict[str, Any], where: str) -> int:
+    ga = inst.get("genargs") or {}
+    if not isinstance(ga, dict):
+        raise MappingError(f"{where}: field genargs is a JSON {_jtype(ga)}, not an object; "
+                           f"write {{\"exp_bits\": [\"Int\", 8], \"frac_bits\": [\"Int\", 7]}}")
+    for e_name, f_name in _FLOAT_FORMAT_ARGS:
+        for name, want in ((e_name, 8), (f_name, 7)):
+            v = ga.get(name)
+            if v is None:
+                continue
+            got = v[1] if isinstance(v, list) and len(v) == 2 and v[0] == "Int" else v
+            if got != want:
+                raise MappingError(f"{where}: field genargs.{name} is {_show(v)}; only "
+                                   f"BFloat16 is supported ({e_name} = 8, {f_name} = 7)")
+    return ir.FLOAT_WIDTH
+
+
 def _instance_width(op: str, inst: dict[str, Any], where: str) -> int:
     if op in _BIT_OPS:
         return 1
+    if op in ir.FLOAT_OPS:
+        return _float_width(inst, where)
     ga = inst.get("genargs")
     if ga is None:
         return 16
@@ -293,6 +320,7 @@ def import_module(name: str, module: dict[str, Any], source: str = "<json>") -> 
             raise MappingError(f"{iwhere}: the instance is a JSON {_jtype(inst)}; it must be an "
                                f"object {{\"genref\": <op>, \"genargs\": ...}}")
         op = inst.get("genref") or inst.get("modref")
+        op = ir.COREIR_ALIASES.get(op, op) if isinstance(op, str) else op
         if not isinstance(op, str) or op not in ir.OPS:
             raise MappingError(f"{iwhere} uses unknown op {_show(op)} (field genref/modref); "
                                f"supported ops: {', '.join(sorted(ir.OPS))} (add it to "

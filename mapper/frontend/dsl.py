@@ -12,10 +12,20 @@ Example (the unified-buffer paper's brighten + blur)::
 
 Language (a subset of Halide with its semantics):
 
-- Types ``UInt16``, ``Int16`` (16-bit words, wrap-around arithmetic) and ``Bool`` (comparison
-  results).  A Python int adopts the type of the other operand; mixing ``UInt16`` and
-  ``Int16`` needs ``cast(type, e)`` (a bit-preserving reinterpretation, as in Halide for
-  same-width integers).
+- Types ``UInt16``, ``Int16`` (16-bit words, wrap-around arithmetic), ``Bool`` (comparison
+  results) and ``BFloat16`` (below).  A Python int adopts the type of the other operand; mixing
+  ``UInt16`` and ``Int16`` needs ``cast(type, e)`` (a bit-preserving reinterpretation, as in
+  Halide for same-width integers).
+- ``BFloat16`` (Halide ``BFloat(16)``; 16-bit storage, the encoding is what streams through
+  the array): ``+ - *``, unary ``-`` (``0 - a``, as Halide), ``min``/``max``, comparisons and
+  ``select`` between BFloat16 values, lowered to the ``float.*`` IR ops (the FP PE,
+  ``peak/examples/cgra_pe_bf16.py``; round to nearest even, subnormals flushed: docs/peak_dsl.md
+  "BFloat16"). A Python int or float next to a BFloat16 operand is a BFloat16 constant
+  (:func:`bf16_bits`: nearest even from its float32 value); ``/`` by a power-of-two literal is
+  the multiplication by its exact reciprocal. ``cast(BFloat16, e)`` / ``cast(Int16, f)``
+  (value conversions) build but are not lowered yet (no IR op for the PE's I2F/F2I; lowering
+  raises :class:`MappingError`): an app converts on the host instead (:func:`to_bf16_bits` on
+  the input image, :func:`from_bf16_bits` on the output).
 - ``+ - *``, ``/`` and ``//`` by a power-of-two literal (floor division: ``lshr`` / ``ashr``),
   ``>> <<`` by a literal amount in ``[0, 15]``, ``& | ^ ~`` (words or Bools), unary ``-``,
   comparisons ``< <= > >= == !=`` (signed or unsigned by type), ``select(c, a, b)``,
@@ -39,6 +49,8 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from cgra.errors import MappingError
 from mapper import ir
 
@@ -46,11 +58,13 @@ from mapper import ir
 # ------------------------------------------------------------------------------ types
 @dataclass(frozen=True)
 class Type:
-    """A DSL scalar type: ``bits`` wide, ``signed`` or not; ``Bool`` has 1 bit."""
+    """A DSL scalar type: ``bits`` wide, ``signed`` or not; ``Bool`` has 1 bit; ``is_float``
+    for ``BFloat16`` (a 16-bit bf16 encoding, unsigned storage)."""
 
     name: str
     bits: int
     signed: bool
+    is_float: bool = False
 
     def __repr__(self) -> str:
         return self.name
@@ -59,6 +73,32 @@ class Type:
 UInt16 = Type("UInt16", 16, False)
 Int16 = Type("Int16", 16, True)
 Bool = Type("Bool", 1, False)
+BFloat16 = Type("BFloat16", 16, False, True)
+
+
+def bf16_bits(v: float) -> int:
+    """The bf16 encoding of the Python number ``v``: its float32 value rounded to nearest
+    even (NaN ``0x7FC0``), as :func:`peak.bf16.bf16_bits`."""
+    from peak.bf16 import bf16_bits as _bits
+    return _bits(float(v))
+
+
+def to_bf16_bits(img: Any) -> np.ndarray:
+    """Element-wise bf16 encodings (uint16) of a numeric array: each value rounded to float32,
+    then to bf16 with round to nearest even (Halide's ``cast(BFloat(16), e)``); integers
+    ``-256..256`` are exact. The host-side conversion of a BFloat16 input image."""
+    a = np.asarray(img)
+    if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+        raise MappingError("to_bf16_bits: the array holds NaN or infinite values")
+    u = a.astype(np.float32).view(np.uint32).astype(np.uint64)
+    return (((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF).astype(np.uint16)
+
+
+def from_bf16_bits(bits: Any) -> np.ndarray:
+    """The float32 values (exact) of an array of bf16 encodings (the low 16 bits of each
+    element)."""
+    b = np.asarray(bits).astype(np.int64) & 0xFFFF
+    return (b.astype(np.uint32) << 16).view(np.float32)
 
 
 # ------------------------------------------------------------------------------ index terms
@@ -189,7 +229,10 @@ class Expr:
     def __eq__(self, o): return self._bin("==", o)  # type: ignore[override]
     def __ne__(self, o): return self._bin("!=", o)  # type: ignore[override]
     def __neg__(self): return BinOp.make("-", Const(0, self.type), self)
-    def __invert__(self): return Unary("~", self, self.type)
+    def __invert__(self):
+        if self.type.is_float:
+            raise MappingError(f"operator ~ is not defined on {self.type}")
+        return Unary("~", self, self.type)
     __hash__ = object.__hash__
 
     def __bool__(self) -> bool:
@@ -198,6 +241,8 @@ class Expr:
 
 
 class Const(Expr):
+    """A constant; ``value`` is the integer value, or the bf16 encoding for ``BFloat16``."""
+
     def __init__(self, value: int, type: Type):
         lo = -(1 << (type.bits - 1)) if type.signed else 0
         hi = (1 << (type.bits - 1)) - 1 if type.signed else (1 << type.bits) - 1
@@ -214,8 +259,13 @@ def _lift(v: Any, like: Type) -> Expr:
         return v
     if isinstance(v, bool):
         return Const(int(v), Bool)
+    if like.is_float and isinstance(v, (int, float)):
+        return Const(bf16_bits(v), like)
     if isinstance(v, int):
         return Const(v, like)
+    if isinstance(v, float):
+        raise MappingError(f"float literal {v!r} next to a {like} operand: float constants need "
+                           f"a BFloat16 operand (or cast(BFloat16, {v!r}))")
     if isinstance(v, (Var, RVar, Affine)):
         raise MappingError(f"{v!r}: loop variables cannot be used as values (only as indices)")
     raise MappingError(f"cannot use {v!r} of Python type {type(v).__name__} in a DSL expression")
@@ -232,13 +282,18 @@ class BinOp(Expr):
     def make(op: str, a: Any, b: Any) -> Expr:
         if not isinstance(a, Expr) and not isinstance(b, Expr):
             raise MappingError(f"operator {op}: at least one operand must be a DSL expression")
+        if op == "/" and isinstance(a, Expr) and a.type.is_float:
+            if isinstance(b, bool) or not isinstance(b, int) or b <= 0 or b & (b - 1):
+                raise MappingError(f"BFloat16 division by {b!r}: only by a positive power-of-two "
+                                   f"literal (the multiplication by its exact reciprocal)")
+            return BinOp.make("*", a, 1.0 / b)
         if op in (">>", "<<", "/"):
             a = _lift(a, b.type if isinstance(b, Expr) else UInt16)
             if not isinstance(b, int) or isinstance(b, bool):
                 raise MappingError(f"operator {op}: the right operand must be an integer literal "
                                    f"(got {b!r})")
-            if a.type is Bool:
-                raise MappingError(f"operator {op} is not defined on Bool")
+            if a.type is Bool or a.type.is_float:
+                raise MappingError(f"operator {op} is not defined on {a.type}")
             if op == "/":
                 if b <= 0 or b & (b - 1):
                     raise MappingError(f"division by {b}: only positive powers of two are supported "
@@ -258,6 +313,9 @@ class BinOp(Expr):
             return BinOp(op, a, b, Bool)
         if a.type is Bool and op not in ("&", "|", "^"):
             raise MappingError(f"operator {op} is not defined on Bool (use &, |, ^, ~)")
+        if a.type.is_float and op not in ("+", "-", "*", "min", "max"):
+            raise MappingError(f"operator {op} is not defined on {a.type} (+ - * min max, "
+                               f"comparisons, / by a power of two)")
         return BinOp(op, a, b, a.type)
 
 
@@ -285,8 +343,10 @@ class Access(Expr):
 
 
 def select(c: Any, a: Any, b: Any) -> Expr:
-    """``a if c else b`` element-wise (Halide ``select``); ``c`` must be Bool."""
-    like = a.type if isinstance(a, Expr) else (b.type if isinstance(b, Expr) else UInt16)
+    """``a if c else b`` element-wise (Halide ``select``); ``c`` must be Bool; two literal
+    branches are UInt16, or BFloat16 when one is a Python float."""
+    like = a.type if isinstance(a, Expr) else (b.type if isinstance(b, Expr) else (
+        BFloat16 if isinstance(a, float) or isinstance(b, float) else UInt16))
     a, b = _lift(a, like), _lift(b, like)
     if not isinstance(c, Expr) or c.type is not Bool:
         raise MappingError("select: the condition must be a Bool expression (a comparison)")
@@ -312,16 +372,24 @@ def clamp(a: Any, lo: Any, hi: Any) -> Expr:
 
 def abs(a: Expr) -> Expr:  # noqa: A001 - Halide name
     """Absolute value; ``Int16 -> UInt16`` (Halide's rule), identity type for UInt16."""
-    if not isinstance(a, Expr) or a.type is Bool:
+    if not isinstance(a, Expr) or a.type is Bool or a.type.is_float:
         raise MappingError("abs: needs a UInt16 or Int16 expression")
     return Unary("abs", a, UInt16)
 
 
 def cast(t: Type, a: Any) -> Expr:
-    """Reinterpret between UInt16 and Int16, or turn a Bool into 0/1."""
-    a = _lift(a, t)
+    """Reinterpret between UInt16 and Int16, or turn a Bool into 0/1; a literal becomes a
+    constant of type ``t``. To or from ``BFloat16``: a value conversion (Halide's: an integer
+    rounded to nearest even; a float truncated toward zero), not lowered to the IR yet
+    (module docstring)."""
     if t is Bool:
         raise MappingError("cast to Bool is not supported; use a comparison")
+    if not isinstance(a, Expr):
+        a = _lift(a, t)
+        if a.type == t:
+            return a
+    if a.type is Bool and t.is_float:
+        raise MappingError("cast of a Bool to BFloat16: use select(c, 1.0, 0.0)")
     return Cast(t, a)
 
 
@@ -331,7 +399,7 @@ class Input:
 
     def __init__(self, name: str, type: Type, shape: tuple[int, int]):
         if type is Bool:
-            raise MappingError(f"Input {name}: type must be UInt16 or Int16")
+            raise MappingError(f"Input {name}: type must be UInt16, Int16 or BFloat16")
         if len(shape) != 2 or shape[0] < 1 or shape[1] < 1:
             raise MappingError(f"Input {name}: shape must be (width, height) >= 1, got {shape}")
         self.name, self.type, self.shape = name, type, (int(shape[0]), int(shape[1]))
@@ -341,10 +409,15 @@ class Input:
 
 
 class Table:
-    """A constant table ``t[i, j] = rows[j][i]`` (values fit ``type``)."""
+    """A constant table ``t[i, j] = rows[j][i]`` (values fit ``type``; for ``BFloat16``,
+    numbers stored as their bf16 encodings, :func:`bf16_bits`)."""
 
-    def __init__(self, name: str, rows: list[list[int]], type: Type = UInt16):
-        self.name, self.rows, self.type = name, [list(map(int, r)) for r in rows], type
+    def __init__(self, name: str, rows: list[list[Any]], type: Type = UInt16):
+        self.name, self.type = name, type
+        if type.is_float:
+            self.rows = [[bf16_bits(v) for v in r] for r in rows]
+        else:
+            self.rows = [list(map(int, r)) for r in rows]
         for r in self.rows:
             for v in r:
                 Const(v, type)
@@ -386,12 +459,13 @@ class Func:
             raise MappingError(f"Func {self.name}: definitions must be f[x, y] = ... with two "
                                f"distinct pure Vars")
         if self.pure is None:
-            if isinstance(value, int):
+            if isinstance(value, (int, float)):
                 raise MappingError(f"Func {self.name}: a pure definition needs a typed expression "
-                                   f"(write UInt16/Int16 constants as cast(UInt16, c))")
+                                   f"(write constants as cast(UInt16, c) or cast(BFloat16, c))")
             e = _lift(value, UInt16)
             if e.type is Bool:
-                raise MappingError(f"Func {self.name}: a stage must produce UInt16 or Int16, not Bool")
+                raise MappingError(f"Func {self.name}: a stage must produce UInt16, Int16 or "
+                                   f"BFloat16, not Bool")
             self.vars, self.pure = tuple(args), e
             return
         if self.update is not None:
@@ -569,6 +643,11 @@ def _lower_func(f: Func) -> ir.Stage:
                     k.declare_input(t.name, len(lst), 16)
                 r = k.input(t.name, lst.index(off))
         elif isinstance(e, Cast):
+            if e.type.is_float != e.a.type.is_float:
+                raise MappingError(f"Func {f.name}: cast({e.type}, <{e.a.type}>) is not lowered "
+                                   f"yet (no IR op for int <-> bf16 conversion); convert on the "
+                                   f"host (an Input of type BFloat16, mapper.frontend.dsl."
+                                   f"to_bf16_bits)")
             a = lower(e.a, env, acc, memo)
             if e.a.type is Bool:
                 r = k.add("coreir.mux", const(0, 16), const(1, 16), a)
@@ -588,7 +667,13 @@ def _lower_func(f: Func) -> ir.Stage:
         elif isinstance(e, BinOp):
             a, b = lower(e.a, env, acc, memo), lower(e.b, env, acc, memo)
             s = e.a.type.signed
-            if e.a.type is Bool:
+            if e.a.type.is_float:
+                fop = {"+": "add", "-": "sub", "*": "mul", "min": "min", "max": "max",
+                       "<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "eq"}
+                r = k.add(f"float.{fop[e.op]}", a, b)
+                if e.op == "!=":
+                    r = k.add("corebit.not", r)
+            elif e.a.type is Bool:
                 r = k.add({"&": "corebit.and", "|": "corebit.or", "^": "corebit.xor",
                            "!=": "corebit.xor"}.get(e.op, "corebit.xor"), a, b)
                 if e.op == "==":

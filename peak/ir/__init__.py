@@ -62,6 +62,20 @@ multiplication's operands swapped: the mapper matches commutative ops both ways)
 ``smax`` / ``umin`` / ``umax`` with a constant, which are targets).
 
 Decompositions (multi-PE rules, cost = PE count) are listed in :data:`DECOMPOSITIONS`.
+
+BFloat16 ops (:data:`FLOAT_PRIMITIVES`, 16-bit library only; ``d`` = a bf16 encoding)::
+
+    float.add sub mul max min                       in0:d in1:d -> out:d
+    float.lt le gt ge eq                            in0:d in1:d -> out:b
+
+Their semantics are the bit-level definitions of :mod:`peak.bf16` (each program calls the
+sub-PE of its operation: round to nearest even, subnormals flushed, NaN ``0x7FC0``, IEEE
+maximum / minimum, comparisons false on NaN; ``gt(a, b) = lt(b, a)``, ``ge(a, b) = le(b,
+a)``); :mod:`peak.ir.floatref` is an independent exact-rational reference. The CoreIR
+importer maps ``float_DW.fp_add`` / ``float_DW.fp_mul`` and ``float.*`` onto them
+(:data:`mapper.ir.COREIR_ALIASES`). They are rule targets only of a PE that asks for them (a spec
+class attribute ``ir_float = True``, :func:`wants_float`): the integer PEs' tables keep
+their target list.
 """
 from __future__ import annotations
 
@@ -72,7 +86,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from cgra.errors import RuleError
-from peak.ir.programs import programs
+from peak.ir.programs import FLOAT_WIDTH, programs
 from peak.normalize import normal_form
 
 #: Primitive op names (CoreIR genref / modref), in table order.
@@ -84,6 +98,12 @@ PRIMITIVES: tuple[str, ...] = (
     "commonlib.smax", "commonlib.smin", "commonlib.umax", "commonlib.umin",
     "commonlib.abs", "commonlib.absd", "commonlib.mult_middle",
     "corebit.and", "corebit.or", "corebit.xor", "corebit.not", "corebit.const", "corebit.mux",
+)
+
+#: BFloat16 op names (16-bit library only; targets of PEs with ``ir_float = True``).
+FLOAT_PRIMITIVES: tuple[str, ...] = (
+    "float.add", "float.sub", "float.mul", "float.max", "float.min",
+    "float.lt", "float.le", "float.gt", "float.ge", "float.eq",
 )
 
 #: Multi-op pattern names.
@@ -111,7 +131,8 @@ _SHIFTS = ("coreir.lshr", "coreir.ashr", "coreir.shl")
 COMMUTATIVE: frozenset[str] = frozenset({
     "coreir.add", "coreir.mul", "coreir.and", "coreir.or", "coreir.xor", "coreir.eq",
     "coreir.neq", "commonlib.smax", "commonlib.smin", "commonlib.umax", "commonlib.umin",
-    "commonlib.mult_middle", "corebit.and", "corebit.or", "corebit.xor"})
+    "commonlib.mult_middle", "corebit.and", "corebit.or", "corebit.xor",
+    "float.add", "float.mul", "float.max", "float.min", "float.eq"})
 
 #: Constant-operand variants of the multi-op patterns (module docstring): pattern ->
 #: tuples of the data inputs fed by constants.
@@ -220,7 +241,7 @@ def ir_op(name: str, width: int) -> IROp:
 
 def _dag(name: str, inputs: tuple[Port, ...], consts: tuple[Port, ...]) -> dict[str, Any]:
     args = {p.name: f"${p.name}" for p in inputs}
-    if name in PRIMITIVES:
+    if name in PRIMITIVES or name in FLOAT_PRIMITIVES:
         node: dict[str, Any] = {"id": "n0", "op": name, "args": args}
         if consts:
             node["value"] = f"#{consts[0].name}"
@@ -258,14 +279,22 @@ def target_dag(op: IROp, target: Target) -> dict[str, Any]:
     return dag
 
 
-def targets(width: int, patterns: bool = True, const_variants: bool = True) -> list[Target]:
+def wants_float(spec: type) -> bool:
+    """Whether the PE spec asks for the BFloat16 targets (class attribute ``ir_float``)."""
+    return bool(getattr(spec, "ir_float", False))
+
+
+def targets(width: int, patterns: bool = True, const_variants: bool = True,
+            floats: bool = False) -> list[Target]:
     """Every rule target of the library at ``width`` bits, in table order: each primitive,
     each multi-op pattern (``patterns``), and (``const_variants``) every primitive with a
     strict non-empty subset of its data inputs fed by constants (``coreir.mux`` also with
     both data inputs constant, since ``sel`` stays a variable; a :data:`COMMUTATIVE` op
     only with ``in1`` constant; none for an op with a :data:`DECOMPOSITIONS` entry, whose
     constant operands the mapper folds into the parts), then (``patterns`` and
-    ``const_variants``) the pattern variants of :data:`PATTERN_CONST_VARIANTS`."""
+    ``const_variants``) the pattern variants of :data:`PATTERN_CONST_VARIANTS`; with
+    ``floats`` (and ``width`` = 16) the :data:`FLOAT_PRIMITIVES` last, with their
+    constant-operand variants (``const_variants``)."""
     out: list[Target] = []
     names = PRIMITIVES + (PATTERNS if patterns else ())
     for name in names:
@@ -296,12 +325,20 @@ def targets(width: int, patterns: bool = True, const_variants: bool = True) -> l
             for s in subsets_:
                 pre = (Precondition(amount, "ult", width),) if amount in s else ()
                 out.append(Target(name, s, pre))
+    if floats and width == FLOAT_WIDTH:
+        for name in FLOAT_PRIMITIVES:
+            out.append(Target(name))
+        if const_variants:
+            for name in FLOAT_PRIMITIVES:
+                for p in ("in0", "in1"):
+                    if not (p == "in0" and name in COMMUTATIVE):
+                        out.append(Target(name, (p,)))
     return out
 
 
 def target_from_key(key: str, width: int) -> Target:
     """Inverse of :attr:`Target.key` (preconditions restored). Raises :class:`RuleError`."""
-    for t in targets(width):
+    for t in targets(width, floats=True):
         if t.key == key:
             return t
     raise RuleError(f"unknown rule target '{key}' at width {width}")
@@ -380,6 +417,9 @@ def reference(name: str, width: int) -> Callable[..., int]:
     }
     if name in three:
         return three[name]
+    if name in FLOAT_PRIMITIVES and w == FLOAT_WIDTH:
+        from peak.ir.floatref import REFERENCES
+        return REFERENCES[name]
     if name == "coreir.const":
         return lambda value: value & m
     if name == "corebit.const":
@@ -399,5 +439,6 @@ def library_hash() -> str:
 
 
 __all__ = ["IROp", "Port", "Target", "Precondition", "PRIMITIVES", "PATTERNS",
+           "FLOAT_PRIMITIVES", "FLOAT_WIDTH", "wants_float",
            "DECOMPOSITIONS", "COMMUTATIVE", "PATTERN_CONST_VARIANTS", "ir_op", "targets", "target_from_key", "target_dag",
            "reference", "library_hash"]

@@ -19,7 +19,11 @@ import functools
 from hwtypes import Bit, BitVector
 from hwtypes.adt import Enum, Product
 
+from peak.bf16 import BF16Add, BF16Cmp, BF16Mul
 from peak.spec import Peak, name_outputs
+
+#: Width of the BFloat16 ops (``float.*``): they exist in the 16-bit library only.
+FLOAT_WIDTH = 16
 
 
 class NoParams(Enum):
@@ -305,7 +309,108 @@ def programs(width: int) -> dict[str, type]:
         "pattern.select_slt": SelectSlt, "pattern.select_sgt": SelectSgt,
         "pattern.select_ult": SelectUlt, "pattern.select_ugt": SelectUgt,
     }
+    if W == FLOAT_WIDTH:
+        table.update(_float_programs(Data))
     for name, cls in table.items():
         short = name.replace(".", "_")
         cls.__name__ = cls.__qualname__ = f"IR_{short}_w{W}"
     return table
+
+
+def _float_programs(Data: type) -> dict[str, type]:
+    """The BFloat16 ops (``float.*``, 16-bit bf16 encodings): each program calls the
+    :mod:`peak.bf16` sub-PE of its operation, so the IR op's semantics *is* that bit-level
+    definition (round to nearest even, subnormals flushed, NaN ``0x7FC0``; the module
+    docstring of :mod:`peak.bf16`). ``gt``/``ge`` are ``lt``/``le`` with the operands
+    swapped."""
+
+    class FAdd(Peak):
+        def __init__(self):
+            self.add = BF16Add()
+
+        @name_outputs(out=Data)
+        def __call__(self, inst: NoParams, in0: Data, in1: Data):
+            return self.add(Bit(0), in0, in1)
+
+    class FSub(Peak):
+        def __init__(self):
+            self.add = BF16Add()
+
+        @name_outputs(out=Data)
+        def __call__(self, inst: NoParams, in0: Data, in1: Data):
+            return self.add(Bit(1), in0, in1)
+
+    class FMul(Peak):
+        def __init__(self):
+            self.mul = BF16Mul()
+
+        @name_outputs(out=Data)
+        def __call__(self, inst: NoParams, in0: Data, in1: Data):
+            return self.mul(Bit(0), in0, in1)
+
+    class FMax(Peak):
+        def __init__(self):
+            self.cmp = BF16Cmp()
+
+        @name_outputs(out=Data)
+        def __call__(self, inst: NoParams, in0: Data, in1: Data):
+            lt, le, eq, mx, mn = self.cmp(Bit(0), in0, in1)
+            return mx
+
+    class FMin(Peak):
+        def __init__(self):
+            self.cmp = BF16Cmp()
+
+        @name_outputs(out=Data)
+        def __call__(self, inst: NoParams, in0: Data, in1: Data):
+            lt, le, eq, mx, mn = self.cmp(Bit(0), in0, in1)
+            return mn
+
+    class FLt(Peak):
+        def __init__(self):
+            self.cmp = BF16Cmp()
+
+        @name_outputs(out=Bit)
+        def __call__(self, inst: NoParams, in0: Data, in1: Data):
+            lt, le, eq, mx, mn = self.cmp(Bit(0), in0, in1)
+            return lt
+
+    class FLe(Peak):
+        def __init__(self):
+            self.cmp = BF16Cmp()
+
+        @name_outputs(out=Bit)
+        def __call__(self, inst: NoParams, in0: Data, in1: Data):
+            lt, le, eq, mx, mn = self.cmp(Bit(0), in0, in1)
+            return le
+
+    class FGt(Peak):
+        def __init__(self):
+            self.cmp = BF16Cmp()
+
+        @name_outputs(out=Bit)
+        def __call__(self, inst: NoParams, in0: Data, in1: Data):
+            lt, le, eq, mx, mn = self.cmp(Bit(0), in1, in0)
+            return lt
+
+    class FGe(Peak):
+        def __init__(self):
+            self.cmp = BF16Cmp()
+
+        @name_outputs(out=Bit)
+        def __call__(self, inst: NoParams, in0: Data, in1: Data):
+            lt, le, eq, mx, mn = self.cmp(Bit(0), in1, in0)
+            return le
+
+    class FEq(Peak):
+        def __init__(self):
+            self.cmp = BF16Cmp()
+
+        @name_outputs(out=Bit)
+        def __call__(self, inst: NoParams, in0: Data, in1: Data):
+            lt, le, eq, mx, mn = self.cmp(Bit(0), in0, in1)
+            return eq
+
+    return {"float.add": FAdd, "float.sub": FSub, "float.mul": FMul, "float.max": FMax,
+            "float.min": FMin, "float.lt": FLt, "float.le": FLe, "float.gt": FGt,
+            "float.ge": FGe, "float.eq": FEq}

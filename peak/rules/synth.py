@@ -31,7 +31,12 @@ one example per universal variable with only that variable changed, which refute
 instructions that ignore an input at once) or :func:`solve_direct` (one z3 query with a
 ``ForAll``). Sub-problems still holding a multiplier are tried with a short budget and
 split further (modes) on timeout, at once if the multiplier is 32 bits wide
-(:data:`NONLINEAR_SPLIT_COST`). ``method="auto"`` uses CEGIS and falls back to the direct
+(:data:`NONLINEAR_SPLIT_COST`). A (sub-)problem whose bound PE outputs, with its fixed
+fields substituted, do not read a PE input bound to an IR input the op's output depends on
+(:func:`ir_dependencies`) is answered "none" without a query (exact: the PE output is
+independent of that input, the IR output is not); this prunes the input modes ``CONST`` /
+``DELAY`` of an operand, which otherwise cost many CEGIS iterations when the output is one
+bit (issue 16: the BFloat16 compares against ``MULT1``/``MULT2``). ``method="auto"`` uses CEGIS and falls back to the direct
 query when a leaf times out (the direct query was 3x slower on the default PE in total:
 bench/bench_rules.py ``--methods``). Every z3 query gets ``timeout`` (ms) through z3's own
 parameter; a timeout makes the result ``"timeout"``, never a silent "no rule".
@@ -288,6 +293,7 @@ class Problem:
     fixed: list[tuple[Any, Any]] = field(default_factory=list)   # case-split fields
     bank: list[Any] | None = None     # root phi at every example (shared by sub-problems)
     root_phi: Any = None              # phi before case splits
+    needed: frozenset = frozenset()   # PE input var names the bound outputs must read
 
     def __post_init__(self) -> None:
         if self.root_phi is None:
@@ -342,6 +348,8 @@ def build_problem(pe: PEContext, irc: IRContext, target: Target, b: Binding,
             raise RuleError(f"unknown precondition operator '{pc.op}' of {target.key}")
         pre.append(z3.ULT(var, z3.BitVecVal(pc.value, var.size())))
     free_fields = [f for f in pe.fields if f not in bound_fields]
+    deps = ir_dependencies(target.op, irc.op.width, target.key)
+    needed = frozenset(str(pe.inputs[pin]) for port, pin in b.inputs if port in deps)
     exists = [pe.fields[f] for f in free_fields]
     for sel, val in ties.values():
         exists += [sel, val]
@@ -349,7 +357,42 @@ def build_problem(pe: PEContext, irc: IRContext, target: Target, b: Binding,
         list(pe.state)
     return Problem(exists, forall, z3.And(pe.valid, *tie_cons),
                    z3.And(*pre) if pre else z3.BoolVal(True), phi, ties,
-                   free_fields)
+                   free_fields, needed=needed)
+
+
+DEPENDENCY_TIMEOUT_MS = 5_000
+"""z3 timeout of one input-dependence query (:func:`ir_dependencies`)."""
+
+
+@functools.lru_cache(maxsize=None)
+def ir_dependencies(name: str, width: int, key: str) -> frozenset:
+    """The variable (not constant-fed) input ports of target ``key`` (op ``name``) that its
+    output depends on: ``∃ x, x', rest: pre ∧ out(x) != out(x')`` is SAT (one z3 query per
+    port, under the target's preconditions). A port whose query times out is left out, so
+    the set is an under-approximation: :func:`solve_split` prunes a sub-problem whose PE
+    outputs (fixed fields substituted, simplified) do not read the PE input bound to a port
+    of this set, which is then exact (the PE output is independent of that input, the IR
+    output is not: no instruction works)."""
+    from peak.ir import target_from_key
+    target = target_from_key(key, width)
+    irc = ir_context(name, width)
+    outs = [subst(irc.outputs[p.name], list(irc.fixed)) for p in irc.op.outputs]
+    pre = []
+    for pc in target.preconditions:
+        var = irc.inputs[pc.port]
+        pre.append(z3.ULT(var, z3.BitVecVal(pc.value, var.size())))
+    deps = set()
+    for port in irc.op.inputs:
+        if port.name in target.const_inputs:
+            continue
+        x = irc.inputs[port.name]
+        x2 = z3.FreshConst(x.sort(), "dep")
+        s = _solver(DEPENDENCY_TIMEOUT_MS)
+        s.add(*pre, *[subst(c, [(x, x2)]) for c in pre])
+        s.add(z3.Or(*[o != subst(o, [(x, x2)]) for o in outs]))
+        if s.check() == z3.sat:
+            deps.add(port.name)
+    return frozenset(deps)
 
 
 # ------------------------------------------------------------------------------ solvers
@@ -579,7 +622,7 @@ def fix(p: Problem, var: Any, code: int) -> Problem:
     return Problem([v for v in p.exists if not v.eq(var)], p.forall,
                    z3.simplify(subst(p.valid, [(var, val)])), p.pre,
                    z3.simplify(subst(p.phi, [(var, val)])), p.ties, p.free_fields,
-                   p.fixed + [(var, val)], p.bank, p.root_phi)
+                   p.fixed + [(var, val)], p.bank, p.root_phi, p.needed)
 
 
 def choose_split(terms: list[Any], enums: dict[str, _Split], fixed_names: set[str]
@@ -601,11 +644,12 @@ def choose_split(terms: list[Any], enums: dict[str, _Split], fixed_names: set[st
 
 
 def split_plan(pe: PEContext, outputs: tuple[str, ...], fixed: tuple, enums: dict[str, _Split]
-               ) -> tuple[_Split | None, list[int], int]:
+               ) -> tuple[_Split | None, list[int], int, frozenset]:
     """Case-split plan of the PE alone (so rules do not depend on which targets a process
     solved before): the field to split after ``fixed``, its codes cheapest first (invalid
-    codes dropped), and the :func:`nonlinear_cost` of the bound outputs (0: no multiplier
-    left). Cached per (fixed fields, bound outputs) in ``pe.plans``."""
+    codes dropped), the :func:`nonlinear_cost` of the bound outputs (0: no multiplier
+    left) and the names of the variables they read. Cached per (fixed fields, bound
+    outputs) in ``pe.plans``."""
     key = (tuple((str(v), c) for v, c in fixed), outputs)
     plan = pe.plans.get(key)
     if plan is None:
@@ -623,7 +667,10 @@ def split_plan(pe: PEContext, outputs: tuple[str, ...], fixed: tuple, enums: dic
                 costs.append((sum(blast_cost(z3.simplify(subst(t, [(split.var, val)])))
                                   for t in terms), code))
             order = [c for _, c in sorted(costs)]
-        plan = (split, order, sum(nonlinear_cost(t) for t in terms))
+        present: set[str] = set()
+        for t in terms:
+            present |= free_var_names(t)
+        plan = (split, order, sum(nonlinear_cost(t) for t in terms), frozenset(present))
         pe.plans[key] = plan
     return plan
 
@@ -657,8 +704,10 @@ def solve_split(p: Problem, method: str, timeout_ms: int, seed: str, stats: Solv
     :func:`split_plan` (the PE alone). Returns ``(status, assignment incl. the fixed
     fields, leaf method)``; every sub-problem solved is appended to ``leaves`` (the last
     one is where a rule was found)."""
-    split, order, nonlinear = split_plan(pe, outputs, fixed, enums)
+    split, order, nonlinear, present = split_plan(pe, outputs, fixed, enums)
     leaf_method = "cegis" if method in ("cegis", "auto") else "direct"
+    if not p.needed <= present:         # the PE ignores an input the IR op depends on
+        return "none", None, leaf_method
     if split is None or (depth > 0 and nonlinear < NONLINEAR_SPLIT_COST):
         budget = (NONLINEAR_TRY_RLIMIT if nonlinear else SPLIT_TRY_RLIMIT) \
             if split is not None else None

@@ -56,7 +56,8 @@ import z3
 
 from cgra.errors import CgraError, RuleError
 from peak import normal_form, spec_hash
-from peak.ir import DECOMPOSITIONS, Target, ir_op, library_hash, target_dag, targets
+from peak.ir import (DECOMPOSITIONS, Target, ir_op, library_hash, target_dag, targets,
+                     wants_float)
 from peak.rules.format import (TABLE_SCHEMA, TABLE_VERSION, Instance, InputBinding, Rule,
                                TableEntry, TableFile, cached_tables, copy_table, entry_dir,
                                locked, read_header, read_table, rule_filename,
@@ -436,7 +437,9 @@ def build_table(spec: type, out: Path | str, jobs: int = 1, width: int | None = 
                 progress: Progress | None = None, force: bool = False,
                 on_wait: Callable[[Path], None] | None = None) -> RuleTable:
     """Synthesise (or reuse) the rule of every target of the IR library on ``spec`` through
-    the shared rules directory ``out`` (cache entry + view; module docstring).
+    the shared rules directory ``out`` (cache entry + view; module docstring). The targets
+    are :func:`peak.ir.targets`, with the BFloat16 ops when the spec asks for them
+    (``ir_float = True``, :func:`peak.ir.wants_float`).
 
     ``width``: IR op width in bits (default: the PE's widest input); ``jobs``: worker
     processes; ``only``: restrict to these target keys (other entries of the cache entry are
@@ -452,7 +455,7 @@ def build_table(spec: type, out: Path | str, jobs: int = 1, width: int | None = 
     pe = pe_context(spec)                       # SpecError before anything is written
     width = width or pe.data_width
     h, ih = spec_hash(spec), library_hash()
-    all_targets = targets(width)
+    all_targets = targets(width, floats=wants_float(spec))
     tlist = all_targets
     if only is not None:
         unknown = set(only) - {t.key for t in all_targets}
