@@ -14,7 +14,9 @@ import warnings
 
 import click
 
+from cgra import interrupt
 from cgra.errors import CgraError
+from cgra.interrupt import Terminated
 
 #: command name -> "module:attribute" of a click.Command
 COMMANDS: dict[str, str] = {
@@ -59,18 +61,6 @@ def cli() -> None:
     """Agile CGRA generator: generate RTL and compiler collateral, map applications."""
 
 
-class Terminated(KeyboardInterrupt):
-    """Raised in the main thread when ``cgra`` receives SIGTERM (see :func:`main`). Python's
-    default SIGTERM action ends the process without running ``finally`` / ``except`` blocks,
-    which would leave temporary build directories and compiler processes behind."""
-
-
-def _raise_terminated(signum, frame) -> None:
-    # a second SIGTERM during the cleanup ends the process at once (the default action)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    raise Terminated()
-
-
 def _interrupted(exc: BaseException) -> int:
     """Exit status of an interrupt: 143 (128 + SIGTERM) for :class:`Terminated`, else 130
     (128 + SIGINT, Ctrl-C)."""
@@ -91,9 +81,11 @@ def main() -> None:
     # Python 3.9; they work on 3.11 and the warning only clutters every command's output.
     warnings.filterwarnings("ignore", message=r".*generated for \(3, 9\)")
     warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"magma\..*")
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    interrupt.reset()
+    previous = signal.signal(signal.SIGTERM, interrupt.raise_terminated)
     try:
         cli.main(standalone_mode=False)
+        interrupt.raise_if_terminated()
     except CgraError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)

@@ -28,6 +28,7 @@ def rtl(config: str, out: str, rules_dir: str | None, no_rules: bool, jobs: int 
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    from cgra.interrupt import raise_if_terminated
     from garnet.build import generate
     from garnet.params import load_toml
 
@@ -39,6 +40,7 @@ def rtl(config: str, out: str, rules_dir: str | None, no_rules: bool, jobs: int 
         task = progress.add_task(f"{params.name}: start", total=None)
 
         def step(msg: str) -> None:
+            raise_if_terminated()
             progress.update(task, description=f"{params.name}: {msg}")
             console.log(f"{params.name}: {msg}")
 

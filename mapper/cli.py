@@ -39,6 +39,8 @@ def _progress(label: str):
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    from cgra.interrupt import raise_if_terminated
+
     console = Console(stderr=True)
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                         console=console, transient=True)
@@ -46,6 +48,7 @@ def _progress(label: str):
     last: list[Any] = [time.perf_counter(), None]
 
     def step(msg: str) -> None:
+        raise_if_terminated()
         now = time.perf_counter()
         stage = msg.split(" (")[0].split(":")[0]      # "compiling C++ (3/30 objects)"
         if last[1] is not None and stage != last[1]:

@@ -108,3 +108,31 @@ def test_cgra_rtl_interrupted_leaves_nothing(tmp_path):
     assert leftovers(tmp_path, "small") == []
     assert (out / "rtl" / "filelist.f").is_file()
     assert (out / "design.json").read_text() != "{}"
+
+
+def test_a_swallowed_sigterm_is_raised_again_at_the_next_stage():
+    """SIGTERM's exception is lost when the signal lands in code whose exceptions Python
+    ignores (seen in CI: logging's at-fork hook ``_releaseLock`` right after ``os.fork``
+    started the RTL worker; `cgra rtl` then ran to the end and exited 0). The handler also
+    sets a flag, and the next progress step raises again."""
+    from cgra import interrupt
+
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        try:
+            interrupt.raise_terminated(signal.SIGTERM, None)
+        except interrupt.Terminated:
+            pass                                    # swallowed, as in an at-fork hook
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+        try:
+            interrupt.raise_if_terminated()
+        except interrupt.Terminated:
+            raised = True
+        else:
+            raised = False
+        assert raised
+        interrupt.reset()
+        interrupt.raise_if_terminated()             # a new command: nothing raised
+    finally:
+        interrupt.reset()
+        signal.signal(signal.SIGTERM, previous)

@@ -30,7 +30,7 @@ CGRA = pathlib.Path(sys.executable).with_name("cgra")
 #: build_harness in a subprocess that turns SIGTERM into an exception, as `cgra` does
 BUILD_SCRIPT = """
 import signal, sys
-from cgra.cli import Terminated
+from cgra.interrupt import Terminated
 from mapper.simulate import build_harness
 
 def term(signum, frame):
