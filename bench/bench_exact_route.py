@@ -21,17 +21,15 @@ import copy
 import csv
 import json
 import os
-import random
 import statistics
 import time
 from pathlib import Path
 
-from canal.graph import NodeKind
 from canal.passes import InterconnectParams, build_uniform, io_on_edges
 from cgra.config import ConfigField
 from cgra.core import CoreSpec, PortSpec
 from cgra.errors import RoutingError
-from mapper.exact_route import build_program, exact_route, wirelength
+from mapper.exact_route import build_program, exact_route, random_nets, wirelength
 from mapper.route import RouteNet, RouterParams, RoutingGraph, route_width
 
 RESULTS = Path(__file__).parent / "results" / "exact_route.csv"
@@ -54,33 +52,6 @@ def array(w: int, h: int, tracks: int) -> RoutingGraph:
     ic = build_uniform(InterconnectParams(w, h, tracks=tracks, widths=(16,)),
                        io_on_edges(lambda x, y: PE, IO, w, h))
     return RoutingGraph(ic.graphs[16])
-
-
-def random_nets(g: RoutingGraph, n: int, seed: int, max_sinks: int = 3,
-                reach: int | None = None) -> list[RouteNet]:
-    """``n`` nets, distinct random source ports, 1..max_sinks distinct sink ports (within
-    ``reach`` tiles of the source when given); seeded."""
-    rng = random.Random(seed)
-    outs, free = [], {}
-    for nid in g.ids:
-        nd = g.ig.nodes[nid]
-        if nd.kind is NodeKind.PORT:
-            if nd.direction == "out":
-                outs.append(nid)
-            else:
-                free.setdefault((nd.x, nd.y), []).append(nid)
-    outs.sort()
-    nets = []
-    for k, src in enumerate(rng.sample(outs, n)):
-        sx, sy = g.xy[g.index[src]]
-        near = [p for (x, y), ps in sorted(free.items()) for p in ps
-                if reach is None or abs(x - sx) + abs(y - sy) <= reach]
-        sinks = rng.sample(near, min(len(near), rng.randint(1, max_sinks)))
-        for p in sinks:
-            free[g.xy[g.index[p]]].remove(p)
-        nets.append(RouteNet(f"n{k}", src, [((f"s{k}_{j}", "in"), [p])
-                                            for j, p in enumerate(sinks)]))
-    return nets
 
 
 def pathfinder(g: RoutingGraph, nets: list[RouteNet]) -> tuple[int | None, float]:

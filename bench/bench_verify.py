@@ -30,6 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench_cascade import design  # noqa: E402  (build/default, generated when missing)
+
 RESULTS = ROOT / "bench" / "results" / "verify.csv"
 APPS = ("gaussian", "unsharp", "harris")
 
@@ -39,16 +41,6 @@ def emit(rows: list[dict], figure: str, value, unit: str, params: dict) -> None:
            "params": {**params, "cores": os.cpu_count()}}
     print(json.dumps(row), flush=True)
     rows.append(row)
-
-
-def design() -> Path:
-    d = ROOT / "build" / "default"
-    if not (d / "design.json").is_file():
-        from garnet.build import generate
-        from garnet.params import load_toml
-        generate(load_toml(ROOT / "configs" / "default.toml"), d, rules=True,
-                 rules_dir=ROOT / "build" / "rules", jobs=2, config_file="configs/default.toml")
-    return d
 
 
 def mutations(res, model, bs, rng: random.Random, n: int) -> dict[str, list[dict[str, int]]]:

@@ -193,6 +193,7 @@ def to_text(graph: InterconnectGraph) -> str:
                   topology_wires(topo, tracks)]
         lines.append("END")
     per_tile = graph.by_tile()
+    delay = graph.delay
     refs: dict[str, str] = {}              # node id -> node_line, each computed once
 
     def ref(nid: str) -> str:
@@ -211,7 +212,6 @@ def to_text(graph: InterconnectGraph) -> str:
         for n in per_tile.get((x, y), []):
             nid = n.id
             lines.append("  " + ref(nid))
-            delay = graph.delay
             for src in graph.fanin[nid]:
                 lines.append(f"    <- {ref(src)} @ {delay[(src, nid)]!r}")
         lines.append("END")

@@ -111,16 +111,8 @@ def decode_selects(bitstream: Iterable[tuple[int, int]], spots: Mapping[str, lis
     later write to the same address wins, as in hardware). Registers the bitstream does not
     write keep their reset value, 0. Inverse of the packing of :func:`canal.config.route_bitstream`.
     """
-    words: dict[int, int] = {}
-    for addr, data in bitstream:
-        words[int(addr)] = int(data)
-    out: dict[str, int] = {}
-    for node, parts in spots.items():
-        v = 0
-        for s in parts:
-            v |= ((words.get(s.addr, 0) >> s.lo) & ((1 << s.width) - 1)) << s.field_lo
-        out[node] = v
-    return out
+    sel = BitstreamSelects(bitstream, spots)
+    return {node: sel.get(node) for node in spots}
 
 
 def encode_selects(selects: Mapping[str, int], spots: Mapping[str, list[FieldSpot]],

@@ -92,6 +92,7 @@ assignment) is reported as the minimal conflicting net set without a cut.
 """
 from __future__ import annotations
 
+import random
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -832,6 +833,35 @@ def exact_route(graph: RoutingGraph, nets: list[RouteNet], *, timeout_s: float =
                        conflict or [n.name for n in nets])
 
 
+def random_nets(g: RoutingGraph, n: int, seed: int, max_sinks: int = 3,
+                reach: int | None = None) -> list[RouteNet]:
+    """``n`` core-to-core nets of the 16-bit (or any one-width) graph ``g`` for benchmarks and
+    tests of the exact router: distinct random source ports, 1..``max_sinks`` distinct sink
+    ports (within ``reach`` tiles, Manhattan, of the source when given); seeded by ``seed``.
+    Sink terminals are named ``(s<k>_<j>, "in")``."""
+    rng = random.Random(seed)
+    outs, free = [], {}
+    for nid in g.ids:
+        nd = g.ig.nodes[nid]
+        if nd.kind == "PORT":
+            if nd.direction == "out":
+                outs.append(nid)
+            else:
+                free.setdefault((nd.x, nd.y), []).append(nid)
+    outs.sort()
+    nets = []
+    for k, src in enumerate(rng.sample(outs, n)):
+        sx, sy = g.xy[g.index[src]]
+        near = [p for (x, y), ps in sorted(free.items()) for p in ps
+                if reach is None or abs(x - sx) + abs(y - sy) <= reach]
+        sinks = rng.sample(near, min(len(near), rng.randint(1, max_sinks)))
+        for p in sinks:
+            free[g.xy[g.index[p]]].remove(p)
+        nets.append(RouteNet(f"n{k}", src, [((f"s{k}_{j}", "in"), [p])
+                                            for j, p in enumerate(sinks)]))
+    return nets
+
+
 def explain_unrouted(graph: RoutingGraph, nets: list[RouteNet],
                      timeout_s: float = EXPLAIN_TIMEOUT_S) -> str:
     """A sentence to append to PathFinder's non-convergence error: what the exact router says
@@ -867,5 +897,5 @@ def explain_unrouted(graph: RoutingGraph, nets: list[RouteNet],
 
 
 __all__ = ["Cut", "ExactResult", "Program", "build_program", "check_routes", "exact_route",
-           "explain_unrouted", "find_cut", "verify_cut", "wirelength", "EXPLAIN_MAX_TILES",
+           "explain_unrouted", "find_cut", "random_nets", "verify_cut", "wirelength", "EXPLAIN_MAX_TILES",
            "EXPLAIN_TIMEOUT_S"]

@@ -3,7 +3,6 @@ known answers, unroutability with a cut certificate, and route_width's explanati
 from __future__ import annotations
 
 import copy
-import random
 
 import pytest
 
@@ -15,7 +14,7 @@ from cgra.config import ConfigField
 from cgra.core import CoreSpec, PortSpec
 from cgra.errors import InternalError, RoutingError
 from mapper.exact_route import (Cut, build_program, check_routes, exact_route, find_cut,
-                                verify_cut, wirelength)
+                                random_nets, verify_cut, wirelength)
 from mapper.route import RouteNet, RouterParams, RoutingGraph, route_width
 
 
@@ -58,26 +57,6 @@ def ports(g: RoutingGraph, direction: str) -> dict[tuple[int, int], list[str]]:
         if n.kind is NodeKind.PORT and n.direction == direction:
             out.setdefault((n.x, n.y), []).append(nid)
     return out
-
-
-def random_nets(g: RoutingGraph, n: int, seed: int, max_sinks: int = 3,
-                reach: int | None = None) -> list[RouteNet]:
-    """``n`` nets with distinct random source ports and 1..max_sinks distinct sink ports
-    (within ``reach`` tiles of the source when given)."""
-    rng = random.Random(seed)
-    outs = sorted(p for ps in ports(g, "out").values() for p in ps)
-    free = {xy: list(ps) for xy, ps in ports(g, "in").items()}
-    nets = []
-    for k, src in enumerate(rng.sample(outs, n)):
-        sx, sy = g.xy[g.index[src]]
-        near = [p for (x, y), ps in sorted(free.items()) for p in ps
-                if reach is None or abs(x - sx) + abs(y - sy) <= reach]
-        sinks = rng.sample(near, min(len(near), rng.randint(1, max_sinks)))
-        for p in sinks:
-            free[g.xy[g.index[p]]].remove(p)
-        nets.append(RouteNet(f"n{k}", src, [((f"s{k}_{j}", "in"), [p])
-                                            for j, p in enumerate(sinks)]))
-    return nets
 
 
 def assert_legal(ic, g: RoutingGraph, nets: list[RouteNet], routes) -> None:
