@@ -202,6 +202,8 @@ def run_map(run_dir: str | Path, coll: Collateral, p: AppParams) -> AppMapping:
         sched = res.memory.schedule
         doc["ideal"] = {"first_output_cycle": sched.stages[res.memory.pipeline.output]
                         .first_write(), "cycles": sched.completion_cycle()}
+        # per unified buffer: ISL capacity (words), latency and read distances (cycles)
+        doc["buffers"] = sched.poly.report()
     st.write_doc(run_dir / "app.json", doc)
     return res
 
@@ -802,6 +804,7 @@ def run_report(app: dict[str, Any], opts: SimOptions, coll: Collateral, flow: Fl
         "latency": {"first_output_cycle": plan.first_output, "ideal_first_output_cycle":
                     ideal_first, "extra_cycles": plan.first_output - ideal_first,
                     "per_output": pr["extra_output_latency_cycles"]},
+        "buffers": app.get("buffers", []),
         "verilator": {"key": harness.key, "cached": harness.cached,
                       "build_seconds": round(harness.build_seconds, 3)},
         "stage_seconds": {k: round(v, 4) for k, v in secs.items()},

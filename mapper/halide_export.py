@@ -94,11 +94,19 @@ class HalidePipeline:
 
     def _index(self, a: dsl.Affine, pure: dict, rmap: dict):
         hl = _hl()
+        def var(t: dsl.Var):
+            v = pure[t]
+            if a.scale != 1:
+                v = v * a.scale
+            if a.div != 1:
+                v = v / a.div          # Halide's integer division floors
+            return v
+
         if a.const == 0 and len(a.terms) == 1 and isinstance(a.terms[0], dsl.Var):
-            return pure[a.terms[0]]
+            return var(a.terms[0])
         e = hl.Expr(int(a.const))
         for t in a.terms:
-            e = e + (pure[t] if isinstance(t, dsl.Var) else rmap[t])
+            e = e + (var(t) if isinstance(t, dsl.Var) else rmap[t])
         return e
 
     def _expr(self, e: dsl.Expr, pure: dict, rmap: dict, f: dsl.Func):

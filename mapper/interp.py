@@ -142,7 +142,8 @@ def run_pipeline(pipeline: Pipeline, images: dict[str, np.ndarray],
         ins: dict[str, list[np.ndarray]] = {}
         for iname, w in s.windows.items():
             pb, pa = dom[w.producer], arrays[w.producer]
-            ins[iname] = [pa[b.y0 + dy - pb.y0: b.y1 + dy - pb.y0, b.x0 + dx - pb.x0: b.x1 + dx - pb.x0]
+            xs, ys = np.arange(b.x0, b.x1), np.arange(b.y0, b.y1)
+            ins[iname] = [pa[np.ix_(w.coord(ys, 1, dy) - pb.y0, w.coord(xs, 0, dx) - pb.x0)]
                           for dx, dy in w.offsets]
         out = eval_kernel(s.kernel, ins)["out"]
         arrays[s.name] = np.broadcast_to(out, (b.height, b.width)).astype(np.int64)

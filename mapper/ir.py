@@ -367,12 +367,27 @@ class Box:
         return self.width <= 0 or self.height <= 0
 
 
+#: The unit rate of a window: ``((a_x, b_x), (a_y, b_y)) = ((1, 1), (1, 1))``.
+UNIT_RATE = ((1, 1), (1, 1))
+
+
 @dataclass(frozen=True)
 class Window:
-    """Binding of one indexed kernel input: element ``i`` reads ``producer(x+dx_i, y+dy_i)``."""
+    """Binding of one indexed kernel input: element ``i`` for output pixel ``(x, y)`` reads
+    ``producer(floor(a_x * x / b_x) + dx_i, floor(a_y * y / b_y) + dy_i)`` with
+    ``rate = ((a_x, b_x), (a_y, b_y))`` (positive integers; ``((1, 1), (1, 1))`` = a stencil,
+    ``((2, 1), (2, 1))`` = stride 2 (downsample), ``((1, 2), (1, 2))`` = each pixel twice
+    (upsample))."""
 
     producer: str
     offsets: tuple[tuple[int, int], ...]
+    rate: tuple[tuple[int, int], tuple[int, int]] = UNIT_RATE
+
+    def coord(self, v: Any, dim: int, d: int) -> Any:
+        """Producer coordinate along ``dim`` (0 = x) for output coordinate(s) ``v`` (int or
+        integer numpy array) and window offset ``d``."""
+        a, b = self.rate[dim]
+        return (a * v) // b + d
 
 
 @dataclass
@@ -436,6 +451,16 @@ class Pipeline:
                 if len(w.offsets) != size:
                     raise MappingError(f"pipeline {self.name}: stage {s.name} input '{iname}' has "
                                        f"{size} elements but {len(w.offsets)} offsets")
+                if any(len(r) != 2 or int(r[0]) < 1 or int(r[1]) < 1 for r in w.rate) or \
+                        len(w.rate) != 2:
+                    raise MappingError(f"pipeline {self.name}: stage {s.name} input '{iname}': "
+                                       f"rate {w.rate} must be two (a, b) pairs of positive "
+                                       f"integers")
+                if w.rate != UNIT_RATE and self.unroll != 1:
+                    raise MappingError(f"pipeline {self.name}: stage {s.name} reads "
+                                       f"'{w.producer}' at rate {w.rate} (strided or repeated "
+                                       f"access) and unroll is {self.unroll}; multi-rate "
+                                       f"pipelines run with unroll 1")
             seen.add(s.name)
         if self.output not in {s.name for s in self.stages}:
             raise MappingError(f"pipeline {self.name}: output '{self.output}' is not a stage")
@@ -454,8 +479,12 @@ class Pipeline:
             for w in s.windows.values():
                 p = dom[w.producer]
                 for dx, dy in w.offsets:
-                    x0, x1 = max(x0, p.x0 - dx), min(x1, p.x1 - dx)
-                    y0, y1 = max(y0, p.y0 - dy), min(y1, p.y1 - dy)
+                    (ax, bx), (ay, by) = w.rate
+                    # floor(a*v/b) + d in [lo, hi)  <=>  ceil((lo-d)*b/a) <= v <= ...
+                    x0 = max(x0, -(-(p.x0 - dx) * bx // ax))
+                    x1 = min(x1, ((p.x1 - dx) * bx - 1) // ax + 1)
+                    y0 = max(y0, -(-(p.y0 - dy) * by // ay))
+                    y1 = min(y1, ((p.y1 - dy) * by - 1) // ay + 1)
             if not s.windows:
                 raise MappingError(f"pipeline {self.name}: stage {s.name} reads no input; "
                                    f"a constant stage has no domain")
@@ -465,6 +494,11 @@ class Pipeline:
                                    f"{b} (the image is smaller than its stencil)")
             dom[s.name] = b
         return dom
+
+    @property
+    def multi_rate(self) -> bool:
+        """True when some window reads its producer at a non-unit rate."""
+        return any(w.rate != UNIT_RATE for s in self.stages for w in s.windows.values())
 
     def consumers(self, producer: str) -> list[tuple[Stage, str]]:
         """``(stage, kernel input name)`` pairs reading ``producer``."""
@@ -489,7 +523,9 @@ class Pipeline:
                         "width_bits": i.width_bits} for i in self.inputs.values()],
             "stages": [{"name": s.name, "signed": s.signed, "kernel": s.kernel.to_dict(),
                         "windows": {k: {"producer": w.producer,
-                                        "offsets": [list(o) for o in w.offsets]}
+                                        "offsets": [list(o) for o in w.offsets],
+                                        **({"rate": [list(r) for r in w.rate]}
+                                           if w.rate != UNIT_RATE else {})}
                                     for k, w in s.windows.items()}} for s in self.stages],
         }
 
@@ -501,7 +537,8 @@ class Pipeline:
                     {i["name"]: PipelineInput(i["name"], tuple(i["shape"]), i["signed"],
                                               i["width_bits"]) for i in d["inputs"]},
                     [Stage(s["name"], Kernel.from_dict(s["kernel"]),
-                           {k: Window(w["producer"], tuple(tuple(o) for o in w["offsets"]))
+                           {k: Window(w["producer"], tuple(tuple(o) for o in w["offsets"]),
+                                      tuple(tuple(r) for r in w.get("rate", UNIT_RATE)))
                             for k, w in s["windows"].items()}, s["signed"])
                      for s in d["stages"]],
                     d["output"], d["unroll"])
@@ -541,7 +578,8 @@ def unroll_stage(stage: Stage, unroll: int) -> Stage:
                 remap[n.id] = nk.add(n.op, *(remap[a] for a in n.args), width=n.width,
                                      name=f"{n.name}_l{lane}" if n.name else None)
         nk.set_output(f"out_{lane}", remap[k.outputs["out"]])
-    return Stage(stage.name, nk, {i: Window(stage.windows[i].producer, tuple(o))
+    return Stage(stage.name, nk, {i: Window(stage.windows[i].producer, tuple(o),
+                                         stage.windows[i].rate)
                                   for i, o in merged.items()}, stage.signed)
 
 

@@ -51,9 +51,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cgra.errors import MappingError
-from mapper import ir
+from mapper import ir, polyhedral
 from mapper.netlist import Netlist
-from mapper.schedule import PipelineSchedule, schedule_pipeline
+from mapper.schedule import BufferPort, PipelineSchedule, schedule_pipeline
 
 DUAL_PORT_SRAM: dict[str, Any] = {
     "name": "dualport_2048x16", "capacity": 2048, "word_width": 16, "fetch_width": 1,
@@ -143,6 +143,7 @@ class Segment:
     taps: list[int]
     words: int
     passthrough: bool = False
+    addressed: bool = False
     tile: int = -1
     address: int = 0
     in_port: int = -1
@@ -261,6 +262,78 @@ def delay_line_programs(seg: Segment, first_write: int, span: int, spec: MemSpec
     return prog(start), reads
 
 
+def addressed_tiles(key: tuple[str, int], reads: list[BufferPort], sched: PipelineSchedule,
+                    spec: MemSpec, first_tile: int
+                    ) -> list[tuple[MemTile, list[tuple[BufferPort, tuple[str, int, int]]]]]:
+    """MEM tiles for the addressed reads of buffer ``key`` (reads whose distance varies, e.g.
+    upsampling): a circular buffer of ``C`` words, ``C`` = the smallest row-major prefix of the
+    producer's domain (one row, or the whole image) holding the ISL capacity of these reads
+    (:attr:`mapper.polyhedral.Port.capacity`), with the write program and one read
+    program per port from :func:`mapper.polyhedral.linearize` (addresses modulo ``C``; a
+    read issues ``read_latency`` cycles before its data is due).  A tile serves up to
+    ``out_ports`` reads; more reads get further tiles fed by the same write stream.  Returns
+    ``[(tile, [(port, signal key)])]``.  Raises :class:`MappingError` when ``C`` exceeds the
+    MEM's capacity or a program does not fit its registers."""
+    prod, lane = key
+    st = sched.stages[prod]
+    buf = sched.poly.buffers[prod]
+    layout = (st.box.width, st.box.height)
+    base = (st.box.x0, st.box.y0)
+    need = max(p.poly.capacity for p in reads)
+    keep = 1 if need <= layout[0] else 2
+    words = layout[0] if keep == 1 else layout[0] * layout[1]
+    where = f"memory mapping: buffer {prod} (addressed reads by " \
+            f"{sorted({r.stage for r in reads})})"
+    if words > spec.capacity:
+        raise MappingError(f"{where}: needs a circular buffer of {words} words (capacity "
+                           f"{need}), MEM {spec.name} holds {spec.capacity}; use a "
+                           f"narrower image")
+
+    def program(ap: polyhedral.AddressProgram, shift: int) -> dict[str, Any]:
+        return {"dimensionality": len(ap.extents), "extents": list(ap.extents),
+                "address": {"strides": list(ap.strides), "offset": ap.offset},
+                "schedule": {"strides": list(ap.schedule_strides),
+                             "offset": ap.schedule_offset + shift}}
+
+    wprog = program(polyhedral.linearize(buf.write, layout, base, keep), 0)
+
+    def vectorizable(prog: dict[str, Any], port: str) -> None:
+        """The wide-fetch MEM (aggregator / transpose buffer) streams ``fetch_width``
+        consecutive words: innermost address stride 1, extent a multiple of the fetch width."""
+        if spec.fetch_width == 1:
+            return
+        s0, e0 = prog["address"]["strides"][0], prog["extents"][0]
+        if s0 != 1 or e0 % spec.fetch_width:
+            raise MappingError(f"{where}: port {port} has innermost address stride {s0} and "
+                               f"extent {e0}, but MEM {spec.name} fetches {spec.fetch_width} "
+                               f"consecutive words (stride 1, extent a multiple of "
+                               f"{spec.fetch_width}); repeated reads of one word need a "
+                               f"dual-port MEM (mem_preset = \"dualport_2048x16\")")
+
+    vectorizable(wprog, "data_in_0")
+    out: list[tuple[MemTile, list[tuple[BufferPort, tuple[str, int, int]]]]] = []
+    for k in range(0, len(reads), spec.out_ports):
+        group = reads[k:k + spec.out_ports]
+        tile = MemTile(f"mem_{first_tile + len(out)}", spec)
+        seg = Segment(key, 0, [p.distance for p in group], words, addressed=True,
+                      tile=first_tile + len(out), in_port=0,
+                      out_ports=list(range(len(group))))
+        tile.segments.append(seg)
+        tw = f"MEM {tile.name} ({where})"
+        _check_program(wprog, spec, tw)
+        tile.programs["data_in_0"] = wprog
+        taps = []
+        for q, port in enumerate(group):
+            rp = program(polyhedral.linearize(port.poly, layout, base, keep),
+                         -spec.read_latency)
+            vectorizable(rp, f"data_out_{q}")
+            _check_program(rp, spec, tw)
+            tile.programs[f"data_out_{q}"] = rp
+            taps.append((port, (prod, lane, -1 - k - q)))
+        out.append((tile, taps))
+    return out
+
+
 @dataclass
 class MemoryMapping:
     """Everything memory mapping produced for one pipeline.
@@ -317,7 +390,7 @@ def map_memory(pipeline: ir.Pipeline, mem: dict[str, Any] | MemSpec,
         raise MappingError(f"memory mapping {pipeline.name}: input {name} has {bits}-bit words "
                            f"but MEM {spec.name} holds {spec.word_width}-bit words; use a "
                            f"design whose data_width is at least {bits}")
-    sched = schedule_pipeline(pipeline, latencies)
+    sched = schedule_pipeline(pipeline, latencies, spec.read_latency)
     u = pipeline.unroll
     nl = Netlist(pipeline.name)
     sig: dict[tuple[str, int, int], tuple[str, str]] = {}
@@ -338,7 +411,7 @@ def map_memory(pipeline: ir.Pipeline, mem: dict[str, Any] | MemSpec,
         nl.add_instance(inst, "kernel", None, {
             "stage": s.name, "kernel": us.kernel.name, "start": st.start, "latency": st.latency,
             "first_cycle": st.first_cycle(), "extents": st.extents,
-            "schedule": {"strides": [1, st.row_pitch], "offset": st.first_cycle()},
+            "schedule": {"strides": list(st.strides), "offset": st.first_cycle()},
             "signed": s.signed, "dag": us.kernel.to_dict()})
         for lane in range(u):
             sig[(s.name, lane, 0)] = (inst, f"out_{lane}")
@@ -355,17 +428,31 @@ def map_memory(pipeline: ir.Pipeline, mem: dict[str, Any] | MemSpec,
 
     chains: dict[tuple[str, int], DelayChain] = {}
     all_segments: list[Segment] = []
+    addressed: list[tuple[tuple[str, int], list[BufferPort]]] = []
+    net_names: dict[tuple[str, int, int], str] = {}
     for key, ports in sched.buffers.items():
-        dists = sorted({p.distance for p in ports if p.kind == "read"})
+        dists = sorted({p.distance for p in ports if p.kind == "read" and not p.addressed})
         for p in ports:
-            if p.kind == "read":
+            if p.kind == "read" and not p.addressed:
                 sinks.setdefault((key[0], key[1], p.distance), []).append(
                     (kernel_instance(p.stage), f"{p.input}.{p.index}"))
+        reads = [p for p in ports if p.kind == "read" and p.addressed]
+        if reads:
+            addressed.append((key, reads))
         regs, taps = plan_shift_registers(dists, thr)
         segs = segment_taps(key, taps, spec)
         chains[key] = DelayChain(key, dists, regs, taps, segs)
         all_segments.extend(segs)
     tiles = pack_segments(all_segments, spec)
+    for key, reads in addressed:
+        for tile, taps in addressed_tiles(key, reads, sched, spec, len(tiles)):
+            tiles.append(tile)
+            sinks.setdefault((key[0], key[1], 0), []).append((tile.name, "data_in_0"))
+            for q, (port, tkey) in enumerate(taps):
+                sig[tkey] = (tile.name, f"data_out_{q}")
+                net_names[tkey] = f"{key[0]}_l{key[1]}_a{port.stage}_{port.input}_{port.index}"
+                sinks.setdefault(tkey, []).append(
+                    (kernel_instance(port.stage), f"{port.input}.{port.index}"))
 
     # build registers and memories in order of target distance
     for key, ch in chains.items():
@@ -403,12 +490,15 @@ def map_memory(pipeline: ir.Pipeline, mem: dict[str, Any] | MemSpec,
             "preset": spec.name, "ports": dict(sorted(tile.programs.items())),
             "segments": [{"buffer": s.buffer[0], "lane": s.buffer[1], "base": s.base,
                           "taps": s.taps, "words": s.words, "address": s.address,
-                          "passthrough": s.passthrough} for s in tile.segments]})
+                          "passthrough": s.passthrough,
+                          **({"kind": "addressed"} if s.addressed else {})}
+                         for s in tile.segments]})
     for key in sorted(sinks, key=lambda k: (k[0], k[1], k[2])):
         if key not in sig:
             raise MappingError(f"memory mapping {pipeline.name}: no signal for buffer {key[0]} "
                                f"lane {key[1]} at distance {key[2]}")
-        nl.add_net(sig[key], sinks[key], spec.word_width, f"{key[0]}_l{key[1]}_d{key[2]}")
+        nl.add_net(sig[key], sinks[key], spec.word_width,
+                   net_names.get(key, f"{key[0]}_l{key[1]}_d{key[2]}"))
     nl.validate()
     return MemoryMapping(pipeline, spec, thr, sched, chains, tiles, nl,
                          time.perf_counter() - t0)

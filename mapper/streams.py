@@ -4,10 +4,11 @@ mapping).
 Every netlist signal is a pair of numpy arrays over cycles ``0 .. T-1``: the word value and a
 *valid* flag.  Semantics:
 
-- ``io_in`` lane ``q`` drives pixel ``(U*xo + q, y)`` at cycle ``y*P + xo`` (valid inside the image);
+- ``io_in`` lane ``q`` drives pixel ``(U*xo + q, y)`` at the cycle of iteration ``(xo, y)`` of
+  its program (``y*P + xo`` for a single-rate pipeline; valid inside the image);
 - ``kernel`` placeholders are evaluated with :func:`mapper.interp.eval_kernel` on their input
   streams; output ``out_l`` at cycle ``t + latency`` is ``f(inputs at t)`` and is valid only if
-  ``t`` is an iteration of the stage, the lane's pixel is inside the stage's domain and every
+  ``t`` is an iteration of the stage (``start + c0*xo + c1*y``, :attr:`StageSchedule.strides`), the lane's pixel is inside the stage's domain and every
   live input element is valid;
 - ``reg``: ``out[t] = in[t-1]``;
 - ``mem``: each port program is expanded into (cycle, address) events per the unified-buffer
@@ -23,7 +24,6 @@ Every netlist signal is a pair of numpy arrays over cycles ``0 .. T-1``: the wor
 """
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import numpy as np
@@ -65,14 +65,15 @@ def run_streams(mm: MemoryMapping, images: dict[str, np.ndarray]) -> np.ndarray:
     stage's valid domain.  Raises :class:`SimulationError` on an invalid output pixel.
     """
     p, sched, nl = mm.pipeline, mm.schedule, mm.netlist
-    u, pitch = sched.unroll, sched.row_pitch
+    u, _pitch = sched.unroll, sched.row_pitch
     lat = mm.spec.read_latency
     horizon = sched.completion_cycle() + 2
     for inst in nl.instances.values():
-        if inst.kind == "mem":
-            for prog in inst.config["ports"].values():
-                c, _ = program_events(prog)
-                horizon = max(horizon, int(c.max()) + lat + 2)
+        progs = list(inst.config["ports"].values()) if inst.kind == "mem" else \
+            [inst.config["program"]] if inst.kind == "io_in" else []
+        for prog in progs:
+            c, _ = program_events(prog)
+            horizon = max(horizon, int(c.max()) + lat + 2)
     T = horizon
     vals: dict[tuple[str, str], np.ndarray] = {}
     valid: dict[tuple[str, str], np.ndarray] = {}
@@ -86,11 +87,11 @@ def run_streams(mm: MemoryMapping, images: dict[str, np.ndarray]) -> np.ndarray:
             c = inst.config
             img = np.asarray(images[c["input"]]).astype(np.int64) & 0xFFFF
             v, ok = np.zeros(T, np.int64), np.zeros(T, bool)
-            for y, xo in itertools.product(range(c["height"]), range(pitch)):
-                x = u * xo + c["lane"]
-                if x < c["width"]:
-                    t = y * pitch + xo
-                    v[t], ok[t] = img[y, x], True
+            cyc, _ = program_events(c["program"])
+            k = np.arange(len(cyc))
+            x, y = u * (k % c["program"]["extents"][0]) + c["lane"], k // c["program"]["extents"][0]
+            sel = (x < c["width"]) & (y < c["height"])
+            v[cyc[sel]], ok[cyc[sel]] = img[y[sel], x[sel]], True
             vals[(inst.name, "out")], valid[(inst.name, "out")] = v, ok
 
     def get(port: tuple[str, str]) -> tuple[np.ndarray, np.ndarray]:
@@ -170,10 +171,12 @@ def run_streams(mm: MemoryMapping, images: dict[str, np.ndarray]) -> np.ndarray:
             outs = eval_kernel(us.kernel, ins)
             t = np.arange(T)
             rel = t - st.start
-            xo, y = rel % pitch, rel // pitch
+            c0, c1 = st.strides
+            xo, y = (rel % c1) // c0, rel // c1
             for lane in range(u):
                 x = u * xo + lane
-                in_dom = (rel >= 0) & (xo >= st.xo_range[0]) & (xo < st.xo_range[1]) & \
+                in_dom = (rel >= 0) & (rel % c1 % c0 == 0) & (xo >= st.xo_range[0]) & \
+                    (xo < st.xo_range[1]) & \
                     (y >= st.box.y0) & (y < st.box.y1) & (x >= st.box.x0) & (x < st.box.x1)
                 o = np.broadcast_to(outs[f"out_{lane}"], (T,)).astype(np.int64)
                 ok = in_dom.copy()

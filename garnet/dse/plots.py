@@ -77,3 +77,37 @@ def plot_all(rows: list[dict], grid: list[str], out: Path) -> list[Path]:
         fig.savefig(files[-1], dpi=110)
         plt.close(fig)
     return files
+
+
+def plot_search(trials: list[dict], grid: list[str], out: Path) -> Path:
+    """``search_pareto.png``: every completed trial of a search, summed runtime (us) vs area
+    proxy (cells), labelled by its grid values and trial numbers, the Pareto front in red.
+    Failed trials are left out (they are in trials.csv)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = [t for t in trials if t["status"] == "ok"]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.set_xlabel("area proxy (yosys cells)")
+    ax.set_ylabel("runtime (us), summed over the apps")
+    ax.set_title(f"search: {len(trials)} trials, {len(trials) - len(ok)} failed")
+    if ok:
+        by_design: dict[tuple, list[int]] = {}
+        for t in ok:
+            by_design.setdefault((t["area_cells"], t["runtime_us"], _label(t, grid)),
+                                 []).append(t["trial"])
+        ax.scatter([t["area_cells"] for t in ok], [t["runtime_us"] for t in ok], s=18)
+        for (x, y, lab), nums in by_design.items():
+            ax.annotate(f"{lab} (#{','.join(map(str, nums))})", (x, y), fontsize=6)
+        front = pareto([(t["area_cells"], t["runtime_us"]) for t in ok])
+        ax.plot([p[0] for p in front], [p[1] for p in front], "r-", drawstyle="steps-post",
+                label="Pareto front")
+        ax.legend(fontsize=7)
+    else:
+        ax.text(0.5, 0.5, "no trial completed", ha="center", transform=ax.transAxes)
+    fig.tight_layout()
+    path = Path(out) / "search_pareto.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -8,6 +8,8 @@ cached as ``<cache>/results/<design key>/<app>-<flow key>.json``, failures inclu
 that does not fit raises ``MappingError`` / ``PlacementError`` / ``RoutingError``: the point
 is recorded with its error); the client submits only the points without a cached result,
 and a design task only for a design with such a point: a second run submits nothing.
+:class:`Executor` does that bookkeeping for the grid (:func:`run_sweep`) and for the search
+(:func:`garnet.dse.search.run_search`), which share the cache.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ RESULT_SCHEMA = "garnet.dse.point/1"
 #: the CSV columns, in order (grid fields are inserted after ``design``)
 COLUMNS = ["design", "app", "unroll", "status", "error", "pe_count", "mem_count", "io_count",
            "reg_count", "pipeline_registers", "tracks", "wirelength", "fmax_mhz", "period_ps",
-           "latency_cycles", "cycles", "runtime_us", "area_cells", "sram_bits",
+           "latency_cycles", "cycles", "runtime_us", "energy_proxy", "area_cells", "sram_bits",
            "design_seconds", "area_seconds", "map_s", "pack_s", "place_s", "route_s",
            "pipeline_s", "compile_s"]
 STAGES = ("collateral", "map", "pack", "place", "route", "pipeline")
@@ -149,6 +151,29 @@ def app_task(design: dict, app: str, unroll: int, image: tuple[int, int], seed: 
     return {**row, "cached": False}
 
 
+# ----------------------------------------------------------------------------- metrics
+def energy_proxy(row: dict) -> int | None:
+    """Energy proxy of a mapped point, in *switched element-cycles*: (PE tiles + MEM tiles
+    used + routed track segments, all widths) x cycles, i.e. every used tile and every
+    routed segment is assumed to switch once per cycle of the run. A proxy, not an energy:
+    no activity factor, no per-element weight (a MEM tile, a PE tile and a 1-bit segment
+    count 1 each), no IO tiles, pipeline registers, clock tree, leakage or SRAM accesses
+    (docs/dse.md). ``None`` for a failed point."""
+    if row.get("status") != "ok":
+        return None
+    try:
+        return (int(row["pe_count"]) + int(row["mem_count"])
+                + int(row["wirelength"])) * int(row["cycles"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def with_metrics(row: dict) -> dict:
+    """``row`` plus the metrics derived from the cached ones (``energy_proxy``): derived
+    when the rows are assembled, so results cached before a metric existed get it too."""
+    return {**row, "energy_proxy": energy_proxy(row)}
+
+
 # ----------------------------------------------------------------------------- driver
 def _client(sweep: Sweep, scheduler: str | None, workers: int | None):
     import dask
@@ -165,55 +190,99 @@ def _client(sweep: Sweep, scheduler: str | None, workers: int | None):
     return Client(cluster), cluster
 
 
+class Executor:
+    """Evaluates (design, app) points of a sweep: a point with a cached result file is read,
+    the others are submitted to Dask (a design task per design, once per executor, and an
+    app task per point depending on it). The Dask client (a LocalCluster unless a scheduler
+    address is given) is started at the first submission, so a fully cached run starts
+    none. Counters: ``designs`` / ``apps`` submitted, ``cached`` points read from the cache.
+    Use as a context manager (closes the client and cluster)."""
+
+    def __init__(self, sweep: Sweep, scheduler: str | None = None, workers: int | None = None):
+        self.sweep, self.scheduler, self.workers = sweep, scheduler, workers
+        self.client = self.cluster = None
+        self._design_futs: dict[str, Any] = {}
+        self.apps = 0
+        self.cached = 0
+
+    @property
+    def designs(self) -> int:
+        return len(self._design_futs)
+
+    def result_file(self, pt: Point, a) -> str:
+        s = self.sweep
+        return str(result_path(s.cache, pt.key, a.label, flow_key(s, a.app, a.unroll)))
+
+    def run(self, pairs: list[tuple[Point, Any]], progress: bool = False) -> dict[str, dict]:
+        """Evaluate ``(point, app spec)`` pairs (duplicates evaluated once); returns
+        ``{result file: row}`` (rows of :func:`app_task`, ``cached`` True when read from
+        the cache)."""
+        rows: dict[str, dict] = {}
+        todo: dict[str, tuple[Point, Any]] = {}
+        for pt, a in pairs:
+            f = self.result_file(pt, a)
+            if f in rows or f in todo:
+                continue
+            if Path(f).is_file():
+                rows[f] = {**json.loads(Path(f).read_text()), "cached": True}
+                self.cached += 1
+            else:
+                todo[f] = (pt, a)
+        if not todo:
+            return rows
+        if self.client is None:
+            self.client, self.cluster = _client(self.sweep, self.scheduler, self.workers)
+        s, futs = self.sweep, {}
+        for f, (pt, a) in todo.items():
+            if pt.key not in self._design_futs:
+                self._design_futs[pt.key] = self.client.submit(
+                    design_task, pt.params.to_dict(), pt.key, str(s.cache),
+                    key=f"design-{pt.key}", pure=False)
+            fut = self.client.submit(app_task, self._design_futs[pt.key], a.app, a.unroll,
+                                     s.image, s.seed, s.fmax_mhz, f,
+                                     key=f"app-{pt.key}-{Path(f).stem}", pure=False)
+            futs[fut] = f
+        self.apps += len(futs)
+        _gather(self.client, futs, rows, progress)
+        return rows
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+        self.client = self.cluster = None
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def point_row(pt: Point, a, r: dict) -> dict:
+    """One CSV row: the design key, its grid values, the cached/computed result of app
+    ``a`` and the derived metrics."""
+    return with_metrics({"design": pt.key, **dict(pt.values),
+                         **{k: v for k, v in r.items() if k not in ("schema", "design")},
+                         "app": a.label})
+
+
 def run_sweep(sweep: Sweep, scheduler: str | None = None, workers: int | None = None,
               progress: bool = True) -> dict:
     """Run every point of ``sweep`` not already in the cache; write ``results.csv`` and the
     plots to ``sweep.out``. Returns ``{rows, submitted: {designs, apps}, failed, csv,
     plots, seconds}``."""
     t0 = time.perf_counter()
-    cache = sweep.cache
-    todo: list[tuple[Point, Any, str]] = []     # (point, app spec, result file)
-    rows_by_file: dict[str, dict] = {}
-    order: list[tuple[Point, Any, str]] = []
-    for pt in sweep.points:
-        for a in sweep.apps:
-            f = str(result_path(cache, pt.key, a.label, flow_key(sweep, a.app, a.unroll)))
-            order.append((pt, a, f))
-            if Path(f).is_file():
-                rows_by_file[f] = {**json.loads(Path(f).read_text()), "cached": True}
-            else:
-                todo.append((pt, a, f))
-    n_designs = len({pt.key for pt, _a, _f in todo})
-    if todo:
-        client, cluster = _client(sweep, scheduler, workers)
-        try:
-            dfuts: dict[str, Any] = {}
-            futs = {}
-            for pt, a, f in todo:
-                if pt.key not in dfuts:
-                    dfuts[pt.key] = client.submit(design_task, pt.params.to_dict(), pt.key,
-                                                  str(cache), key=f"design-{pt.key}",
-                                                  pure=False)
-                fut = client.submit(app_task, dfuts[pt.key], a.app, a.unroll, sweep.image,
-                                    sweep.seed, sweep.fmax_mhz, f,
-                                    key=f"app-{pt.key}-{Path(f).stem}", pure=False)
-                futs[fut] = f
-            _gather(client, futs, rows_by_file, progress)
-        finally:
-            client.close()
-            if cluster is not None:
-                cluster.close()
-    rows = []
-    for pt, a, f in order:
-        r = rows_by_file[f]
-        rows.append({"design": pt.key, **{k: v for k, v in pt.values.items()},
-                     **{k: v for k, v in r.items() if k not in ("schema", "design")},
-                     "app": a.label})
+    order = [(pt, a) for pt in sweep.points for a in sweep.apps]
+    with Executor(sweep, scheduler, workers) as ex:
+        by_file = ex.run(order, progress)
+    rows = [point_row(pt, a, by_file[ex.result_file(pt, a)]) for pt, a in order]
     sweep.out.mkdir(parents=True, exist_ok=True)
     csv_path = write_csv(rows, list(sweep.grid), sweep.out / "results.csv")
     from garnet.dse.plots import plot_all
     plots = plot_all(rows, list(sweep.grid), sweep.out)
-    return {"rows": rows, "submitted": {"designs": n_designs, "apps": len(todo)},
+    return {"rows": rows, "submitted": {"designs": ex.designs, "apps": ex.apps},
             "failed": sum(r.get("status") != "ok" for r in rows), "csv": csv_path,
             "plots": plots, "seconds": round(time.perf_counter() - t0, 2)}
 

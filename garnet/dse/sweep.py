@@ -7,7 +7,10 @@
                                   # this file)
     cache = "../../build/dse"     # shared cache: designs, rules, area, results (relative to
                                   # this file; --cache overrides)
-    out = ""                      # results.csv and plots ("" = <cache>/results/<sweep name>)
+    out = ""                      # results.csv and plots ("" = <cache>/results/<sweep name>,
+                                  # <cache>/results/<sweep name>-search for a search)
+    name = "small"                # default: the file's stem; part of every design's name,
+                                  # hence of its cache key
     apps = ["gaussian", "harris", {app = "harris", unroll = 2}]
     image = [64, 64]              # input image width x height (pixels)
     seed = 0                      # placement seed
@@ -20,6 +23,12 @@
     pe = ["D1", "D3"]             # PE presets (PE_PRESETS) or "module:Class"
     tracks = [4, 5]
     mem_preset = ["DP", "PUB"]    # MEM presets (MEM_PRESETS) or a Lake preset name
+
+    [search]                      # optional: a multi-objective search instead of the grid
+    method = "nsga2"              # Optuna NSGAIISampler (the only method)
+    trials = 16                   # trials evaluated (>= 1), duplicates of a design included
+    population = 8                # NSGA-II population = trials asked per batch (>= 2)
+    seed = 0                      # the sampler's seed
 
 Every point (the product of the grid) is validated as a GarnetParams (garnet.params) when the
 file is loaded: a bad value is one ConfigError naming the sweep file and the field.
@@ -45,6 +54,19 @@ MEM_PRESETS = {"DP": "dualport_2048x16", "PUB": "pub_512x64"}
 _SWEEP_KEYS = {"base": str, "cache": str, "out": str, "apps": list, "image": list, "seed": int,
                "fmax_mhz": (int, float), "simulate": bool, "scheduler": str, "workers": int,
                "name": str}
+_SEARCH_KEYS = {"method": str, "trials": int, "population": int, "seed": int}
+SEARCH_METHODS = ("nsga2",)
+
+
+@dataclass(frozen=True)
+class Search:
+    """The ``[search]`` table: an NSGA-II search over the grid's values (categorical
+    choices), ``trials`` trials asked ``population`` at a time, sampler seed ``seed``."""
+
+    method: str = "nsga2"
+    trials: int = 16
+    population: int = 8
+    seed: int = 0
 
 
 @dataclass(frozen=True)
@@ -89,6 +111,7 @@ class Sweep:
     workers: int
     grid: dict[str, list[Any]]
     points: list[Point] = field(default_factory=list)
+    search: Search | None = None      # None: the grid sweep (every point)
 
 
 def _err(path: Path, key: str, msg: str) -> ConfigError:
@@ -120,8 +143,8 @@ def load_sweep(path: str | Path, cache: str | Path | None = None,
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: TOML syntax error: {exc}") from None
     for k in doc:
-        if k not in ("sweep", "grid"):
-            raise _err(p, k, "unknown table; a sweep file has [sweep] and [grid]")
+        if k not in ("sweep", "grid", "search"):
+            raise _err(p, k, "unknown table; a sweep file has [sweep], [grid] and [search]")
     sw = doc.get("sweep", {})
     for k, v in sw.items():
         if k not in _SWEEP_KEYS:
@@ -138,8 +161,10 @@ def load_sweep(path: str | Path, cache: str | Path | None = None,
         raise _err(p, "sweep.base", str(exc)) from None
     cache_dir = Path(cache) if cache else (p.parent / sw.get("cache", "../../build/dse"))
     name = sw.get("name", p.stem)
+    search = _load_search(p, doc["search"]) if "search" in doc else None
     out_dir = Path(out) if out else (
-        p.parent / sw["out"] if sw.get("out") else cache_dir / "results" / name)
+        p.parent / sw["out"] if sw.get("out") else
+        cache_dir / "results" / (name if search is None else f"{name}-search"))
     apps: list[AppSpec] = []
     for a in sw.get("apps", []):
         if isinstance(a, str):
@@ -172,7 +197,7 @@ def load_sweep(path: str | Path, cache: str | Path | None = None,
             raise _err(p, f"grid.{k}", f"{vals!r}: expected a non-empty list of values")
     sweep = Sweep(p, name, base, cache_dir.resolve(), out_dir.resolve(), apps,
                   (image[0], image[1]), sw.get("seed", 0), float(sw.get("fmax_mhz", 0.0)),
-                  False, sw.get("scheduler", ""), sw.get("workers", 0), grid)
+                  False, sw.get("scheduler", ""), sw.get("workers", 0), grid, search=search)
     base_doc = base_params.to_dict()
     keys = list(grid)
     for combo in itertools.product(*(grid[k] for k in keys)):
@@ -200,3 +225,26 @@ def load_sweep(path: str | Path, cache: str | Path | None = None,
             raise ConfigError(f"{p}: grid point {label}: {exc}") from None
         sweep.points.append(Point(values, params, params_key(params)))
     return sweep
+
+
+def _load_search(p: Path, doc: Any) -> Search:
+    """Validate the ``[search]`` table (module docstring); ConfigError naming the field."""
+    if not isinstance(doc, dict):
+        raise _err(p, "search", "expected a table [search]")
+    for k, v in doc.items():
+        if k not in _SEARCH_KEYS:
+            raise _err(p, f"search.{k}", f"unknown key; known keys: {sorted(_SEARCH_KEYS)}")
+        t = _SEARCH_KEYS[k]
+        if not isinstance(v, t) or (t is int and isinstance(v, bool)):
+            raise _err(p, f"search.{k}", f"{v!r} has the wrong type (expected "
+                       f"{t.__name__})")
+    s = Search(**doc)
+    if s.method not in SEARCH_METHODS:
+        raise _err(p, "search.method", f"{s.method!r} is not a search method; methods: "
+                   f"{list(SEARCH_METHODS)}")
+    if s.trials < 1:
+        raise _err(p, "search.trials", f"{s.trials} must be >= 1")
+    if s.population < 2:
+        raise _err(p, "search.population", f"{s.population} must be >= 2 (NSGA-II crossover "
+                   "needs two parents)")
+    return s

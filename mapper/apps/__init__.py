@@ -3,7 +3,9 @@
 ``build_app(name, width=64, height=64, unroll=1)`` returns a :class:`dsl.Pipeline`;
 ``lower_app`` returns the IR :class:`mapper.ir.Pipeline`.  Each app module documents its exact
 integer formulas.  Boundary handling everywhere: outputs only where the whole stencil is inside
-the input (the output shrinks by the stencil footprint minus one per stage).
+the input (the output shrinks by the stencil footprint minus one per stage).  ``downsample``,
+``upsample`` and ``laplacian_pyramid`` are multi-rate (strided and repeated reads) and run
+with ``unroll = 1``.
 
 Images: an app's integer inputs take the pixel values as they are; a ``BFloat16`` input takes
 their bf16 encodings (:func:`app_images`; the array has no int -> bf16 op in the IR yet) and a
@@ -17,7 +19,8 @@ import numpy as np
 
 from cgra.errors import MappingError
 from mapper import ir
-from mapper.apps import brighten_blur, gaussian, gaussian_bf16, harris, pointwise, unsharp
+from mapper.apps import (brighten_blur, downsample, gaussian, gaussian_bf16, harris,
+                         laplacian_pyramid, pointwise, unsharp, upsample)
 from mapper.frontend import dsl
 
 #: app name -> builder(width, height, unroll) -> dsl.Pipeline
@@ -28,6 +31,9 @@ APPS: dict[str, Callable[[int, int, int], dsl.Pipeline]] = {
     "unsharp": unsharp.build,
     "harris": harris.build,
     "gaussian_bf16": gaussian_bf16.build,
+    "downsample": downsample.build,
+    "upsample": upsample.build,
+    "laplacian_pyramid": laplacian_pyramid.build,
 }
 
 #: apps computing in BFloat16: they need a PE with the float ops (``ir_float``, e.g. the FP PE

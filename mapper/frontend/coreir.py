@@ -1,9 +1,14 @@
 """Front end B: import CoreIR JSON compute kernels into the IR.
 
 Input: a CoreIR JSON file as emitted by the Halide-to-CGRA flow (``namespaces -> global ->
-modules``), one module per Halide stage named ``hcompute_<stage>``.  Each ``hcompute_*``
-module of namespace ``global`` becomes one :class:`mapper.ir.Kernel` (other namespaces and
-other modules -- a top level wiring the kernels, generator definitions -- are ignored):
+modules``), one module per Halide stage named ``hcompute_<stage>``.  Only the design's own
+namespace is read: the one of field ``top`` (``"<namespace>.<module>"``) when the file has
+one, else ``global``.  Library namespaces (``coreir``, ``commonlib``, ``corebit``,
+``memory``, ``float_DW`` ...: :data:`LIBRARY_NAMESPACES`), which hold generator and module
+definitions when CoreIR saves a design with its libraries, and any other namespace are never
+read, so nothing in them is imported or reported.  Each ``hcompute_*`` module of the design
+namespace becomes one :class:`mapper.ir.Kernel` (other modules -- a top level wiring the
+kernels -- are ignored):
 
 - a module input port of type ``Array n (Array w BitIn)`` (a stencil window) becomes kernel
   input ``<port>`` with ``n`` indexed elements of ``w`` bits; ``Array w BitIn`` is a 1-element
@@ -18,6 +23,12 @@ other modules -- a top level wiring the kernels, generator definitions -- are ig
   ``[["BitVector", w], "w'h0018"]`` (also ``'d``, ``'b``, ``'o``, a decimal string or a JSON
   integer; the literal's size and the value must fit ``w``; ``x``/``z`` digits are refused)
   or ``["Bool", true]``;
+- two CoreIR ops expand into several nodes (:data:`EXPANDED_OPS`): ``coreir.udiv`` whose
+  divisor ``in1`` is driven by a ``coreir.const`` becomes an exact multiply-shift of IR ops
+  (:func:`udiv_by_constant`; divisor 0 is an error, CoreIR leaves it undefined), and
+  ``commonlib.opn`` (genargs ``width``, ``N``, ``operator = ["String", "coreir.add"]``; ports
+  ``in.0`` .. ``in.<N-1>``, ``out``) becomes CoreIR's balanced tree of ``N - 1`` operator
+  nodes (:func:`opn_tree`; operators: :data:`OPN_OPERATORS`);
 - ``connections`` join one driver (an instance's ``out``, a module input ``self.<port>`` or
   element ``self.<port>.<i>``) with one sink (an instance input port named as in CoreIR:
   ``in0``, ``in1``, ``sel``, ``in``; or a module output ``self.<port>``); bit selects are not
@@ -29,9 +40,13 @@ other modules -- a top level wiring the kernels, generator definitions -- are ig
 Errors: every problem with the input raises :class:`MappingError` with a one-line message
 naming the file, the module / instance / field at fault and the fix (never a Python
 traceback): a file that cannot be read or is not JSON (with the JSON error's line), a missing
-``namespaces`` / ``global`` / ``modules``, no ``hcompute_*`` module, an unsupported port type,
-an unknown op, a malformed or too wide constant, a connection naming an unknown instance or
-port, a width mismatch, a sink driven twice or not at all, a combinational cycle.
+``namespaces`` / design namespace / ``modules``, a malformed ``top``, no ``hcompute_*``
+module, an unsupported port type, a malformed or too wide constant, a connection naming an
+unknown instance or port, a width mismatch, a sink driven twice or not at all, a
+combinational cycle, a division by the constant 0.  Unsupported ops come first and all at
+once: one error lists every op of the file's kernels the importer cannot translate (each with
+its instance count and first module / instance; ``coreir.udiv`` by a non-constant divisor,
+``memory.rom2``, any op outside :data:`mapper.ir.OPS`), never the supported ones.
 
 Shipped examples: the kernels of ten real applications ship as package data in
 :data:`EXAMPLES_DIR` (provenance in its ``README.md``); :func:`example_kernels` lists them and
@@ -259,6 +274,282 @@ def _instance_width(op: str, inst: dict[str, Any], where: str) -> int:
     return w[1]
 
 
+# ------------------------------------------------------------- expanded CoreIR generators
+_UDIV = "coreir.udiv"
+_OPN = "commonlib.opn"
+#: CoreIR ops the importer expands into several IR nodes (not ops of :data:`mapper.ir.OPS`)
+EXPANDED_OPS = frozenset({_UDIV, _OPN})
+#: operators a ``commonlib.opn`` may reduce with: the IR's binary ops on two data words with a
+#: data result (a float op is not: CoreIR instantiates the operator with ``width`` only)
+OPN_OPERATORS = frozenset(n for n, s in ir.OPS.items()
+                          if s.operands == (ir.DATA, ir.DATA) and s.result == ir.DATA
+                          and n not in ir.FLOAT_OPS)
+#: widest ``commonlib.opn`` (operands); CoreIR sets no bound, this keeps messages and kernels sane
+MAX_OPN = 4096
+#: CoreIR's library namespaces: never a design, never read (they hold generator and module
+#: definitions of primitives when a file is saved with its libraries)
+LIBRARY_NAMESPACES = frozenset({"coreir", "corebit", "commonlib", "memory", "mantle", "float",
+                                "float_DW", "float_CW", "float_DC", "cgralib", "lakelib",
+                                "aetherlinglib", "ice40", "rtlil", "_prims"})
+_SUPPORTED = ("the importer supports the ops of mapper.ir.OPS, coreir.udiv by a constant and "
+              "commonlib.opn of a binary op")
+
+
+def _ref(inst: Any) -> Any:
+    """The op an instance names (``genref`` or ``modref``; CoreIR aliases resolved)."""
+    op = inst.get("genref") or inst.get("modref")
+    return ir.COREIR_ALIASES.get(op, op) if isinstance(op, str) else op
+
+
+def _string_genarg(ga: Any, name: str) -> str | None:
+    """``genargs.<name>`` when it is ``["String", s]`` (CoreIR's encoding), else None."""
+    v = ga.get(name) if isinstance(ga, dict) else None
+    if isinstance(v, list) and len(v) == 2 and v[0] == "String" and isinstance(v[1], str):
+        return v[1]
+    return None
+
+
+def _unsupported(module: Any) -> list[tuple[str, str]]:
+    """``(op label, instance name)`` of every instance of ``module`` the importer cannot
+    translate, in instance order. Lenient: malformed parts are skipped here and reported by
+    :func:`import_module` with their own message."""
+    if not isinstance(module, dict) or not isinstance(module.get("instances"), dict):
+        return []
+    insts = module["instances"]
+    driver: dict[str, str] = {}                 # "<inst>.in1" -> the other endpoint
+    conns = module.get("connections")
+    for conn in conns if isinstance(conns, list) else []:
+        if isinstance(conn, list) and len(conn) == 2 and all(isinstance(e, str) for e in conn):
+            driver.setdefault(conn[0], conn[1])
+            driver.setdefault(conn[1], conn[0])
+    found: list[tuple[str, str]] = []
+    for iname, inst in insts.items():
+        if not isinstance(inst, dict):
+            continue
+        op = _ref(inst)
+        if not isinstance(op, str) or op in ir.OPS:
+            continue
+        if op == _UDIV:
+            src = driver.get(f"{iname}.in1")
+            if src is None:
+                continue                        # undriven: import_module says so
+            head, _, port = src.partition(".")
+            if head != "self" and (head not in insts or port != "out"):
+                continue                        # unknown instance / bit select: ditto
+            if head != "self" and isinstance(insts[head], dict) \
+                    and _ref(insts[head]) == "coreir.const":
+                continue
+            found.append((f"{_UDIV} with a non-constant divisor", iname))
+        elif op == _OPN:
+            operator = _string_genarg(inst.get("genargs"), "operator")
+            if operator is not None and operator not in OPN_OPERATORS:
+                found.append((f"{_OPN} of operator {_name(operator)}", iname))
+        else:
+            found.append((_name(op), iname))
+    return found
+
+
+def _unsupported_error(source: str, found: list[tuple[str, str, str]]) -> MappingError:
+    """One MappingError listing every unsupported op of a file: ``found`` holds ``(op label,
+    module, instance)`` in file order; each op appears once with its instance count and its
+    first instance."""
+    first: dict[str, tuple[str, str]] = {}
+    count: dict[str, int] = {}
+    for label, mod, iname in found:
+        first.setdefault(label, (mod, iname))
+        count[label] = count.get(label, 0) + 1
+    items = [f"{label} ({count[label]} instance{'s' if count[label] > 1 else ''}; first: "
+             f"module {_name(first[label][0])} instance {_name(first[label][1])})"
+             for label in first]
+    return MappingError(f"{source}: {len(first)} unsupported op{'s' if len(first) > 1 else ''} "
+                        f"in the kernels: {', '.join(items)}; {_SUPPORTED}: add each op to "
+                        f"mapper.ir.OPS with its semantics and a rewrite rule, or change the "
+                        f"source program so its kernels do not use it")
+
+
+class _Node(int):
+    """A kernel node id (as opposed to a constant value) inside :class:`_Emit`."""
+
+    @property
+    def id(self) -> int:
+        return int(self)
+
+
+class _Emit:
+    """Appends ``width``-bit ops to a kernel with constant folding of the operands that are
+    Python ints (constants become ``coreir.const`` nodes only where an op needs them)."""
+
+    def __init__(self, k: ir.Kernel, width: int, name: str) -> None:
+        self.k, self.w, self.name, self.n = k, width, name, 0
+        self.consts: dict[int, int] = {}
+
+    def node(self, v: int | _Node) -> int:
+        if isinstance(v, _Node):
+            return v.id
+        if v not in self.consts:
+            self.consts[v] = self.k.const(v, self.w)
+        return self.consts[v]
+
+    def op(self, op: str, a: int | _Node, b: int | _Node, last: bool = False) -> int | _Node:
+        ca = None if isinstance(a, _Node) else a
+        cb = None if isinstance(b, _Node) else b
+        if ca is not None and cb is not None:
+            return ir.eval_op(op, [ca, cb], self.w)
+        short = op.split(".", 1)[1]
+        if (short in ("add", "sub", "lshr") and cb == 0) or (short == "mul" and cb == 1) \
+                or (short == "and" and cb == (1 << self.w) - 1):
+            return a
+        if short == "add" and ca == 0:
+            return b
+        if (short in ("mul", "and") and 0 in (ca, cb)) or (short == "lshr" and ca == 0):
+            return 0
+        self.n += 1
+        nid = self.k.add(op, self.node(a), self.node(b), width=self.w,
+                         name=self.name if last else f"{self.name}_{self.n}")
+        return _Node(nid)
+
+    def result(self, v: int | _Node) -> int:
+        return self.node(v)
+
+
+def _mulhu(e: _Emit, x: int | _Node, v: int) -> int | _Node:
+    """``floor(x * v / 2**(2h))``, ``h = w // 2``, for a node ``x < 2**(2h)`` and a constant
+    ``0 <= v < 2**w`` (``w`` = the word width; for an even ``w`` this is the high word of the
+    product), with ``w``-bit low-half products only: both factors split at bit ``h`` and the
+    four partial products summed with their carries (Hacker's Delight, 2nd ed., section 8-2,
+    ``mulhu``). Every intermediate value is below ``2**w``: ``x0*v0``, ``x1*v0 + carry`` <
+    ``2**(2h)``; ``x0*v1 + (t mod 2**h) <= 2**(2h+1) - 2**(h+1)`` (``v1 < 2**(h+1)`` for an odd
+    ``w``); the result ``< 2**w``. 14 ops (fewer when a half of ``v`` is 0 or 1)."""
+    h = e.w // 2
+    mask = (1 << h) - 1
+    v0, v1 = v & mask, v >> h
+    u0, u1 = e.op("coreir.and", x, mask), e.op("coreir.lshr", x, h)
+    t = e.op("coreir.add", e.op("coreir.mul", u1, v0),
+             e.op("coreir.lshr", e.op("coreir.mul", u0, v0), h))
+    w1 = e.op("coreir.add", e.op("coreir.mul", u0, v1), e.op("coreir.and", t, mask))
+    return e.op("coreir.add", e.op("coreir.add", e.op("coreir.mul", u1, v1),
+                                   e.op("coreir.lshr", t, h)), e.op("coreir.lshr", w1, h))
+
+
+def _check_divisor(d: int, w: int, name: str) -> None:
+    """Raise :class:`MappingError` unless :func:`udiv_by_constant` can divide ``w``-bit words
+    by the constant ``d`` (``name`` = the instance, for the message)."""
+    if not 1 <= d < (1 << w):
+        raise MappingError(f"instance {_name(name)} ({_UDIV}) divides by the constant {d}; "
+                           f"CoreIR leaves division by 0 undefined: use a divisor "
+                           f"1..{(1 << w) - 1} or remove the division")
+
+
+def _opn_genargs(inst: dict[str, Any], where: str) -> tuple[int, str]:
+    """``(N, operator)`` of a ``commonlib.opn`` instance: ``genargs.N = ["Int", N]`` (1 <= N
+    <= :data:`MAX_OPN`) and ``genargs.operator = ["String", "<op>"]`` (CoreIR's names)."""
+    ga = inst.get("genargs")
+    fix = (f'write {{"width": ["Int", 16], "N": ["Int", <1..{MAX_OPN}>], "operator": '
+           f'["String", "coreir.add"]}}')
+    if not isinstance(ga, dict):
+        raise MappingError(f"{where}: {_OPN} has no genargs object; {fix}")
+    n = ga.get("N")
+    if not (isinstance(n, list) and len(n) == 2 and n[0] == "Int" and _is_int(n[1])
+            and 1 <= n[1] <= MAX_OPN):
+        raise MappingError(f"{where}: field genargs.N of {_OPN} is {_show(n)}; {fix}")
+    op = _string_genarg(ga, "operator")
+    if op is None:
+        raise MappingError(f"{where}: field genargs.operator of {_OPN} is "
+                           f"{_show(ga.get('operator'))}; {fix}")
+    if op not in OPN_OPERATORS:                 # _unsupported listed it
+        raise MappingError(f"{where}: {_OPN} of operator {_name(op)} is not supported; use "
+                           f"one of {', '.join(sorted(OPN_OPERATORS))}")
+    return n[1], op
+
+
+def udiv_by_constant(k: ir.Kernel, n: int, d: int, width: int, name: str) -> int:
+    """Append ``floor(n / d)`` for kernel node ``n`` (a ``width``-bit unsigned word) and a
+    constant divisor ``1 <= d < 2**width``; returns the node id of the quotient (``n`` itself
+    when ``d == 1``). Only IR ops: ``coreir.mul`` (low ``width`` bits), ``lshr``, ``and``,
+    ``add``, ``sub``, ``uge``, ``mux``. Exact for every dividend ``0 <= n < 2**width``:
+
+    - ``d`` a power of two ``2**s``: one ``lshr`` by ``s``;
+    - ``2 * d >= 2**width``: the quotient is 0 or 1: ``mux(0, 1, n >= d)``;
+    - otherwise, ``width`` even: multiply by a magic reciprocal (Granlund & Montgomery,
+      "Division by invariant integers using multiplication", PLDI 1994, section 4, Theorem
+      4.2; Hacker's Delight, 2nd ed., section 10-8). With ``d = d' * 2**z`` (``d'`` odd),
+      ``x = n >> z`` has ``N = width - z`` bits and ``floor(n / d) = floor(x / d')``. For the
+      smallest ``p >= z`` with ``m = ceil(2**(N+p) / d')``, ``m*d' - 2**(N+p) <= 2**p``
+      (Theorem 4.2's condition) and ``m < 2**width``: ``q = floor(x * m / 2**(N+p)) =
+      mulhu(x, m) >> (N + p - width)``. When every such ``m`` needs ``width + 1`` bits (some
+      odd ``d``), ``p = ceil(log2 d)``, ``m = 2**width + m'`` and ``q = (t + ((n - t) >> 1))
+      >> (p - 1)`` with ``t = mulhu(n, m')`` (the paper's correction: ``n + t`` may overflow,
+      ``t + (n - t) / 2`` cannot since ``t <= n``). The high product ``mulhu`` is never a
+      hardware op: it is built from four ``width/2 x width/2``-bit products that fit a
+      ``width``-bit ``mul`` (:func:`_mulhu`, Hacker's Delight section 8-2): 14 ops, at most
+      18 in all;
+    - otherwise, ``width = 2h + 1`` odd (the half-word products need an even split): the
+      dividend is split, ``n = 2a + b`` (``a = n >> 1`` has ``2h`` bits, ``b = n & 1``);
+      ``q1 = floor(a / d) = mulhu(a, m) >> l`` with ``l = ceil(log2 d)`` and ``m =
+      ceil(2**(2h+l) / d) < 2**width`` (Theorem 4.2 for ``2h``-bit dividends, no correction
+      needed); then ``r1 = a - q1*d < d``, ``n = 2*q1*d + (2*r1 + b)`` with ``2*r1 + b < 2d``,
+      so ``q = 2*q1 + (2*r1 + b >= d)`` (a remainder correction step): at most 25 ops.
+
+    Raises :class:`MappingError` (naming ``name``) for ``d == 0`` (CoreIR leaves it
+    undefined).
+    """
+    w = width
+    _check_divisor(d, w, name)
+    e = _Emit(k, w, name)
+    x = _Node(n)
+    if d == 1:
+        return n
+    if d & (d - 1) == 0:
+        return e.result(e.op("coreir.lshr", x, d.bit_length() - 1, last=True))
+    if 2 * d >= 1 << w:
+        ge = k.add("coreir.uge", x, e.node(d), name=f"{name}_ge")
+        return k.add("coreir.mux", e.node(0), e.node(1), ge, width=w, name=name)
+    if w % 2:
+        lg = (d - 1).bit_length()
+        m = -(-(1 << (w - 1 + lg)) // d)
+        a, b = e.op("coreir.lshr", x, 1), e.op("coreir.and", x, 1)
+        q1 = e.op("coreir.lshr", _mulhu(e, a, m), lg)
+        r1 = e.op("coreir.sub", a, e.op("coreir.mul", q1, d))
+        ge = k.add("coreir.uge", e.node(e.op("coreir.add", e.op("coreir.add", r1, r1), b)),
+                   e.node(d), name=f"{name}_ge")
+        inc = k.add("coreir.mux", e.node(0), e.node(1), ge, width=w, name=f"{name}_inc")
+        return e.result(e.op("coreir.add", e.op("coreir.add", q1, q1), _Node(inc), last=True))
+    z = (d & -d).bit_length() - 1
+    dd, big_n = d >> z, w - z
+    lg = (dd - 1).bit_length()                  # ceil(log2 d')
+    for p in range(z, max(z, lg) + 1):
+        m = -(-(1 << (big_n + p)) // dd)
+        if m * dd - (1 << (big_n + p)) <= (1 << p) and m < (1 << w):
+            xs = e.op("coreir.lshr", x, z)
+            return e.result(e.op("coreir.lshr", _mulhu(e, xs, m), big_n + p - w, last=True))
+    # d odd (z = 0) here: an even d' * 2**z with z >= 1 always finds m < 2**(N+1) <= 2**w
+    p = (d - 1).bit_length()
+    m = -(-(1 << (w + p)) // d) - (1 << w)
+    t = _mulhu(e, x, m)
+    half = e.op("coreir.add", t, e.op("coreir.lshr", e.op("coreir.sub", x, t), 1))
+    return e.result(e.op("coreir.lshr", half, p - 1, last=True))
+
+
+def opn_tree(k: ir.Kernel, op: str, args: list[int], width: int, name: str) -> int:
+    """Append CoreIR's ``commonlib.opn`` of binary op ``op`` over nodes ``args``: the tree
+    of CoreIR's generator (src/libs/commonlib.cpp, ``opN``): one operand is itself, else
+    ``op(opn(first 2**(b-1)), opn(rest))`` with ``b`` the bit length of ``len(args) - 1``
+    (the largest power of two below ``len(args)`` goes left). Depth ``ceil(log2 n)``, ``n -
+    1`` ops; the same association as CoreIR, so a non-associative op (``coreir.sub``)
+    computes what CoreIR computes. Returns the root's node id (named ``name``)."""
+    counter = [0]
+
+    def tree(xs: list[int], top: bool) -> int:
+        if len(xs) == 1:
+            return xs[0]
+        left = 1 << ((len(xs) - 1).bit_length() - 1)
+        a, b = tree(xs[:left], False), tree(xs[left:], False)
+        counter[0] += 1
+        return k.add(op, a, b, width=width, name=name if top else f"{name}_{counter[0]}")
+
+    return tree(list(args), True)
+
+
 # ----------------------------------------------------------------------------- import
 def import_module(name: str, module: dict[str, Any], source: str = "<json>") -> ir.Kernel:
     """Import one CoreIR module dict as a Kernel (see the module docstring).
@@ -269,6 +560,9 @@ def import_module(name: str, module: dict[str, Any], source: str = "<json>") -> 
     if not isinstance(module, dict):
         raise MappingError(f"{where}: the module is a JSON {_jtype(module)}, not an object with "
                            f"'type', 'instances' and 'connections'")
+    found = _unsupported(module)
+    if found:
+        raise _unsupported_error(source, [(label, name, iname) for label, iname in found])
     k = ir.Kernel(name)
     typ = module.get("type")
     if not (isinstance(typ, list) and len(typ) == 2 and typ[0] == "Record"
@@ -311,6 +605,9 @@ def import_module(name: str, module: dict[str, Any], source: str = "<json>") -> 
     ops: dict[str, str] = {}
     widths: dict[str, int] = {}
     values: dict[str, int] = {}
+    ports_of: dict[str, tuple[str, ...]] = {}       # operand ports in operand order
+    kinds_of: dict[str, tuple[str, ...]] = {}       # their kinds (ir.DATA / ir.BIT)
+    operator: dict[str, str] = {}                   # commonlib.opn instance -> binary op
     for iname, inst in insts.items():
         iwhere = f"{where}: instance {iname}"
         if not isinstance(iname, str) or not iname or "." in iname or iname == "self":
@@ -319,14 +616,22 @@ def import_module(name: str, module: dict[str, Any], source: str = "<json>") -> 
         if not isinstance(inst, dict):
             raise MappingError(f"{iwhere}: the instance is a JSON {_jtype(inst)}; it must be an "
                                f"object {{\"genref\": <op>, \"genargs\": ...}}")
-        op = inst.get("genref") or inst.get("modref")
-        op = ir.COREIR_ALIASES.get(op, op) if isinstance(op, str) else op
-        if not isinstance(op, str) or op not in ir.OPS:
-            raise MappingError(f"{iwhere} uses unknown op {_show(op)} (field genref/modref); "
-                               f"supported ops: {', '.join(sorted(ir.OPS))} (add it to "
-                               f"mapper.ir.OPS with its semantics, or remove it from the kernel)")
+        op = _ref(inst)
+        if not isinstance(op, str) or not op:
+            raise MappingError(f"{iwhere} names no op: field genref/modref is {_show(op)}; "
+                               f"write the op's CoreIR name, e.g. \"genref\": \"coreir.add\"")
+        if op not in ir.OPS and op not in EXPANDED_OPS:    # _unsupported listed them all
+            raise _unsupported_error(source, [(_name(op), name, iname)])
         ops[iname] = op
         widths[iname] = _instance_width(op, inst, iwhere)
+        if op == _UDIV:
+            ports_of[iname], kinds_of[iname] = ("in0", "in1"), (ir.DATA, ir.DATA)
+        elif op == _OPN:
+            count, operator[iname] = _opn_genargs(inst, iwhere)
+            ports_of[iname] = tuple(f"in.{i}" for i in range(count))
+            kinds_of[iname] = (ir.DATA,) * count
+        else:
+            ports_of[iname], kinds_of[iname] = ir.OPS[op].ports, ir.OPS[op].operands
         if op in ir.CONST_OPS:
             margs = inst.get("modargs")
             if not isinstance(margs, dict) or "value" not in margs:
@@ -364,15 +669,16 @@ def import_module(name: str, module: dict[str, Any], source: str = "<json>") -> 
         if iname not in ops:
             raise MappingError(f"{where}: connection {conn} names unknown instance "
                                f"{iname!r}; declare it under 'instances' or fix the name")
-        spec = ir.OPS[ops[iname]]
         port = ".".join(parts[1:])
         if port == "out":
             return True, ("inst_out", iname)
-        if port not in spec.ports:
+        if port not in ports_of[iname]:
+            have = ports_of[iname]
+            shown = (f"in.0 .. in.{len(have) - 1} (one per operand), out"
+                     if ops[iname] == _OPN else ", ".join((*have, "out")))
             raise MappingError(f"{where}: connection {conn} names port {port!r} of instance "
-                               f"{iname}, but {ops[iname]} has ports "
-                               f"{', '.join((*spec.ports, 'out'))}; fix the port name (bit "
-                               f"selects are not supported)")
+                               f"{iname}, but {ops[iname]} has ports {shown}; fix the port "
+                               f"name (bit selects are not supported)")
         return False, ("inst_in", iname, port)
 
     conns = module.get("connections")
@@ -401,6 +707,24 @@ def import_module(name: str, module: dict[str, Any], source: str = "<json>") -> 
         driver_of[dst] = src
         text[src], text[dst] = s_txt, d_txt
 
+    divisor: dict[str, int] = {}                    # coreir.udiv instance -> constant
+    for iname, op in ops.items():
+        if op != _UDIV:
+            continue
+        src = driver_of.get(("inst_in", iname, "in1"))
+        if src is None:
+            continue                                # build() reports an undriven port
+        if src[0] != "inst_out" or ops[src[1]] != "coreir.const":   # _unsupported did
+            raise _unsupported_error(source, [(f"{_UDIV} with a non-constant divisor",
+                                               name, iname)])
+        if widths[src[1]] != widths[iname]:
+            continue                                # create() reports the width mismatch
+        divisor[iname] = values[src[1]]
+        try:
+            _check_divisor(divisor[iname], widths[iname], iname)
+        except MappingError as exc:
+            raise MappingError(f"{where}: {exc} (divisor: {text[src]})") from None
+
     node_of: dict[str, int] = {}
 
     def source_node(src: tuple) -> int:
@@ -412,8 +736,7 @@ def import_module(name: str, module: dict[str, Any], source: str = "<json>") -> 
         op, width = ops[iname], widths[iname]
         if op in ir.CONST_OPS:
             return k.const(values[iname], width)
-        spec = ir.OPS[op]
-        for port, kind, nid in zip(spec.ports, spec.operands, args, strict=True):
+        for port, kind, nid in zip(ports_of[iname], kinds_of[iname], args, strict=True):
             want, got = (1 if kind == ir.BIT else width), k.nodes[nid].width
             if want != got:
                 src = text[driver_of[("inst_in", iname, port)]]
@@ -421,6 +744,11 @@ def import_module(name: str, module: dict[str, Any], source: str = "<json>") -> 
                                    f"{want} bit(s) but is driven by {src} with {got}; "
                                    f"connect a {want}-bit value or fix genargs.width")
         try:
+            if op == _UDIV:
+                return udiv_by_constant(k, args[0], divisor[iname], width, iname)
+            if op == _OPN:
+                return opn_tree(k, operator[iname], args, width, iname)
+            spec = ir.OPS[op]
             return k.add(op, *args, width=None if spec.result == ir.BIT else width, name=iname)
         except MappingError as exc:
             raise MappingError(f"{where}: instance {iname}: {exc}") from None
@@ -435,8 +763,8 @@ def import_module(name: str, module: dict[str, Any], source: str = "<json>") -> 
         while frames:
             frame = frames[-1]
             iname, i, args = frame
-            ports_of = ir.OPS[ops[iname]].ports
-            if i == len(ports_of):
+            operands = ports_of[iname]
+            if i == len(operands):
                 frames.pop()
                 visiting.discard(iname)
                 node_of[iname] = create(iname, args)
@@ -444,7 +772,7 @@ def import_module(name: str, module: dict[str, Any], source: str = "<json>") -> 
                     frames[-1][2].append(node_of[iname])
                     frames[-1][1] += 1
                 continue
-            port = ports_of[i]
+            port = operands[i]
             sink = ("inst_in", iname, port)
             if sink not in driver_of:
                 raise MappingError(f"{where}: port {iname}.{port} of op {ops[iname]} is not "
@@ -525,23 +853,50 @@ def _import_dict(data: Any, source: str) -> dict[str, ir.Kernel]:
     if not isinstance(nss, dict):
         raise MappingError(f"{source}: field namespaces is a JSON {_jtype(nss)}, not an object; "
                            f"{_LAYOUT}")
-    glob = nss.get("global")
+    ns, named_by = _design_namespace(data, source), ""
+    if "top" in data:
+        named_by = f" (named by field top {_show(data['top'])})"
+    glob = nss.get(ns)
     if glob is None:
-        raise MappingError(f"{source}: no namespace 'global' in field namespaces (found: "
-                           f"{_names(nss)}); the kernels must be in namespaces.global.modules")
+        libs = sorted(n for n in nss if n in LIBRARY_NAMESPACES)
+        only = (f"; {', '.join(libs)} {'is a library' if len(libs) == 1 else 'are libraries'}"
+                if libs else "")
+        raise MappingError(f"{source}: no namespace {ns!r}{named_by} in field namespaces "
+                           f"(found: {_names(nss)}){only}; the kernels must be in "
+                           f"namespaces.{ns}.modules")
     if not isinstance(glob, dict):
-        raise MappingError(f"{source}: field namespaces.global is a JSON {_jtype(glob)}, not an "
+        raise MappingError(f"{source}: field namespaces.{ns} is a JSON {_jtype(glob)}, not an "
                            f"object; {_LAYOUT}")
     modules = glob.get("modules")
     if modules is None:
-        raise MappingError(f"{source}: no field 'modules' in namespaces.global; {_LAYOUT}")
+        raise MappingError(f"{source}: no field 'modules' in namespaces.{ns}; {_LAYOUT}")
     if not isinstance(modules, dict):
-        raise MappingError(f"{source}: field namespaces.global.modules is a JSON "
+        raise MappingError(f"{source}: field namespaces.{ns}.modules is a JSON "
                            f"{_jtype(modules)}, not an object module name -> module; {_LAYOUT}")
     names = [m for m in modules if isinstance(m, str) and m.startswith(KERNEL_PREFIX)]
     if not names:
-        raise MappingError(f"{source}: namespaces.global.modules has no {KERNEL_PREFIX}* module "
+        raise MappingError(f"{source}: namespaces.{ns}.modules has no {KERNEL_PREFIX}* module "
                            f"(found: {_names(modules)}); the Halide-to-CGRA flow names each "
                            f"compute kernel {KERNEL_PREFIX}<stage>: pass its <app>_compute.json "
                            f"or rename the kernel modules")
+    found = [(label, m, iname) for m in names for label, iname in _unsupported(modules[m])]
+    if found:
+        raise _unsupported_error(source, found)
     return {m: import_module(m, modules[m], source) for m in names}
+
+
+def _design_namespace(data: dict[str, Any], source: str) -> str:
+    """The namespace holding the design: the one of field ``top`` (``"<namespace>.<module>"``,
+    as CoreIR saves it) when given, else ``global``. Every other namespace (the libraries:
+    :data:`LIBRARY_NAMESPACES`, and any other) is never read."""
+    if "top" not in data:
+        return "global"
+    top = data["top"]
+    if not (isinstance(top, str) and "." in top and top.split(".", 1)[0]):
+        raise MappingError(f"{source}: field top is {_show(top)}; write \"<namespace>.<module>\" "
+                           f"(e.g. \"global.DesignTop\") or leave the field out")
+    ns = top.split(".", 1)[0]
+    if ns in LIBRARY_NAMESPACES:
+        raise MappingError(f"{source}: field top {_show(top)} names library namespace {ns}; "
+                           f"name the design's top module (e.g. \"global.DesignTop\")")
+    return ns

@@ -34,7 +34,10 @@ Language (a subset of Halide with its semantics):
   ``f[x, y] += e(r)`` (or ``f[x, y] = f[x, y] op e(r)``) over one ``RDom``; the reduction is
   fully unrolled at lowering (``r.x`` innermost), as the Halide-to-CGRA flow does.
 - Accesses ``g[x + c + r.x, y + d + r.y]``: dimension 0 must use the pure var ``x`` and
-  dimension 1 ``y`` with unit coefficient (stencil accesses; no strides).
+  dimension 1 ``y``; the var may carry an integer rate, ``g[2*x + 1, 2*y]`` (stride 2,
+  downsample) or ``g[x / 2, y / 2]`` (Halide's floor division: each pixel twice, upsample).
+  One Func reads each producer at one rate.  Multi-rate pipelines are scheduled by
+  :mod:`mapper.polyhedral` and run with ``unroll = 1``.
 - ``Table(name, rows)``: a compile-time constant 2-D table indexed ``t[i, j]`` = ``rows[j][i]``
   by RDom variables or literals (filter weights).
 - ``Pipeline(output, name, unroll=1)``: one output Func; ``unroll`` = output pixels per cycle
@@ -46,6 +49,7 @@ the Func and the construct.
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,6 +119,16 @@ class _IndexVar:
     def __sub__(self, other: Any) -> Affine:
         return Affine.of(self) - other
 
+    def __mul__(self, other: Any) -> Affine:
+        return Affine.of(self) * other
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, other: Any) -> Affine:
+        return Affine.of(self) // other
+
+    __truediv__ = __floordiv__
+
     def __repr__(self) -> str:
         return self.name
 
@@ -166,10 +180,34 @@ class RDom:
 
 
 class Affine:
-    """``sum(term) + const`` with unit-coefficient Var/RVar terms (an index expression)."""
+    """``floor(scale * v / div) + sum(RVar terms) + const`` (an index expression): at most one
+    pure Var ``v`` with an integer rate ``scale / div`` (Halide's ``2*x``, ``x / 2``; ``/`` of
+    integers floors), RDom variables and the constant with unit coefficients."""
 
-    def __init__(self, terms: tuple[Var | RVar, ...], const: int):
-        self.terms, self.const = terms, const
+    def __init__(self, terms: tuple[Var | RVar, ...], const: int, scale: int = 1, div: int = 1):
+        self.terms, self.const, self.scale, self.div = terms, const, scale, div
+
+    def _rate_op(self, k: Any, op: str) -> Affine:
+        pure = [t for t in self.terms if isinstance(t, Var)]
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise MappingError(f"index expression {self!r} {op} {k!r}: only a positive integer "
+                               f"literal may scale or divide an index")
+        if len(self.terms) != 1 or len(pure) != 1 or self.const:
+            raise MappingError(f"index expression ({self!r}) {op} {k}: only the pure variable "
+                               f"itself may be scaled or divided; write e.g. 2*x + 1 or x/2 + 1")
+        scale, div = (self.scale * k, self.div) if op == "*" else (self.scale, self.div * k)
+        g = math.gcd(scale, div)
+        return Affine(self.terms, 0, scale // g, div // g)
+
+    def __mul__(self, k: Any) -> Affine:
+        return self._rate_op(k, "*")
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, k: Any) -> Affine:
+        return self._rate_op(k, "/")
+
+    __truediv__ = __floordiv__
 
     @staticmethod
     def of(v: Any) -> Affine:
@@ -183,17 +221,26 @@ class Affine:
 
     def __add__(self, other: Any) -> Affine:
         o = Affine.of(other)
-        return Affine(self.terms + o.terms, self.const + o.const)
+        if (self.scale, self.div) != (1, 1) and (o.scale, o.div) != (1, 1):
+            raise MappingError(f"index expression {self!r} + {o!r}: two scaled terms")
+        scale, div = (self.scale, self.div) if (self.scale, self.div) != (1, 1) else \
+            (o.scale, o.div)
+        return Affine(self.terms + o.terms, self.const + o.const, scale, div)
 
     __radd__ = __add__
 
     def __sub__(self, other: Any) -> Affine:
         if isinstance(other, int):
-            return Affine(self.terms, self.const - other)
+            return Affine(self.terms, self.const - other, self.scale, self.div)
         raise MappingError(f"index expression: cannot subtract {other!r} (only integers)")
 
     def __repr__(self) -> str:
-        return " + ".join([t.name for t in self.terms] + [str(self.const)])
+        def name(t: Var | RVar) -> str:
+            if isinstance(t, RVar) or (self.scale, self.div) == (1, 1):
+                return t.name
+            v = f"{self.scale}*{t.name}" if self.scale != 1 else t.name
+            return f"{v}/{self.div}" if self.div != 1 else v
+        return " + ".join([name(t) for t in self.terms] + [str(self.const)])
 
 
 # ------------------------------------------------------------------------------ expressions
@@ -581,6 +628,7 @@ class Pipeline:
 def _lower_func(f: Func) -> ir.Stage:
     k = ir.Kernel(f"hcompute_{f.name}")
     offsets: dict[str, list[tuple[int, int]]] = {}
+    rates: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {}
     consts: dict[tuple[int, int], int] = {}
     xv, yv = f.vars
 
@@ -590,8 +638,9 @@ def _lower_func(f: Func) -> ir.Stage:
             consts[key] = k.const(v, bits)
         return consts[key]
 
-    def offset(idx: tuple[Affine, ...], env: dict[RVar, int], who: str) -> tuple[int, int]:
-        out = []
+    def offset(idx: tuple[Affine, ...], env: dict[RVar, int], who: str
+               ) -> tuple[tuple[int, int], tuple[tuple[int, int], tuple[int, int]]]:
+        out, rate = [], []
         for dim, (a, pv) in enumerate(zip(idx, (xv, yv), strict=True)):
             pure = [t for t in a.terms if isinstance(t, Var)]
             if len(pure) != 1 or pure[0] is not pv:
@@ -604,7 +653,8 @@ def _lower_func(f: Func) -> ir.Stage:
                         raise MappingError(f"Func {f.name}: RDom var {t.name} used outside the update")
                     c += env[t]
             out.append(c)
-        return out[0], out[1]
+            rate.append((a.scale, a.div))
+        return (out[0], out[1]), (rate[0], rate[1])
 
     def table_value(acc: Access, env: dict[RVar, int]) -> int:
         vals = []
@@ -636,7 +686,12 @@ def _lower_func(f: Func) -> ir.Stage:
             elif isinstance(t, Table):
                 r = const(table_value(e, env), t.type.bits)
             else:
-                off = offset(e.idx, env, t.name)
+                off, rate = offset(e.idx, env, t.name)
+                if rates.setdefault(t.name, rate) != rate:
+                    raise MappingError(f"Func {f.name}: reads {t.name} at two rates "
+                                       f"{rates[t.name]} and {rate} (scale, divisor per "
+                                       f"dimension); read each producer at one rate (split the "
+                                       f"Func)")
                 lst = offsets.setdefault(t.name, [])
                 if off not in lst:
                     lst.append(off)
@@ -700,5 +755,5 @@ def _lower_func(f: Func) -> ir.Stage:
             val = lower(f.update, point, val, {})
     k.set_output("out", val)
     k = ir.simplify(k)
-    windows = {name: ir.Window(name, tuple(offs)) for name, offs in offsets.items()}
+    windows = {name: ir.Window(name, tuple(offs), rates[name]) for name, offs in offsets.items()}
     return ir.Stage(f.name, k, windows, f.type.signed)

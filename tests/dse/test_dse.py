@@ -50,6 +50,9 @@ def test_rows_and_plots(sweep):
     for r in ok:
         assert int(r["pe_count"]) > 0 and float(r["fmax_mhz"]) > 0
         assert int(r["area_cells"]) > 0 and float(r["runtime_us"]) > 0
+        switched = int(r["pe_count"]) + int(r["mem_count"]) + int(r["wirelength"])
+        assert int(r["energy_proxy"]) == switched * int(r["cycles"])
+    assert all(r["energy_proxy"] == "" for r in rows if r["status"] != "ok")
 
 
 def test_too_big_is_a_recorded_failure(sweep):

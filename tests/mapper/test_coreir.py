@@ -103,13 +103,13 @@ def test_unknown_genref_names_op_module_and_file(tmp_path):
     data = json.loads(example_path("pointwise").read_text())
     bad = copy.deepcopy(data)
     inst = bad["namespaces"]["global"]["modules"]["hcompute_mult_stencil"]["instances"]
-    inst["mul_hw_input_global_wrapper_stencil_1_259_260"]["genref"] = "coreir.udiv"
+    inst["mul_hw_input_global_wrapper_stencil_1_259_260"]["genref"] = "coreir.sdiv"
     path = tmp_path / "bad_compute.json"
     path.write_text(json.dumps(bad))
     with pytest.raises(MappingError) as e:
         import_coreir(path)
     msg = str(e.value)
-    assert "coreir.udiv" in msg and "hcompute_mult_stencil" in msg and "bad_compute.json" in msg
+    assert "coreir.sdiv" in msg and "hcompute_mult_stencil" in msg and "bad_compute.json" in msg
 
 
 def test_structural_errors():
@@ -204,8 +204,9 @@ BAD_FILES = [
     ("no-kernel", _edit(_rename_kernels),
      ["has no hcompute_* module (found: stage_hw_input_global_wrapper_stencil",
       "rename the kernel modules"]),
-    ("unknown-op", _edit(lambda d, m: m["instances"][MUL].__setitem__("genref", "coreir.udiv")),
-     [f"instance {MUL} uses unknown op \"coreir.udiv\"", "add it to mapper.ir.OPS"]),
+    ("unknown-op", _edit(lambda d, m: m["instances"][MUL].__setitem__("genref", "coreir.sdiv")),
+     [f"1 unsupported op in the kernels: coreir.sdiv (1 instance; first: module {KERNEL} "
+      f"instance {MUL})", "add each op to mapper.ir.OPS"]),
     ("unknown-instance", _edit(_set_conn(0, 1, "const_p3__259.out")),
      ["names unknown instance 'const_p3__259'; declare it under 'instances'"]),
     ("unknown-port", _edit(_set_conn(0, 0, f"{MUL}.in2")),

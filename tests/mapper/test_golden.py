@@ -13,7 +13,8 @@ from mapper.apps import APPS, FLOAT_APPS
 APP_NAMES = sorted(set(APPS) - FLOAT_APPS)
 
 # output domain sizes on a 64x64 input (outputs only where the whole stencil is inside)
-OUT_SIZE = {"pointwise": 64, "brighten_blur": 63, "gaussian": 62, "unsharp": 62, "harris": 58}
+OUT_SIZE = {"pointwise": 64, "brighten_blur": 63, "gaussian": 62, "unsharp": 62, "harris": 58,
+            "downsample": 32, "upsample": 128, "laplacian_pyramid": 60}
 
 
 @pytest.mark.parametrize("name", APP_NAMES)

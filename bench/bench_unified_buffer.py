@@ -1,0 +1,123 @@
+"""Unified-buffer benchmark (issue 14): multi-rate apps and gaussian unroll on build/default.
+
+Per app (downsample, upsample, laplacian_pyramid, gaussian, harris; 64x64 camera crop,
+placement seed 0, no clock target): PE / MEM / register counts, MEMs on the dual-port and the
+PUB preset (mapper level; "n/a" when the PUB cannot hold an addressed buffer), the ISL
+schedule time, cycles and first-output cycle against the ideal schedule, seconds per stage
+and the Verilator simulation time (run_app on the generated RTL, bit-exact against numpy and
+Halide or the bench stops). Gaussian at unroll 1/2/4/8/16: MEMs (DP and PUB), registers and
+ideal cycles from memory mapping (the unified-buffer paper's Fig. 12 trend), and the RTL run
+for unroll 1, 2 and 4.
+
+Prints one JSON line per figure and appends rows to ``bench/results/unified_buffer.csv``.
+Run: ``.venv/bin/python bench/bench_unified_buffer.py [--apps a,b] [--no-sim]``.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench_cascade import design  # noqa: E402  (build/default, generated when missing)
+
+RESULTS = ROOT / "bench" / "results" / "unified_buffer.csv"
+APPS = ("downsample", "upsample", "laplacian_pyramid", "gaussian", "harris")
+UNROLLS = (1, 2, 4, 8, 16)
+
+
+def emit(rows: list[dict], figure: str, value, unit: str, params: dict) -> None:
+    row = {"bench": "unified_buffer", "figure": figure, "value": value, "unit": unit,
+           "params": {**params, "cores": os.cpu_count()}}
+    print(json.dumps(row), flush=True)
+    rows.append(row)
+
+
+def mem_counts(app: str, unroll: int = 1) -> dict[str, object]:
+    from cgra.errors import MappingError
+    from mapper.apps import lower_app
+    from mapper.memory import DUAL_PORT_SRAM, PHYSICAL_UNIFIED_BUFFER, map_memory
+
+    out: dict[str, object] = {}
+    p = lower_app(app, 64, 64, unroll)
+    for name, spec in (("dp", DUAL_PORT_SRAM), ("pub", PHYSICAL_UNIFIED_BUFFER)):
+        try:
+            mm = map_memory(p, spec)
+            out[f"mem_{name}"] = mm.counts()["mem"]
+            out[f"reg_{name}"] = mm.counts()["reg"]
+            out[f"ideal_cycles_{name}"] = mm.schedule.completion_cycle()
+        except MappingError:
+            out[f"mem_{name}"] = "n/a"
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--apps", default=",".join(APPS))
+    ap.add_argument("--no-sim", action="store_true", help="mapping figures only")
+    args = ap.parse_args()
+
+    from mapper.apps import lower_app
+    from mapper.flow import AppParams, RunParams, run_app
+    from mapper.polyhedral import from_pipeline, schedule
+
+    d = design()
+    rows: list[dict] = []
+    for app in args.apps.split(","):
+        params = {"app": app, "size": "64x64", "design": "default"}
+        for k, v in mem_counts(app).items():
+            emit(rows, k, v, "count" if k.startswith(("mem", "reg")) else "cycles", params)
+        prog, coef = from_pipeline(lower_app(app, 64, 64))
+        t = time.perf_counter()
+        schedule(prog, coef)
+        emit(rows, "isl_schedule_seconds", round(time.perf_counter() - t, 4), "s", params)
+        if args.no_sim:
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            run = run_app(RunParams(AppParams(app, 64, 64), d, Path(tmp) / app))
+        rep = run.report
+        used = rep["resources"]["used"]
+        emit(rows, "pe", used.get("p", 0), "count", params)
+        emit(rows, "mem", used.get("m", 0), "count", params)
+        emit(rows, "registers", rep["registers"], "count", params)
+        emit(rows, "cycles", rep["cycles"]["stream"], "cycles", params)
+        emit(rows, "ideal_cycles", rep["cycles"]["ideal_stream"], "cycles", params)
+        emit(rows, "first_output", rep["latency"]["first_output_cycle"], "cycles", params)
+        emit(rows, "ideal_first_output", rep["latency"]["ideal_first_output_cycle"], "cycles",
+             params)
+        for k, v in rep["stage_seconds"].items():
+            emit(rows, f"seconds_{k}", v, "s", params)
+    for u in UNROLLS:
+        params = {"app": "gaussian", "size": "64x64", "unroll": u, "design": "default"}
+        for k, v in mem_counts("gaussian", u).items():
+            emit(rows, k, v, "count" if k.startswith(("mem", "reg")) else "cycles", params)
+        if args.no_sim or u > 4:
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            run = run_app(RunParams(AppParams("gaussian", 64, 64, unroll=u), d,
+                                    Path(tmp) / f"g{u}"))
+        emit(rows, "cycles", run.report["cycles"]["stream"], "cycles", params)
+        emit(rows, "mem", run.report["resources"]["used"].get("m", 0), "count", params)
+        emit(rows, "seconds_simulation", run.report["stage_seconds"]["simulation"], "s", params)
+
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    new = not RESULTS.exists()
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+    with RESULTS.open("a", newline="") as f:
+        wr = csv.writer(f)
+        if new:
+            wr.writerow(["time", "bench", "figure", "value", "unit", "params"])
+        for r in rows:
+            wr.writerow([stamp, r["bench"], r["figure"], r["value"], r["unit"],
+                         json.dumps(r["params"])])
+
+
+if __name__ == "__main__":
+    main()
