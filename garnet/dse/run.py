@@ -22,13 +22,15 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from garnet.dse.area import design_nand2
 from garnet.dse.sweep import Point, Sweep
 
 RESULT_SCHEMA = "garnet.dse.point/1"
 #: the CSV columns, in order (grid fields are inserted after ``design``)
 COLUMNS = ["design", "app", "unroll", "status", "error", "pe_count", "mem_count", "io_count",
            "reg_count", "pipeline_registers", "tracks", "wirelength", "fmax_mhz", "period_ps",
-           "latency_cycles", "cycles", "runtime_us", "energy_proxy", "area_cells", "sram_bits",
+           "latency_cycles", "cycles", "runtime_us", "energy_proxy", "area_cells", "area_nand2",
+           "sram_bits",
            "design_seconds", "area_seconds", "map_s", "pack_s", "place_s", "route_s",
            "pipeline_s", "compile_s"]
 STAGES = ("collateral", "map", "pack", "place", "route", "pipeline")
@@ -100,6 +102,8 @@ def app_task(design: dict, app: str, unroll: int, image: tuple[int, int], seed: 
         return {**row, "cached": False}
     area = design["area"]
     row.update(area_cells=area["cells"], sram_bits=area["sram_bits"],
+               area_nand2=area["nand2"] if "nand2" in area else design_nand2(
+                   Path(design["dir"]).parent.parent, design["key"]),
                design_seconds=design["seconds"], area_seconds=design["area_seconds"],
                tracks=design["params"]["tracks"])
     run_dir = Path(design["dir"]).parent.parent / "runs" / design["key"] / Path(result_file).stem
@@ -224,7 +228,10 @@ class Executor:
             if f in rows or f in todo:
                 continue
             if Path(f).is_file():
-                rows[f] = {**json.loads(Path(f).read_text()), "cached": True}
+                r = json.loads(Path(f).read_text())
+                if "area_cells" in r and r.get("area_nand2") is None:   # cached before it
+                    r["area_nand2"] = design_nand2(self.sweep.cache, pt.key)
+                rows[f] = {**r, "cached": True}
                 self.cached += 1
             else:
                 todo[f] = (pt, a)
