@@ -263,7 +263,9 @@ def verify_cmd(design: Path, bitstream: Path, netlist: Path | None) -> None:
 @_RUN_DIR
 @_design_opt()
 @click.option("--image", default="camera", show_default=True,
-              help="camera | astronaut | coffee (scikit-image samples) | an image file path")
+              help="a scikit-image sample shipped with it (camera, astronaut, coffee, chelsea, "
+                   "coins, ...) or an image file path; colour apps take its RGB planes or "
+                   "RGGB mosaic (the app's input convention)")
 def sim_cmd(run_dir: Path, design: Path | None, image: str) -> None:
     """Simulate the bitstream of RUN_DIR on the design's RTL (Verilator) and compare with
     both golden models."""
@@ -300,7 +302,9 @@ def _summary(run, t0: float) -> None:
               help="run directory (default build/apps/<app>)")
 @click.option("--seed", default=0, show_default=True, help="placement seed")
 @click.option("--image", default="camera", show_default=True,
-              help="camera | astronaut | coffee (scikit-image samples) | an image file path")
+              help="a scikit-image sample shipped with it (camera, astronaut, coffee, chelsea, "
+                   "coins, ...) or an image file path; colour apps take its RGB planes or "
+                   "RGGB mosaic (the app's input convention)")
 @click.option("--size", default=64, show_default=True, type=click.IntRange(1, 4096),
               help="square input image side (pixels)")
 @click.option("--unroll", default=1, show_default=True, help="pixels per cycle (lanes)")

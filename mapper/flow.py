@@ -546,8 +546,10 @@ def load_bitstream(run_dir: str | Path, coll: Collateral) -> Bitstream:
 # ---------------------------------------------------------------------------- sim
 @dataclass
 class SimOptions:
-    """Options of the sim stage: ``image`` (a sample name of :data:`mapper.images.IMAGES`
-    or an image file path) and the Verilator build/run options."""
+    """Options of the sim stage: ``image`` (a shipped scikit-image sample,
+    :func:`mapper.images.shipped_samples`, or an image file path; read grey or colour by the
+    app's input convention, :func:`mapper.apps.load_app_image`) and the Verilator build/run
+    options."""
 
     image: str = "camera"
     sim: Any = None
@@ -698,9 +700,9 @@ def run_sim(run_dir: str | Path, coll: Collateral, opts: SimOptions | None = Non
     bit-exact comparison with both golden models (the numpy interpreter of the IR and the
     same algorithm in real Halide), output pictures and ``run_report.json``. Raises
     :class:`SimulationError` naming the first mismatching pixel and the golden model."""
-    from mapper.apps import app_images, build_app, display_image, lower_app
+    from mapper.apps import app_images, build_app, display_image, load_app_image, lower_app
     from mapper.halide_export import run_halide
-    from mapper.images import load_image, save_comparison, save_png
+    from mapper.images import save_comparison, save_png
     from mapper.interp import run_pipeline
     from mapper.simulate import SimParams, build_harness, run_harness
 
@@ -720,9 +722,10 @@ def run_sim(run_dir: str | Path, coll: Collateral, opts: SimOptions | None = Non
     t = time.perf_counter()
     proof = verify(flow.bitstream.pairs(), flow.pipelined, coll)
     secs["proof"] = time.perf_counter() - t
-    img = load_image(opts.image, (ap.height, ap.width))
     dsl_p = build_app(ap.app, ap.width, ap.height, ap.unroll)
-    images = app_images(dsl_p, img)     # bf16 encodings for a BFloat16 input
+    source = load_app_image(dsl_p, opts.image, (ap.height, ap.width))
+    images = app_images(dsl_p, source)  # planes / mosaic / bf16 encodings by convention
+    img = images[dsl_p.inputs[0].name] if dsl_p.image != "grey" else source
     plan = stream_plan(flow, images)
     sim_params = opts.sim or SimParams()
     say("verilator build")

@@ -59,7 +59,8 @@ class HalidePipeline:
     def __init__(self, pipe: dsl.Pipeline):
         hl = _hl()
         self.pipe = pipe
-        self.params = {i.name: hl.ImageParam(_storage(i.type), 2, i.name) for i in pipe.inputs}
+        self.params = {i.name: hl.ImageParam(_storage(i.type), 2, f"input_{i.name}")
+                       for i in pipe.inputs}
         self.x, self.y = hl.Var("x"), hl.Var("y")
         self.funcs: dict[str, Any] = {}
         self.tables: dict[int, Any] = {}
@@ -166,6 +167,7 @@ class HalidePipeline:
         Raises :class:`SimulationError` when an input image is missing or mis-shaped.
         """
         hl = _hl()
+        keep: list[np.ndarray] = []
         for i in self.pipe.inputs:
             if i.name not in images:
                 raise SimulationError(f"Halide golden {self.pipe.name}: no image for input {i.name}")
@@ -175,11 +177,13 @@ class HalidePipeline:
                                       f"(height, width) = {(i.shape[1], i.shape[0])}, got {img.shape}")
             dt = np.int16 if i.type.signed else np.uint16
             arr = np.ascontiguousarray(img.astype(np.int64).astype(dt))
+            keep.append(arr)          # hl.Buffer wraps the array's memory: keep it alive
             self.params[i.name].set(hl.Buffer(arr))
         b = self.domain
         buf = hl.Buffer(self.out_type, [b.width, b.height])
         buf.set_min([b.x0, b.y0])
         self.out.realize(buf)
+        del keep
         return np.array(buf, copy=True)
 
 

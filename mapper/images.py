@@ -1,7 +1,9 @@
 """Test images for the golden models and simulations, and how results are written.
 
 * :func:`load_image` gives a ``[y, x]`` uint16 greyscale test image (values 0..255 for the
-  scikit-image samples in :data:`IMAGES`, the file's values for an image file).
+  scikit-image samples, :func:`shipped_samples`, the file's values for an image file);
+  :func:`load_rgb` a colour one ``[y, x, c]`` and :func:`bayer_rggb` its RGGB mosaic (the
+  input conventions of :func:`mapper.apps.app_images`).
 * :func:`save_png` writes a greyscale PNG that an image viewer shows correctly, plus the raw
   values as ``.npy`` when they do not fit 8 bits.
 * :func:`save_comparison` draws input, output and ``|output - golden|`` side by side.
@@ -75,14 +77,85 @@ def _rgb_to_grey(rgb: np.ndarray) -> np.ndarray:
     return rgb2gray(rgb.astype(np.float64))
 
 
-def _sample(name: str) -> np.ndarray:
-    """The scikit-image sample ``name`` (one of :data:`IMAGES`) as ``[y, x]`` uint16 0..255."""
+def shipped_samples() -> tuple[str, ...]:
+    """Names of the scikit-image samples shipped inside the installed package (no download):
+    every ``skimage.data.<name>()`` whose image file ``<name>.png/.jpg`` lies in
+    ``skimage/data``: camera, astronaut, coffee, chelsea, coins, moon, ..."""
     from skimage import data
 
-    img = getattr(data, name)()
+    root = Path(data.__file__).parent
+    names = {p.stem for ext in ("png", "jpg") for p in root.glob(f"*.{ext}")}
+    return tuple(sorted(n for n in names if callable(getattr(data, n, None))))
+
+
+def _sample_raw(name: str) -> np.ndarray:
+    """The scikit-image sample ``name`` as shipped (``(h, w)`` or ``(h, w, 3|4)``)."""
+    from skimage import data
+
+    return np.asarray(getattr(data, name)())
+
+
+def _sample(name: str) -> np.ndarray:
+    """The scikit-image sample ``name`` as ``[y, x]`` uint16 0..255 (colour -> grey)."""
+    img = _sample_raw(name)
     if img.ndim == 3:
         img = np.round(_rgb_to_grey(img[..., :3]))
     return np.clip(img, 0, 255).astype(np.uint16)
+
+
+def _crop(img: np.ndarray, h: int, w: int, source: str) -> np.ndarray:
+    """The ``h x w`` crop of :func:`load_image` (camera at :data:`DEFAULT_CROP_ORIGIN`, the
+    rest centred); raises :class:`MappingError` when the image is smaller."""
+    ih, iw = img.shape[:2]
+    if h > ih or w > iw:
+        raise MappingError(f"--image {source}: the image is {iw}x{ih} (width x height), "
+                           f"smaller than the requested {w}x{h}; use a size of at most "
+                           f"(height, width) = ({ih}, {iw})")
+    if source == "camera":
+        y0, x0 = min(DEFAULT_CROP_ORIGIN[0], ih - h), min(DEFAULT_CROP_ORIGIN[1], iw - w)
+    else:
+        y0, x0 = (ih - h) // 2, (iw - w) // 2
+    return np.ascontiguousarray(img[y0:y0 + h, x0:x0 + w])
+
+
+def load_rgb(source: str | os.PathLike[str], size: int | tuple[int, int]) -> np.ndarray:
+    """A colour test image ``[y, x, c]`` (``c`` = R, G, B) of shape ``(height, width, 3)``,
+    dtype uint16, values 0..255: a shipped scikit-image sample (:func:`shipped_samples`) or an
+    image file (converted to 8-bit RGB by Pillow); a grey image gives three equal channels.
+    Cropped as :func:`load_image`. Raises :class:`MappingError` (one line naming ``source``)."""
+    h, w = _parse_size(size)
+    source = os.fspath(source)
+    if source in shipped_samples():
+        img = _sample_raw(source)
+    else:
+        path = Path(source).expanduser()
+        if not path.is_file():
+            raise MappingError(f"--image {source}: not a shipped scikit-image sample "
+                               f"({', '.join(shipped_samples())}) and no such file")
+        from PIL import Image, UnidentifiedImageError
+        try:
+            with Image.open(path) as im:
+                img = np.asarray(im.convert("RGB"))
+        except (OSError, UnidentifiedImageError, ValueError, SyntaxError) as e:
+            reason = " ".join(str(e).split()) or type(e).__name__
+            raise MappingError(f"--image {source}: cannot read the image file ({reason}); "
+                               f"give a valid PNG/JPEG/TIFF file") from e
+    if img.ndim == 2:
+        img = np.stack([img] * 3, axis=-1)
+    img = np.clip(img[..., :3], 0, 255).astype(np.uint16)
+    return _crop(img, h, w, source)
+
+
+def bayer_rggb(rgb: np.ndarray) -> np.ndarray:
+    """The RGGB Bayer mosaic ``[y, x]`` of an RGB image ``[y, x, c]``: R at (even x, even
+    y), G at (odd x, even y) and (even x, odd y), B at (odd x, odd y)."""
+    rgb = np.asarray(rgb)
+    if rgb.ndim != 3 or rgb.shape[2] < 3:
+        raise MappingError(f"bayer_rggb: expected an (h, w, 3) RGB image, got {rgb.shape}")
+    h, w = rgb.shape[:2]
+    yy, xx = np.mgrid[0:h, 0:w]
+    chan = np.where((yy % 2 == 0) & (xx % 2 == 0), 0, np.where((yy % 2) & (xx % 2), 2, 1))
+    return np.take_along_axis(rgb, chan[..., None], axis=2)[..., 0].copy()
 
 
 def _read_file(path: Path, source: str) -> np.ndarray:
@@ -126,8 +199,9 @@ def _read_file(path: Path, source: str) -> np.ndarray:
 def load_image(source: str | os.PathLike[str], size: int | tuple[int, int]) -> np.ndarray:
     """A greyscale test image ``[y, x]`` of shape ``(height, width)``, dtype uint16.
 
-    ``source`` is a name in :data:`IMAGES` (``skimage.data.<name>()``, shipped with
-    scikit-image, no download; values 0..255; RGB samples go through
+    ``source`` is a name in :data:`IMAGES` or any other sample :func:`shipped_samples` lists
+    (``skimage.data.<name>()``, shipped with scikit-image, no download; values 0..255; RGB
+    samples go through
     ``skimage.color.rgb2gray`` and are rounded to 0..255) or, if it is not one of those names,
     the path of an image file Pillow reads (PNG, JPEG, TIFF, ...; first frame). From a file,
     8-bit grey keeps its 0..255 values and 16-bit grey its 0..65535 values; RGB/RGBA become
@@ -145,24 +219,16 @@ def load_image(source: str | os.PathLike[str], size: int | tuple[int, int]) -> n
     """
     h, w = _parse_size(size)
     source = os.fspath(source)
-    if source in IMAGES:
+    if source in IMAGES or source in shipped_samples():
         img = _sample(source)
     else:
         path = Path(source).expanduser()
         if not path.is_file():
-            raise MappingError(f"--image {source}: not one of {', '.join(IMAGES)} and no such "
-                               f"file; give a sample name or the path of an image file")
+            raise MappingError(f"--image {source}: not a shipped scikit-image sample "
+                               f"({', '.join(shipped_samples())}) and no such file; give a "
+                               f"sample name or the path of an image file")
         img = _read_file(path, source)
-    ih, iw = img.shape
-    if h > ih or w > iw:
-        raise MappingError(f"--image {source}: the image is {iw}x{ih} (width x height), "
-                           f"smaller than the requested {w}x{h}; use a size of at most "
-                           f"(height, width) = ({ih}, {iw})")
-    if source == "camera":
-        y0, x0 = min(DEFAULT_CROP_ORIGIN[0], ih - h), min(DEFAULT_CROP_ORIGIN[1], iw - w)
-    else:
-        y0, x0 = (ih - h) // 2, (iw - w) // 2
-    return np.ascontiguousarray(img[y0:y0 + h, x0:x0 + w])
+    return _crop(img, h, w, source)
 
 
 def save_png(img: np.ndarray, path: str | os.PathLike[str]) -> list[Path]:

@@ -19,8 +19,8 @@ import numpy as np
 
 from cgra.errors import MappingError
 from mapper import ir
-from mapper.apps import (brighten_blur, downsample, gaussian, gaussian_bf16, harris,
-                         laplacian_pyramid, pointwise, unsharp, upsample)
+from mapper.apps import (brighten_blur, demosaic, downsample, gaussian, gaussian_bf16, harris,
+                         laplacian_pyramid, pointwise, rgb_luma, unsharp, upsample)
 from mapper.frontend import dsl
 
 #: app name -> builder(width, height, unroll) -> dsl.Pipeline
@@ -34,6 +34,8 @@ APPS: dict[str, Callable[[int, int, int], dsl.Pipeline]] = {
     "downsample": downsample.build,
     "upsample": upsample.build,
     "laplacian_pyramid": laplacian_pyramid.build,
+    "rgb_luma": rgb_luma.build,
+    "demosaic": demosaic.build,
 }
 
 #: apps computing in BFloat16: they need a PE with the float ops (``ir_float``, e.g. the FP PE
@@ -57,10 +59,36 @@ def lower_app(name: str, width: int = 64, height: int = 64, unroll: int = 1) -> 
 
 
 def app_images(pipe: dsl.Pipeline, img: np.ndarray) -> dict[str, np.ndarray]:
-    """The image of every input of ``pipe`` made from the pixel array ``img`` (``[y, x]``):
-    the pixels themselves for an integer input, their bf16 encodings
-    (:func:`dsl.to_bf16_bits`, nearest even; exact for 0..255) for a ``BFloat16`` input."""
-    return {i.name: dsl.to_bf16_bits(img) if i.type.is_float else img for i in pipe.inputs}
+    """The image of every input of ``pipe`` made from the pixel array ``img`` by the app's
+    input convention (``pipe.image``, :data:`dsl.IMAGE_CONVENTIONS`): ``grey`` takes a grey
+    ``[y, x]`` array for every input; ``rgb`` an ``[y, x, c]`` colour array, input ``r``
+    plane 0, ``g`` 1, ``b`` 2; ``bayer_rggb`` a colour array, the input gets its RGGB mosaic
+    (:func:`mapper.images.bayer_rggb`). Values are the pixels for an integer input, their bf16
+    encodings (:func:`dsl.to_bf16_bits`, nearest even; exact for 0..255) for a ``BFloat16``
+    input. Raises :class:`MappingError` for an array of the wrong rank."""
+    from mapper.images import bayer_rggb
+
+    img = np.asarray(img)
+    want = 2 if pipe.image == "grey" else 3
+    if img.ndim != want:
+        raise MappingError(f"app {pipe.name}: its input convention '{pipe.image}' takes a "
+                           f"{'grey [y, x]' if want == 2 else 'colour [y, x, c]'} image, got "
+                           f"shape {img.shape}")
+    planes = {i.name: img if pipe.image == "grey" else
+              bayer_rggb(img) if pipe.image == "bayer_rggb" else
+              np.ascontiguousarray(img[..., dsl.RGB_PLANES.index(i.name)])
+              for i in pipe.inputs}
+    return {n: dsl.to_bf16_bits(planes[n]) if i.type.is_float else planes[n]
+            for n, i in ((i.name, i) for i in pipe.inputs)}
+
+
+def load_app_image(pipe: dsl.Pipeline, source: str, size: tuple[int, int]) -> np.ndarray:
+    """The test image ``source`` (sample name or file) as the app's convention needs it:
+    grey ``[y, x]`` (:func:`mapper.images.load_image`) or colour ``[y, x, c]``
+    (:func:`mapper.images.load_rgb`); ``size`` = ``(height, width)``."""
+    from mapper.images import load_image, load_rgb
+
+    return load_image(source, size) if pipe.image == "grey" else load_rgb(source, size)
 
 
 def display_image(pipe: dsl.Pipeline, out: np.ndarray) -> np.ndarray:

@@ -566,16 +566,37 @@ def _rvars(e: Expr) -> list[RVar]:
 _IROP = {"+": "add", "-": "sub", "*": "mul", "<<": "shl", "&": "and", "|": "or", "^": "xor"}
 
 
-class Pipeline:
-    """A DSL pipeline: the Funcs reachable from ``output``; ``unroll`` output pixels per cycle."""
+#: how an app's inputs are made from a test image (:func:`mapper.apps.app_images`): ``grey``
+#: every input the grey image; ``rgb`` inputs ``r``, ``g``, ``b`` the colour planes; ``bayer_rggb``
+#: the one input the RGGB Bayer mosaic of the colour image (:func:`mapper.images.bayer_rggb`)
+IMAGE_CONVENTIONS = ("grey", "rgb", "bayer_rggb")
+RGB_PLANES = ("r", "g", "b")
 
-    def __init__(self, output: Func, name: str | None = None, unroll: int = 1):
+
+class Pipeline:
+    """A DSL pipeline: the Funcs reachable from ``output``; ``unroll`` output pixels per cycle;
+    ``image``: the input convention (:data:`IMAGE_CONVENTIONS`)."""
+
+    def __init__(self, output: Func, name: str | None = None, unroll: int = 1,
+                 image: str = "grey"):
         if not isinstance(output, Func):
             raise MappingError("Pipeline: the output must be a Func")
         if unroll < 1:
             raise MappingError(f"Pipeline {name}: unroll must be >= 1, got {unroll}")
         self.output, self.name, self.unroll = output, name or output.name, unroll
         self.funcs, self.inputs = self._collect()
+        if image not in IMAGE_CONVENTIONS:
+            raise MappingError(f"Pipeline {self.name}: image convention {image!r} is not one "
+                               f"of {', '.join(IMAGE_CONVENTIONS)}")
+        names = [i.name for i in self.inputs]
+        if image == "rgb" and not set(names) <= set(RGB_PLANES):
+            raise MappingError(f"Pipeline {self.name}: image convention 'rgb' feeds inputs "
+                               f"named {', '.join(RGB_PLANES)} (one colour plane each); rename "
+                               f"{sorted(set(names) - set(RGB_PLANES))}")
+        if image == "bayer_rggb" and len(names) != 1:
+            raise MappingError(f"Pipeline {self.name}: image convention 'bayer_rggb' feeds "
+                               f"one input (the mosaic), the pipeline has {names}")
+        self.image = image
 
     def _collect(self) -> tuple[list[Func], list[Input]]:
         order: list[Func] = []

@@ -5,6 +5,7 @@ multi-rate apps (downsample: strided reads over delay lines; upsample: an addres
 buffer) are among them."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 APPS = ("pointwise", "brighten_blur", "gaussian", "unsharp", "harris", "downsample", "upsample")
@@ -91,3 +92,20 @@ def test_laplacian_pyramid_and_gaussian_unroll_4(default_design, default_harness
                            tmp_path / "g4"))
     assert g4.report["match"] == {"numpy": True, "halide": True}
     assert g4.report["unroll"] == 4 and g4.output.shape == (62, 62)
+
+
+def test_colour_input_conventions(default_design, default_harness, tmp_path):
+    """Issue 14 item 8 on build/default: rgb_luma streams the R, G and B planes of coffee on
+    three IO tiles; demosaic streams the RGGB mosaic of astronaut and reads it at stride 2;
+    both bit-exact against numpy and Halide."""
+    from mapper.flow import AppParams, RunParams, SimOptions, run_app
+
+    rl = run_app(RunParams(AppParams("rgb_luma", 64, 64), default_design, tmp_path / "rl",
+                           sim=SimOptions(image="coffee")))
+    assert rl.report["match"] == {"numpy": True, "halide": True}
+    assert rl.report["resources"]["used"]["I"] == 4 and rl.report["image"] == "coffee"
+    assert len(set(rl.plan.inputs)) == 3
+    dm = run_app(RunParams(AppParams("demosaic", 64, 64), default_design, tmp_path / "dm",
+                           sim=SimOptions(image="astronaut")))
+    assert dm.report["match"] == {"numpy": True, "halide": True}
+    assert dm.output.shape == (32, 32) and len(np.unique(dm.output)) > 50

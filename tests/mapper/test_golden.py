@@ -14,14 +14,16 @@ APP_NAMES = sorted(set(APPS) - FLOAT_APPS)
 
 # output domain sizes on a 64x64 input (outputs only where the whole stencil is inside)
 OUT_SIZE = {"pointwise": 64, "brighten_blur": 63, "gaussian": 62, "unsharp": 62, "harris": 58,
-            "downsample": 32, "upsample": 128, "laplacian_pyramid": 60}
+            "downsample": 32, "upsample": 128, "laplacian_pyramid": 60, "rgb_luma": 64,
+            "demosaic": 32}
 
 
 @pytest.mark.parametrize("name", APP_NAMES)
 def test_interpreter_matches_halide_on_camera(name, dsl_apps, camera64):
     pipe = dsl_apps[name]
-    a = run_pipeline(pipe.lower(), {"input": camera64})
-    b = run_halide(pipe, {"input": camera64})
+    ims = {i.name: camera64 for i in pipe.inputs}       # every input the camera crop
+    a = run_pipeline(pipe.lower(), ims)
+    b = run_halide(pipe, ims)
     assert a.shape == b.shape == (OUT_SIZE[name], OUT_SIZE[name])
     assert a.dtype == b.dtype == np.uint16
     assert np.array_equal(a, b)
@@ -33,7 +35,8 @@ def test_interpreter_matches_halide_on_random_16bit(name, dsl_apps):
     """Full-range 16-bit inputs exercise wrap-around and signed/unsigned semantics."""
     img = np.random.default_rng(7).integers(0, 1 << 16, (64, 64)).astype(np.uint16)
     pipe = dsl_apps[name]
-    assert np.array_equal(run_pipeline(pipe.lower(), {"input": img}), run_halide(pipe, {"input": img}))
+    ims = {i.name: img for i in pipe.inputs}
+    assert np.array_equal(run_pipeline(pipe.lower(), ims), run_halide(pipe, ims))
 
 
 def test_known_values(dsl_apps, camera64):

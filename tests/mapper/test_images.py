@@ -116,7 +116,8 @@ def test_save_png_then_load_roundtrip(tmp_path):
 
 
 @pytest.mark.parametrize("source,size,text", [
-    ("moon", 8, "--image moon: not one of camera, astronaut, coffee and no such file"),
+    ("lunar_surface", 8, "--image lunar_surface: not a shipped scikit-image sample (astronaut, "
+                         "brick, camera,"),
     ("camera", 0, "--size 0: image sizes must be at least 1 pixel"),
     ("camera", (8, -1), "at least 1 pixel"),
     ("camera", 513, "the image is 512x512 (width x height), smaller than the requested 513x513"),

@@ -110,7 +110,8 @@ def test_stream_model_matches_golden(name, unroll):
     for w, h in ((64, 64), (23, 11)):
         p = lower_app(name, w, h, unroll)
         img = rng.integers(0, 1 << 16, (h, w)).astype(np.uint16)
-        want = run_pipeline(p, {"input": img})
+        ims = {n: img for n in p.inputs}
+        want = run_pipeline(p, ims)
         for mem in (DUAL_PORT_SRAM, PHYSICAL_UNIFIED_BUFFER):
             for lat in (None, {s.name: 1 + i % 3 for i, s in enumerate(p.stages)}):
                 if name in ("upsample", "laplacian_pyramid") and mem["fetch_width"] > 1:
@@ -120,7 +121,7 @@ def test_stream_model_matches_golden(name, unroll):
                         map_memory(p, mem, latencies=lat)
                     continue
                 mm = map_memory(p, mem, latencies=lat)
-                assert np.array_equal(run_streams(mm, {"input": img}), want)
+                assert np.array_equal(run_streams(mm, ims), want)
 
 
 def test_stream_model_catches_a_wrong_program():
