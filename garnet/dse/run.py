@@ -179,13 +179,51 @@ def with_metrics(row: dict) -> dict:
 
 
 # ----------------------------------------------------------------------------- driver
+def _daemonic() -> bool:
+    """Whether the calling (worker) process is daemonic (run on each worker)."""
+    import multiprocessing
+
+    return bool(multiprocessing.current_process().daemon)
+
+
+def _external_client(client_cls, address: str):
+    """A client of the existing cluster at ``address`` whose workers can run the tasks.
+
+    ``dask worker`` starts its worker processes daemonic by default, and a daemonic process
+    may not start children, but :func:`garnet.build.generate` starts its CIRCT worker
+    process: every design task would fail. Raises :class:`~cgra.errors.ConfigError` (exit 2)
+    when the scheduler is unreachable, has no worker, or has a daemonic worker."""
+    from cgra.errors import ConfigError
+
+    try:
+        client = client_cls(address, timeout="10s")
+    except (OSError, TimeoutError) as exc:
+        raise ConfigError(f"--scheduler {address}: cannot connect to a Dask scheduler there "
+                          f"({' '.join(str(exc).split())[:120]}); start one with `dask "
+                          f"scheduler` or leave --scheduler out for a LocalCluster") from None
+    workers = client.scheduler_info().get("workers", {})
+    if not workers:
+        client.close()
+        raise ConfigError(f"--scheduler {address}: the scheduler has no workers; start them "
+                          f"with `dask worker {address}`")
+    daemonic = sorted(w for w, d in client.run(_daemonic).items() if d)
+    if daemonic:
+        client.close()
+        raise ConfigError(f"--scheduler {address}: {len(daemonic)} of {len(workers)} workers "
+                          f"(first {daemonic[0]}) run as daemonic processes, which cannot "
+                          f"start the CIRCT process a design needs; start them with "
+                          f"DASK_DISTRIBUTED__WORKER__DAEMON=False (dask config "
+                          f"distributed.worker.daemon: false)")
+    return client
+
+
 def _client(sweep: Sweep, scheduler: str | None, workers: int | None):
     import dask
     from distributed import Client, LocalCluster
 
     address = scheduler or sweep.scheduler
     if address:
-        return Client(address), None
+        return _external_client(Client, address), None
     # generate() forks a CIRCT worker: worker processes must not be daemonic
     dask.config.set({"distributed.worker.daemon": False})
     n = workers or sweep.workers or os.cpu_count() or 1
