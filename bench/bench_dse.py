@@ -18,30 +18,21 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import benchlib  # noqa: E402  (bench/benchlib.py: JSON lines and results CSV)
+
 ROOT = Path(__file__).resolve().parents[1]
 CGRA = str(Path(sys.executable).parent / "cgra")
-RESULTS = ROOT / "bench" / "results" / "dse.csv"
 
 
 def emit(figure: str, value: float, unit: str, params: dict) -> None:
-    row = {"bench": "dse", "figure": figure, "value": round(value, 3), "unit": unit,
-           "params": {**params, "cores": os.cpu_count()}}
-    print(json.dumps(row), flush=True)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    new = not RESULTS.exists()
-    with open(RESULTS, "a", newline="") as f:
-        w = csv.writer(f)
-        if new:
-            w.writerow(["time", "bench", "figure", "value", "unit", "params"])
-        w.writerow([time.strftime("%Y-%m-%dT%H:%M:%S"), "dse", figure, row["value"], unit,
-                    json.dumps(row["params"], sort_keys=True)])
+    """One figure, printed and appended to bench/results/dse.csv at once."""
+    benchlib.save_rows("dse", [benchlib.row("dse", figure, round(value, 3), unit, params)])
 
 
 def sweep_toml(size: tuple[int, int], apps: list[str], pe: list[str], tracks: list[int],

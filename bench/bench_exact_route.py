@@ -18,12 +18,11 @@ Prints one JSON line per figure and a summary table; appends rows to
 from __future__ import annotations
 
 import copy
-import csv
-import json
 import os
 import statistics
 import time
-from pathlib import Path
+
+import benchlib  # noqa: E402  (bench/benchlib.py: JSON lines and results CSV)
 
 from canal.passes import InterconnectParams, build_uniform, io_on_edges
 from cgra.config import ConfigField
@@ -32,7 +31,6 @@ from cgra.errors import RoutingError
 from mapper.exact_route import build_program, exact_route, random_nets, wirelength
 from mapper.route import RouteNet, RouterParams, RoutingGraph, route_width
 
-RESULTS = Path(__file__).parent / "results" / "exact_route.csv"
 LIMIT_S = 60.0
 Z3_LIMIT_S = 60.0
 
@@ -64,10 +62,7 @@ def pathfinder(g: RoutingGraph, nets: list[RouteNet]) -> tuple[int | None, float
 
 
 def emit(rows: list[dict], figure: str, value, unit: str, params: dict) -> None:
-    row = {"bench": "exact_route", "figure": figure, "value": value, "unit": unit,
-           "params": params}
-    print(json.dumps(row), flush=True)
-    rows.append(row)
+    rows.append(benchlib.row("exact_route", figure, value, unit, params))
 
 
 def main() -> None:
@@ -193,16 +188,7 @@ def main() -> None:
     for kind, size, n, nv, res, pf_wl, pf_s in sweep:
         print(f"{kind:>5} {size:>2}x{size:<2} {n:>4} {nv:>7} {res.status:>9} "
               f"{res.seconds:>8.2f} {res.wirelength!s:>5} {pf_wl!s:>5} {pf_s:>6.3f}")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    new = not RESULTS.exists()
-    with RESULTS.open("a", newline="") as f:
-        wr = csv.writer(f)
-        if new:
-            wr.writerow(["time", "bench", "figure", "value", "unit", "params"])
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        for r in rows:
-            wr.writerow([stamp, r["bench"], r["figure"], r["value"], r["unit"],
-                         json.dumps(r["params"], sort_keys=True)])
+    benchlib.save_rows("exact_route", rows)
 
 
 if __name__ == "__main__":

@@ -15,29 +15,24 @@ Run: ``.venv/bin/python bench/bench_unified_buffer.py [--apps a,b] [--no-sim]``.
 from __future__ import annotations
 
 import argparse
-import csv
-import json
-import os
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import benchlib  # noqa: E402  (bench/benchlib.py: JSON lines and results CSV)
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench_cascade import design  # noqa: E402  (build/default, generated when missing)
 
-RESULTS = ROOT / "bench" / "results" / "unified_buffer.csv"
 APPS = ("downsample", "upsample", "laplacian_pyramid", "gaussian", "harris")
 UNROLLS = (1, 2, 4, 8, 16)
 
 
 def emit(rows: list[dict], figure: str, value, unit: str, params: dict) -> None:
-    row = {"bench": "unified_buffer", "figure": figure, "value": value, "unit": unit,
-           "params": {**params, "cores": os.cpu_count()}}
-    print(json.dumps(row), flush=True)
-    rows.append(row)
+    rows.append(benchlib.row("unified_buffer", figure, value, unit, params))
 
 
 def mem_counts(app: str, unroll: int = 1) -> dict[str, object]:
@@ -107,16 +102,7 @@ def main() -> None:
         emit(rows, "mem", run.report["resources"]["used"].get("m", 0), "count", params)
         emit(rows, "seconds_simulation", run.report["stage_seconds"]["simulation"], "s", params)
 
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    new = not RESULTS.exists()
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-    with RESULTS.open("a", newline="") as f:
-        wr = csv.writer(f)
-        if new:
-            wr.writerow(["time", "bench", "figure", "value", "unit", "params"])
-        for r in rows:
-            wr.writerow([stamp, r["bench"], r["figure"], r["value"], r["unit"],
-                         json.dumps(r["params"])])
+    benchlib.save_rows("unified_buffer", rows)
 
 
 if __name__ == "__main__":

@@ -16,9 +16,6 @@ Run: ``.venv/bin/python bench/bench_verify.py [--mutations 20]`` (state the core
 from __future__ import annotations
 
 import argparse
-import csv
-import json
-import os
 import random
 import statistics
 import sys
@@ -27,20 +24,18 @@ import time
 from itertools import pairwise
 from pathlib import Path
 
+import benchlib  # noqa: E402  (bench/benchlib.py: JSON lines and results CSV)
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench_cascade import design  # noqa: E402  (build/default, generated when missing)
 
-RESULTS = ROOT / "bench" / "results" / "verify.csv"
 APPS = ("gaussian", "unsharp", "harris")
 
 
 def emit(rows: list[dict], figure: str, value, unit: str, params: dict) -> None:
-    row = {"bench": "verify", "figure": figure, "value": value, "unit": unit,
-           "params": {**params, "cores": os.cpu_count()}}
-    print(json.dumps(row), flush=True)
-    rows.append(row)
+    rows.append(benchlib.row("verify", figure, value, unit, params))
 
 
 def mutations(res, model, bs, rng: random.Random, n: int) -> dict[str, list[dict[str, int]]]:
@@ -134,16 +129,7 @@ def main() -> None:
                     missed += 1
             emit(rows, f"mutations: {kind}", f"{rejected} rejected, {harmless} harmless, "
                  f"{missed} missed", "count", {"app": app, "mutations": len(muts)})
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    new = not RESULTS.exists()
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-    with RESULTS.open("a", newline="") as f:
-        wr = csv.writer(f)
-        if new:
-            wr.writerow(["time", "bench", "figure", "value", "unit", "params"])
-        for r in rows:
-            wr.writerow([stamp, r["bench"], r["figure"], r["value"], r["unit"],
-                         json.dumps(r["params"])])
+    benchlib.save_rows("verify", rows)
 
 
 if __name__ == "__main__":

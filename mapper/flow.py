@@ -58,6 +58,7 @@ from mapper.netlist import Netlist
 from mapper.pack import PackParams, pack
 from mapper.pipeline import PipelineParams, PipelineResult, pipeline
 from mapper.place import PlaceParams, Placement, place, site_capacity
+from mapper.streams import stream_events
 from mapper.route import RouterParams, RoutingResult, route_design
 from mapper.verify import verify
 
@@ -587,16 +588,6 @@ class AppRun:
     coll: Collateral
 
 
-def _program_events(prog: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
-    """(cycles, index along dimension 0, index along dimension 1) of a 2-D stream program."""
-    from mapper.streams import program_events
-
-    cyc, _ = program_events({k: v for k, v in prog.items() if k != "address"})
-    ext0 = int(prog["extents"][0])
-    k = np.arange(len(cyc))
-    return cyc, np.stack([k % ext0, k // ext0])
-
-
 def io_port(tag: str, direction: str, xy: tuple[int, int], *, width: int = 16) -> str:
     """Top-level port of an IO instance with PnR ``tag`` (``I`` data IO of ``width`` bits,
     the design's data width; ``i`` 1-bit) placed on IO tile ``xy``; ``direction`` ``in``
@@ -631,7 +622,7 @@ def stream_plan(flow: FlowResult, images: dict[str, np.ndarray]) -> StreamPlan:
             raise SimulationError(f"IO instance {name} has no stream 'program' in its config; "
                                   f"only DSL apps (memory-mapped by mapper.memory) can be "
                                   f"simulated")
-        cyc, (i0, i1) = _program_events(c["program"])
+        cyc, (i0, i1) = stream_events(c["program"])
         u, lane = int(c.get("unroll", 1)), int(c.get("lane", 0))
         bits = io_width.get(name, 16 if inst.tag == "I" else 1)
         port = io_port(inst.tag, "in" if inst.kind == "io_in" else "out", sites[name],

@@ -167,16 +167,12 @@ class Schedule:
     coefficients: dict[str, tuple[int, ...]]
     offsets: dict[str, int]
     buffers: dict[str, UnifiedBuffer]
-    first: dict[str, int]
-    last: dict[str, int]
+    first: dict[str, int]          # cycle of each stage's first iteration
 
     def cycle(self, stage: str, it: tuple[int, ...]) -> int:
         """Cycle iteration ``it`` of ``stage`` runs."""
-        return self.offsets[stage] + sum(c * i for c, i in zip(self.coefficients[stage], it, strict=False))
-
-    def completion_cycle(self, stage: str) -> int:
-        """Cycle after the last output word of ``stage`` is written."""
-        return self.last[stage] + self.program.stage(stage).latency + 1
+        return self.offsets[stage] + sum(c * i for c, i in zip(self.coefficients[stage], it,
+                                                                strict=True))
 
     def report(self) -> list[dict[str, Any]]:
         """Per buffer: ``buffer``, ``capacity`` (words), ``latency`` (cycles), per read port
@@ -430,9 +426,6 @@ def schedule(prog: Program, coefficients: dict[str, tuple[int, ...]] | None = No
         offsets[s.name] = o if s.reads else 0
     first = {s.name: offsets[s.name] + sum(c * lo for c, lo in zip(coef[s.name], s.lo, strict=False))
              for s in prog.stages}
-    last = {s.name: offsets[s.name] + sum(c * (lo + e - 1)
-                                          for c, lo, e in zip(coef[s.name], s.lo, s.extents, strict=False))
-            for s in prog.stages}
     buffers: dict[str, UnifiedBuffer] = {}
     for s in prog.stages:
         tr = _pw_aff(_time_map(s, coef[s.name], offsets[s.name]))
@@ -454,7 +447,7 @@ def schedule(prog: Program, coefficients: dict[str, tuple[int, ...]] | None = No
                 port.capacity = _capacity(p, coef[p.name], offsets[p.name], s, coef[s.name],
                                           offsets[s.name], dep)
                 b.capacity = max(b.capacity, port.capacity)
-    return Schedule(prog, coef, offsets, buffers, first, last)
+    return Schedule(prog, coef, offsets, buffers, first)
 
 
 def _rank(p: Stage) -> str:
@@ -582,15 +575,18 @@ def linearize(port: Port, layout: tuple[int, ...], base: tuple[int, ...] | None 
                           _val(sa.get_constant_val()))
 
 
-def from_pipeline(pipeline: ir.Pipeline, latencies: dict[str, int] | None = None
+def from_pipeline(pipeline: ir.Pipeline, latencies: dict[str, int] | None = None,
+                  unrolled: dict[str, ir.Stage] | None = None
                   ) -> tuple[Program, dict[str, tuple[int, ...]] | None]:
     """The stencil pipeline ``pipeline`` (:class:`mapper.ir.Pipeline`) as a :class:`Program`
     and the coefficients of its unrolled raster schedule (:mod:`mapper.schedule`): every
     stage iterates ``(xo, y)`` with ``lanes = unroll`` at ``[1, P]``, ``P`` = cycles per row.
     Read ``i`` of stage ``s`` is the ``i``-th live element of its unrolled kernel
     (:func:`mapper.schedule.live_inputs` order); ``latencies`` as in
-    :func:`mapper.schedule.schedule_pipeline`.  A multi-rate pipeline (windows with a rate,
-    ``floor(a*x/b) + d``) returns ``None`` for the coefficients: rate matching picks them."""
+    :func:`mapper.schedule.schedule_pipeline`; ``unrolled``: the stages already unrolled by
+    :func:`mapper.ir.unroll_stage` (by name; default: unrolled here).  A multi-rate pipeline
+    (windows with a rate, ``floor(a*x/b) + d``) returns ``None`` for the coefficients: rate
+    matching picks them."""
     from mapper.schedule import live_inputs  # mapper.schedule imports this module
 
     latencies = latencies or {}
@@ -609,7 +605,7 @@ def from_pipeline(pipeline: ir.Pipeline, latencies: dict[str, int] | None = None
         b = dom[name]
         stages.append(Stage(name, (pitch, b.height), origin=(0, b.y0), lanes=u))
     for s in pipeline.stages:
-        us = ir.unroll_stage(s, u)
+        us = unrolled[s.name] if unrolled else ir.unroll_stage(s, u)
         reads = []
         for iname, idx in live_inputs(us.kernel):
             w = us.windows[iname]

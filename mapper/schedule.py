@@ -175,7 +175,7 @@ def schedule_pipeline(pipeline: ir.Pipeline, latencies: dict[str, int] | None = 
         if lat < 0:
             raise MappingError(f"schedule {pipeline.name}: stage {s.name} latency {lat} < 0")
         reads[s.name] = need
-    prog, coef = polyhedral.from_pipeline(pipeline, latencies)
+    prog, coef = polyhedral.from_pipeline(pipeline, latencies, kernels)
     poly = polyhedral.schedule(prog, coef)
     varying = {(p.stage, p.index) for b in poly.buffers.values() for p in b.reads
                if p.distance[0] != p.distance[1]}

@@ -46,6 +46,15 @@ def program_events(prog: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(cyc, dtype=np.int64), np.asarray(addr, dtype=np.int64)
 
 
+def stream_events(prog: dict[str, Any]) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """(cycles, (index along dimension 0, index along dimension 1)) of a 2-D stream program
+    (an IO program), in iteration order; an ``address`` entry is ignored."""
+    cyc, _ = program_events({k: v for k, v in prog.items() if k != "address"})
+    k = np.arange(len(cyc))
+    ext0 = int(prog["extents"][0])
+    return cyc, (k % ext0, k // ext0)
+
+
 def _lane_inputs(kernel: ir.Kernel, output: str) -> set[tuple[str, int]]:
     """Input elements reachable from one kernel output."""
     seen: set[int] = set()
@@ -87,9 +96,8 @@ def run_streams(mm: MemoryMapping, images: dict[str, np.ndarray]) -> np.ndarray:
             c = inst.config
             img = np.asarray(images[c["input"]]).astype(np.int64) & 0xFFFF
             v, ok = np.zeros(T, np.int64), np.zeros(T, bool)
-            cyc, _ = program_events(c["program"])
-            k = np.arange(len(cyc))
-            x, y = u * (k % c["program"]["extents"][0]) + c["lane"], k // c["program"]["extents"][0]
+            cyc, (i0, y) = stream_events(c["program"])
+            x = u * i0 + c["lane"]
             sel = (x < c["width"]) & (y < c["height"])
             v[cyc[sel]], ok[cyc[sel]] = img[y[sel], x[sel]], True
             vals[(inst.name, "out")], valid[(inst.name, "out")] = v, ok

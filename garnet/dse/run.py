@@ -212,8 +212,9 @@ def _external_client(client_cls, address: str):
         raise ConfigError(f"--scheduler {address}: {len(daemonic)} of {len(workers)} workers "
                           f"(first {daemonic[0]}) run as daemonic processes, which cannot "
                           f"start the CIRCT process a design needs; start them with "
-                          f"DASK_DISTRIBUTED__WORKER__DAEMON=False (dask config "
-                          f"distributed.worker.daemon: false)")
+                          f"`dask worker --no-nanny`, or with dask config "
+                          f"distributed.worker.daemon: false "
+                          f"(DASK_DISTRIBUTED__WORKER__DAEMON=False)")
     return client
 
 

@@ -6,7 +6,6 @@ one-line error."""
 from __future__ import annotations
 
 import csv
-import os
 import pathlib
 import socket
 import subprocess
@@ -59,15 +58,16 @@ def cluster(tmp_path_factory):
     procs: list[subprocess.Popen] = []
 
     def worker(daemonic: bool) -> None:
+        """One worker: under a nanny (dask's default: a daemonic worker process) or, with
+        ``--no-nanny``, the `dask worker` process itself (not daemonic)."""
         for p in procs:
             p.terminate()
             p.wait(30)
         procs.clear()
-        env = dict(os.environ)
-        env["DASK_DISTRIBUTED__WORKER__DAEMON"] = "True" if daemonic else "False"
+        mode = ["--nanny"] if daemonic else ["--no-nanny"]
         procs.append(subprocess.Popen(
-            [str(BIN / "dask"), "worker", address, "--nworkers", "1", "--nthreads", "1",
-             "--no-dashboard"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            [str(BIN / "dask"), "worker", address, *mode, "--nthreads", "1",
+             "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         time.sleep(1)
         _wait_workers(address, 1)
 
