@@ -1078,7 +1078,7 @@ def _design_doc(params: GarnetParams, cfg: str | None, counts: dict, inp: Inputs
             "io": f"glb2io_{params.data_width}_X<xx>_Y<yy> -> io2f_{params.data_width} "
                   f"(fabric), f2io_{params.data_width} -> io2glb_{params.data_width}"
                   f"_X<xx>_Y<yy>: combinational; latency = enabled pipeline "
-                  f"registers on the route + PE DELAY inputs",
+                  f"registers on the route + PE DELAY / DELAY<k> input cycles",
         },
         "tags": tags(params.data_width),
     }
@@ -1142,7 +1142,8 @@ def _pe_doc(spec, pe) -> dict:
     doc.update({"garnet_schema": gc.PE_GARNET_SCHEMA, "module": pe.name, "tag": "p",
                 "layout": doc["fields"], "config_slices": _core_regs(pe.config_fields),
                 "latency": {"cycles": 0, "note": "outputs are combinational in the inputs "
-                            "and the PE state; an input in DELAY mode adds 1 cycle"}})
+                            "and the PE state; an input in DELAY mode adds 1 cycle, "
+                            "DELAY<k> k cycles"}})
     return doc
 
 

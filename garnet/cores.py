@@ -9,7 +9,8 @@ feature 0 and packs the fields with :func:`cgra.config.pack_fields`.
   module ``PECore_<Spec>_<hash8>``: one config field ``inst`` of the assembler width (bits; the
   default PE has 62 bits = config registers 0 and 1 of feature 0, LSB part first);
   ``flush`` is accepted and ignored (a PE has no controllers). Outputs are combinational in
-  the inputs and the PE's state (0 cycles through the core; input ``DELAY`` modes add 1).
+  the inputs and the PE's state (0 cycles through the core; input ``DELAY`` modes add 1,
+  ``DELAY<k>`` modes of a deeper PE such as ``cgra_pe_d2`` add ``k``).
 * MEM (tag ``m``): the Lake preset circuit (:func:`lake.rtl.memory_circuit`), config fields
   :func:`lake.config.config_fields`; every data, valid and chain port is routable.
 * IO (tag ``I``): :func:`canal.cores.io_core` of the design's data width ``W``

@@ -4,14 +4,16 @@ Input: a mapped :class:`mapper.netlist.Netlist` (instances of kind ``pe``/``mem`
 ``io_out``/``reg``/``const`` with PnR tags ``p``/``m``/``I``/``i``/``r``) and the collateral
 (:class:`mapper.collateral.Collateral`: its tiles give the cores' ports and config fields).
 
-* **PE input registers.** A register (tag ``r``) whose output net has exactly one sink, a PE
-  data input ``port``, is absorbed into that PE when the PE can register that input
-  (:func:`input_register`: an instruction field ``<port>_mode`` whose ``DELAY`` mode replaces
-  ``BYPASS``, as the default PE has, or a core config field
-  ``PackParams.input_reg_field.format(port=<core port>)``, 1 = registered): the register
-  instance and its output net disappear and the register's input net drives the PE port
-  directly. The absorbed register keeps its one cycle of latency (recorded in
-  ``PackedInstance.input_regs`` for the pipelining pass).
+* **PE input registers.** A chain of ``k`` registers (tag ``r``), each with exactly one sink,
+  in front of a PE data input ``port`` is absorbed into that PE when the PE can delay that
+  input by ``k`` cycles (:func:`input_register`: an instruction field ``<port>_mode`` whose
+  tags in ``pe.json`` include ``BYPASS`` and ``DELAY`` (1 cycle) and optionally ``DELAY<j>``
+  (``j`` cycles, e.g. ``DELAY2``..``DELAY4`` of ``peak/examples/cgra_pe_d2.py``); the default
+  PE has ``DELAY`` only, so ``k`` <= 1), or a core config field
+  ``PackParams.input_reg_field.format(port=<core port>)``, 1 = registered, ``k`` <= 1): each
+  register instance and its output net disappear and the input net of the chain drives the
+  PE port directly. The absorbed registers keep their cycles of latency (recorded in
+  ``PackedInstance.input_regs``, one name per cycle, for the pipelining pass).
 * **Constants.** An instance of kind ``const`` (config ``value``) whose sinks are all PE inputs
   is folded into each PE as the field ``PackParams.const_field.format(port=<core port>)`` =
   value (and ``const_enable_field`` = 1 when the core has it); an unfoldable constant is a
@@ -53,22 +55,71 @@ class PackParams:
     port_map: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
-def input_register(pe_doc: dict[str, Any] | None, config: dict[str, Any], port: str,
-                   mode_field: str = "{port}_mode") -> tuple[str, int] | None:
-    """``(instruction field, DELAY code)`` when PE core input ``port`` of an instance with
-    ``config`` (its ``instruction`` field values) can be registered by switching the
-    instruction field ``mode_field`` from ``BYPASS`` to ``DELAY`` (tags from ``pe.json``),
-    else ``None`` (no such field, or the input is a constant or already delayed)."""
+_DELAY_TAG = re.compile(r"^DELAY(\d*)$")
+
+
+def delay_codes(pe_doc: dict[str, Any] | None, field_name: str) -> dict[int, int]:
+    """Delay depth (cycles) -> code of the instruction field ``field_name`` of ``pe.json``
+    (``pe_doc``), from the field's tags: ``DELAY`` (or ``DELAY1``) = 1 cycle, ``DELAY<k>`` =
+    ``k`` cycles, and ``BYPASS`` = 0 cycles. Empty when the field is missing or lacks
+    ``BYPASS`` or ``DELAY`` (the input cannot be registered through its mode). Raises
+    :class:`MappingError` when two tags give the same depth."""
+    if not pe_doc:
+        return {}
+    f = next((f for f in pe_doc.get("fields", []) if f["name"] == field_name), None)
+    tags = (f or {}).get("tags") or {}
+    if "DELAY" not in tags or "BYPASS" not in tags:
+        return {}
+    out = {0: int(tags["BYPASS"])}
+    for tag, code in tags.items():
+        m = _DELAY_TAG.match(tag)
+        if m is None:
+            continue
+        k = int(m.group(1) or 1)
+        if k in out:
+            raise MappingError(f"pe.json field {field_name}: tags give two codes for a "
+                               f"{k}-cycle delay ({out[k]} and {code}); name each depth once")
+        out[k] = int(code)
+    return out
+
+
+def input_delay(pe_doc: dict[str, Any] | None, config: dict[str, Any], port: str,
+                mode_field: str = "{port}_mode") -> int | None:
+    """Cycles by which PE core input ``port`` of an instance with ``config`` (its
+    ``instruction`` field values) is delayed by its mode field (0 = ``BYPASS``), or ``None``
+    when the input cannot be delayed through its mode (no such field or tags, no
+    ``instruction``, or the input is a constant / another non-delay mode)."""
     if not pe_doc or "instruction" not in config:
         return None
     name = mode_field.format(port=port)
-    f = next((f for f in pe_doc.get("fields", []) if f["name"] == name), None)
-    tags = (f or {}).get("tags") or {}
-    if "DELAY" not in tags or "BYPASS" not in tags:
+    codes = delay_codes(pe_doc, name)
+    if not codes:
         return None
-    if int(config["instruction"].get(name, tags["BYPASS"])) != int(tags["BYPASS"]):
+    depth = {c: k for k, c in codes.items()}
+    return depth.get(int(config["instruction"].get(name, codes[0])))
+
+
+def max_input_delay(pe_doc: dict[str, Any] | None, port: str,
+                    mode_field: str = "{port}_mode") -> int:
+    """The longest delay (cycles) the mode field of PE core input ``port`` offers (1 for the
+    default PE, 4 for ``cgra_pe_d2``; 0 without a delay mode)."""
+    return max(delay_codes(pe_doc, mode_field.format(port=port)), default=0)
+
+
+def input_register(pe_doc: dict[str, Any] | None, config: dict[str, Any], port: str,
+                   mode_field: str = "{port}_mode", cycles: int = 1) -> tuple[str, int] | None:
+    """``(instruction field, code)`` that delays PE core input ``port`` of an instance with
+    ``config`` (its ``instruction`` field values) by ``cycles`` more cycles than now: the
+    instruction field ``mode_field`` switches from ``BYPASS`` / ``DELAY<j>`` to the tag of
+    ``j + cycles`` cycles (tags from ``pe.json``, :func:`delay_codes`), else ``None`` (no
+    such field, the input is a constant, or the PE has no ``j + cycles``-cycle mode: the
+    default PE goes from ``BYPASS`` to ``DELAY`` only)."""
+    now = input_delay(pe_doc, config, port, mode_field)
+    if now is None or cycles < 1:
         return None
-    return name, int(tags["DELAY"])
+    name = mode_field.format(port=port)
+    code = delay_codes(pe_doc, name).get(now + cycles)
+    return None if code is None else (name, code)
 
 
 def set_input_register(pe_doc: dict[str, Any], config: dict[str, Any], field_name: str,
@@ -86,15 +137,17 @@ def set_input_register(pe_doc: dict[str, Any], config: dict[str, Any], field_nam
 @dataclass
 class PackedInstance:
     """An instance after packing: ``fields`` = core config field values set by packing
-    (absorbed registers / constants); ``input_regs`` = PE core port -> absorbed register name;
-    ``consts`` = PE core port -> folded constant value (16-bit)."""
+    (absorbed registers / constants); ``input_regs`` = PE core port -> the absorbed registers
+    in front of it, nearest the PE first (one register = one cycle of intended latency: the
+    chain's length is the input's delay); ``consts`` = PE core port -> folded constant value
+    (16-bit)."""
 
     name: str
     kind: str
     tag: str
     config: dict[str, Any]
     fields: dict[str, int] = field(default_factory=dict)
-    input_regs: dict[str, str] = field(default_factory=dict)
+    input_regs: dict[str, list[str]] = field(default_factory=dict)
     consts: dict[str, int] = field(default_factory=dict)
 
 
@@ -261,16 +314,18 @@ def pack(netlist: Netlist, coll: Collateral, params: PackParams | None = None) -
                     continue
                 cp = pe_core_port(s_inst, s_port, outs[0].width)
                 fname = p.input_reg_field.format(port=cp)
-                if cp in insts[s_inst].input_regs or cp in insts[s_inst].consts:
+                if cp in insts[s_inst].consts:
                     continue
+                # one more cycle of the input's mode (BYPASS -> DELAY -> DELAY2 ...): a chain
+                # of registers is absorbed one register per round, nearest the PE first
                 mode = input_register(coll.pe, insts[s_inst].config, cp)
                 if mode is not None:
                     set_input_register(coll.pe, insts[s_inst].config, *mode)
-                elif fname in pe_fields:
+                elif fname in pe_fields and cp not in insts[s_inst].input_regs:
                     insts[s_inst].fields[fname] = 1
                 else:
                     continue
-                insts[s_inst].input_regs[cp] = name
+                insts[s_inst].input_regs.setdefault(cp, []).append(name)
                 ins[0].sinks = [(s_inst, s_port) if s == (name, "in") or s[0] == name else s
                                 for s in ins[0].sinks]
                 nets = [n for n in nets if n is not outs[0]]

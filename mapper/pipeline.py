@@ -17,7 +17,8 @@ over that nominal schedule:
   input's sigma;
 * a route: +1 per enabled pipeline register strictly inside the path (a ``REG`` node on the
   path; the ``REG`` that is a netlist register's own site is not extra);
-* a PE input: + 1 when its input register is enabled by this pass (``pe_input_regs``);
+* a PE input: + ``k`` when this pass delays it by ``k`` cycles in the PE (``pe_input_delay``;
+  ``k`` = 1 with an input register, up to the longest ``DELAY<k>`` mode of the input);
 * a PE: all inputs must have the same sigma ``T`` (branch-delay matching); its output is
   ``T + L`` with ``L`` the PE latency in cycles (``PipelineParams.latency['p']`` or the
   instance's ``config['latency']``);
@@ -31,7 +32,10 @@ sigma over its inputs; every other input has a deficit ``T - sigma``, filled in 
 
 1. a MEM read port whose output feeds only PE inputs with a deficit is read later (``e`` =
    the smallest such deficit, limited by the words its delay line can still hold);
-2. the PE's own input register (one cycle, when the core has the field and the input is free);
+2. the PE's own input delay: one cycle (an input register, or a ``DELAY`` mode), or up to
+   the longest delay mode of the input (``DELAY<k>`` tags of ``pe.json``, e.g. four cycles
+   with ``peak/examples/cgra_pe_d2.py``) minus the cycles its absorbed netlist registers
+   already use;
 3. bypassed register sites on the net's routed tree (root first: a register shared by
    several sinks that all need a cycle serves them all);
 4. latency-constrained re-routing: every sink's register count is pinned to its current
@@ -70,8 +74,9 @@ from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
-from cgra.errors import ConfigError, MappingError, RoutingError
-from mapper.pack import PackedDesign, input_register, set_input_register
+from cgra.errors import ConfigError, InternalError, MappingError, RoutingError
+from mapper.pack import (PackedDesign, delay_codes, input_delay, input_register,
+                         set_input_register)
 from mapper.place import Placement
 from mapper.route import NetRoute, RoutingResult, Terminal, route_design
 
@@ -157,8 +162,11 @@ class PipelineResult:
     (instance, port) -> extra cycles at that sink, ``enabled_regs``: REG ids enabled for
     balancing, ``forced_regs``: REG ids enabled by register insertion, ``mem_absorbed``:
     (mem, port) -> cycles of delay absorbed by the read schedule, ``pe_input_regs``: [(pe,
-    core port)] input registers enabled, ``output_latency``: IO output -> extra cycles,
-    ``timing``, ``seconds``, ``passes`` (one :class:`PassReport` per pass)."""
+    core port)] PE inputs delayed in the PE by this pass (sorted, each once),
+    ``output_latency``: IO output -> extra cycles, ``timing``, ``seconds``, ``passes`` (one
+    :class:`PassReport` per pass), ``pe_input_delay``: (pe, core port) -> cycles that
+    input is delayed by this pass (1 for every entry of ``pe_input_regs`` on the default PE;
+    up to the longest ``DELAY<k>`` mode with a deeper PE)."""
 
     routing: RoutingResult
     packed: PackedDesign
@@ -171,6 +179,7 @@ class PipelineResult:
     timing: TimingReport
     seconds: float
     passes: list[PassReport] = field(default_factory=list)
+    pe_input_delay: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 def _reg_of_rmux(rmux: str) -> str:
@@ -246,23 +255,24 @@ def _mem_slack(packed: PackedDesign, inst: str, out_port: str, read_latency: int
 @dataclass
 class _State:
     """The working design of the passes: routes (REG nodes on a path = enabled registers),
-    PE input registers enabled, MEM read delays absorbed, registers forced by timing, and the
-    register sites of netlist registers (they move when a width is re-routed)."""
+    PE input delays added ((PE, core port) -> cycles), MEM read delays absorbed, registers
+    forced by timing, and the register sites of netlist registers (they move when a width is
+    re-routed)."""
 
     routes: dict[str, NetRoute]
     reg_sites: dict[str, str]
-    pe_regs: set[tuple[str, str]] = field(default_factory=set)
+    pe_regs: dict[tuple[str, str], int] = field(default_factory=dict)
     absorbed: dict[Terminal, int] = field(default_factory=dict)
     forced: set[str] = field(default_factory=set)
     reroutes: int = 0
 
     def snapshot(self) -> tuple:
-        return (dict(self.routes), dict(self.reg_sites), set(self.pe_regs), dict(self.absorbed),
+        return (dict(self.routes), dict(self.reg_sites), dict(self.pe_regs), dict(self.absorbed),
                 set(self.forced))
 
     def restore(self, saved: tuple) -> None:
         routes, sites, pe_regs, absorbed, forced = saved
-        self.routes, self.reg_sites, self.pe_regs = dict(routes), dict(sites), set(pe_regs)
+        self.routes, self.reg_sites, self.pe_regs = dict(routes), dict(sites), dict(pe_regs)
         self.absorbed, self.forced = dict(absorbed), set(forced)
 
 
@@ -272,6 +282,8 @@ class _Design:
     def __init__(self, packed: PackedDesign, placement: Placement, routing: RoutingResult,
                  coll: Collateral, p: PipelineParams):
         self.packed, self.placement, self.coll, self.p = packed, placement, coll, p
+        #: the instruction field that sets a PE input's mode (:func:`mapper.pack.input_register`)
+        self.mode_field = "{port}_mode"
         self.routing = routing
         self.graphs = coll.graphs
         self.sites = placement.sites
@@ -311,18 +323,34 @@ class _Design:
                     self.core_port[(inst, port)] = packed.core_port(inst, port, x, y, rg, "in")
 
     # -- latency -----------------------------------------------------------------------
-    def pe_reg_free(self, inst: str, port: str, st: _State) -> bool:
-        """Can the input register of PE sink ``(inst, port)`` be enabled by this pass? (an
-        instruction mode field, :func:`mapper.pack.input_register`, or a core config field
-        ``input_reg_field``)"""
+    def pe_reg_room(self, inst: str, port: str, st: _State) -> int:
+        """Cycles (>= 0) by which this pass can still delay PE sink ``(inst, port)`` inside
+        the PE: through the input's instruction mode field (the longest ``DELAY<k>`` mode of
+        ``pe.json`` minus the cycles of its current mode (absorbed netlist registers) and of
+        the delay this pass already added, :func:`mapper.pack.input_register`), else 1 when
+        the core has the config field ``input_reg_field`` and the input is free, else 0 (a
+        constant input, or no way to register it)."""
         cp = self.core_port[(inst, port)]
         pi = self.packed.instances[inst]
-        if cp in pi.input_regs or cp in pi.consts or (inst, cp) in st.pe_regs:
-            return False
-        if input_register(self.coll.pe, pi.config, cp) is not None:
-            return True
+        added = st.pe_regs.get((inst, cp), 0)
+        if cp in pi.consts:
+            return 0
+        now = input_delay(self.coll.pe, pi.config, cp)
+        if now is not None:
+            codes = delay_codes(self.coll.pe, self.mode_field.format(port=cp))
+            room = 0
+            while now + added + room + 1 in codes:
+                room += 1
+            return room
+        if cp in pi.input_regs or added:
+            return 0
         fname = self.p.input_reg_field.format(port=cp)
-        return fname in {f.name for f in self.coll.tiles[self.sites[inst]].config_fields}
+        return int(fname in {f.name for f in self.coll.tiles[self.sites[inst]].config_fields})
+
+    def pe_reg_free(self, inst: str, port: str, st: _State) -> bool:
+        """Can this pass delay PE sink ``(inst, port)`` by one more cycle inside the PE?
+        (:meth:`pe_reg_room` > 0)"""
+        return self.pe_reg_room(inst, port, st) > 0
 
     def arrivals(self, st: _State) -> tuple[dict[Terminal, int], dict[Terminal, int],
                                             dict[str, int]]:
@@ -338,8 +366,7 @@ class _Design:
                 return 0
             a = sigma_out[self.net_by_name[net].source] + path_regs(
                 st.routes[net].paths[term])
-            if (term[0], self.core_port.get(term)) in st.pe_regs:
-                a += 1
+            a += st.pe_regs.get((term[0], self.core_port.get(term)), 0)
             sigma_in[term] = a
             return a
 
@@ -456,10 +483,14 @@ class _Design:
                     deficit[t] -= e
 
     def _pe_input_regs(self, st: _State, deficit: dict[Terminal, int]) -> None:
+        """Fill deficits (cycles) at PE inputs with the PE's own input delay, up to
+        :meth:`pe_reg_room` cycles per input (1 on the default PE)."""
         for (inst, port), k in sorted(deficit.items()):
-            if k > 0 and self.pe_reg_free(inst, port, st):
-                st.pe_regs.add((inst, self.core_port[(inst, port)]))
-                deficit[(inst, port)] = k - 1
+            take = min(k, self.pe_reg_room(inst, port, st)) if k > 0 else 0
+            if take:
+                key = (inst, self.core_port[(inst, port)])
+                st.pe_regs[key] = st.pe_regs.get(key, 0) + take
+                deficit[(inst, port)] = k - take
 
     def _tree_regs(self, st: _State, deficit: dict[Terminal, int]) -> None:
         used = {n for r in st.routes.values() for n in r.nodes()}
@@ -735,7 +766,8 @@ def pipeline(packed: PackedDesign, placement: Placement, routing: RoutingResult,
                 continue
             for q in d.in_ports[inst]:
                 if d.pe_reg_free(inst, q, st):
-                    st.pe_regs.add((inst, d.core_port[(inst, q)]))
+                    key = (inst, d.core_port[(inst, q)])
+                    st.pe_regs[key] = st.pe_regs.get(key, 0) + 1
         d.balance(st)
         res = result()
         report("compute pipelining", t, res)
@@ -793,13 +825,16 @@ def _result(d: _Design, st: _State, routing: RoutingResult, seconds: float,
     rr = RoutingResult(dict(st.routes), dict(st.reg_sites), dict(routing.iterations),
                        routing.seconds, dict(routing.wirelength))
     pk = copy.deepcopy(packed)
-    for inst, cp in st.pe_regs:
+    for (inst, cp), k in st.pe_regs.items():
         pi = pk.instances[inst]
-        mode = input_register(d.coll.pe, pi.config, cp)
+        mode = input_register(d.coll.pe, pi.config, cp, cycles=k)
         if mode is not None:
             set_input_register(d.coll.pe, pi.config, *mode)
-        else:
+        elif k == 1:
             pi.fields[d.p.input_reg_field.format(port=cp)] = 1
+        else:
+            raise InternalError(f"pipelining: PE {inst} input {cp} was given {k} cycles of "
+                                f"input delay but has no mode for them")
     pe_regs = sorted(st.pe_regs)
     timing = timing_analysis(pk, d.placement, rr, d.coll, d.p, pe_regs)
     sig, _, _ = d.arrivals(st)
@@ -836,7 +871,7 @@ def _result(d: _Design, st: _State, routing: RoutingResult, seconds: float,
     forced = sorted(st.forced & all_regs)
     enabled = sorted(all_regs - set(forced) - netlist_sites - mandatory)
     return PipelineResult(rr, pk, sig, enabled, forced, dict(st.absorbed), pe_regs, out_lat,
-                          timing, seconds, list(reports))
+                          timing, seconds, list(reports), dict(sorted(st.pe_regs.items())))
 
 
 def check_balanced(result: PipelineResult) -> None:

@@ -2,7 +2,8 @@
 
 :func:`report` gives the JSON report (schema ``mapper.pnr_report/1``): resources used /
 available per tile type, placement, wirelength (track segments), HPWL, routing iterations,
-registers (netlist, balancing, compute pipelining, PE input), static timing (critical path,
+registers (netlist, balancing, compute pipelining, PE inputs delayed and their cycles: more
+than one per input with ``DELAY<k>`` modes), static timing (critical path,
 ps), per output stream the extra latency added by pipelining and its first valid cycle (the
 shifted output schedule offset, when the netlist gives one), seconds per stage, the Fmax,
 registers and latency after each pipelining pass (``passes``) and the placements that failed
@@ -58,6 +59,7 @@ def report(flow: FlowResult, coll: Collateral) -> dict[str, Any]:
                       "balancing": len(pr.enabled_regs),
                       "compute_pipelining": len(pr.forced_regs),
                       "pe_input_balancing": len(pr.pe_input_regs),
+                      "pe_input_balancing_cycles": sum(pr.pe_input_delay.values()),
                       "mem_absorbed_cycles": sum(pr.mem_absorbed.values())},
         "timing": pr.timing.to_dict(),
         "extra_output_latency_cycles": pr.output_latency,

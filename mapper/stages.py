@@ -141,11 +141,17 @@ def packed_to_json(pk: PackedDesign) -> dict[str, Any]:
             "folded_consts": {c: _pairs(v) for c, v in pk.folded_consts.items()}}
 
 
+def _regs(v: Any) -> list[str]:
+    """The absorbed registers of a PE input (a list; one name in files written before
+    register chains were absorbed)."""
+    return [str(v)] if isinstance(v, str) else [str(x) for x in v]
+
+
 def packed_from_json(d: dict[str, Any], where: str) -> PackedDesign:
     try:
         insts = {n: PackedInstance(n, i["kind"], i["tag"], dict(i["config"]),
                                    {k: int(v) for k, v in i["fields"].items()},
-                                   {k: str(v) for k, v in i["input_regs"].items()},
+                                   {k: _regs(v) for k, v in i["input_regs"].items()},
                                    {k: int(v) for k, v in i["consts"].items()})
                  for n, i in d["instances"].items()}
         nets = [PackedNet(n["name"], int(n["width"]), _term(n["source"], where),
@@ -250,6 +256,7 @@ def pipelined_to_json(pr: PipelineResult) -> dict[str, Any]:
             "enabled_regs": pr.enabled_regs, "forced_regs": pr.forced_regs,
             "mem_absorbed": [[i, p, c] for (i, p), c in pr.mem_absorbed.items()],
             "pe_input_regs": _pairs(pr.pe_input_regs),
+            "pe_input_delay": [[i, p, k] for (i, p), k in pr.pe_input_delay.items()],
             "output_latency": pr.output_latency,
             "timing": {"period_ps": pr.timing.period_ps, "fmax_mhz": pr.timing.fmax_mhz,
                        "path": [[n, a] for n, a in pr.timing.path]},
@@ -274,7 +281,9 @@ def pipelined_from_json(d: dict[str, Any], where: str) -> PipelineResult:
             float(d["seconds"]),
             [PassReport(str(r["name"]), float(r["period_ps"]), float(r["fmax_mhz"]),
                         int(r["registers"]), int(r["latency"]), int(r["reroutes"]),
-                        float(r["seconds"])) for r in d["passes"]])
+                        float(r["seconds"])) for r in d["passes"]],
+            {(str(i), str(p)): int(k) for i, p, k in d["pe_input_delay"]}
+            if "pe_input_delay" in d else {_term(x, where): 1 for x in d["pe_input_regs"]})
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CollateralError(f"{where}: malformed pipelined design ({type(exc).__name__}: "
                               f"{exc}); run `cgra pipeline` again") from None

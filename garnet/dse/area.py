@@ -42,6 +42,12 @@ class UnknownCellError(CollateralError):
 SCRIPT = ("read_verilog -sv {files}; hierarchy -top {top}; blackbox Memory; "
           "synth -flatten -noabc -top {top}; abc -fast; opt_clean; tee -o stat.txt stat")
 AREA_SCHEMA = "garnet.dse.area/1"
+#: revision of the Verilog rewriting for yosys (:func:`flatten_packed`,
+#: :func:`hoist_automatic`), part of every cache key: revision 2 rewrites element selects
+#: whose index holds a bit range (``x[a[3:2] == 2'h1]``, read as a bit range by revision 1)
+#: and nested element selects (``y[x[s][0]]``, rejected by yosys in revision 1), so counts
+#: cached by revision 1 are not reused
+REWRITE_REVISION = 2
 
 
 # ----------------------------------------------------------------------------- cell weights
@@ -167,7 +173,10 @@ def hoist_automatic(text: str) -> str:
 
 def flatten_packed(text: str) -> str:
     """Rewrite 2-D packed arrays (``wire [H:L][h:l] x``) as flat vectors and their element
-    selects ``x[i]`` as part selects (module docstring)."""
+    selects ``x[i]`` as part selects (module docstring). Element selects nested in an index
+    (``y[x[s][0]]``: CIRCT writes a bit of a mux of vectors that way) are rewritten too, at
+    every depth: yosys 0.23 rejects a select of a 2-D name inside an index with
+    ``Unsupported expression on dynamic range select``."""
     widths: dict[str, int] = {}
 
     def decl(m: re.Match) -> str:
@@ -181,6 +190,27 @@ def flatten_packed(text: str) -> str:
         return text
     use = re.compile(r"\b(" + "|".join(map(re.escape, sorted(widths, key=len, reverse=True)))
                      + r")\s*\[")
+    return _flatten_uses(text, use, widths)
+
+
+def _depth0(expr: str) -> str:
+    """``expr`` without the contents of its bracketed sub-expressions (``a[b:c] ? d`` ->
+    ``a[] ? d``): what an index expression is at its own level."""
+    out: list[str] = []
+    depth = 0
+    for c in expr:
+        if c == "]":
+            depth -= 1
+        if depth == 0:
+            out.append(c)
+        if c == "[":
+            depth += 1
+    return "".join(out)
+
+
+def _flatten_uses(text: str, use: re.Pattern, widths: dict[str, int]) -> str:
+    """The element selects of the 2-D names ``widths`` (name -> element width, bits) in
+    ``text`` as part selects of the flat vectors, index expressions rewritten first."""
     out: list[str] = []
     pos = 0
     while True:
@@ -193,10 +223,11 @@ def flatten_packed(text: str) -> str:
         inner = text[br + 1:end - 1]
         out.append(text[pos:m.start()])
         w = widths[name]
-        if ":" in inner and "+:" not in inner and "?" not in inner:
+        top = _depth0(inner)
+        if ":" in top and "+:" not in top and "?" not in top:
             out.append(text[m.start():end])       # already a bit range of the flat vector
         else:
-            base = f"({flatten_packed(inner) if '[' in inner else inner})*{w}"
+            base = f"({_flatten_uses(inner, use, widths)})*{w}"
             if end < len(text) and text[end] == "[":      # x[i][b] / x[i][h:l]
                 end2 = _index_end(text, end)
                 sub = text[end + 1:end2 - 1]
@@ -205,7 +236,7 @@ def flatten_packed(text: str) -> str:
                     hi, lo = int(rng[1]), int(rng[2])
                     out.append(f"{name}[{base} + {lo} +: {hi - lo + 1}]")
                 else:
-                    out.append(f"{name}[{base} + ({sub})]")
+                    out.append(f"{name}[{base} + ({_flatten_uses(sub, use, widths)})]")
                 end = end2
             else:
                 out.append(f"{name}[{base} +: {w}]")
@@ -253,7 +284,8 @@ def tile_cells(design: Path, module: str, cache: Path, timeout: float = 1800) ->
     if module not in mods:
         raise CollateralError(f"{design}/rtl: no module {module}")
     deps = _closure(module, mods)
-    key = hashlib.sha256(json.dumps([SCRIPT] + [mods[d] for d in deps]).encode()).hexdigest()
+    key = hashlib.sha256(json.dumps([SCRIPT, REWRITE_REVISION] + [mods[d] for d in deps])
+                         .encode()).hexdigest()
     cache = Path(cache)
     hit = cache / f"{module}-{key[:20]}.json"
     if hit.is_file():

@@ -14,13 +14,14 @@ import click
 @click.option("--cache", "cache", default=None, type=click.Path(file_okay=False),
               help="shared cache directory (overrides the sweep file's)")
 @click.option("--out", "out", default=None, type=click.Path(file_okay=False),
-              help="where results.csv and the plots go (default <cache>/results/<sweep>)")
+              help="where results.csv/.parquet and the plots go (default "
+              "<cache>/results/<sweep>)")
 @click.option("--no-progress", is_flag=True, help="no progress bar")
 def dse(sweep_file: str, scheduler: str | None, workers: int | None, cache: str | None,
         out: str | None, no_progress: bool) -> None:
-    """Sweep the designs x apps of SWEEP_FILE (TOML) on Dask; write results.csv and plots.
-    With a [search] table: an NSGA-II search over the grid's values instead (trials.csv,
-    pareto.csv)."""
+    """Sweep the designs x apps of SWEEP_FILE (TOML) on Dask; write results.csv,
+    results.parquet and plots. With a [search] table: an NSGA-II search over the grid's
+    values instead (trials.csv, pareto.csv)."""
     from garnet.dse.sweep import load_sweep
 
     sweep = load_sweep(sweep_file, cache=cache, out=out)

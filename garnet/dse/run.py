@@ -33,6 +33,18 @@ COLUMNS = ["design", "app", "unroll", "status", "error", "pe_count", "mem_count"
            "sram_bits",
            "design_seconds", "area_seconds", "map_s", "pack_s", "place_s", "route_s",
            "pipeline_s", "compile_s"]
+#: the Arrow type of each column of ``results.parquet`` ("int64" / "float64" / "string"; a
+#: grid column's type is inferred from its values, :func:`write_parquet`)
+COLUMN_TYPES = {"design": "string", "app": "string", "unroll": "int64", "status": "string",
+                "error": "string", "pe_count": "int64", "mem_count": "int64",
+                "io_count": "int64", "reg_count": "int64", "pipeline_registers": "int64",
+                "tracks": "int64", "wirelength": "int64", "fmax_mhz": "float64",
+                "period_ps": "float64", "latency_cycles": "int64", "cycles": "int64",
+                "runtime_us": "float64", "energy_proxy": "int64", "area_cells": "int64",
+                "area_nand2": "float64", "sram_bits": "int64", "design_seconds": "float64",
+                "area_seconds": "float64", "map_s": "float64", "pack_s": "float64",
+                "place_s": "float64", "route_s": "float64", "pipeline_s": "float64",
+                "compile_s": "float64"}
 STAGES = ("collateral", "map", "pack", "place", "route", "pipeline")
 
 
@@ -318,7 +330,7 @@ def run_sweep(sweep: Sweep, scheduler: str | None = None, workers: int | None = 
               progress: bool = True) -> dict:
     """Run every point of ``sweep`` not already in the cache; write ``results.csv`` and the
     plots to ``sweep.out``. Returns ``{rows, submitted: {designs, apps}, failed, csv,
-    plots, seconds}``."""
+    parquet, plots, seconds}`` (``results.parquet``: the CSV's rows, typed columns)."""
     t0 = time.perf_counter()
     order = [(pt, a) for pt in sweep.points for a in sweep.apps]
     with Executor(sweep, scheduler, workers) as ex:
@@ -326,10 +338,12 @@ def run_sweep(sweep: Sweep, scheduler: str | None = None, workers: int | None = 
     rows = [point_row(pt, a, by_file[ex.result_file(pt, a)]) for pt, a in order]
     sweep.out.mkdir(parents=True, exist_ok=True)
     csv_path = write_csv(rows, list(sweep.grid), sweep.out / "results.csv")
+    parquet_path = write_parquet(rows, list(sweep.grid), sweep.out / "results.parquet")
     from garnet.dse.plots import plot_all
     plots = plot_all(rows, list(sweep.grid), sweep.out)
     return {"rows": rows, "submitted": {"designs": ex.designs, "apps": ex.apps},
             "failed": sum(r.get("status") != "ok" for r in rows), "csv": csv_path,
+            "parquet": parquet_path,
             "plots": plots, "seconds": round(time.perf_counter() - t0, 2)}
 
 
@@ -358,11 +372,57 @@ def _gather(client, futs: dict, rows_by_file: dict, progress: bool) -> None:
             bar.stop()
 
 
+def result_columns(grid: list[str]) -> list[str]:
+    """The columns of ``results.csv`` / ``results.parquet``: ``design``, the grid fields,
+    then :data:`COLUMNS`."""
+    return ["design"] + grid + [c for c in COLUMNS[1:] if c not in grid]
+
+
 def write_csv(rows: list[dict], grid: list[str], path: Path) -> Path:
-    cols = ["design"] + grid + [c for c in COLUMNS[1:] if c not in grid]
+    """Write ``rows`` (one dict per (design, app) point) to the CSV ``path`` with the columns
+    of :func:`result_columns` (a missing or ``None`` value is an empty cell). Returns
+    ``path``."""
+    cols = result_columns(grid)
     with open(path, "w", newline="") as fh:
         w = csv.DictWriter(fh, cols, extrasaction="ignore")
         w.writeheader()
         for r in rows:
             w.writerow({c: ("" if r.get(c) is None else r.get(c, "")) for c in cols})
+    return path
+
+
+def write_parquet(rows: list[dict], grid: list[str], path: Path) -> Path:
+    """Write ``rows`` to the Parquet file ``path`` (pyarrow): the rows and columns of
+    :func:`write_csv`, typed: :data:`COLUMN_TYPES` for the metric columns (64-bit ints,
+    doubles, strings; a missing or ``None`` value is null, ``error`` is ``""`` when empty
+    as in the CSV), a grid column's Arrow type inferred from its values (e.g. ``pe``
+    string, ``tracks`` int64). Returns ``path``. Raises :class:`~cgra.errors.ConfigError`
+    naming the column and the row when a value does not convert to its column's type."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from cgra.errors import ConfigError
+
+    cast = {"int64": int, "float64": float, "string": str}
+    arrays, fields = [], []
+    for col in result_columns(grid):
+        vals = [r.get(col) for r in rows]
+        if col == "error":
+            vals = ["" if v is None else v for v in vals]
+        if col in COLUMN_TYPES and col not in grid:
+            kind = COLUMN_TYPES[col]
+            conv = []
+            for k, v in enumerate(vals):
+                try:
+                    conv.append(None if v is None or v == "" else cast[kind](v))
+                except (TypeError, ValueError):
+                    raise ConfigError(f"{path}: column {col!r} of row {k} (design "
+                                      f"{rows[k].get('design')}, app {rows[k].get('app')}) "
+                                      f"is {v!r}, not a {kind} value") from None
+            arr = pa.array(conv, type=getattr(pa, kind)())
+        else:
+            arr = pa.array(vals)
+        arrays.append(arr)
+        fields.append(pa.field(col, arr.type))
+    pq.write_table(pa.Table.from_arrays(arrays, schema=pa.schema(fields)), path)
     return path

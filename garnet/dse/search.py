@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from garnet.dse.run import Executor, point_row, write_csv
+from garnet.dse.run import Executor, point_row, write_csv, write_parquet
 from garnet.dse.sweep import Point, Sweep
 
 #: the objectives, both minimised: (trial CSV column, unit)
@@ -64,9 +64,11 @@ def run_search(sweep: Sweep, scheduler: str | None = None, workers: int | None =
     ``trials.csv`` (one row per trial: number, status, error, design key, grid values, the
     objectives, ``energy_proxy`` summed over the apps, per-app runtimes, ``pareto``),
     ``pareto.csv`` (the front's rows), ``results.csv`` (one row per evaluated (design, app),
-    the grid's columns) and the plots (:func:`garnet.dse.plots.plot_all` on the evaluated
-    designs plus ``search_pareto.png``). Returns ``{trials, front, submitted: {designs,
-    apps}, cached, failed, csv, pareto_csv, results_csv, plots, seconds}``.
+    the grid's columns), ``results.parquet`` (the same rows, typed columns,
+    :func:`garnet.dse.run.write_parquet`) and the plots (:func:`garnet.dse.plots.plot_all`
+    on the evaluated designs plus ``search_pareto.png``). Returns ``{trials, front,
+    submitted: {designs, apps}, cached, failed, csv, pareto_csv, results_csv,
+    results_parquet, plots, seconds}``.
 
     Raises ``ValueError`` if the sweep has no ``[search]``, ``ImportError`` if Optuna is
     not installed."""
@@ -129,12 +131,14 @@ def run_search(sweep: Sweep, scheduler: str | None = None, workers: int | None =
     pareto_csv = _write(out / "pareto.csv", cols, front)
     rows = list(results.values())
     results_csv = write_csv(rows, fields, out / "results.csv")
+    results_parquet = write_parquet(rows, fields, out / "results.parquet")
     from garnet.dse.plots import plot_all, plot_search
     plots = plot_all(rows, fields, out) + [plot_search(trials, fields, out)]
     return {"trials": trials, "front": front,
             "submitted": {"designs": ex.designs, "apps": ex.apps}, "cached": ex.cached,
             "failed": sum(t["status"] != "ok" for t in trials), "csv": trials_csv,
-            "pareto_csv": pareto_csv, "results_csv": results_csv, "plots": plots,
+            "pareto_csv": pareto_csv, "results_csv": results_csv,
+            "results_parquet": results_parquet, "plots": plots,
             "seconds": round(time.perf_counter() - t0, 2)}
 
 

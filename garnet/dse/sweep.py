@@ -20,7 +20,7 @@
     workers = 0                   # LocalCluster worker processes (0 = one per core)
 
     [grid]                        # field -> values: every GarnetParams field
-    pe = ["D1", "D3"]             # PE presets (PE_PRESETS) or "module:Class"
+    pe = ["D1", "D3"]             # PE presets (PE_PRESETS: D1, D2, D3) or "module:Class"
     tracks = [4, 5]
     mem_preset = ["DP", "PUB"]    # MEM presets (MEM_PRESETS) or a Lake preset name
 
@@ -46,8 +46,10 @@ from typing import Any
 
 from cgra.errors import ConfigError
 
-#: PE variants by name (AHA paper §8.7): D1 the integer PE, D3 + add3 / multiply-add
-PE_PRESETS = {"D1": "peak.examples.cgra_pe:PE", "D3": "peak.examples.cgra_pe_d3:PE"}
+#: PE variants by name (AHA paper §8.7): D1 the integer PE, D2 + a 1..4-cycle delay chain
+#: per data input, D3 + add3 / multiply-add
+PE_PRESETS = {"D1": "peak.examples.cgra_pe:PE", "D2": "peak.examples.cgra_pe_d2:PE",
+              "D3": "peak.examples.cgra_pe_d3:PE"}
 #: MEM variants by name: dual-port SRAM and the physical unified buffer (wide fetch)
 MEM_PRESETS = {"DP": "dualport_2048x16", "PUB": "pub_512x64"}
 

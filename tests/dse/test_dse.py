@@ -53,6 +53,12 @@ def test_rows_and_plots(sweep):
         switched = int(r["pe_count"]) + int(r["mem_count"]) + int(r["wirelength"])
         assert int(r["energy_proxy"]) == switched * int(r["cycles"])
     assert all(r["energy_proxy"] == "" for r in rows if r["status"] != "ok")
+    # results.parquet beside the CSV: the same rows, typed (tests/dse/test_dse_parquet.py)
+    import pyarrow.parquet as pq
+    table = pq.read_table(out / "results.parquet")
+    assert table.num_rows == len(rows) and table.column_names == list(rows[0])
+    assert [r["pe_count"] for r in table.to_pylist()] == \
+        [int(r["pe_count"]) if r["pe_count"] else None for r in rows]
 
 
 def test_too_big_is_a_recorded_failure(sweep):

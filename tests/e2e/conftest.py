@@ -87,6 +87,15 @@ def bf16_small_design(tmp_path_factory) -> pathlib.Path:
 
 
 @pytest.fixture(scope="session")
+def d2_small_design(tmp_path_factory) -> pathlib.Path:
+    """Collateral directory of configs/d2_small.toml (8x8, the delay-chain PE of
+    peak/examples/cgra_pe_d2.py) with the rules of every integer target."""
+    from peak.ir import targets
+
+    return _design(tmp_path_factory, "d2_small", [t.key for t in targets(16)])
+
+
+@pytest.fixture(scope="session")
 def harness(small_design):
     """The compiled Verilator stream harness of the 8x8 design (built once, cached)."""
     from mapper.simulate import build_harness

@@ -134,6 +134,18 @@ def d3_design(tmp_path_factory) -> Path:
     return write_collateral(tmp_path_factory.mktemp("design") / "d3", D3_PE, rules)
 
 
+D2_PE = "peak.examples.cgra_pe_d2:PE"
+
+
+@pytest.fixture(scope="session")
+def d2_design(tmp_path_factory) -> Path:
+    """A collateral directory for the delay-chain PE (peak/examples/cgra_pe_d2.py: the
+    default PE with 1..4-cycle data-input delays) with the same targets as
+    ``default_design`` (~20 s of rule synthesis on 2 cores, cached for the session)."""
+    rules = cached_rules(rules_cache_root(tmp_path_factory), D2_PE, target_keys(KERNEL_OPS))
+    return write_collateral(tmp_path_factory.mktemp("design") / "d2", D2_PE, rules)
+
+
 #: default-PE targets of the strength-reduction test (multiply and shift by a constant)
 SHL_KEYS = ["coreir.add", "coreir.add[in1=const]", "coreir.shl[in1=const]", "coreir.mul",
             "coreir.mul[in1=const]", "coreir.const"]

@@ -63,7 +63,7 @@ def test_input_register_absorbed_into_pe(graphs):
     assert packed.absorbed_regs == {"r2": ("pe", "data0")}
     assert set(packed.instances) == {"in", "r1", "r3", "pe", "m"}
     pe = packed.instances["pe"]
-    assert pe.fields == {"data0_reg_en": 1} and pe.input_regs == {"data0": "r2"}
+    assert pe.fields == {"data0_reg_en": 1} and pe.input_regs == {"data0": ["r2"]}
     b = next(n for n in packed.nets if n.name == "b")
     assert b.sinks == [("pe", "data0"), ("r3", "in")]
     assert "c" not in {n.name for n in packed.nets}
