@@ -283,9 +283,12 @@ def _summary(run, t0: float) -> None:
     r = run.report
     res = r["resources"]["used"]
     w, h = coll.size
+    what = f"{run.output.shape[1]}x{run.output.shape[0]} output matches"
+    if len(run.outputs) > 1:
+        each = ", ".join(f"{o} {a.shape[1]}x{a.shape[0]}" for o, a in run.outputs.items())
+        what = f"{len(run.outputs)} outputs ({each}) match"
     click.echo(f"{run.app} on design {coll.name} ({coll.root}, {w}x{h}): "
-               f"{run.output.shape[1]}x{run.output.shape[0]} output matches numpy and Halide "
-               f"bit-exactly; {', '.join(f'{n} {k}' for k, n in sorted(res.items()))}; "
+               f"{what} numpy and Halide bit-exactly; {', '.join(f'{n} {k}' for k, n in sorted(res.items()))}; "
                f"wirelength {r['wirelength_total']}; {r['timing']['fmax_mhz']:.0f} MHz "
                f"(critical path {r['timing']['period_ps']:.0f} ps); "
                f"{r['cycles']['stream']} cycles, first "

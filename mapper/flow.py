@@ -61,6 +61,7 @@ from mapper.place import PlaceParams, Placement, place, site_capacity
 from mapper.streams import stream_events
 from mapper.route import RouterParams, RoutingResult, route_design
 from mapper.verify import verify
+from mapper.ir import NO_PAD, pad_image
 
 RUN_SCHEMA = "mapper.run_report/1"
 Step = Callable[[str], None]
@@ -561,13 +562,37 @@ class StreamPlan:
     """Top-port stimulus and sampling for one run: ``inputs`` port -> values ``[T]``,
     ``outputs``: [(io_out instance, port, cycles ``[n]``, y ``[n]``, x ``[n]``)] (only events
     inside the output box), ``cycles``: ``T`` (last sampled cycle + 1), ``first_output``:
-    the first sampled cycle, ``box``: output domain ``(x0, x1, y0, y1)``."""
+    the first sampled cycle, ``box``: the (first) output's domain ``(x0, x1, y0, y1)``;
+    ``stage_of``: io_out instance -> the output stage it streams, ``boxes``: output stage ->
+    its domain (several outputs)."""
 
     inputs: dict[str, np.ndarray]
     outputs: list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]]
     cycles: int
     first_output: int
     box: tuple[int, int, int, int]
+    stage_of: dict[str, str] = field(default_factory=dict)
+    boxes: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
+
+    def assemble(self, samples: dict[str, np.ndarray], app: str = "") -> dict[str, np.ndarray]:
+        """Output stage -> its image (int64 ``[y, x]`` over its box) from ``samples`` (top
+        port -> values per cycle). Raises :class:`SimulationError` when a pixel is never
+        sampled."""
+        res, seen = {}, {}
+        for o, (x0, x1, y0, y1) in self.boxes.items():
+            res[o] = np.zeros((y1 - y0, x1 - x0), np.int64)
+            seen[o] = np.zeros(res[o].shape, bool)
+        for (name, port, cyc, ys, xs) in self.outputs:
+            o = self.stage_of[name]
+            x0, _, y0, _ = self.boxes[o]
+            res[o][ys - y0, xs - x0] = samples[port][cyc]
+            seen[o][ys - y0, xs - x0] = True
+        for o, ok in seen.items():
+            if not ok.all():
+                raise SimulationError(f"{app}: {int((~ok).sum())} pixels of output {o} were "
+                                      f"never sampled (the output programs do not cover the "
+                                      f"domain {self.boxes[o]})")
+        return res
 
 
 @dataclass
@@ -586,6 +611,8 @@ class AppRun:
     report: dict[str, Any]
     out_dir: Path
     coll: Collateral
+    #: every output by stage name (``output`` is the first), as simulated
+    outputs: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def io_port(tag: str, direction: str, xy: tuple[int, int], *, width: int = 16) -> str:
@@ -598,9 +625,11 @@ def io_port(tag: str, direction: str, xy: tuple[int, int], *, width: int = 16) -
     return f"{pre}_{w}_X{xy[0]:02X}_Y{xy[1]:02X}"
 
 
-def stream_plan(flow: FlowResult, images: dict[str, np.ndarray]) -> StreamPlan:
+def stream_plan(flow: FlowResult, images: dict[str, np.ndarray],
+                primary: str | None = None) -> StreamPlan:
     """Stimulus and sampling of the top ports for a placed and pipelined design (module
-    docstring). The width of each IO instance's top port (and the mask of its stimulus) is
+    docstring). ``primary``: the output stage whose box is :attr:`StreamPlan.box` (default:
+    the first io_out's). The width of each IO instance's top port (and the mask of its stimulus) is
     the width of the net it drives or reads in the packed design, i.e. of the routing graph
     it was routed on: the design's data width for a data IO. Raises
     :class:`SimulationError` when an IO instance lacks its program or an input image is
@@ -613,7 +642,8 @@ def stream_plan(flow: FlowResult, images: dict[str, np.ndarray]) -> StreamPlan:
             io_width.setdefault(inst_name, int(net.width))
     inputs: dict[str, np.ndarray] = {}
     outs: list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]] = []
-    box: tuple[int, int, int, int] | None = None
+    stage_of: dict[str, str] = {}
+    boxes: dict[str, tuple[int, int, int, int]] = {}
     for name, inst in packed.instances.items():
         if inst.kind not in ("io_in", "io_out"):
             continue
@@ -631,6 +661,7 @@ def stream_plan(flow: FlowResult, images: dict[str, np.ndarray]) -> StreamPlan:
             img = images.get(c["input"])
             if img is None:
                 raise SimulationError(f"IO {name}: no image for input '{c['input']}'")
+            img = pad_image(np.asarray(img), tuple(c.get("pad", NO_PAD)))  # repeat-edge
             h, w = img.shape
             x, y = u * i0 + lane, i1
             ok = (x < w) & (y < h)
@@ -639,18 +670,23 @@ def stream_plan(flow: FlowResult, images: dict[str, np.ndarray]) -> StreamPlan:
             inputs[port] = vals
         else:
             x0, x1, y0, y1 = (int(v) for v in c["box"])
-            box = (x0, x1, y0, y1)
+            stage = str(c.get("stage", name))
+            stage_of[name], boxes[stage] = stage, (x0, x1, y0, y1)
             x, y = u * (x0 // u + i0) + lane, y0 + i1
             keep = (x >= x0) & (x < x1) & (y < y1)
             outs.append((name, port, cyc[keep], y[keep], x[keep]))
-    if not outs or box is None:
+    if not outs:
         raise SimulationError(f"design {packed.name}: no output stream (io_out instance)")
+    if primary is not None and primary not in boxes:
+        raise SimulationError(f"design {packed.name}: no output stream of stage {primary}; "
+                              f"streamed: {sorted(boxes)}")
+    box = boxes[primary if primary is not None else stage_of[outs[0][0]]]
     cycles = max(int(o[2].max()) for o in outs if len(o[2])) + 1
     first = min(int(o[2].min()) for o in outs if len(o[2]))
     for p, v in inputs.items():
         if len(v) < cycles:
             inputs[p] = np.concatenate([v, np.zeros(cycles - len(v), np.int64)])
-    return StreamPlan(inputs, outs, cycles, first, box)
+    return StreamPlan(inputs, outs, cycles, first, box, stage_of, boxes)
 
 
 def first_mismatch(got: np.ndarray, want: np.ndarray, box: tuple[int, int, int, int]
@@ -692,9 +728,9 @@ def run_sim(run_dir: str | Path, coll: Collateral, opts: SimOptions | None = Non
     same algorithm in real Halide), output pictures and ``run_report.json``. Raises
     :class:`SimulationError` naming the first mismatching pixel and the golden model."""
     from mapper.apps import app_images, build_app, display_image, load_app_image, lower_app
-    from mapper.halide_export import run_halide
+    from mapper.halide_export import run_halide_outputs
     from mapper.images import save_comparison, save_png
-    from mapper.interp import run_pipeline
+    from mapper.interp import run_outputs
     from mapper.simulate import SimParams, build_harness, run_harness
 
     say = step or (lambda _m: None)
@@ -717,7 +753,7 @@ def run_sim(run_dir: str | Path, coll: Collateral, opts: SimOptions | None = Non
     source = load_app_image(dsl_p, opts.image, (ap.height, ap.width))
     images = app_images(dsl_p, source)  # planes / mosaic / bf16 encodings by convention
     img = images[dsl_p.inputs[0].name] if dsl_p.image != "grey" else source
-    plan = stream_plan(flow, images)
+    plan = stream_plan(flow, images, dsl_p.output.name)
     sim_params = opts.sim or SimParams()
     say("verilator build")
     harness = build_harness(coll.root, sim_params, progress=say)
@@ -733,40 +769,42 @@ def run_sim(run_dir: str | Path, coll: Collateral, opts: SimOptions | None = Non
                               f"{len(sim.readback_mismatches)} address(es); first: address "
                               f"{a:08X} wrote {e:08X}, read {g:08X} (a config register that "
                               f"does not hold its bits)")
-    x0, x1, y0, y1 = plan.box
-    res = np.zeros((y1 - y0, x1 - x0), np.int64)
-    seen = np.zeros(res.shape, bool)
-    for (_name, port, cyc, ys, xs) in plan.outputs:
-        res[ys - y0, xs - x0] = sim.outputs[port][cyc]
-        seen[ys - y0, xs - x0] = True
-    if not seen.all():
-        raise SimulationError(f"{app['name']}: {int((~seen).sum())} output pixels were never "
-                              f"sampled (the output programs do not cover the domain "
-                              f"{plan.box})")
+    res = plan.assemble(sim.outputs, app["name"])
     say("golden models")
     t = time.perf_counter()
     ir_p = lower_app(ap.app, ap.width, ap.height, ap.unroll)
-    g_np = np.asarray(run_pipeline(ir_p, images))
+    g_np_all = run_outputs(ir_p, images)
     secs["golden_numpy"] = time.perf_counter() - t
     t = time.perf_counter()
-    g_hl = np.asarray(run_halide(dsl_p, images))
+    g_hl_all = run_halide_outputs(dsl_p, images)
     secs["golden_halide"] = time.perf_counter() - t
-    out_img = res.astype(np.uint16)
-    if g_np.dtype == np.int16:
-        out_img = out_img.view(np.int16)
+    outs: dict[str, np.ndarray] = {}
+    for o in ir_p.outputs:
+        outs[o] = res[o].astype(np.uint16)
+        if g_np_all[o].dtype == np.int16:
+            outs[o] = outs[o].view(np.int16)
+    primary = ir_p.output
+    out_img, g_np, g_hl = outs[primary], g_np_all[primary], g_hl_all[primary]
     save_png(display_image(dsl_p, out_img), run_dir / f"{app['name']}.png")
+    for o in ir_p.outputs if ir_p.more_outputs else ():     # several outputs: one PNG each
+        save_png(display_image(dsl_p, outs[o], o), run_dir / f"{app['name']}_{o}.png")
     save_png(img, run_dir / "input.png")
     save_comparison(img, display_image(dsl_p, out_img), display_image(dsl_p, g_np),
                     run_dir / "compare.png",
                     title=f"{app['name']} on {coll.name} ({opts.image})")
-    check_output(app["name"], out_img, {"numpy interpreter": g_np, "Halide": g_hl}, plan.box,
-                 run_dir)
+    for o in ir_p.outputs:
+        label = app["name"] if not ir_p.more_outputs else f"{app['name']} output {o}"
+        check_output(label, outs[o], {"numpy interpreter": g_np_all[o],
+                                      "Halide": g_hl_all[o]},
+                     plan.boxes.get(o, plan.box), run_dir)
     rep = run_report(app, opts, coll, flow, harness, sim, plan, secs, out_img)
+    if ir_p.more_outputs:
+        rep["outputs"] = {o: list(a.shape) for o, a in outs.items()}
     rep["bitstream_proof"] = proof.to_dict()
     st.write_doc(st.stage_file(run_dir, "sim"),
                  {**rep, **st.header(RUN_SCHEMA, coll, run_dir, "sim")})
     return AppRun(app["name"], img, out_img, g_np, g_hl, flow, harness, sim, plan, rep, run_dir,
-                  coll)
+                  coll, outs)
 
 
 def run_report(app: dict[str, Any], opts: SimOptions, coll: Collateral, flow: FlowResult,

@@ -6,7 +6,9 @@ so it is independent of the lowering and of the numpy interpreter: Halide evalua
 reductions with its own ``RDom`` update loops, its own integer semantics (16-bit wrap-around,
 floor division by powers of two, ``abs`` returning unsigned) and its own bounds inference.
 The output is realized over the same valid domain as :meth:`mapper.ir.Pipeline.domains`
-(so the output image shrinks by the stencil footprint).  The ``unroll`` factor becomes a
+(so the output image shrinks by the stencil footprint), or for inputs read through
+``repeat_edge`` (Halide's own ``BoundaryConditions.repeat_edge``) over the input's domain at the
+output's rate (:meth:`mapper.frontend.dsl.Pipeline.output_domain`).  The ``unroll`` factor becomes a
 ``split(x, U).unroll`` schedule (results are unchanged by construction).
 
 ``BFloat16`` values are Halide ``BFloat(16)`` (CPU: emulated through float32, rounded to
@@ -64,23 +66,30 @@ class HalidePipeline:
         self.x, self.y = hl.Var("x"), hl.Var("y")
         self.funcs: dict[str, Any] = {}
         self.tables: dict[int, Any] = {}
+        self.clamped: dict[str, Any] = {}      # input name -> its repeat_edge Func
         for f in pipe.funcs:
             self._define(f)
-        out = self.funcs[pipe.output.name]
         for f in pipe.funcs:
             if f is not pipe.output:
                 self.funcs[f.name].compute_root()
-        if pipe.output.type.is_float:        # realize the encodings
-            enc = hl.Func(f"{pipe.output.name}_bits")
-            enc[self.x, self.y] = hl.reinterpret(hl.UInt(16), out[self.x, self.y])
-            out = enc
-        if pipe.unroll > 1:
-            xo, xi = hl.Var("xo"), hl.Var("xi")
-            out.split(self.x, xo, xi, pipe.unroll, hl.TailStrategy.GuardWithIf).unroll(xi)
-        self.out = out
-        self.out_type = _storage(pipe.output.type)
-        self.domain = pipe.lower().domains()[pipe.output.name]
-        out.compile_jit()
+        #: output name -> (the Func realised, its storage type, its domain); each output is
+        #: realised on its own, over its own domain
+        self.outs: dict[str, tuple[Any, Any, Any]] = {}
+        for o in pipe.outputs:
+            out = self.funcs[o.name]
+            if o.type.is_float:        # realize the encodings
+                enc = hl.Func(f"{o.name}_bits")
+                enc[self.x, self.y] = hl.reinterpret(hl.UInt(16), out[self.x, self.y])
+                out = enc
+            elif o is not pipe.output:
+                out = hl.Func(f"{o.name}_out")     # a root copy: o stays compute_root
+                out[self.x, self.y] = self.funcs[o.name][self.x, self.y]
+            if o is pipe.output and pipe.unroll > 1:
+                xo, xi = hl.Var("xo"), hl.Var("xi")
+                out.split(self.x, xo, xi, pipe.unroll, hl.TailStrategy.GuardWithIf).unroll(xi)
+            out.compile_jit()
+            self.outs[o.name] = (out, _storage(o.type), pipe.output_domain(o.name))
+        self.out, self.out_type, self.domain = self.outs[pipe.output.name]
 
     def _define(self, f: dsl.Func) -> None:
         hl = _hl()
@@ -122,6 +131,10 @@ class HalidePipeline:
             t = e.target
             if isinstance(t, dsl.Input):
                 return _value(t.type, self.params[t.name][idx[0], idx[1]])
+            if isinstance(t, dsl.RepeatEdge):
+                if t.name not in self.clamped:
+                    self.clamped[t.name] = hl.BoundaryConditions.repeat_edge(self.params[t.name])
+                return _value(t.type, self.clamped[t.name][idx[0], idx[1]])
             if isinstance(t, dsl.Table):
                 if id(t) not in self.tables:
                     dt = np.int16 if t.type.signed else np.uint16
@@ -161,11 +174,15 @@ class HalidePipeline:
         raise SimulationError(f"Halide export of Func {f.name}: cannot translate {type(e).__name__}")
 
     def run(self, images: dict[str, np.ndarray]) -> np.ndarray:
-        """Realize the output over its valid domain; images are arrays ``[y, x]``.
+        """Realize the (first) output over its valid domain; images are arrays ``[y, x]``.
 
         Returns an array ``(height, width)`` of the output domain (uint16 or int16).
         Raises :class:`SimulationError` when an input image is missing or mis-shaped.
         """
+        return self.run_outputs(images)[self.pipe.output.name]
+
+    def run_outputs(self, images: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """:meth:`run` for every output: output name -> its array."""
         hl = _hl()
         keep: list[np.ndarray] = []
         for i in self.pipe.inputs:
@@ -179,12 +196,14 @@ class HalidePipeline:
             arr = np.ascontiguousarray(img.astype(np.int64).astype(dt))
             keep.append(arr)          # hl.Buffer wraps the array's memory: keep it alive
             self.params[i.name].set(hl.Buffer(arr))
-        b = self.domain
-        buf = hl.Buffer(self.out_type, [b.width, b.height])
-        buf.set_min([b.x0, b.y0])
-        self.out.realize(buf)
+        res = {}
+        for name, (out, out_type, b) in self.outs.items():
+            buf = hl.Buffer(out_type, [b.width, b.height])
+            buf.set_min([b.x0, b.y0])
+            out.realize(buf)
+            res[name] = np.array(buf, copy=True)
         del keep
-        return np.array(buf, copy=True)
+        return res
 
 
 _CACHE: dict[int, tuple[dsl.Pipeline, HalidePipeline]] = {}
@@ -200,5 +219,12 @@ def halide_pipeline(pipe: dsl.Pipeline) -> HalidePipeline:
 
 
 def run_halide(pipe: dsl.Pipeline, images: dict[str, np.ndarray]) -> np.ndarray:
-    """Run ``pipe`` in real Halide over the output's valid domain (see :class:`HalidePipeline`)."""
+    """Run ``pipe`` in real Halide over the (first) output's valid domain (see
+    :class:`HalidePipeline`)."""
     return halide_pipeline(pipe).run(images)
+
+
+def run_halide_outputs(pipe: dsl.Pipeline, images: dict[str, np.ndarray]
+                       ) -> dict[str, np.ndarray]:
+    """Run ``pipe`` in real Halide: every output over its own domain, by name."""
+    return halide_pipeline(pipe).run_outputs(images)

@@ -19,7 +19,13 @@ def _signed(a: np.ndarray, w: int) -> np.ndarray:
 
 
 def _np_float(op: str, a: list[np.ndarray]) -> np.ndarray:
-    """A BFloat16 op element-wise (:func:`mapper.ir.eval_op` per distinct operand pair)."""
+    """A BFloat16 op element-wise (:func:`mapper.ir.eval_op` per distinct operand, or pair of
+    operands)."""
+    if len(a) == 1:
+        x = np.asarray(a[0], np.int64) & 0xFFFF
+        uniq, inv = np.unique(x, return_inverse=True)
+        vals = np.array([eval_op(op, [int(v)], 16) for v in uniq], dtype=np.int64)
+        return vals[inv].reshape(x.shape)
     x, y = np.broadcast_arrays(np.asarray(a[0], np.int64), np.asarray(a[1], np.int64))
     pairs = (x.astype(np.int64) << 16) | (y & 0xFFFF)
     uniq, inv = np.unique(pairs, return_inverse=True)
@@ -121,9 +127,10 @@ def eval_kernel(kernel: Kernel, inputs: dict[str, list[np.ndarray]]) -> dict[str
 
 def run_pipeline(pipeline: Pipeline, images: dict[str, np.ndarray],
                  all_stages: bool = False) -> np.ndarray | dict[str, tuple[Box, np.ndarray]]:
-    """Run ``pipeline`` on input images (arrays ``[y, x]`` of shape ``(height, width)``).
+    """Run ``pipeline`` on input images (arrays ``[y, x]`` of shape ``(height, width)`` of each
+    input's :attr:`~mapper.ir.PipelineInput.source_shape`; padded inputs are padded here).
 
-    Returns the output stage over its valid domain (shape ``(y1-y0, x1-x0)``, dtype uint16 or
+    Returns the (first) output stage over its valid domain (shape ``(y1-y0, x1-x0)``, dtype uint16 or
     int16 by the stage's signedness), or with ``all_stages`` every stage's ``(Box, array)``.
     Raises :class:`MappingError` if an image is missing or has the wrong shape.
     """
@@ -132,10 +139,7 @@ def run_pipeline(pipeline: Pipeline, images: dict[str, np.ndarray],
     for name, pin in pipeline.inputs.items():
         if name not in images:
             raise MappingError(f"pipeline {pipeline.name}: no image given for input '{name}'")
-        img = np.asarray(images[name])
-        if img.shape != (pin.shape[1], pin.shape[0]):
-            raise MappingError(f"pipeline {pipeline.name}: input '{name}' must have shape "
-                               f"(height, width) = {(pin.shape[1], pin.shape[0])}, got {img.shape}")
+        img = pin.prepare(images[name], f"pipeline {pipeline.name}")  # repeat-edge padding
         arrays[name] = img.astype(np.int64) & ((1 << pin.width_bits) - 1)
     for s in pipeline.stages:
         b = dom[s.name]
@@ -149,6 +153,16 @@ def run_pipeline(pipeline: Pipeline, images: dict[str, np.ndarray],
         arrays[s.name] = np.broadcast_to(out, (b.height, b.width)).astype(np.int64)
     if all_stages:
         return {s.name: (dom[s.name], arrays[s.name]) for s in pipeline.stages}
-    st = pipeline.stage(pipeline.output)
-    res = arrays[st.name].astype(np.uint16)
-    return res.view(np.int16) if st.signed else res
+    return _typed(pipeline, pipeline.output, arrays)
+
+
+def _typed(pipeline: Pipeline, name: str, arrays: dict[str, np.ndarray]) -> np.ndarray:
+    res = arrays[name].astype(np.uint16)
+    return res.view(np.int16) if pipeline.stage(name).signed else res
+
+
+def run_outputs(pipeline: Pipeline, images: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """:func:`run_pipeline` for every output stage (:attr:`mapper.ir.Pipeline.outputs`):
+    stage name -> its image over its domain (uint16 or int16)."""
+    stages = run_pipeline(pipeline, images, all_stages=True)
+    return {o: _typed(pipeline, o, {o: stages[o][1]}) for o in pipeline.outputs}

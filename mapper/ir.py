@@ -25,7 +25,9 @@ exporter are checked against each other; rule synthesis must use the same defini
   product of ``a`` and ``b`` both sign-extended (bits 23..8 for 16-bit words).
 - ``corebit.and/or/xor/not/mux/const``: 1-bit logic; ``corebit.mux(in0, in1, sel)`` as above.
 - ``float.add sub mul max min`` (16-bit results), ``float.lt le gt ge eq`` (1 bit): BFloat16
-  on 16-bit encodings, the policies of :mod:`peak.bf16` (round to nearest even, subnormals
+  on 16-bit encodings; ``float.from_s16 / from_u16 (a)``: the 16-bit integer ``a`` (signed /
+  unsigned) rounded to bf16 (nearest even), ``float.to_s16 / to_u16 (a)``: the bf16 ``a``
+  truncated toward zero and saturated to the 16-bit range, NaN -> 0; the policies of :mod:`peak.bf16` (round to nearest even, subnormals
   flushed, NaN ``0x7FC0``; reference :mod:`peak.ir.floatref`). CoreIR's DesignWare names
   ``float_DW.fp_add`` / ``fp_mul`` are imported as ``float.add`` / ``float.mul``
   (:data:`COREIR_ALIASES`). Never constant-folded with an identity operand.
@@ -36,7 +38,9 @@ or an earlier stage — and one ``(dx, dy)`` offset per index: element ``i`` of 
 output pixel ``(x, y)`` is ``producer(x + dx_i, y + dy_i)``).  Boundary handling: a stage's
 output exists only where every window element lies inside its producer's domain, so the domain
 of each stage is the intersection of its producers' domains shifted by the negated offsets
-(output images shrink; nothing is padded or clamped).
+(output images shrink). An input may be *padded* (:attr:`PipelineInput.pad`, repeat-edge
+values made on the host, :func:`pad_image`) and the outputs *cropped* (:attr:`Pipeline.crop`):
+that is how the DSL's ``repeat_edge`` keeps the output the size of the input.
 """
 from __future__ import annotations
 
@@ -88,6 +92,8 @@ for _n in ("add", "sub", "mul", "max", "min"):
     OPS[f"float.{_n}"] = _spec(f"float.{_n}", "dd", DATA)
 for _n in ("lt", "le", "gt", "ge", "eq"):
     OPS[f"float.{_n}"] = _spec(f"float.{_n}", "dd", BIT)
+for _n in ("from_s16", "from_u16", "to_s16", "to_u16"):
+    OPS[f"float.{_n}"] = _spec(f"float.{_n}", "d", DATA)
 
 #: BFloat16 ops (``float.*``): 16-bit operands and results (bf16 encodings).
 FLOAT_OPS = frozenset(k for k in OPS if k.startswith("float."))
@@ -127,7 +133,7 @@ def eval_op(op: str, args: list[int], width: int, value: int | None = None) -> i
             raise MappingError(f"eval_op: {op} is a BFloat16 op on 16-bit encodings, not "
                                f"{width}-bit values")
         from peak.ir.floatref import REFERENCES
-        return REFERENCES[op](args[0] & 0xFFFF, args[1] & 0xFFFF)
+        return REFERENCES[op](*(a & 0xFFFF for a in args))
     name = op.split(".", 1)[1]
     if op.startswith("corebit."):
         a = args
@@ -403,25 +409,76 @@ class Stage:
     signed: bool = False
 
 
+#: No padding: ``(left, right, top, bottom)`` pixels added around an input image.
+NO_PAD = (0, 0, 0, 0)
+
+
 @dataclass(frozen=True)
 class PipelineInput:
-    """An input image: ``shape = (width, height)`` in pixels, words of ``width_bits`` bits."""
+    """An input image: ``shape = (width, height)`` in pixels of the streamed image, words of
+    ``width_bits`` bits. ``pad = (left, right, top, bottom)``: the streamed image is the
+    source image (:attr:`source_shape`) extended by that many pixels on each side with
+    Halide's ``BoundaryConditions.repeat_edge`` values (:func:`pad_image`; the DSL's
+    ``repeat_edge``)."""
 
     name: str
     shape: tuple[int, int]
     signed: bool = False
     width_bits: int = 16
+    pad: tuple[int, int, int, int] = NO_PAD
+
+    @property
+    def source_shape(self) -> tuple[int, int]:
+        """``(width, height)`` of the image the user gives (before padding)."""
+        left, right, top, bottom = self.pad
+        return (self.shape[0] - left - right, self.shape[1] - top - bottom)
+
+    def prepare(self, img: Any, who: str = "pipeline") -> Any:
+        """The streamed image of this input from the user's array ``img`` (``[y, x]``, shape
+        ``(height, width)`` of :attr:`source_shape`): padded with repeat-edge values when
+        :attr:`pad` is set. Raises :class:`MappingError` for a wrong shape."""
+        import numpy as np
+
+        a = np.asarray(img)
+        w, h = self.source_shape
+        if a.shape != (h, w):
+            raise MappingError(f"{who}: input '{self.name}' must have shape (height, width) = "
+                               f"{(h, w)}, got {a.shape}")
+        return pad_image(a, self.pad)
+
+
+def pad_image(img: Any, pad: tuple[int, int, int, int]) -> Any:
+    """``img`` (``[y, x]``) extended by ``pad = (left, right, top, bottom)`` pixels, each new
+    pixel a copy of the nearest edge pixel (Halide ``BoundaryConditions.repeat_edge``,
+    numpy ``pad(mode="edge")``); the array itself when ``pad`` is all zeros."""
+    import numpy as np
+
+    left, right, top, bottom = pad
+    if not any(pad):
+        return img
+    return np.pad(np.asarray(img), ((top, bottom), (left, right)), mode="edge")
 
 
 @dataclass
 class Pipeline:
-    """A stencil pipeline with one output stage; ``unroll`` = output pixels per cycle along x."""
+    """A stencil pipeline; ``output`` is the (first) output stage, ``more_outputs`` further
+    output stages (each streams out on its own IO tiles; :attr:`outputs` lists them all);
+    ``unroll`` = output pixels per cycle along x. ``crop``: output stage name -> the box of its
+    valid domain it computes (a clamped-edge pipeline, whose padded inputs make the valid
+    domain larger than the image the user asked for: :meth:`domains`)."""
 
     name: str
     inputs: dict[str, PipelineInput]
     stages: list[Stage]
     output: str
     unroll: int = 1
+    crop: dict[str, Box] = field(default_factory=dict)
+    more_outputs: tuple[str, ...] = ()
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """Every output stage: :attr:`output` first, then :attr:`more_outputs`."""
+        return (self.output, *self.more_outputs)
 
     def stage(self, name: str) -> Stage:
         for s in self.stages:
@@ -462,11 +519,24 @@ class Pipeline:
                                        f"access) and unroll is {self.unroll}; multi-rate "
                                        f"pipelines run with unroll 1")
             seen.add(s.name)
-        if self.output not in {s.name for s in self.stages}:
-            raise MappingError(f"pipeline {self.name}: output '{self.output}' is not a stage")
-        shapes = {i.shape for i in self.inputs.values()}
+        names = {s.name for s in self.stages}
+        for o in self.outputs:
+            if o not in names:
+                raise MappingError(f"pipeline {self.name}: output '{o}' is not a stage")
+        if len(set(self.outputs)) != len(self.outputs):
+            raise MappingError(f"pipeline {self.name}: outputs {list(self.outputs)} name a "
+                               f"stage twice")
+        if set(self.crop) - set(self.outputs):
+            raise MappingError(f"pipeline {self.name}: crop names "
+                               f"{sorted(set(self.crop) - set(self.outputs))}, not outputs")
+        shapes = {(i.shape, i.pad) for i in self.inputs.values()}
         if len(shapes) > 1:
-            raise MappingError(f"pipeline {self.name}: all inputs must share one shape, got {shapes}")
+            raise MappingError(f"pipeline {self.name}: all inputs must share one shape and "
+                               f"padding, got {sorted(shapes)} ((width, height), pad)")
+        for i in self.inputs.values():
+            if any(p < 0 for p in i.pad) or min(i.source_shape) < 1:
+                raise MappingError(f"pipeline {self.name}: input {i.name}: pad {i.pad} must be "
+                                   f">= 0 and leave a source image >= 1x1 of shape {i.shape}")
 
     def domains(self) -> dict[str, Box]:
         """Valid output domain of every input and stage (see the module docstring)."""
@@ -492,6 +562,12 @@ class Pipeline:
             if b.empty():
                 raise MappingError(f"pipeline {self.name}: stage {s.name} has an empty domain "
                                    f"{b} (the image is smaller than its stencil)")
+            if s.name in self.crop:
+                c = self.crop[s.name]
+                if not (b.x0 <= c.x0 < c.x1 <= b.x1 and b.y0 <= c.y0 < c.y1 <= b.y1):
+                    raise MappingError(f"pipeline {self.name}: crop {c} of output {s.name} is "
+                                       f"not inside its valid domain {b}")
+                b = c
             dom[s.name] = b
         return dom
 
@@ -519,8 +595,13 @@ class Pipeline:
         """JSON-able form (round trip with :meth:`from_dict`)."""
         return {
             "name": self.name, "output": self.output, "unroll": self.unroll,
+            **({"more_outputs": list(self.more_outputs)} if self.more_outputs else {}),
+            **({"crop": {k: [c.x0, c.x1, c.y0, c.y1] for k, c in self.crop.items()}}
+               if self.crop else {}),
             "inputs": [{"name": i.name, "shape": list(i.shape), "signed": i.signed,
-                        "width_bits": i.width_bits} for i in self.inputs.values()],
+                        "width_bits": i.width_bits,
+                        **({"pad": list(i.pad)} if any(i.pad) else {})}
+                       for i in self.inputs.values()],
             "stages": [{"name": s.name, "signed": s.signed, "kernel": s.kernel.to_dict(),
                         "windows": {k: {"producer": w.producer,
                                         "offsets": [list(o) for o in w.offsets],
@@ -535,13 +616,17 @@ class Pipeline:
         try:
             p = cls(d["name"],
                     {i["name"]: PipelineInput(i["name"], tuple(i["shape"]), i["signed"],
-                                              i["width_bits"]) for i in d["inputs"]},
+                                              i["width_bits"],
+                                              tuple(int(v) for v in i.get("pad", NO_PAD)))
+                     for i in d["inputs"]},
                     [Stage(s["name"], Kernel.from_dict(s["kernel"]),
                            {k: Window(w["producer"], tuple(tuple(o) for o in w["offsets"]),
                                       tuple(tuple(r) for r in w.get("rate", UNIT_RATE)))
                             for k, w in s["windows"].items()}, s["signed"])
                      for s in d["stages"]],
-                    d["output"], d["unroll"])
+                    d["output"], d["unroll"],
+                    {k: Box(*(int(v) for v in c)) for k, c in d.get("crop", {}).items()},
+                    tuple(d.get("more_outputs", ())))
         except (KeyError, TypeError) as exc:
             raise MappingError(f"pipeline JSON: missing or malformed field ({exc!r})") from None
         p.validate()

@@ -66,7 +66,15 @@ PHYSICAL_UNIFIED_BUFFER: dict[str, Any] = {
     "read_latency": 1, "extent_width": 16, "schedule_width": 24,
 }
 PRESETS = {"dualport_2048x16": DUAL_PORT_SRAM, "pub_512x64": PHYSICAL_UNIFIED_BUFFER}
-DEFAULT_SR_THRESHOLD = 8
+#: The default shift-register threshold (cycles). 4, not a row: a chain of k netlist registers
+#: is placed as k instances whose connecting routes add pipeline registers of their own (the
+#: default interconnect's NORTH/EAST registers cannot be bypassed), and that latency must be
+#: matched on every other operand of the consuming PEs, while a delay-line tap on a MEM absorbs
+#: it in its read schedule. At 8, gaussian unrolled 8 times on build/default (row gaps of 6-8
+#: cycles become register chains, 136 registers) fails branch-delay matching on every
+#: placement attempt, 43 cycles short; at 4 it maps to 16 MEMs and 9 registers and runs
+#: bit-exact (536 cycles for 513 ideal). Unroll 16 (gaps <= 4) keeps its register-only form.
+DEFAULT_SR_THRESHOLD = 4
 
 
 @dataclass(frozen=True)
@@ -402,7 +410,8 @@ def map_memory(pipeline: ir.Pipeline, mem: dict[str, Any] | MemSpec,
             inst = f"io_in_{name}_l{lane}"
             nl.add_instance(inst, "io_in", "I", {
                 "input": name, "lane": lane, "unroll": u, "width": pin.shape[0],
-                "height": pin.shape[1], "program": st.program()})
+                "height": pin.shape[1], "program": st.program(),
+                **({"pad": list(pin.pad)} if any(pin.pad) else {})})
             sig[(name, lane, 0)] = (inst, "out")
     for s in pipeline.stages:
         st = sched.stages[s.name]
@@ -415,16 +424,17 @@ def map_memory(pipeline: ir.Pipeline, mem: dict[str, Any] | MemSpec,
             "signed": s.signed, "dag": us.kernel.to_dict()})
         for lane in range(u):
             sig[(s.name, lane, 0)] = (inst, f"out_{lane}")
-    out = sched.stages[pipeline.output]
-    for lane in range(u):
-        inst = f"io_out_{pipeline.output}_l{lane}"
-        xs = [x for x in range(u * out.xo_range[0] + lane, u * out.xo_range[1], u)
-              if out.box.x0 <= x < out.box.x1]
-        nl.add_instance(inst, "io_out", "I", {
-            "stage": pipeline.output, "lane": lane, "unroll": u, "program": out.program(),
-            "x_valid": [xs[0], xs[-1]] if xs else None, "box": [out.box.x0, out.box.x1,
-                                                                out.box.y0, out.box.y1]})
-        sinks.setdefault((pipeline.output, lane, 0), []).append((inst, "in"))
+    for oname in pipeline.outputs:
+        out = sched.stages[oname]
+        for lane in range(u):
+            inst = f"io_out_{oname}_l{lane}"
+            xs = [x for x in range(u * out.xo_range[0] + lane, u * out.xo_range[1], u)
+                  if out.box.x0 <= x < out.box.x1]
+            nl.add_instance(inst, "io_out", "I", {
+                "stage": oname, "lane": lane, "unroll": u, "program": out.program(),
+                "x_valid": [xs[0], xs[-1]] if xs else None, "box": [out.box.x0, out.box.x1,
+                                                                    out.box.y0, out.box.y1]})
+            sinks.setdefault((oname, lane, 0), []).append((inst, "in"))
 
     chains: dict[tuple[str, int], DelayChain] = {}
     all_segments: list[Segment] = []

@@ -130,8 +130,8 @@ class PipelineSchedule:
                        if p.kind == "read" and not p.addressed})
 
     def completion_cycle(self) -> int:
-        """Cycle after the last output of the output stage is written."""
-        return self.stages[self.pipeline.output].last_write() + 1
+        """Cycle after the last output of the output stages is written."""
+        return max(self.stages[o].last_write() for o in self.pipeline.outputs) + 1
 
 
 def live_inputs(kernel: ir.Kernel) -> list[tuple[str, int]]:

@@ -32,6 +32,7 @@ from cgra.errors import SimulationError
 from mapper import ir
 from mapper.interp import eval_kernel
 from mapper.memory import MemoryMapping
+from mapper.ir import NO_PAD, pad_image
 
 
 def program_events(prog: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -70,9 +71,16 @@ def _lane_inputs(kernel: ir.Kernel, output: str) -> set[tuple[str, int]]:
 def run_streams(mm: MemoryMapping, images: dict[str, np.ndarray]) -> np.ndarray:
     """Run the memory-mapped netlist of ``mm`` on input images (``[y, x]`` arrays).
 
-    Returns the output image (uint16, or int16 for a signed output stage) over the output
-    stage's valid domain.  Raises :class:`SimulationError` on an invalid output pixel.
+    Returns the (first) output image (uint16, or int16 for a signed output stage) over the
+    output stage's valid domain (:func:`run_streams_outputs` for every output).  Raises
+    :class:`SimulationError` on an invalid output pixel.
     """
+    return run_streams_outputs(mm, images)[mm.pipeline.output]
+
+
+def run_streams_outputs(mm: MemoryMapping, images: dict[str, np.ndarray]
+                        ) -> dict[str, np.ndarray]:
+    """:func:`run_streams` for every output stage: stage name -> its image over its domain."""
     p, sched, nl = mm.pipeline, mm.schedule, mm.netlist
     u, _pitch = sched.unroll, sched.row_pitch
     lat = mm.spec.read_latency
@@ -94,7 +102,8 @@ def run_streams(mm: MemoryMapping, images: dict[str, np.ndarray]) -> np.ndarray:
     for inst in nl.instances.values():
         if inst.kind == "io_in":
             c = inst.config
-            img = np.asarray(images[c["input"]]).astype(np.int64) & 0xFFFF
+            img = pad_image(np.asarray(images[c["input"]]),
+                            tuple(c.get("pad", NO_PAD))).astype(np.int64) & 0xFFFF
             v, ok = np.zeros(T, np.int64), np.zeros(T, bool)
             cyc, (i0, y) = stream_events(c["program"])
             x = u * i0 + c["lane"]
@@ -198,35 +207,40 @@ def run_streams(mm: MemoryMapping, images: dict[str, np.ndarray]) -> np.ndarray:
                                   f"a signal")
         busy.discard(name)
 
-    out = sched.stages[p.output]
-    b = out.box
-    img = np.zeros((b.height, b.width), np.int64)
-    seen = np.zeros((b.height, b.width), bool)
-    for inst in nl.instances.values():
-        if inst.kind != "io_out":
-            continue
-        v, ok = get((inst.name, "in"))
-        c, _ = program_events(inst.config["program"])
-        lane = inst.config["lane"]
-        n_xo = out.extents[0]
-        k = np.arange(len(c))
-        xo = out.xo_range[0] + k % n_xo
-        y = b.y0 + k // n_xo
-        x = u * xo + lane
-        sel = (x >= b.x0) & (x < b.x1)
-        cs = c[sel]
-        if (cs >= T).any():
-            raise SimulationError(f"stream model: output {inst.name} samples past the horizon")
-        bad = ~ok[cs]
-        if bad.any():
-            j = int(np.argmax(bad))
-            raise SimulationError(f"stream model: output pixel ({int(x[sel][j])}, {int(y[sel][j])}) "
-                                  f"of {p.output} lane {lane} at cycle {int(cs[j])} is not valid "
-                                  f"(wrong schedule, distance or port program)")
-        img[y[sel] - b.y0, x[sel] - b.x0] = v[cs]
-        seen[y[sel] - b.y0, x[sel] - b.x0] = True
-    if not seen.all():
-        raise SimulationError(f"stream model: {int((~seen).sum())} output pixels of {p.output} "
-                              f"were never produced")
-    res = img.astype(np.uint16)
-    return res.view(np.int16) if p.stage(p.output).signed else res
+    result: dict[str, np.ndarray] = {}
+    for oname in p.outputs:
+        out = sched.stages[oname]
+        b = out.box
+        img = np.zeros((b.height, b.width), np.int64)
+        seen = np.zeros((b.height, b.width), bool)
+        for inst in nl.instances.values():
+            if inst.kind != "io_out" or inst.config["stage"] != oname:
+                continue
+            v, ok = get((inst.name, "in"))
+            c, _ = program_events(inst.config["program"])
+            lane = inst.config["lane"]
+            n_xo = out.extents[0]
+            k = np.arange(len(c))
+            xo = out.xo_range[0] + k % n_xo
+            y = b.y0 + k // n_xo
+            x = u * xo + lane
+            sel = (x >= b.x0) & (x < b.x1)
+            cs = c[sel]
+            if (cs >= T).any():
+                raise SimulationError(f"stream model: output {inst.name} samples past the "
+                                      f"horizon")
+            bad = ~ok[cs]
+            if bad.any():
+                j = int(np.argmax(bad))
+                raise SimulationError(f"stream model: output pixel ({int(x[sel][j])}, "
+                                      f"{int(y[sel][j])}) of {oname} lane {lane} at cycle "
+                                      f"{int(cs[j])} is not valid (wrong schedule, distance or "
+                                      f"port program)")
+            img[y[sel] - b.y0, x[sel] - b.x0] = v[cs]
+            seen[y[sel] - b.y0, x[sel] - b.x0] = True
+        if not seen.all():
+            raise SimulationError(f"stream model: {int((~seen).sum())} output pixels of {oname} "
+                                  f"were never produced")
+        res = img.astype(np.uint16)
+        result[oname] = res.view(np.int16) if p.stage(oname).signed else res
+    return result

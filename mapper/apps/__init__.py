@@ -2,8 +2,9 @@
 
 ``build_app(name, width=64, height=64, unroll=1)`` returns a :class:`dsl.Pipeline`;
 ``lower_app`` returns the IR :class:`mapper.ir.Pipeline`.  Each app module documents its exact
-integer formulas.  Boundary handling everywhere: outputs only where the whole stencil is inside
-the input (the output shrinks by the stencil footprint minus one per stage).  ``downsample``,
+integer formulas.  Boundary handling: outputs only where the whole stencil is inside the input
+(the output shrinks by the stencil footprint minus one per stage), except in ``gaussian_edge``,
+which reads its input through ``repeat_edge`` (clamp to edge) and keeps the input size.  ``downsample``,
 ``upsample`` and ``laplacian_pyramid`` are multi-rate (strided and repeated reads) and run
 with ``unroll = 1``.
 
@@ -19,8 +20,9 @@ import numpy as np
 
 from cgra.errors import MappingError
 from mapper import ir
-from mapper.apps import (brighten_blur, demosaic, downsample, gaussian, gaussian_bf16, harris,
-                         laplacian_pyramid, pointwise, rgb_luma, unsharp, upsample)
+from mapper.apps import (brighten_bf16, brighten_blur, color_correct, demosaic, downsample,
+                         gaussian, gaussian_bf16, gaussian_edge, harris, laplacian_pyramid,
+                         pointwise, rgb_luma, unsharp, upsample)
 from mapper.frontend import dsl
 
 #: app name -> builder(width, height, unroll) -> dsl.Pipeline
@@ -28,19 +30,22 @@ APPS: dict[str, Callable[[int, int, int], dsl.Pipeline]] = {
     "pointwise": pointwise.build,
     "brighten_blur": brighten_blur.build,
     "gaussian": gaussian.build,
+    "gaussian_edge": gaussian_edge.build,
     "unsharp": unsharp.build,
     "harris": harris.build,
     "gaussian_bf16": gaussian_bf16.build,
+    "brighten_bf16": brighten_bf16.build,
     "downsample": downsample.build,
     "upsample": upsample.build,
     "laplacian_pyramid": laplacian_pyramid.build,
     "rgb_luma": rgb_luma.build,
     "demosaic": demosaic.build,
+    "color_correct": color_correct.build,
 }
 
 #: apps computing in BFloat16: they need a PE with the float ops (``ir_float``, e.g. the FP PE
 #: of ``configs/bf16.toml``) and take bf16 encodings as input (:func:`app_images`)
-FLOAT_APPS: frozenset[str] = frozenset({"gaussian_bf16"})
+FLOAT_APPS: frozenset[str] = frozenset({"gaussian_bf16", "brighten_bf16"})
 
 
 def build_app(name: str, width: int = 64, height: int = 64, unroll: int = 1) -> dsl.Pipeline:
@@ -91,7 +96,8 @@ def load_app_image(pipe: dsl.Pipeline, source: str, size: tuple[int, int]) -> np
     return load_image(source, size) if pipe.image == "grey" else load_rgb(source, size)
 
 
-def display_image(pipe: dsl.Pipeline, out: np.ndarray) -> np.ndarray:
-    """``out`` as values to show: the float32 values of a ``BFloat16`` output's encodings,
-    else ``out`` itself."""
-    return dsl.from_bf16_bits(out) if pipe.output.type.is_float else out
+def display_image(pipe: dsl.Pipeline, out: np.ndarray, name: str | None = None) -> np.ndarray:
+    """``out`` (output ``name``, default the first) as values to show: the float32 values of
+    a ``BFloat16`` output's encodings, else ``out`` itself."""
+    f = next((o for o in pipe.outputs if o.name == name), pipe.output)
+    return dsl.from_bf16_bits(out) if f.type.is_float else out

@@ -9,21 +9,23 @@ Output domain: ``(W-2) x (H-2)``.
 """
 from __future__ import annotations
 
-from mapper.frontend.dsl import Func, Input, Pipeline, RDom, Table, UInt16, Var, cast
+from mapper.frontend.dsl import (Func, Input, Pipeline, RDom, RepeatEdge, Table, UInt16, Var,
+                                 cast)
 
 WEIGHTS = [[24, 30, 24], [30, 37, 30], [24, 30, 24]]
 SHIFT = 8
 
 
-def blur(inp: Input, x: Var, y: Var) -> Func:
+def blur(inp: Input | RepeatEdge, x: Var, y: Var, centre: int = 0) -> Func:
     """The 3x3 gaussian of ``inp`` as two stages: ``blur_unnormalized`` (weighted sum over
     an RDom, UInt16) and ``blur`` (``>> SHIFT``); output ``(x, y)`` reads ``inp`` at
-    ``(x..x+2, y..y+2)``. Also the first stages of ``unsharp``."""
+    ``(x-c..x-c+2, y-c..y-c+2)``, ``c = centre`` (0: the window starts at the pixel; 1: it is
+    centred on it). Also the first stages of ``unsharp``."""
     w = Table("weights", WEIGHTS)
     r = RDom([(0, 3), (0, 3)], "r")
     blur_un = Func("blur_unnormalized")
     blur_un[x, y] = cast(UInt16, 0)
-    blur_un[x, y] += w[r.x, r.y] * inp[x + r.x, y + r.y]
+    blur_un[x, y] += w[r.x, r.y] * inp[x + r.x - centre, y + r.y - centre]
     out = Func("blur")
     out[x, y] = blur_un[x, y] >> SHIFT
     return out

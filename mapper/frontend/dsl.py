@@ -22,10 +22,12 @@ Language (a subset of Halide with its semantics):
   ``peak/examples/cgra_pe_bf16.py``; round to nearest even, subnormals flushed: docs/peak_dsl.md
   "BFloat16"). A Python int or float next to a BFloat16 operand is a BFloat16 constant
   (:func:`bf16_bits`: nearest even from its float32 value); ``/`` by a power-of-two literal is
-  the multiplication by its exact reciprocal. ``cast(BFloat16, e)`` / ``cast(Int16, f)``
-  (value conversions) build but are not lowered yet (no IR op for the PE's I2F/F2I; lowering
-  raises :class:`MappingError`): an app converts on the host instead (:func:`to_bf16_bits` on
-  the input image, :func:`from_bf16_bits` on the output).
+  the multiplication by its exact reciprocal. ``cast(BFloat16, e)`` of a UInt16 / Int16 value
+  rounds it to nearest even (IR ``float.from_u16`` / ``from_s16``, the FP PE's ``I2F``);
+  ``cast(Int16, f)`` / ``cast(UInt16, f)`` truncates toward zero (``float.to_s16`` /
+  ``to_u16``, ``F2I``), saturating where Halide leaves an out-of-range cast undefined. An
+  app may also convert on the host (:func:`to_bf16_bits` on the input image,
+  :func:`from_bf16_bits` on the output).
 - ``+ - *``, ``/`` and ``//`` by a power-of-two literal (floor division: ``lshr`` / ``ashr``),
   ``>> <<`` by a literal amount in ``[0, 15]``, ``& | ^ ~`` (words or Bools), unary ``-``,
   comparisons ``< <= > >= == !=`` (signed or unsigned by type), ``select(c, a, b)``,
@@ -38,10 +40,14 @@ Language (a subset of Halide with its semantics):
   downsample) or ``g[x / 2, y / 2]`` (Halide's floor division: each pixel twice, upsample).
   One Func reads each producer at one rate.  Multi-rate pipelines are scheduled by
   :mod:`mapper.polyhedral` and run with ``unroll = 1``.
+- ``repeat_edge(inp)``: the input with clamp-to-edge boundary (Halide's
+  ``BoundaryConditions.repeat_edge``); stencils may read past the image and the output keeps
+  the input's size (:meth:`Pipeline.output_domain`, :meth:`Pipeline.edge_geometry`).
 - ``Table(name, rows)``: a compile-time constant 2-D table indexed ``t[i, j]`` = ``rows[j][i]``
   by RDom variables or literals (filter weights).
-- ``Pipeline(output, name, unroll=1)``: one output Func; ``unroll`` = output pixels per cycle
-  on the innermost (x) dimension.
+- ``Pipeline(output, name, unroll=1)``: one output Func or a list of them (several outputs,
+  each realised over its own domain); ``unroll`` = output pixels per cycle on the innermost
+  (x) dimension.
 
 Every Func becomes one pipeline stage (one kernel); errors are :class:`MappingError` naming
 the Func and the construct.
@@ -427,8 +433,8 @@ def abs(a: Expr) -> Expr:  # noqa: A001 - Halide name
 def cast(t: Type, a: Any) -> Expr:
     """Reinterpret between UInt16 and Int16, or turn a Bool into 0/1; a literal becomes a
     constant of type ``t``. To or from ``BFloat16``: a value conversion (Halide's: an integer
-    rounded to nearest even; a float truncated toward zero), not lowered to the IR yet
-    (module docstring)."""
+    rounded to nearest even; a float truncated toward zero, saturated to the 16-bit range,
+    NaN -> 0; module docstring)."""
     if t is Bool:
         raise MappingError("cast to Bool is not supported; use a comparison")
     if not isinstance(a, Expr):
@@ -453,6 +459,31 @@ class Input:
 
     def __getitem__(self, idx: Any) -> Access:
         return Access(self, _index(idx, self.name))
+
+
+class RepeatEdge:
+    """An input seen through Halide's ``BoundaryConditions.repeat_edge``: a read outside the
+    image returns the nearest edge pixel, ``e[x, y] = input[clamp(x, 0, W-1), clamp(y, 0,
+    H-1)]``. Made by :func:`repeat_edge`; indexed like the input."""
+
+    def __init__(self, inp: Input):
+        self.input, self.name, self.type = inp, inp.name, inp.type
+
+    def __getitem__(self, idx: Any) -> Access:
+        return Access(self, _index(idx, self.name))
+
+
+def repeat_edge(inp: Input) -> RepeatEdge:
+    """``inp`` with clamp-to-edge boundary (Halide ``BoundaryConditions.repeat_edge``): stencils
+    may read past the image, so a pipeline reading its inputs this way keeps the input size
+    (its output is realised over the input's domain at the output's rate). On the array, the
+    host streams the image padded with repeat-edge values (:attr:`mapper.ir.PipelineInput.pad`,
+    computed by bounds inference in :meth:`Pipeline.lower`). Every input of a pipeline is read
+    through ``repeat_edge`` or none is. Raises :class:`MappingError` for a non-Input."""
+    if not isinstance(inp, Input):
+        raise MappingError(f"repeat_edge: takes a pipeline Input, got {type(inp).__name__} "
+                           f"(a Func has no fixed bounds to clamp to)")
+    return RepeatEdge(inp)
 
 
 class Table:
@@ -574,16 +605,25 @@ RGB_PLANES = ("r", "g", "b")
 
 
 class Pipeline:
-    """A DSL pipeline: the Funcs reachable from ``output``; ``unroll`` output pixels per cycle;
-    ``image``: the input convention (:data:`IMAGE_CONVENTIONS`)."""
+    """A DSL pipeline: the Funcs reachable from ``output`` (a Func, or a list of Funcs for
+    several outputs as in Halide's ``Pipeline([f, g])``: each is realised over its own domain
+    and streams out on its own IO tiles; :attr:`outputs`, :attr:`output` = the first);
+    ``unroll`` output pixels per cycle; ``image``: the input convention
+    (:data:`IMAGE_CONVENTIONS`)."""
 
-    def __init__(self, output: Func, name: str | None = None, unroll: int = 1,
-                 image: str = "grey"):
-        if not isinstance(output, Func):
-            raise MappingError("Pipeline: the output must be a Func")
+    def __init__(self, output: Func | list[Func] | tuple[Func, ...], name: str | None = None,
+                 unroll: int = 1, image: str = "grey"):
+        outs = list(output) if isinstance(output, (list, tuple)) else [output]
+        if not outs or not all(isinstance(o, Func) for o in outs):
+            raise MappingError(f"Pipeline {name}: the output must be a Func or a non-empty list "
+                               f"of Funcs, got {output!r}")
+        if len({id(o) for o in outs}) != len(outs):
+            raise MappingError(f"Pipeline {name}: outputs {[o.name for o in outs]} list a Func "
+                               f"twice")
         if unroll < 1:
             raise MappingError(f"Pipeline {name}: unroll must be >= 1, got {unroll}")
-        self.output, self.name, self.unroll = output, name or output.name, unroll
+        self.outputs = outs
+        self.output, self.name, self.unroll = outs[0], name or outs[0].name, unroll
         self.funcs, self.inputs = self._collect()
         if image not in IMAGE_CONVENTIONS:
             raise MappingError(f"Pipeline {self.name}: image convention {image!r} is not one "
@@ -601,6 +641,7 @@ class Pipeline:
     def _collect(self) -> tuple[list[Func], list[Input]]:
         order: list[Func] = []
         inputs: dict[str, Input] = {}
+        clamped: dict[str, bool] = {}
         state: dict[int, int] = {}
 
         def visit(f: Func) -> None:
@@ -618,32 +659,147 @@ class Pipeline:
                     if isinstance(n, Access):
                         if isinstance(n.target, Func) and n.target is not f:
                             visit(n.target)
-                        elif isinstance(n.target, Input):
-                            old = inputs.setdefault(n.target.name, n.target)
-                            if old is not n.target:
+                        elif isinstance(n.target, (Input, RepeatEdge)):
+                            inp = n.target if isinstance(n.target, Input) else n.target.input
+                            old = inputs.setdefault(inp.name, inp)
+                            if old is not inp:
                                 raise MappingError(f"Pipeline {self.name}: two Inputs named "
-                                                   f"{n.target.name}")
+                                                   f"{inp.name}")
+                            kind = isinstance(n.target, RepeatEdge)
+                            if clamped.setdefault(inp.name, kind) != kind:
+                                raise MappingError(f"Pipeline {self.name}: input {inp.name} is "
+                                                   f"read both through repeat_edge and "
+                                                   f"directly (Func {f.name}); read it one way")
                         elif n.target is f and e is f.pure:
                             raise MappingError(f"Func {f.name}: the pure definition reads itself")
             state[id(f)] = 2
             order.append(f)
 
-        visit(self.output)
+        for o in self.outputs:
+            visit(o)
         names = [f.name for f in order] + list(inputs)
         if len(set(names)) != len(names):
             raise MappingError(f"Pipeline {self.name}: Func/Input names must be unique: {names}")
+        if len(set(clamped.values())) > 1:
+            raise MappingError(f"Pipeline {self.name}: inputs "
+                               f"{sorted(n for n, c in clamped.items() if c)} are read through "
+                               f"repeat_edge, {sorted(n for n, c in clamped.items() if not c)} "
+                               f"are not; clamp every input or none (they stream as one shape)")
+        self.clamped = any(clamped.values())
         return order, list(inputs.values())
 
     def lower(self) -> ir.Pipeline:
-        """Lower to :class:`mapper.ir.Pipeline` (one stage per Func, reductions unrolled)."""
+        """Lower to :class:`mapper.ir.Pipeline` (one stage per Func, reductions unrolled).
+
+        With ``repeat_edge`` inputs (:func:`repeat_edge`) the IR inputs are padded and the
+        output cropped (:meth:`edge_geometry`), so the IR output is the Halide output over
+        :meth:`output_domain`, shifted by the returned origin."""
         stages = [_lower_func(f) for f in self.funcs]
+        pad, crop = ir.NO_PAD, {}
+        if self.clamped:
+            pad, crop, _ = self.edge_geometry(stages)
         p = ir.Pipeline(
             self.name,
-            {i.name: ir.PipelineInput(i.name, i.shape, i.type.signed, i.type.bits) for i in self.inputs},
-            stages, self.output.name, self.unroll)
+            {i.name: ir.PipelineInput(i.name, (i.shape[0] + pad[0] + pad[1],
+                                               i.shape[1] + pad[2] + pad[3]),
+                                      i.type.signed, i.type.bits, pad) for i in self.inputs},
+            stages, self.output.name, self.unroll, crop,
+            tuple(o.name for o in self.outputs[1:]))
         p.validate()
         p.domains()
         return p
+
+    def output_domain(self, name: str | None = None) -> ir.Box:
+        """The domain of output ``name`` (default: the first) in the DSL's (Halide's)
+        coordinates: the valid domain (:meth:`mapper.ir.Pipeline.domains`), or for a
+        ``repeat_edge`` pipeline the input's domain at the output's rate
+        (:meth:`edge_geometry`). Raises :class:`MappingError` for a name that is not an
+        output."""
+        name = name or self.output.name
+        if name not in {o.name for o in self.outputs}:
+            raise MappingError(f"Pipeline {self.name}: {name!r} is not an output; outputs: "
+                               f"{[o.name for o in self.outputs]}")
+        if self.clamped:
+            return self.edge_geometry([_lower_func(f) for f in self.funcs])[2][name]
+        return self.lower().domains()[name]
+
+    def edge_geometry(self, stages: list[ir.Stage]
+                      ) -> tuple[tuple[int, int, int, int], dict[str, ir.Box],
+                                 dict[str, ir.Box]]:
+        """``(pad, crop, nominal)`` of a ``repeat_edge`` pipeline whose lowered stages are
+        ``stages`` (pixels; boxes half-open; ``crop`` and ``nominal`` per output name):
+
+        - ``nominal``: each output's box in DSL coordinates, the inputs' ``[0, W) x [0, H)``
+          seen at the output's rate (windows' rates, offsets ignored: ``W x H`` for a stencil,
+          ``ceil(W/2)`` wide after a stride-2 read, ``2W`` after ``x / 2``);
+        - bounds inference (Halide's, on the boxes): the input pixels the nominal outputs read
+          through every window offset, hence the padding ``(left, right, top, bottom)``;
+        - the IR works in coordinates shifted so the padded input starts at 0: stage ``s``
+          moves by ``sigma_s = left / R_s`` with ``R_s`` input pixels per pixel of ``s`` (the
+          product of the rates on any path; consistent paths are required), ``left`` rounded
+          up so every ``sigma_s`` is an integer; window offsets are unchanged by such a shift;
+          ``crop`` = ``nominal`` moved by each output's ``sigma``.
+
+        Raises :class:`MappingError` when two paths give a stage different rates."""
+        import builtins
+        from fractions import Fraction
+
+        lo, hi = builtins.min, builtins.max        # this module's min / max build Exprs
+        w, h = self.inputs[0].shape
+        rate: dict[str, tuple[Fraction, Fraction]] = {i.name: (Fraction(1), Fraction(1))
+                                                      for i in self.inputs}
+        nom: dict[str, list[int]] = {i.name: [0, w, 0, h] for i in self.inputs}
+        for s in stages:
+            r, b = None, [-(1 << 30), 1 << 30, -(1 << 30), 1 << 30]
+            for win in s.windows.values():
+                (ax, bx), (ay, by) = win.rate
+                pr = rate[win.producer]
+                cand = (pr[0] * ax / bx, pr[1] * ay / by)
+                if r is not None and cand != r:
+                    raise MappingError(f"Pipeline {self.name}: Func {s.name} reads its "
+                                       f"producers at inconsistent rates (input pixels per "
+                                       f"pixel {r} and {cand}); repeat_edge needs one rate "
+                                       f"per Func")
+                r = cand
+                p = nom[win.producer]
+                b = [hi(b[0], -(-p[0] * bx // ax)), lo(b[1], (p[1] * bx - 1) // ax + 1),
+                     hi(b[2], -(-p[2] * by // ay)), lo(b[3], (p[3] * by - 1) // ay + 1)]
+            rate[s.name], nom[s.name] = r, b
+        outs = [o.name for o in self.outputs]
+        for s in stages:
+            fed = sorted(o for o in outs for win in s.windows.values() if win.producer == o)
+            if fed:
+                raise MappingError(f"Pipeline {self.name}: output {fed[0]} is also read by "
+                                   f"Func {s.name}; with repeat_edge an output is cropped to "
+                                   f"the input size, so it cannot feed another Func (read a "
+                                   f"copy: a Func defined as {fed[0]}[x, y])")
+        req: dict[str, list[int]] = {o: list(nom[o]) for o in outs}
+        for s in reversed(stages):
+            if s.name not in req:
+                continue
+            x0, x1, y0, y1 = req[s.name]
+            for win in s.windows.values():
+                for dx, dy in win.offsets:
+                    box = [win.coord(x0, 0, dx), win.coord(x1 - 1, 0, dx) + 1,
+                           win.coord(y0, 1, dy), win.coord(y1 - 1, 1, dy) + 1]
+                    old = req.setdefault(win.producer, box)
+                    req[win.producer] = [lo(old[0], box[0]), hi(old[1], box[1]),
+                                         lo(old[2], box[2]), hi(old[3], box[3])]
+        need = [req[i.name] for i in self.inputs if i.name in req]
+        left = hi([0] + [-b[0] for b in need])
+        right = hi([0] + [b[1] - w for b in need])
+        top = hi([0] + [-b[2] for b in need])
+        bottom = hi([0] + [b[3] - h for b in need])
+        lx = math.lcm(*(r[0].numerator for r in rate.values()))
+        ly = math.lcm(*(r[1].numerator for r in rate.values()))
+        left, top = -(-left // lx) * lx, -(-top // ly) * ly
+        crop, nominal = {}, {}
+        for o in outs:
+            sx, sy = int(left / rate[o][0]), int(top / rate[o][1])
+            n = nom[o]
+            crop[o] = ir.Box(n[0] + sx, n[1] + sx, n[2] + sy, n[3] + sy)
+            nominal[o] = ir.Box(*n)
+        return (left, right, top, bottom), crop, nominal
 
 
 def _lower_func(f: Func) -> ir.Stage:
@@ -719,13 +875,12 @@ def _lower_func(f: Func) -> ir.Stage:
                     k.declare_input(t.name, len(lst), 16)
                 r = k.input(t.name, lst.index(off))
         elif isinstance(e, Cast):
-            if e.type.is_float != e.a.type.is_float:
-                raise MappingError(f"Func {f.name}: cast({e.type}, <{e.a.type}>) is not lowered "
-                                   f"yet (no IR op for int <-> bf16 conversion); convert on the "
-                                   f"host (an Input of type BFloat16, mapper.frontend.dsl."
-                                   f"to_bf16_bits)")
             a = lower(e.a, env, acc, memo)
-            if e.a.type is Bool:
+            if e.type.is_float and not e.a.type.is_float:
+                r = k.add("float.from_s16" if e.a.type.signed else "float.from_u16", a)
+            elif e.a.type.is_float and not e.type.is_float:
+                r = k.add("float.to_s16" if e.type.signed else "float.to_u16", a)
+            elif e.a.type is Bool:
                 r = k.add("coreir.mux", const(0, 16), const(1, 16), a)
             else:
                 r = a

@@ -67,6 +67,14 @@ BFloat16 ops (:data:`FLOAT_PRIMITIVES`, 16-bit library only; ``d`` = a bf16 enco
 
     float.add sub mul max min                       in0:d in1:d -> out:d
     float.lt le gt ge eq                            in0:d in1:d -> out:b
+    float.from_s16 from_u16                         in:d -> out:d    (integer -> bf16)
+    float.to_s16 to_u16                             in:d -> out:d    (bf16 -> integer)
+
+The conversions: ``from_s16`` / ``from_u16`` read ``in`` as a signed / unsigned 16-bit
+integer and round it to nearest even (Halide's ``cast(BFloat(16), i)``); ``to_s16`` /
+``to_u16`` truncate toward zero (Halide's ``cast(Int(16), f)``), saturate to the 16-bit
+range and give 0 for NaN (Halide leaves out-of-range casts undefined; the FP PE's
+``F2I``, :class:`peak.bf16.BF16ToInt16`).
 
 Their semantics are the bit-level definitions of :mod:`peak.bf16` (each program calls the
 sub-PE of its operation: round to nearest even, subnormals flushed, NaN ``0x7FC0``, IEEE
@@ -104,7 +112,12 @@ PRIMITIVES: tuple[str, ...] = (
 FLOAT_PRIMITIVES: tuple[str, ...] = (
     "float.add", "float.sub", "float.mul", "float.max", "float.min",
     "float.lt", "float.le", "float.gt", "float.ge", "float.eq",
+    "float.from_s16", "float.from_u16", "float.to_s16", "float.to_u16",
 )
+
+#: The one-operand BFloat16 ops: integer <-> bf16 conversions (module docstring).
+FLOAT_CONVERSIONS: frozenset[str] = frozenset({
+    "float.from_s16", "float.from_u16", "float.to_s16", "float.to_u16"})
 
 #: Multi-op pattern names.
 PATTERNS: tuple[str, ...] = (
@@ -330,6 +343,8 @@ def targets(width: int, patterns: bool = True, const_variants: bool = True,
             out.append(Target(name))
         if const_variants:
             for name in FLOAT_PRIMITIVES:
+                if name in FLOAT_CONVERSIONS:       # one operand: a constant one is folded
+                    continue
                 for p in ("in0", "in1"):
                     if not (p == "in0" and name in COMMUTATIVE):
                         out.append(Target(name, (p,)))
@@ -439,6 +454,6 @@ def library_hash() -> str:
 
 
 __all__ = ["IROp", "Port", "Target", "Precondition", "PRIMITIVES", "PATTERNS",
-           "FLOAT_PRIMITIVES", "FLOAT_WIDTH", "wants_float",
+           "FLOAT_CONVERSIONS", "FLOAT_PRIMITIVES", "FLOAT_WIDTH", "wants_float",
            "DECOMPOSITIONS", "COMMUTATIVE", "PATTERN_CONST_VARIANTS", "ir_op", "targets", "target_from_key", "target_dag",
            "reference", "library_hash"]

@@ -97,7 +97,27 @@ def compare(a: int, b: int) -> tuple[int, int, int, int, int]:
     return lt, lt, 0, (fb if lt else fa), (fa if lt else fb)
 
 
-#: IR op name -> reference on two 16-bit encodings
+def from_int(a: int, signed: bool) -> int:
+    """The 16-bit integer ``a`` (two's complement when ``signed``) rounded to bf16, nearest
+    even; 0 is ``+0``."""
+    v = a - 0x10000 if signed and a & 0x8000 else a
+    return 0 if v == 0 else _round(Fraction(v))
+
+
+def to_int(a: int, signed: bool) -> int:
+    """The bf16 ``a`` truncated toward zero, saturated to the signed (or unsigned) 16-bit
+    range, NaN -> 0; as a 16-bit pattern."""
+    kind, s, v = _decode(a)
+    lo, hi = (-0x8000, 0x7FFF) if signed else (0, 0xFFFF)
+    if kind == "nan":
+        return 0
+    if kind == "inf":
+        return (lo if s else hi) & 0xFFFF
+    t = v.numerator // v.denominator if v >= 0 else -((-v).numerator // (-v).denominator)
+    return min(max(t, lo), hi) & 0xFFFF
+
+
+#: IR op name -> reference on one or two 16-bit encodings
 REFERENCES = {
     "float.add": lambda a, b: add(a, b),
     "float.sub": lambda a, b: add(a, b, True),
@@ -109,4 +129,8 @@ REFERENCES = {
     "float.gt": lambda a, b: compare(b, a)[0],
     "float.ge": lambda a, b: compare(b, a)[1],
     "float.eq": lambda a, b: compare(a, b)[2],
+    "float.from_s16": lambda a: from_int(a, True),
+    "float.from_u16": lambda a: from_int(a, False),
+    "float.to_s16": lambda a: to_int(a, True),
+    "float.to_u16": lambda a: to_int(a, False),
 }

@@ -19,7 +19,7 @@ import functools
 from hwtypes import Bit, BitVector
 from hwtypes.adt import Enum, Product
 
-from peak.bf16 import BF16Add, BF16Cmp, BF16Mul
+from peak.bf16 import BF16Add, BF16Cmp, BF16Mul, BF16ToInt16, Int16ToBF16
 from peak.spec import Peak, name_outputs
 
 #: Width of the BFloat16 ops (``float.*``): they exist in the 16-bit library only.
@@ -411,6 +411,28 @@ def _float_programs(Data: type) -> dict[str, type]:
             lt, le, eq, mx, mn = self.cmp(Bit(0), in0, in1)
             return eq
 
+    def from_int(signed: int) -> type:
+        class FFromInt(Peak):
+            def __init__(self):
+                self.cvt = Int16ToBF16()
+
+            @name_outputs(out=Data)
+            def __call__(self, inst: NoParams, in_: Data):
+                return self.cvt(Bit(signed), in_)
+        return FFromInt
+
+    def to_int(signed: int) -> type:
+        class FToInt(Peak):
+            def __init__(self):
+                self.cvt = BF16ToInt16()
+
+            @name_outputs(out=Data)
+            def __call__(self, inst: NoParams, in_: Data):
+                res, invalid = self.cvt(Bit(signed), in_)
+                return res
+        return FToInt
+
     return {"float.add": FAdd, "float.sub": FSub, "float.mul": FMul, "float.max": FMax,
             "float.min": FMin, "float.lt": FLt, "float.le": FLe, "float.gt": FGt,
-            "float.ge": FGe, "float.eq": FEq}
+            "float.ge": FGe, "float.eq": FEq, "float.from_s16": from_int(1),
+            "float.from_u16": from_int(0), "float.to_s16": to_int(1), "float.to_u16": to_int(0)}

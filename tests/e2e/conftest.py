@@ -76,13 +76,15 @@ def default_design(tmp_path_factory) -> pathlib.Path:
 @pytest.fixture(scope="session")
 def bf16_small_design(tmp_path_factory) -> pathlib.Path:
     """Collateral directory of configs/bf16_small.toml (8x8, the BFloat16 PE) with the
-    rules of every integer target and of float add/sub/mul (with a constant operand too):
+    rules of every integer target, of float add/sub/mul (with a constant operand too) and of
+    the unsigned int <-> bf16 conversions:
     ~17 s cold on 2 cores, where the full table (float compares with a constant operand:
     tests/rules/test_rules_bf16.py, `make app APP=gaussian_bf16`) takes ~250 s."""
     from peak.ir import targets
 
     floats = ["float.add", "float.sub", "float.mul", "float.add[in1=const]",
-              "float.mul[in1=const]", "float.sub[in0=const]", "float.sub[in1=const]"]
+              "float.mul[in1=const]", "float.sub[in0=const]", "float.sub[in1=const]",
+              "float.from_u16", "float.to_u16"]
     return _design(tmp_path_factory, "bf16_small", [t.key for t in targets(16)] + floats)
 
 

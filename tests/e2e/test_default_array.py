@@ -94,6 +94,28 @@ def test_laplacian_pyramid_and_gaussian_unroll_4(default_design, default_harness
     assert g4.report["unroll"] == 4 and g4.output.shape == (62, 62)
 
 
+def test_gaussian_unroll_8_and_16(default_design, default_harness, tmp_path):
+    """Issue 14 item 6 on build/default, one lane per IO tile: gaussian at unroll 8 (row gaps
+    of 6-8 cycles: delay lines on 16 MEMs at the default shift-register threshold, see
+    mapper.memory.DEFAULT_SR_THRESHOLD) and 16 (row gaps <= 4: registers only, no MEM: the
+    unified-buffer paper's Fig. 12 trend), bit-exact against numpy and Halide."""
+    from mapper.flow import AppParams, RunParams, run_app
+
+    used = {}
+    for u in (8, 16):
+        r = run_app(RunParams(AppParams("gaussian", 64, 64, unroll=u), default_design,
+                              tmp_path / f"g{u}"))
+        assert r.report["match"] == {"numpy": True, "halide": True}
+        assert r.output.shape == (62, 62)
+        used[u] = r.report["resources"]["used"]
+        # one frame: the ideal stream (a 64-wide row in 64 / u cycles) plus the pipelining
+        assert r.report["cycles"]["ideal_stream"] <= r.report["cycles"]["stream"]
+        assert r.report["cycles"]["stream"] < 2 * 64 * 64 // u
+    assert used[8]["I"] == 16 and used[16]["I"] == 32
+    assert used[8]["m"] == 16 and used[16].get("m", 0) == 0
+    assert used[8]["p"] < used[16]["p"]
+
+
 def test_colour_input_conventions(default_design, default_harness, tmp_path):
     """Issue 14 item 8 on build/default: rgb_luma streams the R, G and B planes of coffee on
     three IO tiles; demosaic streams the RGGB mosaic of astronaut and reads it at stride 2;

@@ -7,9 +7,11 @@ import pytest
 
 from cgra.errors import CgraError, SimulationError
 
-APPS = ("pointwise", "brighten_blur", "gaussian")
-#: output domain of each app on a 64x64 input (stencil footprint minus one per stage)
-OUT_SHAPE = {"pointwise": (64, 64), "brighten_blur": (63, 63), "gaussian": (62, 62)}
+APPS = ("pointwise", "brighten_blur", "gaussian", "gaussian_edge")
+#: output domain of each app on a 64x64 input (stencil footprint minus one per stage; the
+#: clamp-to-edge gaussian keeps the input size)
+OUT_SHAPE = {"pointwise": (64, 64), "brighten_blur": (63, 63), "gaussian": (62, 62),
+             "gaussian_edge": (64, 64)}
 
 
 @pytest.mark.parametrize("app", APPS)
@@ -48,6 +50,24 @@ def test_pointwise_known_answer(app_run):
     r = app_run("pointwise")
     want = (r.image.astype(np.int64) * 2 + 1) & 0xFFFF
     assert np.array_equal(r.output.astype(np.int64), want)
+
+
+def test_several_outputs_stream_out_on_their_own_io_tiles(app_run):
+    """color_correct: three output Funcs (red, green, blue), each streamed on its own IO tile
+    and compared with both golden models (run_sim raises on any mismatch)."""
+    r = app_run("color_correct")
+    assert list(r.outputs) == ["red", "green", "blue"]
+    assert all(a.shape == (32, 32) for a in r.outputs.values())
+    assert np.array_equal(r.output, r.outputs["red"])
+    assert r.report["outputs"] == {"red": [32, 32], "green": [32, 32], "blue": [32, 32]}
+    sites = r.flow.placement.sites
+    outs = [n for n, i in r.flow.pipelined.packed.instances.items() if i.kind == "io_out"]
+    assert len(outs) == 3 and len({sites[n] for n in outs}) == 3
+    for name in ("red", "green", "blue"):
+        assert (r.out_dir / f"color_correct_{name}.png").is_file()
+    # the planes differ (a colour image), and each follows the camera image
+    assert not np.array_equal(r.outputs["red"], r.outputs["blue"])
+    assert all(len(np.unique(a)) > 20 for a in r.outputs.values())
 
 
 @pytest.mark.parametrize("app", APPS)

@@ -44,3 +44,26 @@ def test_gaussian_bf16_resources_and_cycles(gaussian_bf16_run):
         "extra_cycles"]
     print(f"\ngaussian_bf16 on bf16_small: {rep['resources']}, cycles {rep['cycles']}, "
           f"latency {rep['latency']['extra_cycles']}, verilator {rep['verilator']}")
+
+
+def test_brighten_bf16_converts_on_the_array(bf16_small_design, tmp_path):
+    """brighten_bf16: UInt16 pixels in, converted to bf16 on the FP PE (I2F), scaled and
+    offset in bf16, converted back (F2I): 4 PEs, bit-exact against numpy and Halide, and
+    equal to the bf16 arithmetic done by hand."""
+    from mapper.flow import AppParams, RunParams, run_app
+    from mapper.images import camera_crop
+
+    r = run_app(RunParams(AppParams("brighten_bf16", 64, 64), bf16_small_design,
+                          tmp_path / "brighten_bf16"))
+    assert r.report["match"] == {"numpy": True, "halide": True}
+    assert r.report["pes_per_stage"] == {"brighten_bf16": 4}
+    img = camera_crop(64, 64).astype(np.int64)
+    assert np.array_equal(r.image, img)
+    # by hand: x * 1.5 is exact in float64; bf16 keeps 8 significant bits (nearest even)
+    # and every value here is > 1, so + 0.5 and the truncation follow; 382.5 -> 382
+    def bf16(v):                         # np.round rounds half to even
+        e = np.floor(np.log2(np.maximum(v, 1))) - 7
+        return np.round(v / 2.0 ** e) * 2.0 ** e
+    want = np.floor(bf16(bf16(img * 1.5) + 0.5)).astype(np.int64)
+    assert np.array_equal(r.output.astype(np.int64), want)
+    assert r.output.max() > 255          # the bright pixels grow past 8 bits

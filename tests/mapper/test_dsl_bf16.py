@@ -121,14 +121,34 @@ def test_bf16_constant_encodings_and_folding():
                           run_halide(Pipeline(f, "c"), {"a": img}))
 
 
-def test_bf16_casts_are_not_lowered_yet():
-    """int <-> bf16 conversions build in the DSL but have no IR op yet: a clear error."""
+def test_bf16_casts_lower_to_the_conversion_ops():
+    """int <-> bf16 conversions lower to float.from_* / float.to_* and agree with Halide's
+    casts where Halide defines them (in range); out of range the IR saturates."""
     x, y = Var("x"), Var("y")
-    a = Input("a", UInt16, (4, 2))
+    a, s = Input("a", UInt16, (16, 16)), Input("s", Int16, (16, 16))
     f = Func("f")
-    f[x, y] = cast(Int16, cast(BFloat16, a[x, y]) * 0.5)
-    with pytest.raises(MappingError, match="not lowered yet"):
-        Pipeline(f, "casts").lower()
+    f[x, y] = cast(Int16, cast(BFloat16, a[x, y]) * 0.5 - cast(BFloat16, s[x, y]) * 0.25)
+    p = Pipeline(f, "casts")
+    lo = p.lower()
+    assert lo.stages[0].kernel.op_counts() == {"float.from_u16": 1, "float.from_s16": 1,
+                                              "float.mul": 2, "float.sub": 1,
+                                              "float.to_s16": 1}
+    rng = np.random.default_rng(5)
+    # |a/2 - s/4| < 2**15: in the range where Halide's cast is defined
+    imgs = {"a": rng.integers(0, 40000, (16, 16)).astype(np.uint16),
+            "s": rng.integers(-(1 << 15), 1 << 15, (16, 16)).astype(np.int16)}
+    got = run_pipeline(lo, imgs)
+    assert got.dtype == np.int16
+    assert np.array_equal(got, run_halide(p, imgs))
+    # known answers of the four ops (bf16 encodings in hex)
+    from mapper.ir import eval_op
+    assert eval_op("float.from_u16", [257], 16) == 0x4380          # tie -> even (256)
+    assert eval_op("float.from_u16", [259], 16) == 0x4382          # tie -> even (260)
+    assert eval_op("float.from_s16", [0xFFFF], 16) == 0xBF80       # -1
+    assert eval_op("float.to_s16", [0xBFC0], 16) == 0xFFFF         # -1.5 -> -1
+    assert eval_op("float.to_u16", [0xBFC0], 16) == 0              # saturates at 0
+    assert eval_op("float.to_s16", [0x4780], 16) == 0x7FFF         # 65536 -> 32767
+    assert eval_op("float.to_s16", [0x7FC0], 16) == 0              # NaN -> 0
 
 
 @pytest.mark.parametrize("make, match", [

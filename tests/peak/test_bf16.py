@@ -30,7 +30,9 @@ from cgra.errors import ConfigError
 from peak.assembler import assembler
 from peak.bf16 import (INF, MAX_FINITE, MIN_NORMAL, QNAN, SIGN, BF16Add, bf16_bits,
                        bf16_value)
+from peak.examples import cgra_pe_bf16 as fp_pe
 from peak.examples.bf16_alu import BF16ALU, FPOp, Inst
+from peak.examples.cgra_pe import Cond, LUTTable, Mode
 from peak.normalize import normal_form
 from peak.sim import run_rtl
 from peak.smt import symbolic
@@ -59,7 +61,15 @@ CORNERS = [
     0x4380, 0x4700, 0xC700, 0x477F,   # 256, 32768, -32768, 65280
 ]
 INT_CORNERS = [0, 1, 2, 255, 256, 257, 258, 259, 0x7FFF, 0x8000, 0x8001, 0xFFFF, 0xFF00,
-               0xFEFF, 0x0101, 0x7F80]
+               0xFEFF, 0x0101, 0x7F80,
+               0x0181, 0x0183,                  # 385, 387: ties at 9 bits (down, up)
+               0x7FBF, 0x7FC0, 0x7FC1,          # 32703 (down), 32704 (tie, up), 32705
+               0x7F7F, 0x7FFE]                  # 32639, 32766 (both round to 32768)
+#: bf16 -> int corners besides CORNERS (every CORNERS value is converted too): +-0.5,
+#: +-1.5, +-2.75, the bf16 values next to 2^15 and 2^16 (32640 = 0x46FF is the largest below
+#: 2^15; -32768 = 0xC700 the smallest int16; 0xC701 = -33024), huge values (1e6, max finite)
+F2I_CORNERS = [0x3F00, 0xBF00, 0x3FC0, 0xBFC0, 0x4030, 0xC030, 0x46FE, 0x46FF, 0xC6FF,
+               0x4701, 0xC701, 0x4780, 0xC780, 0x4974, 0xC974, 0x3F7F, 0xBF7F, 0x8001]
 
 
 # ============================================================== exact reference
@@ -315,7 +325,7 @@ def make_vectors(seed: int = 16) -> list[tuple[FPOp, int, int, int, bool]]:
     for _ in range(N_RANDOM):
         a, s = gen_f2i(rng)
         vecs.append((FPOp.F2I, s, a, rng.getrandbits(16), True))
-    vecs += [(FPOp.F2I, s, a, 0, False) for a in CORNERS for s in (0, 1)]
+    vecs += [(FPOp.F2I, s, a, 0, False) for a in CORNERS + F2I_CORNERS for s in (0, 1)]
     return vecs
 
 
@@ -693,3 +703,198 @@ def test_helpers_and_sub_pe_interface():
     alu = normal_form(BF16ALU)
     assert sorted(alu.subs) == ["add", "cmp", "f2i", "i2f", "mul"]
     assert ASM.width == 5
+
+
+# ============================================================== conversions in the FP PE
+# The int16 <-> bf16 opcodes of the FP PE (peak/examples/cgra_pe_bf16.py: I2F, F2I), read
+# through the PE's input modes and condition code (cond C: res_p = C = NaN or saturated for
+# F2I, 0 for I2F). Python model, SMT formula (z3 on constants) and RTL (Verilator, ONE
+# build of the whole PE) against the exact reference above.
+PE_ASM = assembler(fp_pe.Inst)
+
+
+def pe_inst(alu: fp_pe.ALU, signed: int, const: int | None = None) -> fp_pe.Inst:
+    """An FP PE instruction: ``alu`` on data0 (BYPASS, or CONST ``const``), cond C."""
+    mode = Mode.BYPASS if const is None else Mode.CONST
+    return fp_pe.Inst(alu, ht.Bit(signed), Cond.C, LUTTable(0), mode, const or 0,
+                      Mode.BYPASS, 0, Mode.BYPASS, ht.Bit(0), Mode.BYPASS, ht.Bit(0),
+                      Mode.BYPASS, ht.Bit(0))
+
+
+PE_CONV = {FPOp.I2F: fp_pe.ALU.I2F, FPOp.F2I: fp_pe.ALU.F2I}
+
+
+def make_pe_conv_vectors(seed: int = 1616) -> list[tuple[FPOp, int, int, bool, int, int]]:
+    """(op, signed, a, const_mode, data0, data1) per vector: N_RANDOM random vectors per
+    conversion (a fifth of them with ``a`` as the data0 constant and junk on the data0
+    port), then the corners (INT_CORNERS and their negations / CORNERS + F2I_CORNERS),
+    each signed and unsigned."""
+    rng = random.Random(seed)
+    vecs = []
+    for op, gen in ((FPOp.I2F, gen_i2f), (FPOp.F2I, gen_f2i)):
+        for _ in range(N_RANDOM):
+            a, s = gen(rng)
+            const = rng.random() < 0.2
+            vecs.append((op, s, a, const, rng.getrandbits(16) if const else a,
+                         rng.getrandbits(16)))
+    corners = {FPOp.I2F: INT_CORNERS + [(-x) & 0xFFFF for x in INT_CORNERS],
+               FPOp.F2I: CORNERS + F2I_CORNERS}
+    for op, xs in corners.items():
+        vecs += [(op, s, a, False, a, 0) for a in xs for s in (0, 1)]
+    return vecs
+
+
+def pe_conv_reference(op: FPOp, signed: int, a: int, st: Counter) -> tuple[int, int]:
+    if op == FPOp.I2F:
+        return ref_i2f(a, signed, st), 0
+    return ref_f2i(a, signed, st)
+
+
+@pytest.fixture(scope="module")
+def pe_conv_sweep(rtl_dir):
+    """The PE conversion vectors through the reference, the PE's Python model, its SMT
+    formula and its RTL."""
+    vecs = make_pe_conv_vectors()
+    stats: dict[FPOp, Counter] = {FPOp.I2F: Counter(), FPOp.F2I: Counter()}
+    ref = [pe_conv_reference(op, s, a, stats[op]) for op, s, a, *_ in vecs]
+    insts = [pe_inst(PE_CONV[op], s, a if const else None) for op, s, a, const, *_ in vecs]
+    pe = fp_pe.PE()
+    b0 = ht.Bit(0)
+    py = [tuple(map(int, pe(i, d0, d1, b0, b0, b0)))
+          for i, (*_, d0, d1) in zip(insts, vecs, strict=True)]
+    z = symbolic(fp_pe.PE).z3()
+    outs = [z3.If(z["out.res_p"], z3.BitVecVal(1, 1), z3.BitVecVal(0, 1)), z["out.res"]]
+    zero_state = [(z[k], z3.BoolVal(False) if z3.is_bool(z[k]) else z3.BitVecVal(0, 16))
+                  for k in z if k.startswith("state.")]
+    smt = []
+    for i, (*_, d0, d1) in zip(insts, vecs, strict=True):
+        sub = [(z["inst"], z3.BitVecVal(PE_ASM.encode(i), PE_ASM.width)),
+               (z["data0"], z3.BitVecVal(d0, 16)), (z["data1"], z3.BitVecVal(d1, 16)),
+               *[(z[b], z3.BoolVal(False)) for b in ("bit0", "bit1", "bit2")], *zero_state]
+        p, r = (z3.simplify(z3.substitute(e, *sub)).as_long() for e in outs)
+        smt.append((r, p))
+    rtl = run_rtl(fp_pe.PE, [(PE_ASM.encode(i), (d0, d1, 0, 0, 0))
+                             for i, (*_, d0, d1) in zip(insts, vecs, strict=True)],
+                  str(rtl_dir / "cgra_pe_bf16_conv"))
+    return vecs, ref, py, smt, rtl, stats
+
+
+@pytest.mark.parametrize("op", [FPOp.I2F, FPOp.F2I], ids=lambda o: o.name)
+def test_fp_pe_conversions_python_smt_rtl_equal_the_reference(pe_conv_sweep, op):
+    vecs, ref, py, smt, rtl, stats = pe_conv_sweep
+    idx = [i for i, v in enumerate(vecs) if v[0] == op]
+    assert len(idx) >= N_RANDOM + 2 * 34
+    assert sum(vecs[i][3] for i in idx) > N_RANDOM // 10          # constant-mode operands
+    for name, got in (("Python model", py), ("SMT formula", smt), ("RTL", rtl)):
+        bad = [i for i in idx if got[i] != ref[i]]
+        assert not bad, (f"FP PE {name}: {len(bad)} mismatches, first: {vecs[bad[0]]}: "
+                         f"reference {ref[bad[0]]}, got {got[bad[0]]}")
+    hard = ("tie_even", "tie_up", "inexact") if op == FPOp.I2F else \
+        ("nan", "saturated_pos", "saturated_neg", "negative_fraction")
+    for what in hard:
+        assert stats[op][what] > 0, (what, stats[op])
+
+
+PE_KNOWN = [   # (op, signed, a, res, res_p = cond C)
+    (FPOp.I2F, 1, 0, 0x0000, 0),
+    (FPOp.I2F, 1, 1, 0x3F80, 0),
+    (FPOp.I2F, 1, 0xFFFF, 0xBF80, 0),                 # -1
+    (FPOp.I2F, 1, 0x7FFF, 0x4700, 0),                 # 32767 rounds up to 32768
+    (FPOp.I2F, 1, 0x8001, 0xC700, 0),                 # -32767 -> -32768
+    (FPOp.I2F, 1, 0x8000, 0xC700, 0),                 # -32768, exact
+    (FPOp.I2F, 1, 257, 0x4380, 0),                    # tie between 256 and 258: 256
+    (FPOp.I2F, 1, (-257) & 0xFFFF, 0xC380, 0),
+    (FPOp.I2F, 1, 259, 0x4382, 0),                    # tie between 258 and 260: 260
+    (FPOp.I2F, 1, 0x7FC0, 0x4700, 0),                 # 32704: tie, up to 32768
+    (FPOp.I2F, 1, 0x7FBF, 0x46FF, 0),                 # 32703: down to 32640
+    (FPOp.I2F, 0, 0xFFFF, 0x4780, 0),                 # 65535 unsigned -> 65536
+    (FPOp.F2I, 1, 0x3F00, 0, 0),                      # 0.5 -> 0
+    (FPOp.F2I, 1, 0xBF00, 0, 0),                      # -0.5 -> 0
+    (FPOp.F2I, 1, 0x3FC0, 1, 0),                      # 1.5 -> 1 (toward zero)
+    (FPOp.F2I, 1, 0xBFC0, 0xFFFF, 0),                 # -1.5 -> -1
+    (FPOp.F2I, 1, 0xBF80, 0xFFFF, 0),                 # -1
+    (FPOp.F2I, 1, 0x8000, 0, 0),                      # -0
+    (FPOp.F2I, 1, 0x0001, 0, 0),                      # a subnormal reads as 0
+    (FPOp.F2I, 1, 0x46FF, 32640, 0),                  # largest bf16 below 2^15
+    (FPOp.F2I, 1, 0x4700, 0x7FFF, 1),                 # 32768 saturates to 32767
+    (FPOp.F2I, 1, 0xC700, 0x8000, 0),                 # -32768 fits
+    (FPOp.F2I, 1, 0xC701, 0x8000, 1),                 # -33024 saturates
+    (FPOp.F2I, 1, 0x4974, 0x7FFF, 1),                 # 999424 (1e6 in bf16)
+    (FPOp.F2I, 1, 0xC974, 0x8000, 1),
+    (FPOp.F2I, 1, MAX_FINITE, 0x7FFF, 1),
+    (FPOp.F2I, 1, INF, 0x7FFF, 1),
+    (FPOp.F2I, 1, SIGN | INF, 0x8000, 1),
+    (FPOp.F2I, 1, QNAN, 0, 1),                        # NaN -> 0, flagged
+    (FPOp.F2I, 1, 0xFFC1, 0, 1),
+    (FPOp.F2I, 0, 0x477F, 65280, 0),                  # unsigned: 65280 fits
+    (FPOp.F2I, 0, 0x4780, 0xFFFF, 1),                 # 65536 saturates to 65535
+    (FPOp.F2I, 0, 0xBFC0, 0, 1),                      # -1.5 -> -1: below 0, saturates
+    (FPOp.F2I, 0, 0xBF00, 0, 0),                      # -0.5 -> 0 is in range
+]
+
+
+@pytest.mark.parametrize("op,signed,a,res,res_p", PE_KNOWN,
+                         ids=[f"{k[0].name}-{i}" for i, k in enumerate(PE_KNOWN)])
+def test_fp_pe_conversion_known_answers(op, signed, a, res, res_p):
+    """The PE's Python model on the known answers, with ``a`` on data0 and as the data0
+    constant (junk on the port); the exact reference agrees."""
+    b0 = ht.Bit(0)
+    for inst, d0 in ((pe_inst(PE_CONV[op], signed), a),
+                     (pe_inst(PE_CONV[op], signed, a), a ^ 0x5A5A)):
+        got = tuple(map(int, fp_pe.PE()(inst, d0, 0x1234, b0, b0, b0)))
+        assert got == (res, res_p), f"{op.name} signed={signed} {a:#06x}: {got}"
+    assert pe_conv_reference(op, signed, a, Counter()) == (res, res_p)
+
+
+@pytest.mark.parametrize("signed", [0, 1])
+def test_z3_proves_fp_pe_conversions_equal_the_alu_for_all_inputs(signed):
+    """For every data0 (2^16 values), the FP PE's I2F / F2I (BYPASS, cond C) give the
+    bf16 ALU's res and res_p, which test_z3_proves_conversions_for_all_inputs proves
+    against z3's floating-point theory: the PE's muxes add nothing to the conversions."""
+    z = symbolic(fp_pe.PE).z3()
+    x = z3.BitVec("x", 16)
+    claims = []
+    for op in (FPOp.I2F, FPOp.F2I):
+        code = z3.BitVecVal(PE_ASM.encode(pe_inst(PE_CONV[op], signed)), PE_ASM.width)
+        res, p = (z3.substitute(z[k], (z["inst"], code), (z["data0"], x))
+                  for k in ("out.res", "out.res_p"))
+        ares, ap, a, _ = _dsl(op, signed)
+        ares, ap = (z3.substitute(e, (a, x)) for e in (ares, ap))
+        claims += [res == ares, p == (ap if op == FPOp.F2I else z3.BoolVal(False))]
+    took = _prove(z3.And(*claims), 60)
+    print(f"\nz3 proof FP PE == ALU conversions signed={signed}: {took:.1f} s")
+
+
+def test_f2i_agrees_with_halide_saturating_cast(pe_conv_sweep):
+    """Halide v21 (CPU): ``cast<int16_t>`` of a bf16 truncates toward zero; out of range it
+    is not specified (Halide's documentation states no result; LLVM's ``fptosi`` gives
+    poison; on x86 it wraps through int32, 32768 -> -32768) and ``saturating_cast`` clamps.
+    The PE's F2I (signed) equals ``cast`` wherever the truncated value fits in int16 and
+    ``saturating_cast`` on every non-NaN input; NaN gives 0 (documented choice of
+    :class:`peak.bf16.BF16ToInt16`; Halide's saturating_cast gives -32768 there)."""
+    import halide as hl
+    vecs, _ref, py, *_ = pe_conv_sweep
+    idx = [i for i, v in enumerate(vecs) if v[0] == FPOp.F2I and v[1]]
+    A = hl.ImageParam(hl.UInt(16), 1, "A")
+    x = hl.Var("x")
+    fa = hl.reinterpret(hl.BFloat(16), A[x])
+    out = hl.Func("bf16_to_int16")
+    out[x] = hl.Tuple([hl.reinterpret(hl.UInt(16), e) for e in
+                       (hl.cast(hl.Int(16), fa), hl.saturating_cast(hl.Int(16), fa))])
+    a_in = np.array([vecs[i][2] for i in idx], dtype=np.uint16)   # kept alive: the buffer
+    A.set(hl.Buffer(a_in))                                        # aliases it
+    cast, sat = (np.array(c, copy=True) for c in out.realize([len(idx)]))
+    in_range = nan = 0
+    for k, i in enumerate(idx):
+        a, (res, invalid) = vecs[i][2], py[i]
+        if is_nan(a):
+            assert (res, invalid) == (0, 1)
+            nan += 1
+            continue
+        assert res == int(sat[k]), f"{a:#06x}: PE {res:#06x}, saturating_cast {sat[k]:#06x}"
+        if not invalid:
+            assert res == int(cast[k]), f"{a:#06x}: PE {res:#06x}, cast {cast[k]:#06x}"
+            in_range += 1
+    print(f"\nHalide bf16 -> int16: {in_range} in range equal to cast, {len(idx)} equal to "
+          f"saturating_cast except {nan} NaN")
+    assert in_range > 500 and nan > 0 and len(idx) - in_range - nan > 100

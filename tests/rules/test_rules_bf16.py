@@ -14,7 +14,7 @@ from hwtypes import BitVector as BV
 
 from peak.assembler import assembler
 from peak.examples import cgra_pe_bf16
-from peak.ir import FLOAT_PRIMITIVES, ir_op, reference, targets
+from peak.ir import FLOAT_CONVERSIONS, FLOAT_PRIMITIVES, ir_op, reference, targets
 from peak.rules.synth import ir_dependencies
 
 FLOAT_KEYS = list(FLOAT_PRIMITIVES) + ["float.add[in1=const]", "float.mul[in1=const]",
@@ -25,7 +25,16 @@ INT_KEYS = ["coreir.add", "coreir.sub", "coreir.mul", "coreir.slt", "commonlib.s
 OPCODE = {"float.add": ("FAdd", False), "float.sub": ("FSub", False),
           "float.mul": ("FMul", False), "float.max": ("FMax", False),
           "float.min": ("FMin", False), "float.lt": ("FLT", True), "float.le": ("FLE", True),
-          "float.gt": ("FLT", True), "float.ge": ("FLE", True), "float.eq": ("FEQ", True)}
+          "float.gt": ("FLT", True), "float.ge": ("FLE", True), "float.eq": ("FEQ", True),
+          "float.from_s16": ("I2F", False), "float.from_u16": ("I2F", False),
+          "float.to_s16": ("F2I", False), "float.to_u16": ("F2I", False)}
+#: integer conversions: the value of the instruction's ``signed`` bit in their rule
+SIGNED = {"float.from_s16": 1, "float.from_u16": 0, "float.to_s16": 1, "float.to_u16": 0}
+#: integers whose bf16 rounding is a tie or overflows the 8-bit significand, and the bf16
+#: encodings of values next to the 16-bit integer range
+INT_CORNERS = [0, 1, 0xFFFF, 0x7FFF, 0x8000, 0x8001, 256, 257, 258, 259, 385, 387, 32703,
+               32704, 32705, 0x4380, 0x46FF, 0x4700, 0x4701, 0xC700, 0xC701, 0x477F, 0x4780,
+               0x3F00, 0xBF00, 0x3FC0, 0xBFC0]
 N_VECTORS = 500
 
 CORNERS = [0x0000, 0x8000, 0x7F80, 0xFF80, 0x7FC0, 0xFFC1, 0x7F81, 0x7F7F, 0xFF7F, 0x0080,
@@ -88,6 +97,8 @@ def test_every_float_op_has_a_one_pe_rule_on_its_fp_opcode(bf16_table):
         assert e.rule.outputs["out"][1] == ("res_p" if is_p else "res"), key
         if is_p:
             assert inst.inst["cond"] == cond["C"], key
+        if op in SIGNED:
+            assert inst.inst["signed"] == SIGNED[op], key
         # constants go to an instruction constant field (no constant PE)
         assert sorted(inst.const_fields.values()) == sorted(e.rule.const_inputs), key
     # gt / ge are lt / le with the operands swapped
@@ -102,6 +113,10 @@ def test_float_rule_on_the_python_model_equals_the_reference(bf16_table, key):
     op = ir_op(rule.op, 16)
     ref = reference(rule.op, 16)
     rng = random.Random(f"bf16-{key}")
+    if rule.op in FLOAT_CONVERSIONS:
+        for a in INT_CORNERS + [rng.getrandbits(16) for _ in range(N_VECTORS)]:
+            assert _run_rule(rule, {"in": a}, rng) == ref(a), (key, hex(a))
+        return
     for _ in range(N_VECTORS):
         a = _bf16(rng)
         b = _bf16(rng, near=a)
@@ -138,6 +153,10 @@ def test_ir_programs_equal_the_exact_reference():
     for name in FLOAT_PRIMITIVES:
         model = ir_op(name, 16).spec()
         ref = reference(name, 16)
+        if name in FLOAT_CONVERSIONS:
+            for a in INT_CORNERS + CORNERS + [rng.getrandbits(16) for _ in range(500)]:
+                assert int(model(0, BV[16](a))) == ref(a), (name, hex(a))
+            continue
         vecs = [(a, b) for a in CORNERS for b in CORNERS]
         for _ in range(300):
             a = _bf16(rng)
@@ -153,6 +172,8 @@ def test_float_targets_only_for_pes_that_ask():
     assert [t.key for t in targets(16)] == keys[:len(targets(16))]
     assert not [t for t in targets(32, floats=True) if t.op.startswith("float.")]
     assert "float.add[in0=const]" not in keys and "float.sub[in0=const]" in keys
+    # a conversion has one operand: no constant variant (a constant is folded by the mapper)
+    assert not [k for k in keys if k.startswith(("float.from_", "float.to_")) and "[" in k]
 
 
 def test_input_dependencies_used_to_prune():
