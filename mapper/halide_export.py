@@ -149,6 +149,8 @@ class HalidePipeline:
             a = rec(e.a)
             if e.op == "~":
                 return ~a
+            if e.op == "exp":                  # float32 exp, rounded to bf16
+                return hl.cast(hl.BFloat(16), hl.exp(a))
             return hl.cast(hl.UInt(16), hl.abs(a))
         if isinstance(e, dsl.BinOp):
             a, b = rec(e.a), rec(e.b)
@@ -165,7 +167,7 @@ class HalidePipeline:
                 amount = e.b.value
                 return a >> amount if op == ">>" else a << amount
             return {
-                "+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
+                "+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: a / b,
                 "&": lambda: a & b, "|": lambda: a | b, "^": lambda: a ^ b,
                 "min": lambda: hl.min(a, b), "max": lambda: hl.max(a, b),
                 "<": lambda: a < b, "<=": lambda: a <= b, ">": lambda: a > b,

@@ -28,7 +28,9 @@ kernels -- are ignored):
   (:func:`udiv_by_constant`; divisor 0 is an error, CoreIR leaves it undefined), and
   ``commonlib.opn`` (genargs ``width``, ``N``, ``operator = ["String", "coreir.add"]``; ports
   ``in.0`` .. ``in.<N-1>``, ``out``) becomes CoreIR's balanced tree of ``N - 1`` operator
-  nodes (:func:`opn_tree`; operators: :data:`OPN_OPERATORS`);
+  nodes (:func:`opn_tree`; operators: :data:`OPN_OPERATORS`); BFloat16 ``float.div`` (ports
+  ``in0``, ``in1``) and ``float.exp`` (port ``in``) become the documented approximations of
+  :mod:`mapper.float_math` (<= 2 ulp; the FP PE);
 - ``connections`` join one driver (an instance's ``out``, a module input ``self.<port>`` or
   element ``self.<port>.<i>``) with one sink (an instance input port named as in CoreIR:
   ``in0``, ``in1``, ``sel``, ``in``; or a module output ``self.<port>``); bit selects are not
@@ -61,7 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from cgra.errors import MappingError
-from mapper import ir
+from mapper import float_math, ir
 
 #: ops whose instance has no ``genargs.width`` (1-bit corebit primitives)
 _BIT_OPS = {k for k in ir.OPS if k.startswith("corebit.")}
@@ -257,7 +259,7 @@ def _float_width(inst: dict[str, Any], where: str) -> int:
 def _instance_width(op: str, inst: dict[str, Any], where: str) -> int:
     if op in _BIT_OPS:
         return 1
-    if op in ir.FLOAT_OPS:
+    if op in ir.FLOAT_OPS or op in ("float.div", "float.exp"):
         return _float_width(inst, where)
     ga = inst.get("genargs")
     if ga is None:
@@ -277,8 +279,10 @@ def _instance_width(op: str, inst: dict[str, Any], where: str) -> int:
 # ------------------------------------------------------------- expanded CoreIR generators
 _UDIV = "coreir.udiv"
 _OPN = "commonlib.opn"
+#: CoreIR's float division and exponential: multi-PE decompositions (:mod:`mapper.float_math`)
+FLOAT_EXPANDED = {"float.div": ("in0", "in1"), "float.exp": ("in",)}
 #: CoreIR ops the importer expands into several IR nodes (not ops of :data:`mapper.ir.OPS`)
-EXPANDED_OPS = frozenset({_UDIV, _OPN})
+EXPANDED_OPS = frozenset({_UDIV, _OPN, *FLOAT_EXPANDED})
 #: operators a ``commonlib.opn`` may reduce with: the IR's binary ops on two data words with a
 #: data result (a float op is not: CoreIR instantiates the operator with ``width`` only)
 OPN_OPERATORS = frozenset(n for n, s in ir.OPS.items()
@@ -327,7 +331,7 @@ def _unsupported(module: Any) -> list[tuple[str, str]]:
         if not isinstance(inst, dict):
             continue
         op = _ref(inst)
-        if not isinstance(op, str) or op in ir.OPS:
+        if not isinstance(op, str) or op in ir.OPS or op in FLOAT_EXPANDED:
             continue
         if op == _UDIV:
             src = driver.get(f"{iname}.in1")
@@ -630,6 +634,9 @@ def import_module(name: str, module: dict[str, Any], source: str = "<json>") -> 
             count, operator[iname] = _opn_genargs(inst, iwhere)
             ports_of[iname] = tuple(f"in.{i}" for i in range(count))
             kinds_of[iname] = (ir.DATA,) * count
+        elif op in FLOAT_EXPANDED:
+            ports_of[iname] = FLOAT_EXPANDED[op]
+            kinds_of[iname] = (ir.DATA,) * len(FLOAT_EXPANDED[op])
         else:
             ports_of[iname], kinds_of[iname] = ir.OPS[op].ports, ir.OPS[op].operands
         if op in ir.CONST_OPS:
@@ -748,6 +755,10 @@ def import_module(name: str, module: dict[str, Any], source: str = "<json>") -> 
                 return udiv_by_constant(k, args[0], divisor[iname], width, iname)
             if op == _OPN:
                 return opn_tree(k, operator[iname], args, width, iname)
+            if op == "float.div":
+                return float_math.div(k, *args)
+            if op == "float.exp":
+                return float_math.exp(k, *args)
             spec = ir.OPS[op]
             return k.add(op, *args, width=None if spec.result == ir.BIT else width, name=iname)
         except MappingError as exc:

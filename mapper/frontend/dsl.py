@@ -22,7 +22,9 @@ Language (a subset of Halide with its semantics):
   ``peak/examples/cgra_pe_bf16.py``; round to nearest even, subnormals flushed: docs/peak_dsl.md
   "BFloat16"). A Python int or float next to a BFloat16 operand is a BFloat16 constant
   (:func:`bf16_bits`: nearest even from its float32 value); ``/`` by a power-of-two literal is
-  the multiplication by its exact reciprocal. ``cast(BFloat16, e)`` of a UInt16 / Int16 value
+  the multiplication by its exact reciprocal; any other ``a / b`` and ``exp(a)`` are the
+  approximations of :mod:`mapper.float_math` (<= 2 ulp, not correctly rounded: Halide's
+  golden rounds exactly, so results may differ from it by that bound). ``cast(BFloat16, e)`` of a UInt16 / Int16 value
   rounds it to nearest even (IR ``float.from_u16`` / ``from_s16``, the FP PE's ``I2F``);
   ``cast(Int16, f)`` / ``cast(UInt16, f)`` truncates toward zero (``float.to_s16`` /
   ``to_u16``, ``F2I``), saturating where Halide leaves an out-of-range cast undefined. An
@@ -62,7 +64,7 @@ from typing import Any
 import numpy as np
 
 from cgra.errors import MappingError
-from mapper import ir
+from mapper import float_math, ir
 
 
 # ------------------------------------------------------------------------------ types
@@ -266,6 +268,7 @@ class Expr:
     def __mul__(self, o): return self._bin("*", o)
     def __rmul__(self, o): return self._bin("*", o, True)
     def __truediv__(self, o): return self._bin("/", o)
+    def __rtruediv__(self, o): return self._bin("/", o, True)
     def __floordiv__(self, o): return self._bin("/", o)
     def __rshift__(self, o): return self._bin(">>", o)
     def __lshift__(self, o): return self._bin("<<", o)
@@ -335,11 +338,16 @@ class BinOp(Expr):
     def make(op: str, a: Any, b: Any) -> Expr:
         if not isinstance(a, Expr) and not isinstance(b, Expr):
             raise MappingError(f"operator {op}: at least one operand must be a DSL expression")
-        if op == "/" and isinstance(a, Expr) and a.type.is_float:
-            if isinstance(b, bool) or not isinstance(b, int) or b <= 0 or b & (b - 1):
-                raise MappingError(f"BFloat16 division by {b!r}: only by a positive power-of-two "
-                                   f"literal (the multiplication by its exact reciprocal)")
-            return BinOp.make("*", a, 1.0 / b)
+        if op == "/" and any(isinstance(v, Expr) and v.type.is_float for v in (a, b)):
+            if isinstance(a, Expr) and isinstance(b, int) and not isinstance(b, bool) \
+                    and b > 0 and not b & (b - 1):
+                return BinOp.make("*", a, 1.0 / b)       # exact: times the reciprocal
+            like = a.type if isinstance(a, Expr) and a.type.is_float else b.type
+            a, b = _lift(a, like), _lift(b, like)
+            if a.type != b.type:
+                raise MappingError(f"operator /: operand types differ ({a.type} vs {b.type}); "
+                                   f"use cast(type, e)")
+            return BinOp("/", a, b, a.type)            # mapper.float_math.div (<= 2 ulp)
         if op in (">>", "<<", "/"):
             a = _lift(a, b.type if isinstance(b, Expr) else UInt16)
             if not isinstance(b, int) or isinstance(b, bool):
@@ -406,6 +414,16 @@ def select(c: Any, a: Any, b: Any) -> Expr:
     if a.type != b.type:
         raise MappingError(f"select: branch types differ ({a.type} vs {b.type}); use cast")
     return Select(c, a, b)
+
+
+def exp(a: Any) -> Expr:
+    """``e ** a`` of a BFloat16 expression (Halide ``exp``): on the array the decomposition of
+    :func:`mapper.float_math.exp` (<= 2 ulp for ``|a| <= 16``, argument saturated beyond);
+    Halide's golden is its float32 ``exp`` rounded to bf16. Raises :class:`MappingError` for a
+    non-BFloat16 operand."""
+    if not isinstance(a, Expr) or not a.type.is_float:
+        raise MappingError("exp: needs a BFloat16 expression (cast(BFloat16, e) first)")
+    return Unary("exp", a, a.type)
 
 
 def min(a: Any, b: Any) -> Expr:  # noqa: A001 - Halide name
@@ -891,6 +909,8 @@ def _lower_func(f: Func) -> ir.Stage:
             a = lower(e.a, env, acc, memo)
             if e.op == "~":
                 r = k.add("corebit.not" if e.a.type is Bool else "coreir.not", a)
+            elif e.op == "exp":
+                r = float_math.exp(k, a)
             elif e.op == "abs":
                 r = k.add("commonlib.abs", a) if e.a.type.signed else a
             else:
@@ -898,7 +918,9 @@ def _lower_func(f: Func) -> ir.Stage:
         elif isinstance(e, BinOp):
             a, b = lower(e.a, env, acc, memo), lower(e.b, env, acc, memo)
             s = e.a.type.signed
-            if e.a.type.is_float:
+            if e.a.type.is_float and e.op == "/":
+                r = float_math.div(k, a, b)
+            elif e.a.type.is_float:
                 fop = {"+": "add", "-": "sub", "*": "mul", "min": "min", "max": "max",
                        "<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "eq"}
                 r = k.add(f"float.{fop[e.op]}", a, b)

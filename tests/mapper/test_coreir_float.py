@@ -72,7 +72,8 @@ def test_float_semantics_are_the_rule_library_reference():
     for op in FLOAT_PRIMITIVES:
         ref = reference(op, 16)
         for a, b in [(0x3F80, 0x4000), (0x7FC0, 0), (0x8000, 0), (0x0001, 0x8000)]:
-            assert ir.eval_op(op, [a, b], 16) == ref(a, b), op
+            args = [a] if ir.OPS[op].operands == (ir.DATA,) else [a, b]
+            assert ir.eval_op(op, args, 16) == ref(*args), op
 
 
 def test_float_ops_are_not_folded_with_identities():
@@ -93,3 +94,28 @@ def test_non_bfloat16_formats_are_refused():
     with pytest.raises(MappingError, match="instance mx: field genargs.frac_bits.*only "
                                            "BFloat16"):
         import_coreir_dict(doc, "f.json")
+
+
+def test_float_div_and_exp_import_as_their_decompositions():
+    """CoreIR ``float.div`` and ``float.exp`` (BFloat16 genargs) become the multi-PE
+    approximations of mapper/float_math.py: out = exp(a / b) within a few ulp."""
+    doc = {"namespaces": {"global": {"modules": {"hcompute_g": {
+        "type": ["Record", [["in", ["Array", 2, ["Array", 16, "BitIn"]]], ["out", W16]]],
+        "instances": {"q": {"genref": "float.div", "genargs": BF},
+                      "e": {"genref": "float.exp", "genargs": BF}},
+        "connections": [["self.in.0", "q.in0"], ["self.in.1", "q.in1"], ["q.out", "e.in"],
+                        ["e.out", "self.out"]]}}}}}
+    (k,) = import_coreir_dict(doc, "g.json").values()
+    assert k.op_counts().total() == 11 + 19
+    assert "float.div" not in k.op_counts() and k.op_counts()["float.to_s16"] == 1
+    for a, b in [(3.0, 2.0), (-1.0, 4.0), (10.0, 7.0), (0.5, -0.125)]:
+        got = bf16_value(k.evaluate({"in": [bf16_bits(a), bf16_bits(b)]})["out"])
+        q = a / b
+        # 2 ulp (relative 2**-6 at most) in q becomes |q| times that in exp(q); exp adds 2 ulp
+        tol = np.exp(q) * (2.0 ** -6 * abs(q) + 2.0 ** -6 + 2.0 ** -8)
+        assert abs(got - np.exp(q)) <= tol, (a, b)
+    bad = copy.deepcopy(doc)
+    bad["namespaces"]["global"]["modules"]["hcompute_g"]["instances"]["e"]["genargs"] = {
+        "exp_bits": ["Int", 8], "frac_bits": ["Int", 23]}
+    with pytest.raises(MappingError, match="frac_bits"):
+        import_coreir_dict(bad, "g.json")
