@@ -61,7 +61,6 @@ from mapper.place import PlaceParams, Placement, place, site_capacity
 from mapper.streams import stream_events
 from mapper.route import RouterParams, RoutingResult, route_design
 from mapper.verify import verify
-from mapper.ir import NO_PAD, pad_image
 
 RUN_SCHEMA = "mapper.run_report/1"
 Step = Callable[[str], None]
@@ -661,7 +660,7 @@ def stream_plan(flow: FlowResult, images: dict[str, np.ndarray],
             img = images.get(c["input"])
             if img is None:
                 raise SimulationError(f"IO {name}: no image for input '{c['input']}'")
-            img = pad_image(np.asarray(img), tuple(c.get("pad", NO_PAD)))  # repeat-edge
+            img = ir.pad_image(np.asarray(img), tuple(c.get("pad", ir.NO_PAD)))  # repeat-edge
             h, w = img.shape
             x, y = u * i0 + lane, i1
             ok = (x < w) & (y < h)

@@ -32,7 +32,6 @@ from cgra.errors import SimulationError
 from mapper import ir
 from mapper.interp import eval_kernel
 from mapper.memory import MemoryMapping
-from mapper.ir import NO_PAD, pad_image
 
 
 def program_events(prog: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -102,8 +101,8 @@ def run_streams_outputs(mm: MemoryMapping, images: dict[str, np.ndarray]
     for inst in nl.instances.values():
         if inst.kind == "io_in":
             c = inst.config
-            img = pad_image(np.asarray(images[c["input"]]),
-                            tuple(c.get("pad", NO_PAD))).astype(np.int64) & 0xFFFF
+            img = ir.pad_image(np.asarray(images[c["input"]]),
+                            tuple(c.get("pad", ir.NO_PAD))).astype(np.int64) & 0xFFFF
             v, ok = np.zeros(T, np.int64), np.zeros(T, bool)
             cyc, (i0, y) = stream_events(c["program"])
             x = u * i0 + c["lane"]
