@@ -25,14 +25,17 @@ from typing import Any
 from garnet.dse.area import design_nand2
 from garnet.dse.sweep import Point, Sweep
 
-RESULT_SCHEMA = "garnet.dse.point/1"
+#: version 2: ``cycles`` = the ideal stream cycles + the pipelining's extra output latency
+#: (version 1 added the ideal first-output cycle a second time: 843 for gaussian 32x24 where
+#: Verilator streams 777); a cached result of another version is computed again
+RESULT_SCHEMA = "garnet.dse.point/2"
 #: the CSV columns, in order (grid fields are inserted after ``design``)
 COLUMNS = ["design", "app", "unroll", "status", "error", "pe_count", "mem_count", "io_count",
            "reg_count", "pipeline_registers", "tracks", "wirelength", "fmax_mhz", "period_ps",
            "latency_cycles", "cycles", "runtime_us", "energy_proxy", "area_cells", "area_nand2",
            "sram_bits",
            "design_seconds", "area_seconds", "map_s", "pack_s", "place_s", "route_s",
-           "pipeline_s", "compile_s"]
+           "pipeline_s", "compile_s", "sim_cycles", "sim_s"]
 #: the Arrow type of each column of ``results.parquet`` ("int64" / "float64" / "string"; a
 #: grid column's type is inferred from its values, :func:`write_parquet`)
 COLUMN_TYPES = {"design": "string", "app": "string", "unroll": "int64", "status": "string",
@@ -44,7 +47,7 @@ COLUMN_TYPES = {"design": "string", "app": "string", "unroll": "int64", "status"
                 "area_nand2": "float64", "sram_bits": "int64", "design_seconds": "float64",
                 "area_seconds": "float64", "map_s": "float64", "pack_s": "float64",
                 "place_s": "float64", "route_s": "float64", "pipeline_s": "float64",
-                "compile_s": "float64"}
+                "compile_s": "float64", "sim_cycles": "int64", "sim_s": "float64"}
 STAGES = ("collateral", "map", "pack", "place", "route", "pipeline")
 
 
@@ -93,14 +96,20 @@ def result_path(cache: Path, design_key: str, app_label: str, flow_key: str) -> 
 
 def flow_key(sweep: Sweep, app: str, unroll: int) -> str:
     doc = [app, unroll, list(sweep.image), sweep.seed, sweep.fmax_mhz]
+    if sweep.simulate:             # a simulated point is another result (keys without stay)
+        doc.append("simulate")
     return hashlib.sha256(json.dumps(doc).encode()).hexdigest()[:16]
 
 
 def app_task(design: dict, app: str, unroll: int, image: tuple[int, int], seed: int,
-             fmax_mhz: float, result_file: str) -> dict:
+             fmax_mhz: float, result_file: str, simulate: bool = False) -> dict:
     """Map .. pipeline one app on one design (``design``: the result of
-    :func:`design_task`) and write its metrics to ``result_file``. A project error
-    (``CgraError``: the app does not fit, routing fails, ...) is a recorded failure."""
+    :func:`design_task`) and write its metrics to ``result_file``; with ``simulate`` also
+    the bitstream, its proof and the Verilator run on the design's RTL, checked bit for bit
+    against both golden models (``sim_cycles``: the simulated stream cycles, ``sim_s``: the
+    seconds from bitstream to comparison, Verilator build included; the harness is built once
+    per design, under a file lock). A project error (``CgraError``: the app does not fit,
+    routing fails, the output differs from a golden model ...) is a recorded failure."""
     from cgra.errors import CgraError
     from mapper.flow import AppParams, FlowParams, RunParams, run_stages
     from mapper.pipeline import PipelineParams
@@ -126,7 +135,7 @@ def app_task(design: dict, app: str, unroll: int, image: tuple[int, int], seed: 
                     pipeline=PipelineParams(target_period_ps=target))
     try:
         run_stages(RunParams(AppParams(app, image[0], image[1], unroll=unroll), design["dir"],
-                             run_dir, fp), "pipeline",
+                             run_dir, fp), "sim" if simulate else "pipeline",
                    step=lambda m: marks.append((m, time.perf_counter())))
         end = time.perf_counter()
         status, error = "ok", ""
@@ -137,12 +146,16 @@ def app_task(design: dict, app: str, unroll: int, image: tuple[int, int], seed: 
         tb = traceback.format_exc(limit=3).replace("\n", " | ")
         row.update(status="failed", error=f"internal {type(exc).__name__}: {exc} ({tb})")
         return {**row, "cached": False, "transient": True}
-    secs = {s: 0.0 for s in STAGES}
+    secs = {s: 0.0 for s in (*STAGES, "sim")}
+    after = False                                     # past the pipeline: simulation steps
     for i, (m, t) in enumerate(marks):
         word = m.split()[0]
-        stage = word if word in secs else "place"     # "pipeline failed ...: placing again"
+        after = after or word == "bitstream"
+        # "pipeline failed ...: placing again" is placement time
+        stage = "sim" if after else word if word in secs else "place"
         secs[stage] += (marks[i + 1][1] if i + 1 < len(marks) else end) - t
-    row.update({f"{s}_s": round(v, 3) for s, v in secs.items() if s != "collateral"})
+    row.update({f"{s}_s": round(v, 3) for s, v in secs.items()
+                if s != "collateral" and (s != "sim" or simulate)})
     row["compile_s"] = round(end - t0, 3)
     row.update(status=status, error=error)
     if status == "ok":
@@ -153,7 +166,7 @@ def app_task(design: dict, app: str, unroll: int, image: tuple[int, int], seed: 
         ideal = appdoc.get("ideal") or {}
         lat = max(rep["extra_output_latency_cycles"].values(), default=0)
         first = int(ideal.get("first_output_cycle", 0)) + lat
-        cycles = int(ideal.get("cycles") or 0) + first
+        cycles = int(ideal.get("cycles") or 0) + lat       # the ideal stream counts from 0
         fmax = rep["timing"]["fmax_mhz"]
         row.update(pe_count=used.get("p", 0), mem_count=used.get("m", 0),
                    io_count=used.get("I", 0) + used.get("i", 0), reg_count=used.get("r", 0),
@@ -163,6 +176,9 @@ def app_task(design: dict, app: str, unroll: int, image: tuple[int, int], seed: 
                    period_ps=rep["timing"]["period_ps"], latency_cycles=first, cycles=cycles,
                    runtime_us=round(cycles / fmax, 3) if fmax else None,
                    wirelength_segments=rep["wirelength_segments"])
+        if simulate:
+            sim = json.loads((run_dir / "run_report.json").read_text())
+            row.update(sim_cycles=int(sim["cycles"]["stream"]))
     _write_json(Path(result_file), row)
     return {**row, "cached": False}
 
@@ -278,8 +294,8 @@ class Executor:
             f = self.result_file(pt, a)
             if f in rows or f in todo:
                 continue
-            if Path(f).is_file():
-                r = json.loads(Path(f).read_text())
+            r = json.loads(Path(f).read_text()) if Path(f).is_file() else {}
+            if r.get("schema") == RESULT_SCHEMA:
                 if "area_cells" in r and r.get("area_nand2") is None:   # cached before it
                     r["area_nand2"] = design_nand2(self.sweep.cache, pt.key)
                 rows[f] = {**r, "cached": True}
@@ -297,7 +313,7 @@ class Executor:
                     design_task, pt.params.to_dict(), pt.key, str(s.cache),
                     key=f"design-{pt.key}", pure=False)
             fut = self.client.submit(app_task, self._design_futs[pt.key], a.app, a.unroll,
-                                     s.image, s.seed, s.fmax_mhz, f,
+                                     s.image, s.seed, s.fmax_mhz, f, s.simulate,
                                      key=f"app-{pt.key}-{Path(f).stem}", pure=False)
             futs[fut] = f
         self.apps += len(futs)

@@ -15,7 +15,8 @@
     image = [64, 64]              # input image width x height (pixels)
     seed = 0                      # placement seed
     fmax_mhz = 0.0                # pipelining target clock (0 = balance only, no target)
-    simulate = false              # Verilator simulation (not implemented yet: must be false)
+    simulate = false              # true: also the bitstream and a Verilator run per point,
+                                  # checked bit for bit against numpy and Halide (slower)
     scheduler = ""                # Dask scheduler address ("" = a LocalCluster; --scheduler)
     workers = 0                   # LocalCluster worker processes (0 = one per core)
 
@@ -188,9 +189,6 @@ def load_sweep(path: str | Path, cache: str | Path | None = None,
     image = sw.get("image", [64, 64])
     if len(image) != 2 or not all(isinstance(v, int) and v > 0 for v in image):
         raise _err(p, "sweep.image", f"{image!r}: expected [width, height] in pixels")
-    if sw.get("simulate", False):
-        raise _err(p, "sweep.simulate", "simulation in a sweep is not implemented yet; set "
-                   "simulate = false")
     grid = doc.get("grid", {})
     for k, vals in grid.items():
         if k not in _FIELDS:
@@ -199,7 +197,8 @@ def load_sweep(path: str | Path, cache: str | Path | None = None,
             raise _err(p, f"grid.{k}", f"{vals!r}: expected a non-empty list of values")
     sweep = Sweep(p, name, base, cache_dir.resolve(), out_dir.resolve(), apps,
                   (image[0], image[1]), sw.get("seed", 0), float(sw.get("fmax_mhz", 0.0)),
-                  False, sw.get("scheduler", ""), sw.get("workers", 0), grid, search=search)
+                  sw.get("simulate", False), sw.get("scheduler", ""), sw.get("workers", 0), grid,
+                  search=search)
     base_doc = base_params.to_dict()
     keys = list(grid)
     for combo in itertools.product(*(grid[k] for k in keys)):
