@@ -75,6 +75,7 @@ class HalidePipeline:
         #: output name -> (the Func realised, its storage type, its domain); each output is
         #: realised on its own, over its own domain
         self.outs: dict[str, tuple[Any, Any, Any]] = {}
+        domains = pipe.output_domains()
         for o in pipe.outputs:
             out = self.funcs[o.name]
             if o.type.is_float:        # realize the encodings
@@ -88,7 +89,7 @@ class HalidePipeline:
                 xo, xi = hl.Var("xo"), hl.Var("xi")
                 out.split(self.x, xo, xi, pipe.unroll, hl.TailStrategy.GuardWithIf).unroll(xi)
             out.compile_jit()
-            self.outs[o.name] = (out, _storage(o.type), pipe.output_domain(o.name))
+            self.outs[o.name] = (out, _storage(o.type), domains[o.name])
         self.out, self.out_type, self.domain = self.outs[pipe.output.name]
 
     def _define(self, f: dsl.Func) -> None:

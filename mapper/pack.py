@@ -56,6 +56,8 @@ class PackParams:
 
 
 _DELAY_TAG = re.compile(r"^DELAY(\d*)$")
+#: the instruction field that sets a PE core input's mode (``{port}`` = the core port name)
+MODE_FIELD = "{port}_mode"
 
 
 def delay_codes(pe_doc: dict[str, Any] | None, field_name: str) -> dict[int, int]:
@@ -84,7 +86,7 @@ def delay_codes(pe_doc: dict[str, Any] | None, field_name: str) -> dict[int, int
 
 
 def input_delay(pe_doc: dict[str, Any] | None, config: dict[str, Any], port: str,
-                mode_field: str = "{port}_mode") -> int | None:
+                mode_field: str = MODE_FIELD) -> int | None:
     """Cycles by which PE core input ``port`` of an instance with ``config`` (its
     ``instruction`` field values) is delayed by its mode field (0 = ``BYPASS``), or ``None``
     when the input cannot be delayed through its mode (no such field or tags, no
@@ -100,14 +102,14 @@ def input_delay(pe_doc: dict[str, Any] | None, config: dict[str, Any], port: str
 
 
 def max_input_delay(pe_doc: dict[str, Any] | None, port: str,
-                    mode_field: str = "{port}_mode") -> int:
+                    mode_field: str = MODE_FIELD) -> int:
     """The longest delay (cycles) the mode field of PE core input ``port`` offers (1 for the
     default PE, 4 for ``cgra_pe_d2``; 0 without a delay mode)."""
     return max(delay_codes(pe_doc, mode_field.format(port=port)), default=0)
 
 
 def input_register(pe_doc: dict[str, Any] | None, config: dict[str, Any], port: str,
-                   mode_field: str = "{port}_mode", cycles: int = 1) -> tuple[str, int] | None:
+                   mode_field: str = MODE_FIELD, cycles: int = 1) -> tuple[str, int] | None:
     """``(instruction field, code)`` that delays PE core input ``port`` of an instance with
     ``config`` (its ``instruction`` field values) by ``cycles`` more cycles than now: the
     instruction field ``mode_field`` switches from ``BYPASS`` / ``DELAY<j>`` to the tag of

@@ -75,7 +75,7 @@ from typing import TYPE_CHECKING, Any
 import networkx as nx
 
 from cgra.errors import ConfigError, InternalError, MappingError, RoutingError
-from mapper.pack import (PackedDesign, delay_codes, input_delay, input_register,
+from mapper.pack import (MODE_FIELD, PackedDesign, delay_codes, input_delay, input_register,
                          set_input_register)
 from mapper.place import Placement
 from mapper.route import NetRoute, RoutingResult, Terminal, route_design
@@ -282,8 +282,6 @@ class _Design:
     def __init__(self, packed: PackedDesign, placement: Placement, routing: RoutingResult,
                  coll: Collateral, p: PipelineParams):
         self.packed, self.placement, self.coll, self.p = packed, placement, coll, p
-        #: the instruction field that sets a PE input's mode (:func:`mapper.pack.input_register`)
-        self.mode_field = "{port}_mode"
         self.routing = routing
         self.graphs = coll.graphs
         self.sites = placement.sites
@@ -337,7 +335,7 @@ class _Design:
             return 0
         now = input_delay(self.coll.pe, pi.config, cp)
         if now is not None:
-            codes = delay_codes(self.coll.pe, self.mode_field.format(port=cp))
+            codes = delay_codes(self.coll.pe, MODE_FIELD.format(port=cp))
             room = 0
             while now + added + room + 1 in codes:
                 room += 1

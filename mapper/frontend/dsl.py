@@ -734,12 +734,18 @@ class Pipeline:
         (:meth:`edge_geometry`). Raises :class:`MappingError` for a name that is not an
         output."""
         name = name or self.output.name
-        if name not in {o.name for o in self.outputs}:
+        doms = self.output_domains()
+        if name not in doms:
             raise MappingError(f"Pipeline {self.name}: {name!r} is not an output; outputs: "
                                f"{[o.name for o in self.outputs]}")
+        return doms[name]
+
+    def output_domains(self) -> dict[str, ir.Box]:
+        """:meth:`output_domain` of every output, by name (one lowering for all)."""
         if self.clamped:
-            return self.edge_geometry([_lower_func(f) for f in self.funcs])[2][name]
-        return self.lower().domains()[name]
+            return self.edge_geometry([_lower_func(f) for f in self.funcs])[2]
+        dom = self.lower().domains()
+        return {o.name: dom[o.name] for o in self.outputs}
 
     def edge_geometry(self, stages: list[ir.Stage]
                       ) -> tuple[tuple[int, int, int, int], dict[str, ir.Box],
