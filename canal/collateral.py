@@ -7,7 +7,8 @@ JSON (``schema`` ``canal.routing_graph/1``), one file per bit width::
      "layout": ["IppI", ...],                     # one string per row y, tag per column x ('.' empty)
      "tiles": [{"x", "y", "core", "tag", "timing_class", "core_delay_ps",
                 "ports": [{"name", "width", "direction"}], "config_fields": [{"name",
-                "width", "reset"}], "external": [port names]}],
+                "width", "reset"}], "external": [port names],
+                "config_memory": null | {"feature", "words", "width"}}],
      "nodes": [{"id", "kind": "SB"|"PORT"|"REG"|"RMUX", "x", "y", "width",
                 "side": "NORTH"|... (SB/REG/RMUX), "track", "io": "SB_IN"|"SB_OUT" (SB),
                 "port": name, "direction": "in"|"out" (PORT),
@@ -24,6 +25,7 @@ SB_IN/SB_OUT)::
     TILE <x> <y> <core|-> <tag|-> <timing_class>
       CORE_PORT <name> <width> <in|out> [external]
       CORE_FIELD <name> <width> <reset>
+      CONFIG_MEMORY <feature> <words> <width>  # the core's config memory (canal.config)
       SB (<track>, <x>, <y>, <side>, <io>, <width>)
         <- <node> @ <delay ps>                   # fan-in, in select order
       PORT <name> (<x>, <y>, <width>) <in|out>
@@ -40,7 +42,7 @@ import re
 from pathlib import Path
 
 from cgra.config import ConfigField
-from cgra.core import PortSpec
+from cgra.core import ConfigMemory, PortSpec
 from cgra.errors import CollateralError
 
 from canal.graph import IO, InterconnectGraph, Node, NodeKind, Side, TileInfo
@@ -68,7 +70,17 @@ def _tile_json(t: TileInfo, tm: TimingModel | None) -> dict:
                       for p in t.ports],
             "config_fields": [{"name": f.name, "width": f.width, "reset": f.reset}
                               for f in t.config_fields],
-            "external": list(t.external)}
+            "external": list(t.external),
+            "config_memory": None if t.config_memory is None else {
+                "feature": t.config_memory.feature, "words": t.config_memory.words,
+                "width": t.config_memory.width}}
+
+
+def _config_memory(d: dict | None) -> ConfigMemory | None:
+    if d is None:
+        return None
+    feat = d["feature"]
+    return ConfigMemory(int(d["words"]), int(d["width"]), None if feat is None else int(feat))
 
 
 def to_json(graph: InterconnectGraph, timing: TimingModel | None = None) -> dict:
@@ -112,7 +124,8 @@ def from_json(doc: dict, source: str = "<json>") -> InterconnectGraph:
                 tuple(PortSpec(p["name"], p["width"], p["direction"]) for p in t["ports"]),
                 tuple(ConfigField(f["name"], f["width"], f["reset"])
                       for f in t["config_fields"]),
-                tuple(t["external"]), t["timing_class"])
+                tuple(t["external"]), t["timing_class"],
+                _config_memory(t.get("config_memory")))
         g = InterconnectGraph(doc["width"], tiles, params=doc["params"],
                               timing_notes=list(doc["timing_notes"]))
         for d in doc["nodes"]:
@@ -209,6 +222,10 @@ def to_text(graph: InterconnectGraph) -> str:
             lines.append(f"  CORE_PORT {p.name} {p.width} {p.direction}{ext}")
         for f in t.config_fields:
             lines.append(f"  CORE_FIELD {f.name} {f.width} {f.reset}")
+        cm = t.config_memory
+        if cm is not None:
+            lines.append(f"  CONFIG_MEMORY {'-' if cm.feature is None else cm.feature} "
+                         f"{cm.words} {cm.width}")
         for n in per_tile.get((x, y), []):
             nid = n.id
             lines.append("  " + ref(nid))
@@ -244,7 +261,8 @@ def from_text(text: str, source: str = "<text>") -> InterconnectGraph:
                 if tile is not None:
                     tiles[(tile["x"], tile["y"])] = TileInfo(
                         tile["x"], tile["y"], tile["core"], tile["tag"], tuple(tile["ports"]),
-                        tuple(tile["fields"]), tuple(tile["external"]), tile["tclass"])
+                        tuple(tile["fields"]), tuple(tile["external"]), tile["tclass"],
+                        tile["config_memory"])
                 tile, in_switch, current = None, False, None
             elif in_switch:
                 continue
@@ -252,7 +270,7 @@ def from_text(text: str, source: str = "<text>") -> InterconnectGraph:
                 _, x, y, core, tag, tclass = line.split()
                 tile = {"x": int(x), "y": int(y), "core": None if core == "-" else core,
                         "tag": "" if tag == "-" else tag, "tclass": tclass, "ports": [],
-                        "fields": [], "external": []}
+                        "fields": [], "external": [], "config_memory": None}
             elif line.startswith("CORE_PORT "):
                 parts = line.split()
                 tile["ports"].append(PortSpec(parts[1], int(parts[2]), parts[3]))
@@ -261,6 +279,10 @@ def from_text(text: str, source: str = "<text>") -> InterconnectGraph:
             elif line.startswith("CORE_FIELD "):
                 _, name, w, reset = line.split()
                 tile["fields"].append(ConfigField(name, int(w), int(reset)))
+            elif line.startswith("CONFIG_MEMORY "):
+                _, feat, words, w = line.split()
+                tile["config_memory"] = ConfigMemory(int(words), int(w),
+                                                     None if feat == "-" else int(feat))
             elif line.startswith("<- "):
                 ref, delay = line[3:].rsplit(" @ ", 1)
                 if current is None:

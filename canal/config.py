@@ -12,7 +12,14 @@ Features of the tile at (x, y) (the 8-bit ``feature`` of the config address
     (0 = bypass, 1 = register);
   - ``cb_<port>``: one feature per core input of that width whose connection box has more than
     one fan-in (core port order), holding the field ``<port>_sel``;
-  features with no field are not numbered, so numbers stay dense.
+  features with no field are not numbered, so numbers stay dense;
+* last, when the core has a config memory (:class:`~cgra.core.ConfigMemory` of ``words``
+  words of ``width`` bits, e.g. a Lake memory with ``lut=True``): ``P = ceil(words / 256)``
+  features ``mem0`` .. ``mem<P-1>`` numbered from ``base`` = the number of features above.
+  Storage word ``w`` is at address ``config_address(w % 256, base + w // 256, x, y)``; its
+  value is the low ``width`` bits of the 32-bit data word (:func:`config_memory_writes`). A
+  config write there writes the word into the core's storage; a config read returns it
+  zero-extended to 32 bits (``read_data``, OR-ed with the other registers of the tile).
 
 A select field is ``max(1, ceil(log2(fan-in)))`` bits wide and named ``<node local name>_sel``
 (see :attr:`canal.graph.Node.local_name`); its value is the index of the chosen source in the
@@ -24,11 +31,12 @@ routing-graph collateral alone.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Mapping, Sequence
 
 from cgra.config import ConfigField, FieldSlice, config_address, encode_fields, pack_fields
+from cgra.core import ConfigMemory
 from cgra.errors import ConfigError, RoutingError
 
 from canal.graph import IO, InterconnectGraph, Node, NodeKind, Side
@@ -44,12 +52,15 @@ def select_width(fanin: int) -> int:
 @dataclass
 class Feature:
     """One configurable block of a tile: ``index`` (the address feature), ``name``,
-    ``fields`` in packing order, ``nodes``: field name -> graph node id (mux fields only)."""
+    ``fields`` in packing order, ``nodes``: field name -> graph node id (mux fields only).
+    A config-memory feature (``mem<i>``) has no fields and ``words`` > 0: registers
+    ``0 .. words-1`` are the core memory words ``256 * i + reg``."""
 
     index: int
     name: str
     fields: tuple[ConfigField, ...]
     nodes: dict[str, str] = field(default_factory=dict)
+    words: int = 0
 
     def __post_init__(self) -> None:
         self.slices: list[FieldSlice] = pack_fields(self.fields)
@@ -58,12 +69,14 @@ class Feature:
 
 @dataclass
 class TileConfig:
-    """The config space of tile (x, y): its features, and node id -> (feature, field name)."""
+    """The config space of tile (x, y): its features, node id -> (feature, field name), and
+    the core's config memory (with ``feature`` = its first feature) or ``None``."""
 
     x: int
     y: int
     features: list[Feature]
     node_field: dict[str, tuple[int, str]] = field(default_factory=dict)
+    config_memory: ConfigMemory | None = None
 
     def feature(self, name: str) -> Feature:
         for f in self.features:
@@ -116,13 +129,53 @@ def tile_configs(graphs: Mapping[int, InterconnectGraph]) -> dict[tuple[int, int
             for n in cbs:
                 fld = ConfigField(f"{n.name}_sel", select_width(len(g.fanin[n.id])))
                 features.append(Feature(len(features), f"cb_{n.name}", (fld,), {fld.name: n.id}))
+        cm = info.config_memory
+        if cm is not None:
+            base = len(features)
+            if cm.feature is not None and cm.feature != base:
+                raise ConfigError(f"tile ({x}, {y}): the tile record puts the config memory "
+                                  f"at feature {cm.feature} but the graphs give {base}; "
+                                  f"regenerate the routing graphs")
+            if cm.words < 1 or not 1 <= cm.width <= 32:
+                raise ConfigError(f"tile ({x}, {y}): config memory of {cm.words} words of "
+                                  f"{cm.width} bits; need >= 1 word of 1..32 bits")
+            cm = replace(cm, feature=base)
+            for i in range(cm.features):
+                features.append(Feature(base + i, f"mem{i}", (),
+                                        words=min(256, cm.words - 256 * i)))
         if len(features) > 256:
-            raise ConfigError(f"tile ({x}, {y}) needs {len(features)} features; the config "
-                              f"address has 8 feature bits (256)")
+            extra = (f" ({cm.features} of them for the {cm.words}-word config memory)"
+                     if cm is not None else "")
+            raise ConfigError(f"tile ({x}, {y}) needs {len(features)} features{extra}; the "
+                              f"config address has 8 feature bits (256); use fewer tracks "
+                              f"or a smaller config memory")
         for f in features:
             for fname, nid in f.nodes.items():
                 node_field[nid] = (f.index, fname)
-        out[(x, y)] = TileConfig(x, y, features, node_field)
+        out[(x, y)] = TileConfig(x, y, features, node_field, cm)
+    return out
+
+
+def config_memory_writes(x: int, y: int, cm: ConfigMemory,
+                         words: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``[(addr, data)]`` (32 bits each, in the order given) writing core-memory words of
+    tile (x, y): word index ``w`` (0 .. ``cm.words`` - 1) with value ``v`` (0 ..
+    ``2**cm.width`` - 1) goes to ``config_address(w % 256, cm.feature + w // 256, x, y)``
+    with data ``v``. ``cm`` is the tile record's config memory
+    (``TileInfo.config_memory``, ``feature`` set). Raises :class:`ConfigError` naming the
+    tile, the index or value and the limit."""
+    if cm.feature is None:
+        raise ConfigError(f"tile ({x}, {y}): config memory has no feature number; take it "
+                          f"from the tile record of the routing graph (TileInfo.config_memory)")
+    out = []
+    for w, v in words:
+        if not 0 <= w < cm.words:
+            raise ConfigError(f"tile ({x}, {y}): config memory word index {w} is outside "
+                              f"0..{cm.words - 1} ({cm.words} words); use a smaller index")
+        if not 0 <= v < 1 << cm.width:
+            raise ConfigError(f"tile ({x}, {y}): config memory word {w} = {v} does not fit "
+                              f"{cm.width} bits (0..{(1 << cm.width) - 1}); reduce the value")
+        out.append((config_address(w % 256, cm.feature + w // 256, x, y), int(v)))
     return out
 
 

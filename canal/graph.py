@@ -36,7 +36,7 @@ from typing import Iterable, Iterator
 import networkx as nx
 
 from cgra.config import ConfigField
-from cgra.core import CoreSpec, PortSpec
+from cgra.core import ConfigMemory, CoreSpec, PortSpec
 from cgra.errors import SpecError
 
 
@@ -142,7 +142,11 @@ class TileInfo:
     """What the interconnect knows about the tile at (x, y): its core's name, PnR tag, ports,
     config fields, the ports wired straight to the array edge (``external``, IO cores) and the
     timing class used for delays (``pe``, ``mem``, ``io``). ``core`` is ``None`` for an empty
-    tile (switch boxes only)."""
+    tile (switch boxes only). ``config_memory``: the core's config-bus-loaded memory
+    (:class:`~cgra.core.ConfigMemory`: ``words``, ``width`` in bits and ``feature``, the
+    first of its ``ceil(words / 256)`` config features, numbered after every other feature
+    of the tile; ``feature`` is filled in by :class:`canal.interconnect.Interconnect`), or
+    ``None``."""
 
     x: int
     y: int
@@ -152,6 +156,7 @@ class TileInfo:
     config_fields: tuple[ConfigField, ...] = ()
     external: tuple[str, ...] = ()
     timing_class: str = "pe"
+    config_memory: ConfigMemory | None = None
 
     def routable_ports(self) -> list[PortSpec]:
         """Core ports that connect to the interconnect (not wired to the array edge)."""
@@ -183,7 +188,7 @@ def tile_info_from_core(x: int, y: int, core: CoreSpec | None) -> TileInfo:
                             f"that it does not have; ports: {sorted(names)}")
     tclass = core.info.get("timing_class", TAG_TIMING_CLASS.get(core.tag, "pe"))
     return TileInfo(x, y, core.name, core.tag, tuple(core.ports), tuple(core.config_fields),
-                    external, tclass)
+                    external, tclass, core.config_memory)
 
 
 @dataclass

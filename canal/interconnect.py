@@ -1,7 +1,7 @@
 """The interconnect of an array: one graph per bit width plus the cores placed on it."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from cgra.core import CoreSpec
@@ -33,6 +33,20 @@ class Interconnect:
                             "or cores; build them from the same tile records")
         if self.timing is not None and not self.timing.classes:
             self.timing.resolve(self.graphs)      # every path class must have a delay
+        self._number_config_memories()
+
+    def _number_config_memories(self) -> None:
+        """Fill in ``TileInfo.config_memory.feature`` (the first config feature of a core's
+        config memory, :mod:`canal.config`) in every graph's tile records, so that the
+        routing-graph collateral carries it."""
+        if not any(t.config_memory is not None and t.config_memory.feature is None
+                   for t in self.tiles.values()):
+            return
+        configs = self.configs
+        for g in self.graphs.values():
+            for xy, t in list(g.tiles.items()):
+                if t.config_memory is not None:
+                    g.tiles[xy] = replace(t, config_memory=configs[xy].config_memory)
 
     @property
     def tiles(self) -> dict[tuple[int, int], TileInfo]:

@@ -17,7 +17,11 @@ connection box (core input), its select from the tile's config registers
 (:mod:`canal.config`); one register ``REG_T<t>_<SIDE>_B<w>`` per pipeline register (enabled by
 ``clk_en``, reset 0); the core instance ``core``; config registers ``cfg_f<feature>_r<reg>``
 (32 bits, reset = the fields' reset values, written when ``config_write`` and the address
-matches, independent of ``clk_en``).
+matches, independent of ``clk_en``). When the core has a config memory
+(:class:`cgra.core.ConfigMemory`, features ``mem<i>`` of :mod:`canal.config`), an address
+of those features drives the core's ``config_mem_addr`` (word ``(feature - base) * 256 +
+reg``), ``config_mem_data`` (low ``width`` bits of ``config_data``), ``config_mem_write``
+and ``config_mem_read``; ``read_data`` ORs in ``config_mem_rdata`` zero-extended.
 
 Array module: one description, :func:`array_netlist` (:class:`ArrayNetlist`), from which
 both the magma circuit (:func:`array_circuit`) and the Verilog text (:func:`array_verilog`,
@@ -37,7 +41,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cgra.hdl import m
@@ -114,10 +118,14 @@ class TileShape:
     nodes: tuple[LocalNode, ...]
     fanin: tuple[tuple[str, tuple[str, ...]], ...]
     drop: tuple[str, str] | None = None
+    #: (first feature, words, width) of the core's config memory, or None
+    config_memory: tuple[int, int, int] | None = field(default=None, repr=False)
 
     @functools.cached_property
     def module_name(self) -> str:
-        digest = hashlib.sha1(repr(self).encode()).hexdigest()[:10]
+        key = repr(self) + (f" config_memory={self.config_memory}"
+                            if self.config_memory is not None else "")
+        digest = hashlib.sha1(key.encode()).hexdigest()[:10]
         core = re.sub(r"\W", "_", self.core) if self.core else "empty"
         return f"Tile_{core}_{digest}"
 
@@ -171,8 +179,10 @@ def tile_shape(ic: Interconnect, x: int, y: int, drop: tuple[str, str] | None = 
                 raise SpecError(f"core output {n.id} has fan-in {g.fanin[n.id]}; a core output "
                                 f"is driven by the core only")
             fanin.append((n.local_name, tuple(srcs)))
+    cm = ic.configs[(x, y)].config_memory
     return TileShape(info.core, tuple(info.ports), tuple(info.config_fields),
-                     tuple(info.external), tuple(nodes), tuple(fanin), drop_local)
+                     tuple(info.external), tuple(nodes), tuple(fanin), drop_local,
+                     None if cm is None else (cm.feature, cm.words, cm.width))
 
 
 _TILE_CACHE: dict[str, object] = {}
@@ -267,13 +277,15 @@ def _tile_body(io, shape: TileShape, fanin, by_name, outs, config: TileConfig,
             reg.CE @= sel & io.config_write
             regs[(feat.index, r)] = reg.O
             reads.append(m.mux([m.Bits[32](0), reg.O], sel))
-    if reads:
-        acc = reads[0]
-        for r in reads[1:]:
-            acc = acc | r
-        io.read_data @= m.mux([m.Bits[32](0), acc], io.config_read)
-    else:
-        io.read_data @= m.Bits[32](0)
+    cm = config.config_memory
+    mem_bus = None
+    if cm is not None:
+        # config memory: word (feature - base) * 256 + reg of the core's storage
+        off = m.uint(feat_bits) - m.UInt[8](cm.feature)
+        idx = m.uint(m.concat(reg_bits, off))            # 16-bit word index
+        mem_sel = tile_match & (m.uint(feat_bits) >= m.UInt[8](cm.feature)) & (
+            idx < m.UInt[16](cm.words))
+        mem_bus = (m.bits(idx[:cm.addr_bits]), mem_sel)
 
     # local name -> (feature, field)
     local_field: dict[str, tuple[Feature, str]] = {}
@@ -297,6 +309,25 @@ def _tile_body(io, shape: TileShape, fanin, by_name, outs, config: TileConfig,
                 _wire_adapt(getattr(io, p.name), getattr(core_inst, p.name))
             else:
                 _wire_adapt(getattr(core_inst, p.name), getattr(io, p.name))
+        if mem_bus is not None:
+            addr, mem_sel = mem_bus
+            core_inst.config_mem_addr @= addr
+            core_inst.config_mem_data @= io.config_data[:cm.width]
+            core_inst.config_mem_write @= io.config_write & mem_sel
+            core_inst.config_mem_read @= io.config_read & mem_sel
+            rdata = core_inst.config_mem_rdata
+            if cm.width < 32:
+                rdata = m.zext_to(rdata, 32)
+            reads.append(m.mux([m.Bits[32](0), m.bits(rdata)], mem_sel))
+    elif mem_bus is not None:
+        raise SpecError(f"tile module {shape.module_name}: a config memory without a core")
+    if reads:
+        acc = reads[0]
+        for r in reads[1:]:
+            acc = acc | r
+        io.read_data @= m.mux([m.Bits[32](0), acc], io.config_read)
+    else:
+        io.read_data @= m.Bits[32](0)
 
     # --- node instances ---
     values: dict[str, object] = {}

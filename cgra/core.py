@@ -7,10 +7,18 @@ these ports:
 * ``clk_en`` ``In(Bit)``: 1 = run, 0 = stall (every state element holds);
 * ``flush`` ``In(Bit)``: restart the core's controllers (memories), ignored by PEs;
 * one port per :class:`PortSpec` with the same name, ``Bits[width]`` (``Bit`` if width 1);
-* one input ``config_<name>`` of ``Bits[width]`` per :class:`~cgra.config.ConfigField`.
+* one input ``config_<name>`` of ``Bits[width]`` per :class:`~cgra.config.ConfigField`;
+* when ``CoreSpec.config_memory`` is set (a :class:`ConfigMemory` of ``words`` words of
+  ``width`` bits, loaded with the bitstream): ``config_mem_addr`` ``In(Bits[ceil(log2
+  words)])`` (word index), ``config_mem_data`` ``In(Bits[width])``, ``config_mem_write``
+  ``In(Bit)`` (write ``config_mem_data`` to word ``config_mem_addr`` at the clock edge,
+  whatever ``clk_en``), ``config_mem_read`` ``In(Bit)`` and ``config_mem_rdata``
+  ``Out(Bits[width])`` (word ``config_mem_addr``, combinational, while
+  ``config_mem_read`` = 1; 0 otherwise).
 
 The tile (``canal``/``garnet``) owns the 32-bit config registers of feature 0 and drives
-the ``config_*`` inputs from them, packed with :func:`cgra.config.pack_fields`.
+the ``config_*`` inputs from them, packed with :func:`cgra.config.pack_fields`; it maps a
+config memory to features after its own (:mod:`canal.config`).
 """
 from __future__ import annotations
 
@@ -29,6 +37,29 @@ class PortSpec:
     direction: str
 
 
+@dataclass(frozen=True)
+class ConfigMemory:
+    """A core memory loaded and read back through the config bus: ``words`` words of
+    ``width`` bits (``width`` <= 32). ``feature`` is the first config feature the tile maps
+    it to (``None`` on a :class:`CoreSpec`; set by the interconnect on its tile records,
+    :class:`canal.graph.TileInfo`): word ``w`` is register ``w % 256`` of feature
+    ``feature + w // 256``."""
+
+    words: int
+    width: int
+    feature: int | None = None
+
+    @property
+    def addr_bits(self) -> int:
+        """Bits of a word index: ``max(1, ceil(log2 words))``."""
+        return max(1, (self.words - 1).bit_length())
+
+    @property
+    def features(self) -> int:
+        """Config features the memory occupies: ``ceil(words / 256)``."""
+        return -(-self.words // 256)
+
+
 @dataclass
 class CoreSpec:
     """A tile core: its ports, its config fields, its PnR tag and its circuit builder.
@@ -36,6 +67,7 @@ class CoreSpec:
     ``tag`` is the one-letter PnR tag (``p`` PE, ``m`` MEM, ``I`` 16-bit IO, ``i`` 1-bit IO).
     ``name`` must be unique per distinct core (it becomes the Verilog module name).
     ``build`` returns the magma circuit; callers cache it so it is built once per process.
+    ``config_memory``: the core's config-bus-loaded memory (see module docstring), if any.
     """
 
     name: str
@@ -44,6 +76,7 @@ class CoreSpec:
     config_fields: tuple[ConfigField, ...]
     build: Callable[[], Any]
     info: dict[str, Any] = field(default_factory=dict)
+    config_memory: ConfigMemory | None = None
 
     def inputs(self) -> list[PortSpec]:
         return [p for p in self.ports if p.direction == "in"]

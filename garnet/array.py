@@ -432,7 +432,8 @@ def core_identity(core: CoreSpec | None) -> tuple:
     return (core.name, core.tag, core.info.get("timing_class"),
             tuple(core.info.get("external", ())),
             tuple((p.name, p.width, p.direction) for p in core.ports),
-            tuple((f.name, f.width, f.reset) for f in core.config_fields))
+            tuple((f.name, f.width, f.reset) for f in core.config_fields),
+            core.config_memory)
 
 
 def with_cores(graphs: dict, timing, params: GarnetParams, core_fn: CoreFn | None = None):

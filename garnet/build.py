@@ -1124,8 +1124,12 @@ def _write_routing(dest: Path, params: GarnetParams, ic) -> None:
                                                 if k not in ("x", "y")}})
     doc = gc.config_map_doc(cmap_rows, [
         {"x": x, "y": y, "features": [
-            {"feature": f.index, "name": f.name, "registers": f.num_regs}
-            for f in tc.features]} for (x, y), tc in ic.configs.items()])
+            {"feature": f.index, "name": f.name, "registers": f.words or f.num_regs}
+            for f in tc.features],
+         **({} if tc.config_memory is None else {"config_memory": {
+             "feature": tc.config_memory.feature, "words": tc.config_memory.words,
+             "width": tc.config_memory.width}})}
+        for (x, y), tc in ic.configs.items()])
     # compact: json's C encoder (indented output goes through its pure-Python encoder,
     # ~5x slower on the 130 000 rows of a 64x32 array)
     gc.write_json(Path(dest) / "config_map.json", doc, compact=True)

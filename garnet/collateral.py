@@ -223,6 +223,8 @@ class ConfigMap:
     (feature 0) come from the routing graph's tile records."""
 
     nodes: dict[str, tuple[int, int, list[FieldLoc]]] = field(default_factory=dict)
+    #: (x, y) -> the tile's config memory (``tiles[].config_memory`` of config_map.json)
+    config_memories: dict[tuple[int, int], Any] = field(default_factory=dict)
 
     @classmethod
     def from_rows(cls, rows: Iterable[dict[str, Any]], source: str = "<rows>") -> "ConfigMap":
@@ -243,7 +245,10 @@ class ConfigMap:
 
 def config_map_doc(rows: list[dict[str, Any]], tiles: list[dict[str, Any]]) -> dict[str, Any]:
     """The ``config_map.json`` document: ``rows`` as :func:`canal.config.config_map_rows`
-    gives them (plus ``tag``/``core`` per tile), ``tiles`` = [{x, y, features}]."""
+    gives them (plus ``tag``/``core`` per tile), ``tiles`` = [{x, y, features: [{feature,
+    name, registers}], config_memory (only on tiles whose core has one): {feature, words,
+    width}}] (a ``mem<i>`` feature's ``registers`` are its memory words, see
+    :mod:`canal.config`)."""
     return {"schema": CONFIG_MAP_SCHEMA,
             "address": "reg << 24 | feature << 16 | x << 8 | y",
             "data_width": 32,
@@ -260,7 +265,19 @@ def read_config_map(path: str | Path, hint: str = "regenerate the design with `c
     rows = doc.get("fields")
     if not isinstance(rows, list):
         raise CollateralError(f"{path}: config map has no 'fields' list; {hint}")
-    return ConfigMap.from_rows(rows, str(path))
+    cmap = ConfigMap.from_rows(rows, str(path))
+    from cgra.core import ConfigMemory
+
+    try:
+        for t in doc.get("tiles", []):
+            d = t.get("config_memory")
+            if d is not None:
+                cmap.config_memories[(int(t["x"]), int(t["y"]))] = ConfigMemory(
+                    int(d["words"]), int(d["width"]), int(d["feature"]))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CollateralError(f"{path}: malformed config_memory of a tile ({exc!r}); "
+                              f"{hint}") from None
+    return cmap
 
 
 # ---------------------------------------------------------------------------- mem.json

@@ -151,7 +151,8 @@ def mem_core(preset_name: str) -> CoreSpec:
                           f"known presets: {sorted(PRESETS)}")
     core = lake.core_spec(preset_name)
     return CoreSpec(core.name, "m", core.ports, core.config_fields, core.build,
-                    {**core.info, "timing_class": "mem", "preset": preset_name})
+                    {**core.info, "timing_class": "mem", "preset": preset_name},
+                    core.config_memory)
 
 
 def io_core(width: int = 16) -> CoreSpec:

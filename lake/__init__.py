@@ -17,6 +17,8 @@ Public API (see each module's docstring for formats, widths and errors):
 * SMT — :mod:`lake.smt`: ``prove_recurrence_equals_affine``, ``synthesize``;
 * collateral — :mod:`lake.collateral`: ``collateral(preset) -> dict``, ``write_collateral``,
   ``all_collateral``;
+* lookup-table mode — :mod:`lake.lut`: ``LUT_LATENCY``, ``lut_fields(preset)``,
+  ``check_table(preset, values)``;
 * tile core — :mod:`lake.core`: ``core_spec(preset_name) -> cgra.core.CoreSpec``.
 
 Hardware-generating modules (rtl, sim, core) import magma lazily through these

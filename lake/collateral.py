@@ -11,7 +11,11 @@ Schema ``lake.collateral/1`` (all widths in bits, latencies in cycles)::
      "max_dimensionality": int, "max_schedule_cycle": int,
      "register_widths": {"dim", "extent", "schedule", "address", "chain_id"},
      "chaining": {"max_tiles": int, "tile_words": int},
-     "supported_modes": [str], "constraints": [str], "min_delay_full_rate": int,
+     "supported_modes": [str],         # + "lookup_table" when the spec has lut=True
+     "constraints": [str], "min_delay_full_rate": int,
+     "lookup_table": null | {"field": "lut_mode", "latency": 1, "words": int,
+                             "width": int, "index_bits": int, "index_port": "data_in_0",
+                             "output_port": "data_out_0"},
      "controllers": [{"name", "role", "port", "address_generators": [{"name","width"}]}],
      "components": {...}, "config_fields": [{"name", "width", "reset"}]}
 
@@ -27,6 +31,7 @@ from pathlib import Path
 
 from cgra.errors import ConfigError
 from lake.config import config_fields, configure
+from lake.lut import LUT_LATENCY
 from lake.program import delay_line
 from lake.spec import PRESETS, MemorySpec, as_spec, circuit_name
 
@@ -71,14 +76,24 @@ def _collateral(spec: MemorySpec) -> str:
     if spec.wide:
         modes = ["vectorized_affine", "delay_line", "line_buffer", "chaining"]
         constraints += [
-            f"innermost address stride 1, innermost extent a multiple of {st.fetch_width}, "
-            f"address offset and outer strides multiples of {st.fetch_width}",
+            f"inputs: innermost address stride 1, innermost extent a multiple of "
+            f"{st.fetch_width}, address offset and outer strides multiples of {st.fetch_width}",
+            f"outputs: each fetched {st.fetch_width}-word wide word is read in one run of "
+            f"consecutive reads, either (a) the first level that moves the address has "
+            f"stride 1 and an extent that is a multiple of {st.fetch_width}, the levels inside it "
+            f"repeat (stride 0), address offset and outer strides are multiples of "
+            f"{st.fetch_width} (e.g. upsample's repeated reads: extents [2, W, H], strides "
+            f"[0, 1, 0]), or (b) the levels below some level stay inside one aligned wide "
+            f"word (offset mod {st.fetch_width} plus their addresses in [0, {st.fetch_width})) and the "
+            f"strides from that level on are multiples of {st.fetch_width}",
             "output schedule offset >= 2 (SRAM prefetch)",
             "at most one SRAM access per cycle across the 4 SRAM-side controllers",
             "reads must follow the write by enough cycles for aggregation "
             "(see min_delay_full_rate)"]
     else:
         modes.append("downsample")
+    if spec.lut:
+        modes.append("lookup_table")
     doc = {
         "schema": SCHEMA,
         "preset": spec.name,
@@ -115,6 +130,10 @@ def _collateral(spec: MemorySpec) -> str:
         "supported_modes": modes,
         "constraints": constraints,
         "min_delay_full_rate": _min_delay(spec),
+        "lookup_table": {"field": "lut_mode", "latency": LUT_LATENCY, "words": st.words,
+                         "width": st.data_width, "index_bits": spec.address_bits,
+                         "index_port": spec.inputs[0], "output_port": spec.outputs[0]}
+        if spec.lut else None,
         "controllers": [{"name": c.name, "role": c.role, "port": c.port,
                          "address_generators": [{"name": g.name, "width": g.width}
                                                 for g in c.address_generators]}

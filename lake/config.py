@@ -16,6 +16,8 @@ field                       width (bits)            meaning
 ``c_g_delta_k``             width of g              address delta of level k (mod 2**width)
 ``chain_enable``            1                       tile is part of a chain
 ``chain_id``                chain_bits (4)          index of this tile in its chain
+``lut_mode``                1                       lookup-table mode (only when ``spec.lut``;
+                                                    last field; see :mod:`lake.lut`)
 ==========================  ======================  ==========================================
 
 Deltas follow the recurrence form (``lake.affine``). For the physical unified buffer,
@@ -23,8 +25,12 @@ Deltas follow the recurrence form (``lake.affine``). For the physical unified bu
 (Liu et al., ACM TACO 2023, Sec. 6.2): every input word stream is grouped into aligned
 ``fetch_width``-word chunks collected by the aggregator; the shared AGG-read/SRAM-write
 controller commits chunk ``k`` one cycle after its last word plus a phase ``a``; the shared
-SRAM-read/TB-write controller fetches output chunk ``k`` 2 + ``b`` cycles before its first
-word is due. Phases are chosen so that the single SRAM port never sees two accesses in one
+SRAM-read/TB-write controller fetches the wide word of output run ``k`` 2 + ``b`` cycles
+before the run's first read, into transpose-buffer half ``k mod 2``. An output run is the
+reads of one wide word: ``fetch_width`` consecutive words of a raster read, or more when
+words repeat or are reordered (upsample's 0,0,1,1,2,2,3,3: one fetch per 8 reads; see
+:func:`output_run_length`); the ``out<q>`` slot generator gives ``fetch_width * (k mod 2) +
+word``, affine in the counters modulo ``2 * fetch_width``. Phases are chosen so that the single SRAM port never sees two accesses in one
 cycle and every output word equals the unified-buffer semantics; otherwise ConfigError.
 """
 from __future__ import annotations
@@ -73,6 +79,8 @@ def _fields_cached(spec: MemorySpec) -> tuple[ConfigField, ...]:
             out += [ConfigField(f"{c.name}_{g.name}_delta_{k}", g.width) for k in range(c.dims)]
     out.append(ConfigField("chain_enable", 1))
     out.append(ConfigField("chain_id", spec.chain_bits))
+    if spec.lut:
+        out.append(ConfigField("lut_mode", 1))
     return tuple(out)
 
 
@@ -190,6 +198,8 @@ def configure(preset: MemorySpec | str, port_programs: Mapping[str, object],
         values.update(encode_controller(spec, c, cps.get(c.name)))
     values["chain_enable"] = int(chain_length > 1)
     values["chain_id"] = chain_index
+    if spec.lut:
+        values["lut_mode"] = 0
     for f in config_fields(spec):
         v = values[f.name]
         if not 0 <= v < 1 << f.width:
@@ -234,12 +244,42 @@ def decode(preset: MemorySpec | str, config: Mapping[str, int]) -> dict[str, dic
                                   f"but its SRAM-side controller {side} is not")
             fw = spec.storage.fetch_width
             w = wide.addresses["addr"]
-            strides = (1,) + tuple(fw * s for s in w.strides[1:])
-            addr = AffineMap(strides, fw * w.offset)
+            if c.role == "agg_in":
+                strides = (1,) + tuple(fw * s for s in w.strides[1:])
+                addr = AffineMap(strides, fw * w.offset)
+            else:
+                addr = _decode_out_address(spec, c, cp, wide)
         else:
             addr = cp.addresses["addr"]
         out[c.port] = PortProgram(cp.extents, addr, cp.schedule).to_dict()
     return out
+
+
+def _decode_out_address(spec: MemorySpec, ctrl: Controller, side: ControllerProgram,
+                        wide: ControllerProgram) -> AffineMap:
+    """Word address map of a PUB output port from its ``out<q>`` (slot) and ``tb<q>``
+    (wide address) programs, inverting :func:`_output_pattern`: the levels below the
+    ``tb<q>`` domain read inside a wide word (slot strides, signed), the level the
+    ``tb<q>`` domain starts with is the split level (stride 1) when its extent is
+    ``fetch_width`` times the ``tb<q>`` extent and its slot stride is 1, and the levels of
+    the ``tb<q>`` domain step by ``fetch_width`` times the wide strides."""
+    fw = spec.storage.fetch_width
+    sw = ctrl.address_generators[0].width
+    slot, w = side.addresses["addr"], wide.addresses["addr"]
+    e, tb = side.extents, wide.extents
+    outer = len(e) - len(tb)
+    signed = [to_signed(x % (1 << sw), sw) for x in slot.strides]
+    if outer < 0:
+        raise ConfigError(f"controller {ctrl.name}: {len(tb)} SRAM-side levels but only "
+                          f"{len(e)} port levels")
+    strides = signed[:outer]
+    if tb[0] == e[outer]:                                  # run form
+        strides += [fw * x for x in w.strides]
+    elif tb[0] * fw == e[outer] and signed[outer] == 1:    # split form
+        strides += [1] + [fw * x for x in w.strides[1:]]
+    else:                                                  # one run: all levels inside
+        strides = signed
+    return AffineMap(tuple(strides), fw * w.offset + slot.offset % fw)
 
 
 # ---------------------------------------------------------------------------------------
@@ -250,12 +290,34 @@ class _WideStream:
     port: str
     prog: PortProgram
     cycles: np.ndarray        # word cycles, iteration order
-    chunk_addr: np.ndarray    # wide address per chunk
+    chunk_addr: np.ndarray    # wide address per chunk (input) / per run (output)
     base: np.ndarray          # per chunk: cycle of its last word + 1 (in) / first word - 2 (out)
     max_phase: int
+    run_len: int = 0          # output: words per transpose-buffer run (0 for inputs)
+    word: np.ndarray | None = None   # output: word index inside its wide word, per read
+
+
+@dataclass(frozen=True)
+class _OutPattern:
+    """How an output port's word stream is served by the transpose buffer: *runs* of
+    ``run_len`` consecutive reads (iteration order) that all read one wide word, fetched
+    once per run into half ``run mod 2``. Levels ``< outer`` of the port's domain are inside
+    a run; ``split`` is the level cut into ``fetch_width``-word chunks (address stride 1),
+    or None. ``tb_*`` describe the ``tb<q>`` controller (one iteration per run; schedule
+    relative to the port's first read), ``slot`` the ``out<q>`` slot generator."""
+
+    split: int | None
+    outer: int
+    run_len: int
+    tb_extents: tuple[int, ...]
+    tb_sched_strides: tuple[int, ...]
+    tb_addr: AffineMap
+    half: AffineMap
+    slot: AffineMap
 
 
 def _check_vectorizable(spec: MemorySpec, port: str, p: PortProgram) -> None:
+    """Input ports: the aggregator collects ``fetch_width`` consecutive aligned words."""
     fw = spec.storage.fetch_width
     rule = f"port {port}: rule 'vectorization' broken:"
     hint = (f"the PUB fetches {fw} consecutive aligned words; reshape the stream so the "
@@ -270,10 +332,84 @@ def _check_vectorizable(spec: MemorySpec, port: str, p: PortProgram) -> None:
                           f"{list(p.address.strides[1:])} are not multiples of {fw}; {hint}")
 
 
+def output_run_length(fetch_width: int, port: str, program: PortProgram | Mapping) -> int:
+    """Reads per transpose-buffer run of a physical-unified-buffer output port program
+    (dict or :class:`PortProgram`) with ``fetch_width``-word wide words: the SRAM fetches
+    one wide word per run of that many consecutive reads (e.g. ``4`` for a plain raster
+    read, ``8`` for upsample's repeated reads 0,0,1,1,2,2,...). Raises
+    :class:`ConfigError` (rule 'vectorization', naming ``port``) when the transpose buffer
+    cannot serve the stream (see :func:`_output_pattern` for the rule)."""
+    return _output_pattern(fetch_width, port, PortProgram.from_dict(program, port)).run_len
+
+
+def _output_pattern(fw: int, port: str, p: PortProgram) -> _OutPattern:
+    """Transpose-buffer runs of an output port (see :class:`_OutPattern`).
+
+    Rule ('vectorization'): the reads must visit every fetched wide word in one run of
+    consecutive reads whose word index inside the wide word is affine in the counters:
+    either (split form) the first level that moves the address has stride 1 and an extent
+    that is a multiple of ``fw``, the levels inside it repeat (stride 0), and the address
+    offset and the outer strides are multiples of ``fw`` (e.g. upsample's 0,0,1,1,2,2,...:
+    extents [2, W, H], strides [0, 1, W]); or (run form) the levels below some level ``m``
+    stay inside one aligned wide word (``offset mod fw + inner addresses`` in ``[0, fw)``)
+    and every level from ``m`` on has a stride that is a multiple of ``fw``. The slot of a
+    read is ``fw * (run mod 2) + word``, affine in the counters modulo ``2 * fw``, which the
+    ``slot_bits``-wide slot generator wraps exactly. Raises :class:`ConfigError`."""
+    e, s, o = p.extents, p.address.strides, p.address.offset
+    t = p.schedule.strides
+    d = len(e)
+    flat = [int(np.prod(e[:k], dtype=np.int64)) for k in range(d)]
+    moving = [k for k in range(d) if e[k] > 1 and s[k] != 0]
+    j = moving[0] if moving else None
+    if (j is not None and s[j] == 1 and e[j] % fw == 0 and o % fw == 0
+            and all(s[k] % fw == 0 for k in range(j + 1, d))):
+        run_len = flat[j] * fw
+        tb_ext = (e[j] // fw,) + tuple(e[j + 1:])
+        tb_t = (fw * t[j],) + tuple(t[j + 1:])
+        tb_s = (1,) + tuple(s[k] // fw for k in range(j + 1, d))
+        split, outer = j, j
+    else:
+        m = d
+        while m > 0 and (e[m - 1] == 1 or s[m - 1] % fw == 0):
+            m -= 1
+        lo = o % fw + sum(min(0, s[k] * (e[k] - 1)) for k in range(m))
+        hi = o % fw + sum(max(0, s[k] * (e[k] - 1)) for k in range(m))
+        if lo < 0 or hi >= fw:
+            raise ConfigError(
+                f"port {port}: rule 'vectorization' broken: the reads of levels 0..{m - 1} "
+                f"(extents {list(e[:m])}, address strides {list(s[:m])}, offset {o}) span "
+                f"words {lo}..{hi} of a {fw}-word wide word, so a wide word fetched into the "
+                "transpose buffer is not read in one run of consecutive reads; make the "
+                f"first moving level stride 1 with an extent that is a multiple of {fw} "
+                f"(inner levels may repeat with stride 0) and the offset and outer strides "
+                f"multiples of {fw}, or keep the inner levels inside one aligned {fw}-word "
+                f"wide word")
+        run_len = flat[m] if m < d else int(np.prod(e, dtype=np.int64))
+        if m < d:
+            tb_ext, tb_t = tuple(e[m:]), tuple(t[m:])
+            tb_s = tuple(s[k] // fw for k in range(m, d))
+        else:  # the whole stream reads one wide word: one run
+            tb_ext, tb_t, tb_s = (1,), (1,), (0,)
+        split, outer = None, m
+    two = 2 * fw
+    slot = []
+    for k in range(d):
+        if k < outer:
+            slot.append(s[k] % two)
+        elif k == split:
+            slot.append(1)
+        else:  # outer level: fw * (run-index stride) mod 2*fw
+            slot.append((fw * (flat[k] // run_len)) % two)
+    tb_flat = [int(np.prod(tb_ext[:k], dtype=np.int64)) for k in range(len(tb_ext))]
+    return _OutPattern(split, outer, run_len, tb_ext, tb_t, AffineMap(tb_s, o // fw),
+                       AffineMap(tuple(f % 2 for f in tb_flat), 0),
+                       AffineMap(tuple(slot), o % fw))
+
+
 def _wide_program(spec: MemorySpec, p: PortProgram, sched_offset: int, slot_bits: int
                   ) -> tuple[ControllerProgram, ControllerProgram]:
     """(port-side controller program, SRAM-side controller program) for a vectorisable
-    word program; the SRAM-side schedule offset is ``sched_offset``."""
+    input word program; the SRAM-side schedule offset is ``sched_offset``."""
     fw = spec.storage.fetch_width
     e0 = p.extents[0] // fw
     ext_w = (e0,) + p.extents[1:]
@@ -297,30 +433,48 @@ def _wide_program(spec: MemorySpec, p: PortProgram, sched_offset: int, slot_bits
     return side, wide
 
 
+def _out_programs(spec: MemorySpec, port: str, p: PortProgram, sched_offset: int
+                  ) -> tuple[ControllerProgram, ControllerProgram]:
+    """(``out<q>`` program, ``tb<q>`` program) of an output port; the ``tb<q>`` schedule
+    offset (first fetch) is ``sched_offset``."""
+    pat = _output_pattern(spec.storage.fetch_width, port, p)
+    side = ControllerProgram(p.extents, p.schedule, {"addr": pat.slot})
+    wide = ControllerProgram(pat.tb_extents, AffineMap(pat.tb_sched_strides, sched_offset),
+                             {"addr": pat.tb_addr, "half": pat.half})
+    return side, wide
+
+
 def _vectorize(spec: MemorySpec, progs: dict[str, PortProgram]) -> dict[str, ControllerProgram]:
     fw = spec.storage.fetch_width
     slot_bits = spec.controller("in0").address_generators[0].width
     streams: dict[str, _WideStream] = {}
     for port, p in progs.items():
-        _check_vectorizable(spec, port, p)
         cyc = p.cycles()
-        chunks = cyc.reshape(-1, fw)
-        addr = p.addresses().reshape(-1, fw)[:, 0] // fw
         if port in spec.inputs:
+            _check_vectorizable(spec, port, p)
+            chunks = cyc.reshape(-1, fw)
+            addr = p.addresses().reshape(-1, fw)[:, 0] // fw
             base = chunks[:, -1] + 1
             # aggregator half reuse: chunk k+2 overwrites the half chunk k is read from
             gaps = chunks[2:, 0] - base[:-2]
+            run_len, word = 0, None
         else:
-            base = chunks[:, 0] - 2
+            run_len = _output_pattern(fw, port, p).run_len
+            words = p.addresses()
+            runs = cyc.reshape(-1, run_len)
+            addr = words[::run_len] // fw
+            word = words % fw
+            base = runs[:, 0] - 2
             if base[0] < 0:
                 raise ConfigError(
                     f"port {port}: rule 'prefetch' broken: first read at cycle {int(cyc[0])}, "
                     "but the PUB needs the SRAM fetch 2 cycles before the first word; "
                     "start the output schedule at cycle >= 2")
-            # transpose-buffer half reuse: chunk k lands (at base+3) after chunk k-2 is read
-            gaps = base[2:] + 1 - chunks[:-2, -1]
+            # transpose-buffer half reuse: run k's wide word lands in its half (visible
+            # from fetch + 2) after run k-2, which used the same half, has been read
+            gaps = base[2:] + 1 - runs[:-2, -1]
         max_phase = fw - 1 if len(gaps) == 0 else int(min(fw - 1, gaps.min()))
-        streams[port] = _WideStream(port, p, cyc, addr, base, max_phase)
+        streams[port] = _WideStream(port, p, cyc, addr, base, max_phase, run_len, word)
 
     ins = [p for p in spec.inputs if p in streams]
     outs = [p for p in spec.outputs if p in streams]
@@ -372,11 +526,10 @@ def _vectorize(spec: MemorySpec, progs: dict[str, PortProgram]) -> dict[str, Con
         i = port[-1]
         st = streams[port]
         off = int(times(port, assign[port])[0])
-        side, wide = _wide_program(spec, st.prog, off, slot_bits)
         if port in spec.inputs:
-            out[f"in{i}"], out[f"agg{i}"] = side, wide
+            out[f"in{i}"], out[f"agg{i}"] = _wide_program(spec, st.prog, off, slot_bits)
         else:
-            out[f"out{i}"], out[f"tb{i}"] = side, wide
+            out[f"out{i}"], out[f"tb{i}"] = _out_programs(spec, port, st.prog, off)
     return out
 
 
@@ -397,16 +550,19 @@ def _dependence_error(spec, streams, assign, ins, outs, src_golden, times) -> st
         st = streams[q]
         fetch = times(q, assign[q]).tolist()
         gold = src_golden[q]
+        n = st.run_len
+        word = st.word.tolist()
         for k, (r, a) in enumerate(zip(fetch, st.chunk_addr.tolist(), strict=True)):
             lst = commits.get(a, [])
             j = bisect.bisect_left(lst, (r, "", -1)) - 1
-            for i in range(fw):
-                g = gold[fw * k + i]
+            for w in range(n * k, n * (k + 1)):
+                g = gold[w]
                 if g is None:
                     continue
+                i = word[w]
                 got = None if j < 0 else (lst[j][1], fw * lst[j][2] + i)
                 if got != g:
-                    cyc = int(st.cycles[fw * k + i])
+                    cyc = int(st.cycles[w])
                     return (f"port {q}: rule 'dependence' broken: the read of address "
                             f"{fw * a + i} at cycle {cyc} must return write #{g[1]} of {g[0]}, "
                             f"but the PUB fetches its {fw}-word chunk at cycle {r} when the "

@@ -13,6 +13,12 @@ Chaining: with ``chain_enable``, a storage access fires only when the high addre
 (``address >> log2(capacity)``) equal ``chain_id``; ``data_out_q`` shows the local read if
 it is valid, else ``chain_data_in_q``, and ``valid_out_q = local | chain_valid_in_q``.
 
+LUT mode (specs with ``lut=True``, config field ``lut_mode`` = 1): on every enabled edge
+``data_out_0`` loads ``storage[data_in_0 mod words]`` and ``valid_out_0`` becomes 1; the
+write controller does not write. The config-memory port (record entries
+``config_mem_*``) writes a word at any edge (priority over the write controller) and reads
+one combinationally (output ``config_mem_rdata``), see :mod:`lake.rtl`.
+
 A *stimulus* is a list of per-cycle records (dicts: ``RESET``, ``clk_en``, ``flush`` and one
 entry per data / chain input); :func:`make_stimulus` builds one from port programs, input
 values and a stall pattern, :func:`collect` turns per-cycle outputs back into (cycle, value)
@@ -108,7 +114,8 @@ class _Base:
         self.config = dict(config)
         self.ctrls = {c.name: ControllerModel(self.spec, c, config, self.form)
                       for c in self.spec.controllers}
-        self.chain_enable = config["chain_enable"]
+        # chaining is off in LUT mode (lake.rtl)
+        self.chain_enable = int(bool(config["chain_enable"]) and not config.get("lut_mode", 0))
         self.chain_id = config["chain_id"]
         self.configured = True
         self._restart()
@@ -141,11 +148,39 @@ class _Base:
 
 
 class SimpleModel(_Base):
-    """Dual-port SRAM / pond: controllers access the storage directly."""
+    """Dual-port SRAM / pond: controllers access the storage directly.
+
+    For a spec with ``lut=True`` the model also has the lookup-table mode (config field
+    ``lut_mode``) and the config-memory port of :mod:`lake.rtl`: record entries
+    ``config_mem_addr`` / ``config_mem_data`` / ``config_mem_write`` / ``config_mem_read``
+    and the output ``config_mem_rdata``; :meth:`preload` fills the storage directly."""
 
     def __init__(self, spec: MemorySpec, form: str = "recurrence"):
         super().__init__(spec, form)
         self.mem: dict[int, int] = {}
+
+    def preload(self, words: Sequence[int] | Mapping[int, int]) -> None:
+        """Set storage words (a list: word w = ``words[w]``; a mapping: word index ->
+        value) as a config-memory load would; values are masked to the data width.
+        Raises :class:`SimulationError` for an index outside the storage."""
+        items = words.items() if isinstance(words, Mapping) else enumerate(words)
+        for w, v in items:
+            if not 0 <= w < self.spec.storage.words:
+                raise SimulationError(f"{self.spec.name} model: preload word index {w} is "
+                                      f"outside the storage (0..{self.spec.storage.words - 1})")
+            self.mem[w] = int(v) & self.mask
+
+    def step(self, record: Mapping[str, int]) -> dict[str, int]:
+        if not self.spec.lut:
+            return super().step(record)
+        cfg_read = record.get("config_mem_read", 0)
+        caddr = record.get("config_mem_addr", 0) & (self.spec.storage.capacity - 1)
+        rdata = self.mem.get(caddr, 0) if cfg_read else 0
+        out = super().step(record)
+        if record.get("config_mem_write", 0):   # any clk_en / RESET / flush; priority
+            self.mem[caddr] = record.get("config_mem_data", 0) & self.mask
+        out["config_mem_rdata"] = rdata
+        return out
 
     def _restart(self) -> None:
         for c in self.ctrls.values():
@@ -162,25 +197,40 @@ class SimpleModel(_Base):
             out[f"valid_out_{i}"] = self.out_valid[i]
         return out
 
+    @property
+    def lut_mode(self) -> int:
+        return self.config.get("lut_mode", 0) if self.spec.lut else 0
+
     def _edge(self, rec: Mapping[str, int]) -> None:
         cyc = self.cycle
         lo_mask = self.spec.storage.capacity - 1
+        lut = self.lut_mode
+        cfg_read, cfg_write = rec.get("config_mem_read", 0), rec.get("config_mem_write", 0)
+        caddr = rec.get("config_mem_addr", 0) & lo_mask
         fired = []
         for i, p in enumerate(self.spec.inputs):
             c = self.ctrls[f"in{i}"]
             if c.fires(cyc):
                 a = c.addr["addr"]
-                if self._match(a):
+                # LUT mode: never written by the controller; a config write has priority
+                if self._match(a) and not lut and not cfg_write:
                     self.mem[a & lo_mask] = rec.get(p, 0) & self.mask
                 fired.append(c)
         for i, _q in enumerate(self.spec.outputs):
             c = self.ctrls[f"out{i}"]
             self.out_valid[i] = 0
-            if c.fires(cyc):
-                a = c.addr["addr"]
-                if self._match(a):
+            fires = c.fires(cyc)
+            if fires or lut:
+                if cfg_read:
+                    a = caddr
+                elif lut:
+                    a = rec.get(self.spec.inputs[0], 0) & lo_mask
+                else:
+                    a = c.addr["addr"]
+                if lut or self._match(c.addr["addr"]):
                     self.out_data[i] = self.mem.get(a & lo_mask, 0)
                     self.out_valid[i] = 1
+            if fires:
                 fired.append(c)
         for c in fired:
             c.advance()
@@ -290,18 +340,30 @@ class Stimulus:
     meta: dict = field(default_factory=dict)
 
 
+#: the config-memory inputs of a spec with ``lut=True`` (testbench order)
+CONFIG_MEM_INPUTS = ("config_mem_addr", "config_mem_data", "config_mem_write",
+                     "config_mem_read")
+
+
 def input_names(spec: MemorySpec) -> list[str]:
-    """Data-carrying inputs of the tile (data and chain inputs), testbench order."""
+    """Data-carrying inputs of the tile (data and chain inputs, then the config-memory
+    inputs when ``spec.lut``), testbench order."""
     names = list(spec.inputs)
     for i in range(len(spec.outputs)):
         names += [f"chain_data_in_{i}", f"chain_valid_in_{i}"]
+    if spec.lut:
+        names += list(CONFIG_MEM_INPUTS)
     return names
 
 
 def output_names(spec: MemorySpec) -> list[str]:
+    """Outputs of the tile in testbench order (``config_mem_rdata`` last when
+    ``spec.lut``)."""
     names = []
     for i, q in enumerate(spec.outputs):
         names += [q, f"valid_out_{i}"]
+    if spec.lut:
+        names.append("config_mem_rdata")
     return names
 
 

@@ -14,6 +14,21 @@ flag; when the controller fires, the lowest level not at its maximum increments,
 levels clear and each running value adds that level's delta (config). The multiplier form
 (:func:`controller` with ``form="multiplier"``) computes ``offset + sum stride_k * cnt_k``
 from strides instead, for checking. The behaviour is identical to :mod:`lake.model`.
+
+Lookup-table mode and config-memory port (specs with ``lut=True``, :mod:`lake.lut`):
+extra ports ``config_mem_addr`` (``address_bits`` bits, a word index), ``config_mem_data``
+(data width), ``config_mem_write``, ``config_mem_read`` (1 bit each) and
+``config_mem_rdata`` (data width). ``config_mem_write`` = 1 writes
+``storage[config_mem_addr] = config_mem_data`` at the clock edge whatever ``clk_en``,
+``RESET`` and ``flush`` are, with priority over the write controller (whose write is lost
+that cycle); while ``config_mem_read`` = 1 the storage read address is ``config_mem_addr``
+and ``config_mem_rdata`` = ``storage[config_mem_addr]`` (combinational; 0 while
+``config_mem_read`` = 0). Config field ``lut_mode`` = 1: the read address is
+``data_in_0[:address_bits]`` (unsigned), ``data_out_0`` is registered (``LUT_LATENCY`` = 1
+cycle: ``data_out_0`` at cycle t+1 = storage[``data_in_0`` at t]) and loads on every
+cycle with ``clk_en`` = 1 (and no RESET / flush); ``valid_out_0`` = 1 after every such
+cycle (0 after reset / flush); the write controller never writes; chaining is off.
+With ``lut_mode`` = 0 and the config-memory inputs at 0 the tile behaves as without LUT.
 """
 from __future__ import annotations
 
@@ -179,6 +194,12 @@ def _io(spec: MemorySpec):
         ports[f"chain_valid_in_{i}"] = m.In(m.Bit)
     for f in config_fields(spec):
         ports[f"config_{f.name}"] = m.In(m.Bits[f.width])
+    if spec.lut:
+        ports["config_mem_addr"] = m.In(m.Bits[spec.address_bits])
+        ports["config_mem_data"] = m.In(m.Bits[spec.storage.data_width])
+        ports["config_mem_write"] = m.In(m.Bit)
+        ports["config_mem_read"] = m.In(m.Bit)
+        ports["config_mem_rdata"] = m.Out(m.Bits[spec.storage.data_width])
     return m.IO(**ports) + m.ClockIO(has_reset=True)
 
 
@@ -197,6 +218,9 @@ def _body(spec: MemorySpec, io, form: str) -> None:
     cycle.set(_mux([cycle.O + _const(sw, 1), _const(sw, 0)], restart))
     chain_en = cfg("chain_enable")[0]
     chain_id = cfg("chain_id")
+    lut = cfg("lut_mode")[0] if spec.lut else None
+    if lut is not None:
+        chain_en = chain_en & ~lut      # chaining is off in lookup-table mode
 
     def match(addr):
         return ~chain_en | (addr[ab:] == chain_id)
@@ -213,12 +237,31 @@ def _body(spec: MemorySpec, io, form: str) -> None:
         waddr, raddr = aw["addr"], ar["addr"]
         we = fw_ & match(waddr) & run
         data_in = getattr(io, spec.inputs[0])
+        rsel = raddr[:ab]               # the address the storage read port sees
+        if lut is not None:
+            we = we & ~lut              # the write controller never writes in LUT mode
         if spec.storage.kind == "sram":
             mem = m.Memory(cap, m.Bits[dw], read_latency=0)(name="storage")
-            mem.RADDR @= m.bits(raddr[:ab])
-            mem.WADDR @= m.bits(waddr[:ab])
-            mem.WDATA @= data_in
-            mem.WE @= we
+            if lut is None:
+                mem.RADDR @= m.bits(raddr[:ab])
+                mem.WADDR @= m.bits(waddr[:ab])
+                mem.WDATA @= data_in
+                mem.WE @= we
+            else:
+                # read address: config read > LUT index (data_in_0) > read controller
+                index = data_in[:ab] if dw >= ab else m.zext_to(data_in, ab)
+                ra = _mux([m.bits(raddr[:ab]), m.bits(index)], lut)
+                ra = _mux([ra, io.config_mem_addr], io.config_mem_read)
+                mem.RADDR @= ra
+                # write port: config write (any clk_en, even in reset) > write controller
+                cw = io.config_mem_write
+                mem.WADDR @= _mux([m.bits(waddr[:ab]), io.config_mem_addr], cw)
+                mem.WDATA @= _mux([data_in, io.config_mem_data], cw)
+                mem.WE @= we | cw
+                we = we & ~cw
+                rd_any = m.bits([io.config_mem_read] * dw)
+                io.config_mem_rdata @= mem.RDATA & rd_any
+                rsel = m.uint(ra)
             rdata = mem.RDATA
         else:
             regs = []
@@ -226,11 +269,17 @@ def _body(spec: MemorySpec, io, form: str) -> None:
                 regs.append(_reg(m.Bits[dw], data_in, we & (waddr[:ab] == _const(ab, k)),
                                  name=f"storage_{k}"))
             rdata = _mux_tree(regs, raddr[:ab])
-        bypass = we & (waddr[:ab] == raddr[:ab])
+        bypass = we & (waddr[:ab] == rsel)
         rd = _mux([rdata, data_in], bypass)
         rmatch = fr_ & match(raddr)
-        odata = _reg(m.Bits[dw], rd, run & rmatch, name="out_data_0")
-        ovalid = _reg(m.Bit, _mux([rmatch, m.Bit(0)], restart), ce, name="out_valid_0")
+        if lut is None:
+            odata = _reg(m.Bits[dw], rd, run & rmatch, name="out_data_0")
+            ovalid = _reg(m.Bit, _mux([rmatch, m.Bit(0)], restart), ce, name="out_valid_0")
+        else:
+            # LUT mode: data_out_0 = storage[data_in_0] one cycle later, valid every cycle
+            odata = _reg(m.Bits[dw], rd, run & (rmatch | lut), name="out_data_0")
+            ovalid = _reg(m.Bit, _mux([rmatch | lut, m.Bit(0)], restart), ce,
+                          name="out_valid_0")
         outs.append((ovalid, odata))
     else:
         fw = spec.storage.fetch_width

@@ -127,7 +127,10 @@ class MemorySpec:
     """A memory tile. Register widths in bits: ``extent_width`` (holds extent - 1),
     ``schedule_width`` (cycle counter, schedule offsets and deltas), ``chain_bits``
     (tile index within a chain; address generators of storage addresses are
-    ``log2(capacity) + chain_bits`` wide)."""
+    ``log2(capacity) + chain_bits`` wide). ``lut``: the memory has a ROM / lookup-table
+    mode (config field ``lut_mode``, :mod:`lake.lut`) and a config-memory port through
+    which the tile loads and reads back the storage words with the bitstream (only for
+    a non-wide SRAM storage)."""
 
     name: str
     storage: Storage
@@ -142,6 +145,7 @@ class MemorySpec:
     schedule_width: int = 24
     chain_bits: int = 4
     max_dims: int = 6
+    lut: bool = False
     info: dict = field(default_factory=dict, compare=False, hash=False)
 
     # -- derived ------------------------------------------------------------------------
@@ -192,6 +196,10 @@ class MemorySpec:
             if c.dims != self.max_dims:
                 raise SpecError(f"memory '{self.name}': controller '{c.name}' has {c.dims} "
                                 f"levels, expected {self.max_dims}")
+        if self.lut and (self.wide or self.storage.kind != "sram"):
+            raise SpecError(f"memory '{self.name}': lut=True needs a non-wide SRAM storage "
+                            f"(this one is {self.storage.kind}, fetch_width "
+                            f"{self.storage.fetch_width}); set lut=False")
         for a, b in self.edges:
             known = set(names) | {c.name for c in self.controllers} | {self.storage.name} | {
                 x.name for x in self.aggregators + self.transpose_buffers}
@@ -206,9 +214,10 @@ def _storage_ag(spec_bits: int) -> AddressGenerator:
 
 def simple(name: str, capacity: int, data_width: int, kind: str, n_in: int = 1,
            n_out: int = 1, chain_bits: int = 4, schedule_width: int = 24,
-           extent_width: int = 16) -> MemorySpec:
+           extent_width: int = 16, lut: bool = False) -> MemorySpec:
     """A memory whose external ports access the storage directly (one controller per
-    port, a W port per input and an R port per output): the dual-port SRAM and the pond."""
+    port, a W port per input and an R port per output): the dual-port SRAM and the pond.
+    ``lut``: add the lookup-table mode and config-memory port (SRAM only)."""
     abits = max(1, (capacity - 1).bit_length()) + chain_bits
     ports = tuple(ExternalPort(f"data_in_{i}", "in", data_width) for i in range(n_in)) + tuple(
         ExternalPort(f"data_out_{i}", "out", data_width) for i in range(n_out))
@@ -222,21 +231,23 @@ def simple(name: str, capacity: int, data_width: int, kind: str, n_in: int = 1,
         ("storage", f"data_out_{i}") for i in range(n_out))
     spec = MemorySpec(name, Storage("storage", capacity, data_width, 1, kind, 1), mem_ports,
                       ports, ctrls, edges=edges, chain_bits=chain_bits,
-                      schedule_width=schedule_width, extent_width=extent_width)
+                      schedule_width=schedule_width, extent_width=extent_width, lut=lut)
     spec.check()
     return spec
 
 
 def dual_port() -> MemorySpec:
     """Preset (a): dual-port SRAM 2048 x 16, one write and one read port, each with its
-    own iteration domain, address generator and schedule generator."""
-    return simple("dualport_2048x16", 2048, 16, "sram")
+    own iteration domain, address generator and schedule generator; with the lookup-table
+    mode (``lut=True``, :mod:`lake.lut`)."""
+    return simple("dualport_2048x16", 2048, 16, "sram", lut=True)
 
 
 def dual_port_32() -> MemorySpec:
     """Preset (a) for 32-bit arrays: dual-port SRAM 1024 x 32 (the same 32 Kbit as
-    ``dualport_2048x16``), one write and one read port, programmed like (a)."""
-    return simple("dualport_1024x32", 1024, 32, "sram")
+    ``dualport_2048x16``), one write and one read port, programmed like (a); with the
+    lookup-table mode (``lut=True``)."""
+    return simple("dualport_1024x32", 1024, 32, "sram", lut=True)
 
 
 def pond() -> MemorySpec:

@@ -9,7 +9,12 @@ Config address ``reg << 24 | feature << 16 | x << 8 | y`` (:func:`cgra.config.co
   registers), every ``config`` entry whose key names a core field, ``config['fields']``, and for
   a MEM with port programs (``config['ports']``) the fields returned by the MEM encoder
   (default :func:`lake_mem_encoder`: ``lake.config.configure(config['preset'], ports)``);
-  every register of feature 0 is written, fields not given keep their reset value;
+  every register of feature 0 is written, fields not given keep their reset value; a MEM
+  in lookup-table mode (``config['lut']``, :func:`mapper.compute.lut_config`) gets the
+  fields of :func:`lake.lut.lut_fields`;
+* **lookup tables and pattern ROMs**: entry ``i`` of a lookup MEM's table (or word ``i`` of
+  a coordinate-pattern ROM, :func:`mapper.memory.pattern_rom`) written to word ``i`` of its
+  SRAM through the tile's config-memory features (:func:`canal.config.config_memory_writes`);
 * **interconnect** (switch-box, connection-box and register-mux selects): the select of every
   mux a routed tree passes, from :func:`canal.config.route_selects` (the one definition: the
   select of ``b`` for tree edge ``a -> b`` is the index of ``a`` in ``b``'s fan-in list; a
@@ -161,8 +166,51 @@ def core_values(packed: PackedDesign, inst: str, field_names: set[str],
     if pi.tag == "m" and "ports" in pi.config:
         enc = mem_encoder or lake_mem_encoder
         vals.update(enc(inst, pi.config, pi.config["ports"]))
+    if pi.tag == "m" and "lut" in pi.config:
+        vals.update(lut_mem_fields(inst, pi.config))
     vals.update(pi.fields)
     return vals
+
+
+def lut_mem_fields(inst: str, config: dict[str, Any]) -> dict[str, int]:
+    """Core fields of a MEM in lookup-table mode (:func:`lake.lut.lut_fields` of
+    ``config['preset']``), after checking its table fits the preset
+    (:func:`lake.lut.check_table`). Raises :class:`ConfigError` naming the instance."""
+    from lake.lut import check_table, lut_fields  # pure helpers, no hardware generation
+
+    preset = config.get("preset")
+    try:
+        check_table(preset, config["lut"])
+        return lut_fields(preset)
+    except Exception as exc:  # lake raises SpecError/ConfigError: re-raise with the instance
+        raise ConfigError(f"MEM {inst}: cannot configure lookup-table mode for preset "
+                          f"{preset!r}: {exc}") from None
+
+
+def rom_contents(config: dict[str, Any]) -> list[int] | None:
+    """The SRAM contents a MEM instance loads with the bitstream: a lookup table's entries
+    (``config['lut']``) or a coordinate-pattern ROM's words (``config['rom']``,
+    :func:`mapper.memory.pattern_rom`); ``None`` for other MEMs."""
+    got = config.get("lut", config.get("rom"))
+    return None if got is None else list(got)
+
+
+def lut_writes(inst: str, xy: tuple[int, int], tile: Any, table: list[int]
+               ) -> list[tuple[int, int]]:
+    """``(addr, data)`` writing ``table`` into the SRAM of the MEM at ``xy`` (word ``i`` =
+    entry ``i``). Raises :class:`ConfigError` when the tile has no config memory or the
+    table does not fit it."""
+    from canal.config import config_memory_writes
+
+    cm = getattr(tile, "config_memory", None)
+    if cm is None:
+        raise ConfigError(f"MEM {inst} at tile {xy}: lookup-table contents need a MEM core "
+                          f"with a config-bus memory; this design's core has none (regenerate "
+                          f"the design with a dual-port Lake preset)")
+    try:
+        return config_memory_writes(xy[0], xy[1], cm, list(enumerate(table)))
+    except ConfigError as exc:
+        raise ConfigError(f"MEM {inst}: {exc}") from None
 
 
 def generate(packed: PackedDesign, placement: Placement, routing: RoutingResult,
@@ -193,6 +241,13 @@ def generate(packed: PackedDesign, placement: Placement, routing: RoutingResult,
             fields[addr] = [(s.name, (full[s.name] >> s.field_lo) & ((1 << s.width) - 1))
                             for s in slices if s.reg == reg]
             what[addr] = [f"{pi.kind} {inst} (core)"]
+        contents = rom_contents(pi.config) if pi.tag == "m" else None
+        if contents is not None:
+            kind = "lookup table" if "lut" in pi.config else "pattern ROM"
+            for addr, data in lut_writes(inst, (x, y), coll.tiles[(x, y)], contents):
+                regs[addr] = data
+                fields[addr] = [("lut_entry" if "lut" in pi.config else "rom_word", data)]
+                what[addr] = [f"{pi.kind} {inst} ({kind})"]
     selects = route_selects({w: rg.ig for w, rg in coll.graphs.items()}, routing.routes())
     for node, (sel, net) in selects.items():
         if node not in coll.config_map.nodes:

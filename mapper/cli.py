@@ -287,8 +287,13 @@ def _summary(run, t0: float) -> None:
     if len(run.outputs) > 1:
         each = ", ".join(f"{o} {a.shape[1]}x{a.shape[0]}" for o, a in run.outputs.items())
         what = f"{len(run.outputs)} outputs ({each}) match"
+    golden = "numpy and Halide bit-exactly"
+    if r.get("halide_ulp"):         # an app with a stated Halide bound (mapper.apps)
+        ulp = r["halide_ulp"].values()
+        golden = (f"numpy bit-exactly and Halide within {max(u['max_ulp'] for u in ulp)} "
+                  f"bf16 ulp (stated bound {max(u['tolerance_ulp'] for u in ulp)})")
     click.echo(f"{run.app} on design {coll.name} ({coll.root}, {w}x{h}): "
-               f"{what} numpy and Halide bit-exactly; {', '.join(f'{n} {k}' for k, n in sorted(res.items()))}; "
+               f"{what} {golden}; {', '.join(f'{n} {k}' for k, n in sorted(res.items()))}; "
                f"wirelength {r['wirelength_total']}; {r['timing']['fmax_mhz']:.0f} MHz "
                f"(critical path {r['timing']['period_ps']:.0f} ps); "
                f"{r['cycles']['stream']} cycles, first "

@@ -78,9 +78,31 @@ from peak.ir import COMMUTATIVE
 
 _SHIFTS = ("coreir.lshr", "coreir.shl", "coreir.ashr")
 
-#: A signal source inside a mapped kernel: ``("pe", pe name, PE output port)`` or
-#: ``("in", kernel input name, element index)``.
+#: A signal source inside a mapped kernel: ``("pe", pe name, PE output port)``,
+#: ``("in", kernel input name, element index)`` or ``("lut", lookup name, "out0")`` (a MEM
+#: tile in lookup-table mode, :class:`MappedLUT`).
 Src = tuple[str, str, Any]
+
+#: Core latency of a MEM tile in lookup-table mode (cycles from index to entry): the SRAM
+#: read register of :mod:`lake.lut` (``LUT_LATENCY``), recorded in the instance config.
+LUT_LATENCY = 1
+#: Kernel input name prefix of a lookup's result while the rest of the kernel is covered.
+_LUT_INPUT = "__lut"
+
+
+@dataclass
+class MappedLUT:
+    """A lookup (:data:`mapper.ir.LUT_OP`) mapped to a MEM tile in lookup-table mode: its
+    ``table`` (entries of ``width`` bits) and the source of its index ``raddr`` (a PE output,
+    a kernel input element or another lookup). ``clamped``: the mapper inserted
+    ``umin(raddr, len(table) - 1)`` on a PE because it could not bound the index (the tile
+    reads its SRAM at the index modulo the capacity; the IR reads the last entry)."""
+
+    name: str
+    table: tuple[int, ...]
+    width: int
+    raddr: Src
+    clamped: bool
 
 
 @dataclass
@@ -112,6 +134,7 @@ class MappedKernel:
     outputs: dict[str, Src]
     seconds: float = 0.0
     method: str = "greedy"     # covering actually used: exact, dp or greedy
+    luts: list[MappedLUT] = field(default_factory=list)
 
     def pe_count(self) -> int:
         return len(self.pes)
@@ -636,6 +659,96 @@ def widen_kernel(kernel: ir.Kernel, width: int, signed: bool = False) -> ir.Kern
     return ir.Kernel.from_dict(d)
 
 
+def index_bound(k: ir.Kernel, nid: int) -> int:
+    """An upper bound of the unsigned value of node ``nid`` (interval reasoning over the
+    ops that bound a value: constants, ``and`` / ``umin`` with a constant, ``lshr`` by a
+    constant, ``smin(smax(x, 0), c)`` / ``smax(smin(x, c), 0)`` clamps, muxes, lookups);
+    ``2**width - 1`` when nothing bounds it."""
+    n = k.nodes[nid]
+    top = (1 << n.width) - 1
+    c = [ir.const_value(k, a) for a in n.args]
+    if n.op in ir.CONST_OPS:
+        return int(n.value)
+    if n.op == ir.LUT_OP:
+        return max(n.table)
+    if n.op in ("coreir.and", "commonlib.umin"):
+        got = [v if v is not None else index_bound(k, a) for v, a in zip(c, n.args,
+                                                                           strict=True)]
+        return min(got)
+    if n.op == "coreir.lshr" and c[1] is not None:
+        return top >> min(c[1], n.width)
+    if n.op == "coreir.mux":
+        return max(index_bound(k, n.args[0]), index_bound(k, n.args[1]))
+    if n.op in ("commonlib.smin", "commonlib.smax") and c[1] is not None:
+        inner = k.nodes[n.args[0]]
+        ci = ir.const_value(k, inner.args[1]) if len(inner.args) == 2 else None
+        lo_hi = {("commonlib.smin", "commonlib.smax"): (ci, c[1]),
+                 ("commonlib.smax", "commonlib.smin"): (c[1], ci)}.get((n.op, inner.op))
+        if lo_hi is not None and None not in lo_hi:
+            lo, hi = (ir.to_signed(v, n.width) for v in lo_hi)
+            if 0 <= lo <= hi:
+                return hi
+    return top
+
+
+def split_luts(kernel: ir.Kernel) -> tuple[ir.Kernel, list[tuple[str, tuple[int, ...], int,
+                                                                   bool]]]:
+    """``kernel`` with every live lookup cut out: lookup ``i`` becomes the kernel input
+    ``__lut<i>`` (its entry) and the kernel output ``__lut<i>_raddr`` (its index, clamped
+    with ``umin(raddr, len - 1)`` unless :func:`index_bound` proves it in range). Returns the
+    cut kernel and ``(input name, table, width, clamped)`` per lookup. A kernel without
+    lookups is returned as is."""
+    live = kernel.live_nodes()
+    if not any(n.op == ir.LUT_OP for n in live):
+        return kernel, []
+    new = ir.Kernel(kernel.name)
+    for name, size in kernel.inputs.items():
+        new.declare_input(name, size, kernel.input_widths[name])
+    remap: dict[int, int] = {}
+    cuts: list[tuple[str, tuple[int, ...], int, bool]] = []
+    for n in live:
+        if n.op == ir.INPUT:
+            remap[n.id] = new.input(*n.input)
+        elif n.op in ir.CONST_OPS:
+            remap[n.id] = new.const(n.value, n.width)
+        elif n.op == ir.LUT_OP:
+            name = f"{_LUT_INPUT}{len(cuts)}"
+            raddr = remap[n.args[0]]
+            clamped = index_bound(new, raddr) > len(n.table) - 1
+            if clamped:
+                w = new.nodes[raddr].width
+                raddr = new.add("commonlib.umin", raddr, new.const(len(n.table) - 1, w))
+            new.set_output(f"{name}_raddr", raddr)
+            new.declare_input(name, 1, n.width)
+            remap[n.id] = new.input(name, 0)
+            cuts.append((name, n.table, n.width, clamped))
+        else:
+            remap[n.id] = new.copy_op(n, [remap[a] for a in n.args])
+    for name, nid in kernel.outputs.items():
+        new.set_output(name, remap[nid])
+    return new, cuts
+
+
+def _with_luts(mk: MappedKernel, cuts: list[tuple[str, tuple[int, ...], int, bool]]
+               ) -> MappedKernel:
+    """Turn the cut kernel's lookup inputs / index outputs back into :class:`MappedLUT` s."""
+    names = {c[0]: f"{mk.pe_name}_lut{i}" for i, c in enumerate(cuts)}
+
+    def fix(src: Src) -> Src:
+        if src[0] == "in" and src[1] in names:
+            return ("lut", names[src[1]], "out0")
+        return src
+
+    luts = [MappedLUT(names[c[0]], c[1], c[2], fix(mk.outputs.pop(f"{c[0]}_raddr")), c[3])
+            for c in cuts]
+    for pe in mk.pes:
+        pe.inputs = {p: fix(s) for p, s in pe.inputs.items()}
+    mk.outputs = {o: fix(s) for o, s in mk.outputs.items()}
+    mk.luts = luts
+    mk.pes = _topo(mk.pes, {lt.name: lt.raddr for lt in luts})
+    return mk
+
+
 def cover_kernel(kernel: ir.Kernel, table: RuleTable, pe_doc: dict[str, Any],
                  pe_name: str | None = None, method: str = "optimal",
                  balance: bool | None = None) -> MappedKernel:
@@ -656,12 +769,21 @@ def cover_kernel(kernel: ir.Kernel, table: RuleTable, pe_doc: dict[str, Any],
     A kernel of narrower words than the PE's (``pe.json``) is widened first
     (:func:`widen_kernel`); the result's ``kernel`` is the widened one.
 
+    Lookups (:data:`mapper.ir.LUT_OP`) are not covered by PEs: each becomes a
+    :class:`MappedLUT` (a MEM tile in lookup-table mode, :func:`split_luts`) between the PEs
+    computing its index and the PEs reading its entry.
+
     Raises :class:`MappingError` naming the op, node, kernel and PE when a node has no rule,
     or when the table holds no constant rule to materialise a needed constant.
     """
+    kernel = widen_kernel(kernel, pe_data_width(pe_doc))
+    cut, cuts = split_luts(kernel)
+    if cuts:
+        mk = cover_kernel(cut, table, pe_doc, pe_name or kernel.name, method, balance)
+        mk.kernel = kernel
+        return _with_luts(mk, cuts)
     from peak.collateral import assemble_fields
 
-    kernel = widen_kernel(kernel, pe_data_width(pe_doc))
     if balance is None:
         plain = cover_kernel(kernel, table, pe_doc, pe_name, method, False)
         tree = cover_kernel(kernel, table, pe_doc, pe_name, method, True)
@@ -797,8 +919,17 @@ def cover_kernel(kernel: ir.Kernel, table: RuleTable, pe_doc: dict[str, Any],
                         used)
 
 
-def _topo(pes: list[MappedPE]) -> list[MappedPE]:
+def _topo(pes: list[MappedPE], luts: dict[str, Src] | None = None) -> list[MappedPE]:
+    """PEs in topological order (producers first); ``luts`` (lookup name -> index source)
+    lets a PE reading a lookup come after the PEs computing the lookup's index."""
     by = {p.name: p for p in pes}
+    luts = luts or {}
+
+    def through(src: Src) -> Src:
+        while src[0] == "lut":
+            src = luts[src[1]]
+        return src
+
     done: set[str] = set()
     out: list[MappedPE] = []
 
@@ -814,6 +945,7 @@ def _topo(pes: list[MappedPE]) -> list[MappedPE]:
                 continue
             stack.append((q, True))
             for src in q.inputs.values():
+                src = through(src)
                 if src[0] == "pe" and src[1] not in done:
                     stack.append((by[src[1]], False))
 
@@ -835,9 +967,19 @@ def simulate(mapped: MappedKernel, pe_doc: dict[str, Any], spec: type,
     models = models if models is not None else {}
     vals: dict[tuple[str, str], int] = {}
 
+    luts = {lt.name: lt for lt in mapped.luts}
+
     def value(src: Src) -> int:
         if src[0] == "in":
             return int(inputs[src[1]][src[2]])
+        if src[0] == "lut":
+            lt = luts[src[1]]
+            idx = value(lt.raddr) & ((1 << lt.width) - 1)
+            # the MEM tile reads its SRAM at the index (the mapper bounded it)
+            if idx >= len(lt.table):
+                raise MappingError(f"lookup {lt.name}: index {idx} past its {len(lt.table)} "
+                                   f"entries reached the MEM tile (the index clamp is missing)")
+            return lt.table[idx]
         return vals[(src[1], src[2])]
 
     for pe in mapped.pes:
@@ -912,28 +1054,50 @@ def pe_config(pe: MappedPE, mapped: MappedKernel, pe_doc: dict[str, Any]) -> dic
     return cfg
 
 
-def _add_pes(nl: Netlist, mapped: MappedKernel, pe_doc: dict[str, Any]) -> None:
+def lut_config(lt: MappedLUT, mapped: MappedKernel, preset: str | None = None
+               ) -> dict[str, Any]:
+    """Netlist config of a lookup's MEM instance (kind ``mem``, tag ``m``): ``lut`` (the
+    entries, word ``i`` of the SRAM), the core ``latency`` (:data:`LUT_LATENCY` cycles), the
+    kernel, whether the index was clamped, and the Lake ``preset`` when known (the
+    bitstream generator takes the design's otherwise)."""
+    cfg: dict[str, Any] = {"lut": list(lt.table), "latency": LUT_LATENCY,
+                           "kernel": mapped.kernel.name, "clamped": lt.clamped}
+    if preset is not None:
+        cfg["preset"] = preset
+    return cfg
+
+
+def _add_pes(nl: Netlist, mapped: MappedKernel, pe_doc: dict[str, Any],
+             preset: str | None = None) -> None:
     for pe in mapped.pes:
         nl.add_instance(pe.name, "pe", "p", pe_config(pe, mapped, pe_doc))
+    for lt in mapped.luts:
+        nl.add_instance(lt.name, "mem", "m", lut_config(lt, mapped, preset))
 
 
 def _internal_sinks(mapped: MappedKernel) -> dict[Src, list[tuple[str, str]]]:
-    """Source -> PE input sinks, for every PE input connection."""
+    """Source -> PE and lookup input sinks, for every PE input and lookup index."""
     sinks: dict[Src, list[tuple[str, str]]] = {}
     for pe in mapped.pes:
         for pin, src in pe.inputs.items():
             sinks.setdefault(src, []).append((pe.name, pin))
+    for lt in mapped.luts:
+        sinks.setdefault(lt.raddr, []).append((lt.name, "in0"))
     return sinks
 
 
-def kernel_netlist(mapped: MappedKernel, pe_doc: dict[str, Any], nl: Netlist | None = None
-                   ) -> Netlist:
+def _lut_width(mapped: MappedKernel, name: str) -> int:
+    return next(lt.width for lt in mapped.luts if lt.name == name)
+
+
+def kernel_netlist(mapped: MappedKernel, pe_doc: dict[str, Any], nl: Netlist | None = None,
+                   preset: str | None = None) -> Netlist:
     """A stand-alone netlist of one mapped kernel (added to ``nl`` when given): its PEs, one
     IO input per used kernel input element (``io_in_<kernel>_<input>_<i>``, kind ``io_in``,
     tag ``I``/``i`` by width) and one IO output per kernel output (``io_out_<kernel>_<out>``)."""
     nl = nl if nl is not None else Netlist(mapped.kernel.name)
     k = mapped.kernel
-    _add_pes(nl, mapped, pe_doc)
+    _add_pes(nl, mapped, pe_doc, preset)
     ow = _out_widths(pe_doc)
     sinks = _internal_sinks(mapped)
     ends: dict[tuple[str, str], list[tuple[str, str]]] = {}
@@ -942,6 +1106,9 @@ def kernel_netlist(mapped: MappedKernel, pe_doc: dict[str, Any], nl: Netlist | N
     def terminal(src: Src) -> tuple[str, str]:
         if src[0] == "pe":
             widths[(src[1], src[2])] = ow[src[2]]
+            return (src[1], src[2])
+        if src[0] == "lut":
+            widths[(src[1], src[2])] = _lut_width(mapped, src[1])
             return (src[1], src[2])
         name, idx = src[1], src[2]
         inst = f"io_in_{k.name}_{name}_{idx}"
@@ -967,6 +1134,27 @@ def kernel_netlist(mapped: MappedKernel, pe_doc: dict[str, Any], nl: Netlist | N
     return nl
 
 
+def check_luts(m: MappedKernel, mem: dict[str, Any] | None) -> None:
+    """A lookup needs a MEM tile with lookup-table mode that holds its table (``mem``: the
+    design's ``mem.json``; ``None``: a design without MEM tiles). Raises
+    :class:`MappingError` naming the lookup and the fix."""
+    if not m.luts:
+        return
+    if mem is None:
+        raise MappingError(f"kernel {m.kernel.name}: lookup {m.luts[0].name} needs a MEM tile "
+                           f"in lookup-table mode; the design has no MEM tiles (mem_ratio > 0)")
+    if "lookup_table" not in mem.get("supported_modes", []):
+        raise MappingError(f"kernel {m.kernel.name}: lookup {m.luts[0].name} needs a MEM tile "
+                           f"with lookup-table mode; preset {mem.get('preset')!r} has none "
+                           f"(use a dual-port preset, e.g. mem_preset = \"dualport_2048x16\")")
+    cap = int(mem.get("capacity_words", 0))
+    for lt in m.luts:
+        if len(lt.table) > cap:
+            raise MappingError(f"kernel {m.kernel.name}: lookup {lt.name} has "
+                               f"{len(lt.table)} entries; the MEM tile holds {cap} words "
+                               f"(shorten the table or split the lookup)")
+
+
 @dataclass
 class ComputeMapping:
     """Result of :func:`map_compute`: the netlist with PEs instead of kernel placeholders,
@@ -982,7 +1170,7 @@ class ComputeMapping:
 
 
 def map_compute(netlist: Netlist, table: RuleTable, pe_doc: dict[str, Any],
-                method: str = "optimal") -> ComputeMapping:
+                method: str = "optimal", mem: dict[str, Any] | None = None) -> ComputeMapping:
     """Replace each ``kernel`` placeholder instance (``kernel_<stage>``, config ``dag`` =
     the kernel JSON; see :mod:`mapper.memory`) of ``netlist`` by its PEs and rewire the nets:
     a net read by placeholder port ``<input>.<index>`` now drives the PE inputs that read
@@ -991,8 +1179,11 @@ def map_compute(netlist: Netlist, table: RuleTable, pe_doc: dict[str, Any],
     element it copies). Nets from one source are merged. Kernels of narrower words than the
     PE's are widened first (:func:`widen_kernel`; config ``signed`` = a signed stage, whose
     constants are sign-extended); net widths are the memory netlist's (the MEM word) and
-    the PE's output widths. Returns a new netlist; raises :class:`MappingError` (no rule for
-    an op, see :func:`cover_kernel`)."""
+    the PE's output widths. A lookup becomes a MEM instance (:func:`lut_config`; ``mem``,
+    the design's ``mem.json``, gives its preset and capacity, checked by :func:`check_luts`;
+    ``None``: not checked here). Returns a new netlist;
+    raises :class:`MappingError` (no rule for an op, see :func:`cover_kernel`; a lookup
+    table longer than the MEM tile holds, or a MEM without lookup-table mode)."""
     t0 = time.perf_counter()
     out = Netlist(netlist.name)
     mapped: dict[str, MappedKernel] = {}
@@ -1009,7 +1200,9 @@ def map_compute(netlist: Netlist, table: RuleTable, pe_doc: dict[str, Any],
                          bool(inst.config.get("signed", False)))
         m = cover_kernel(k, table, pe_doc, pe_name=f"pe_{stage}", method=method)
         mapped[name] = m
-        _add_pes(out, m, pe_doc)
+        if mem is not None:
+            check_luts(m, mem)
+        _add_pes(out, m, pe_doc, mem.get("preset") if mem else None)
 
     driver: dict[tuple[str, str], tuple[str, str]] = {}
     widths: dict[tuple[str, str], int] = {}
@@ -1028,6 +1221,9 @@ def map_compute(netlist: Netlist, table: RuleTable, pe_doc: dict[str, Any],
                                f"output of the kernel {mapped[t[0]].kernel.name}")
         if src[0] == "pe":
             widths[(src[1], src[2])] = ow[src[2]]
+            return (src[1], src[2])
+        if src[0] == "lut":
+            widths[(src[1], src[2])] = _lut_width(mapped[t[0]], src[1])
             return (src[1], src[2])
         port = f"{src[1]}.{src[2]}"
         if (t[0], port) not in driver or depth > len(mapped):
@@ -1052,9 +1248,9 @@ def map_compute(netlist: Netlist, table: RuleTable, pe_doc: dict[str, Any],
                 lst.append(s)
     for m in mapped.values():
         for src, ss in _internal_sinks(m).items():
-            if src[0] == "pe":
+            if src[0] in ("pe", "lut"):
                 t = (src[1], src[2])
-                widths[t] = ow[src[2]]
+                widths[t] = ow[src[2]] if src[0] == "pe" else _lut_width(m, src[1])
                 names.setdefault(t, f"{src[1]}_{src[2]}")
                 ends.setdefault(t, []).extend(ss)
     for t, ss in ends.items():

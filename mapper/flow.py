@@ -51,8 +51,8 @@ from mapper import ir
 from mapper import stages as st
 from mapper.bitstream import Bitstream, MemEncoder, generate
 from mapper.collateral import Collateral, load_collateral, load_pe_model
-from mapper.compute import (ComputeMapping, MappedKernel, check_equivalence, cover_kernel,
-                            kernel_netlist, map_compute)
+from mapper.compute import (ComputeMapping, MappedKernel, check_equivalence, check_luts,
+                            cover_kernel, kernel_netlist, map_compute)
 from mapper.memory import DEFAULT_SR_THRESHOLD, MemoryMapping, map_memory
 from mapper.netlist import Netlist
 from mapper.pack import PackParams, pack
@@ -139,7 +139,8 @@ def map_app(p: AppParams, coll: Collateral) -> AppMapping:
         kernels: dict[str, MappedKernel] = {}
         for kname, k in kernels_ir.items():
             kernels[kname] = cover_kernel(k, rules, pe_doc)
-            kernel_netlist(kernels[kname], pe_doc, nl)
+            check_luts(kernels[kname], coll.mem)
+            kernel_netlist(kernels[kname], pe_doc, nl, coll.mem.get("preset") if coll.mem else None)
         times["compute mapping"] = time.perf_counter() - t
     else:
         from mapper.apps import lower_app
@@ -151,7 +152,7 @@ def map_app(p: AppParams, coll: Collateral) -> AppMapping:
         memory = map_memory(pipeline_ir, coll.require("mem"), p.threshold)
         times["memory mapping"] = time.perf_counter() - t
         t = time.perf_counter()
-        compute = map_compute(memory.netlist, rules, pe_doc)
+        compute = map_compute(memory.netlist, rules, pe_doc, mem=coll.mem)
         nl, kernels = compute.netlist, compute.kernels
         times["compute mapping"] = time.perf_counter() - t
     if p.vectors > 0:
@@ -699,34 +700,88 @@ def first_mismatch(got: np.ndarray, want: np.ndarray, box: tuple[int, int, int, 
     return (box[0] + c, box[2] + r, int(want[r, c]), int(got[r, c]))
 
 
+#: the ulp distance :func:`bf16_ulp_distance` gives a NaN next to a number (more than any two
+#: finite bf16 values are apart)
+NAN_ULP_DISTANCE = 1 << 16
+
+
+def bf16_ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Element-wise distance in bf16 ulps of two arrays of bf16 encodings (the low 16 bits of
+    each element): the difference of their ordered integers (an encoding with the sign bit
+    set maps to ``-(e & 0x7FFF)``, so ``+0`` and ``-0`` are 0 apart, adjacent values 1, and
+    the count crosses binades and zero). Two NaNs are 0 apart, a NaN and a number
+    :data:`NAN_ULP_DISTANCE`. Shapes broadcast; returns int64."""
+    def ordered(e: np.ndarray) -> np.ndarray:
+        e = np.asarray(e).astype(np.int64) & 0xFFFF
+        return np.where(e & 0x8000, -(e & 0x7FFF), e)
+
+    def nan(e: np.ndarray) -> np.ndarray:
+        e = np.asarray(e).astype(np.int64) & 0x7FFF
+        return e > 0x7F80
+
+    d = np.abs(ordered(a) - ordered(b))
+    na, nb = nan(a), nan(b)
+    return np.where(na & nb, 0, np.where(na | nb, NAN_ULP_DISTANCE, d))
+
+
 def check_output(app: str, got: np.ndarray, goldens: dict[str, np.ndarray],
-                 box: tuple[int, int, int, int], where: str | Path = "") -> None:
-    """Bit-exact comparison of the simulated output image with every golden model.
+                 box: tuple[int, int, int, int], where: str | Path = "",
+                 tolerance_ulp: dict[str, int] | None = None) -> dict[str, dict[str, int]]:
+    """Comparison of the simulated output image with every golden model: bit for bit, or,
+    for a golden named in ``tolerance_ulp`` (golden name -> ulps; only for an output of bf16
+    encodings), within that many bf16 ulps (:func:`bf16_ulp_distance`) at every pixel: the
+    stated bound of an app whose decompositions differ from the golden's correctly rounded
+    operations (:data:`mapper.apps.HALIDE_TOLERANCE_ULP`).
 
     ``box`` = output domain ``(x0, x1, y0, y1)`` (image coordinates of ``got[0, 0]`` are
-    ``(x0, y0)``). Raises :class:`SimulationError` naming the golden model, the number of
-    differing pixels and the first one ``(x, y, expected, got)`` in raster order, or a shape
-    mismatch."""
+    ``(x0, y0)``). Returns, per golden with a tolerance, ``{"tolerance_ulp", "max_ulp",
+    "differing_pixels", "pixels"}`` (the measured agreement). Raises :class:`SimulationError`
+    (one line) naming the golden model, the number of differing pixels and the first one
+    ``(x, y, expected, got)`` in raster order; with a tolerance, the maximum ulp difference,
+    the number of pixels beyond it and the first of those; or a shape mismatch."""
+    tolerance_ulp = tolerance_ulp or {}
+    stats: dict[str, dict[str, int]] = {}
+    suffix = f" (files in {where})" if where else ""
     for gname, g in goldens.items():
         if g.shape != got.shape:
             raise SimulationError(f"{app}: simulated output is {got.shape[1]}x{got.shape[0]}, "
                                   f"the {gname} golden is {g.shape[1]}x{g.shape[0]}")
+        if gname in tolerance_ulp:
+            tol = int(tolerance_ulp[gname])
+            d = bf16_ulp_distance(got, g)
+            mx, n = int(d.max(initial=0)), int((d > 0).sum())
+            stats[gname] = {"tolerance_ulp": tol, "max_ulp": mx, "differing_pixels": n,
+                            "pixels": int(d.size)}
+            if mx > tol:
+                r, c = (int(v) for v in np.argwhere(d > tol)[0])
+                raise SimulationError(
+                    f"{app}: RTL output differs from the {gname} golden by up to {mx} bf16 "
+                    f"ulp, beyond its stated tolerance of {tol} ulp at {int((d > tol).sum())} "
+                    f"pixel(s) ({n} differ); first at pixel (x={box[0] + c}, y={box[2] + r}): "
+                    f"expected 0x{int(g[r, c]) & 0xFFFF:04X}, got "
+                    f"0x{int(got[r, c]) & 0xFFFF:04X} ({int(d[r, c])} ulp){suffix}")
+            continue
         mm = first_mismatch(got, g, box)
         if mm is not None:
             n = int((got.astype(np.int64) != g.astype(np.int64)).sum())
             x, y, e, v = mm
             raise SimulationError(f"{app}: RTL output differs from the {gname} golden at {n} "
                                   f"pixel(s); first at pixel (x={x}, y={y}): expected {e}, "
-                                  f"got {v}" + (f" (files in {where})" if where else ""))
+                                  f"got {v}" + suffix)
+    return stats
 
 
 def run_sim(run_dir: str | Path, coll: Collateral, opts: SimOptions | None = None,
             step: Step | None = None, seconds: dict[str, float] | None = None) -> AppRun:
     """bitstream + pipelined design -> Verilator simulation of the design's RTL on the image,
     bit-exact comparison with both golden models (the numpy interpreter of the IR and the
-    same algorithm in real Halide), output pictures and ``run_report.json``. Raises
+    same algorithm in real Halide; for an app with a stated bound,
+    :data:`mapper.apps.HALIDE_TOLERANCE_ULP`, its BFloat16 outputs match Halide within that
+    many bf16 ulps and ``run_report.json`` gets ``halide_ulp``: output -> tolerance, maximum
+    measured, differing pixels), output pictures and ``run_report.json``. Raises
     :class:`SimulationError` naming the first mismatching pixel and the golden model."""
-    from mapper.apps import app_images, build_app, display_image, load_app_image, lower_app
+    from mapper.apps import (HALIDE_TOLERANCE_ULP, app_images, build_app, display_image,
+                             load_app_image, lower_app)
     from mapper.halide_export import run_halide_outputs
     from mapper.images import save_comparison, save_png
     from mapper.interp import run_outputs
@@ -791,12 +846,22 @@ def run_sim(run_dir: str | Path, coll: Collateral, opts: SimOptions | None = Non
     save_comparison(img, display_image(dsl_p, out_img), display_image(dsl_p, g_np),
                     run_dir / "compare.png",
                     title=f"{app['name']} on {coll.name} ({opts.image})")
+    # the numpy interpreter is the IR's semantics: bit for bit; Halide within the app's
+    # stated bound on its BFloat16 outputs, if it states one (mapper.apps.HALIDE_TOLERANCE_ULP)
+    tol = HALIDE_TOLERANCE_ULP.get(ap.app)
+    float_out = {f.name for f in dsl_p.outputs if f.type.is_float}
+    halide_ulp: dict[str, dict[str, int]] = {}
     for o in ir_p.outputs:
         label = app["name"] if not ir_p.more_outputs else f"{app['name']} output {o}"
-        check_output(label, outs[o], {"numpy interpreter": g_np_all[o],
-                                      "Halide": g_hl_all[o]},
-                     plan.boxes.get(o, plan.box), run_dir)
+        stats = check_output(label, outs[o], {"numpy interpreter": g_np_all[o],
+                                              "Halide": g_hl_all[o]},
+                             plan.boxes.get(o, plan.box), run_dir,
+                             {"Halide": tol} if tol is not None and o in float_out else None)
+        if "Halide" in stats:
+            halide_ulp[o] = stats["Halide"]
     rep = run_report(app, opts, coll, flow, harness, sim, plan, secs, out_img)
+    if halide_ulp:        # match.halide = within the tolerance; the measured agreement:
+        rep["halide_ulp"] = halide_ulp
     if ir_p.more_outputs:
         rep["outputs"] = {o: list(a.shape) for o, a in outs.items()}
     rep["bitstream_proof"] = proof.to_dict()
@@ -943,7 +1008,7 @@ def run_app(p: RunParams, step: Step | None = None) -> AppRun:
     return run_stages(p, "sim", step)
 
 
-__all__ = ["AppMapping", "AppParams", "AppRun", "FlowParams", "back_end", "FlowResult", "RunParams", "SimOptions", "StreamPlan", "check_capacity", "check_output",
+__all__ = ["AppMapping", "AppParams", "AppRun", "FlowParams", "back_end", "FlowResult", "RunParams", "SimOptions", "StreamPlan", "bf16_ulp_distance", "check_capacity", "check_output",
            "first_mismatch", "io_port", "load_flow", "map_app", "run_app", "run_stages", "run_bitstream",
            "run_map", "run_pack", "run_pipeline", "run_place", "run_route", "run_sim",
            "stream_plan"]

@@ -142,6 +142,15 @@ class HalidePipeline:
                     self.tables[id(t)] = hl.Buffer(np.array(t.rows, dtype=dt), t.name)
                 return _value(t.type, self.tables[id(t)][idx[0], idx[1]])
             return self.funcs[t.name][idx[0], idx[1]]
+        if isinstance(e, dsl.Coord):
+            return hl.cast(hl.UInt(16), (pure[e.var] + e.offset) % e.modulus)
+        if isinstance(e, dsl.Lookup):
+            t = e.lut
+            if id(t) not in self.tables:
+                dt = np.int16 if t.type.signed else np.uint16
+                self.tables[id(t)] = hl.Buffer(np.array(t.values, dtype=dt), t.name)
+            i = hl.clamp(hl.cast(hl.Int(32), rec(e.index)), 0, len(t.values) - 1)
+            return _value(t.type, self.tables[id(t)][i])
         if isinstance(e, dsl.Cast):
             return hl.cast(_htype(e.type), rec(e.a))
         if isinstance(e, dsl.Select):

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from cgra.errors import MappingError
-from mapper.ir import BIT, CONST_OPS, FLOAT_OPS, INPUT, OPS, Box, Kernel, Pipeline, eval_op
+from mapper.ir import (BIT, CONST_OPS, FLOAT_OPS, INPUT, LUT_OP, OPS, Box, Kernel, Pipeline,
+                       eval_op)
 
 _MAX_WIDTH = 31
 
@@ -34,13 +35,20 @@ def _np_float(op: str, a: list[np.ndarray]) -> np.ndarray:
     return vals[inv].reshape(x.shape)
 
 
-def np_op(op: str, args: list[np.ndarray], width: int) -> np.ndarray:
+def np_op(op: str, args: list[np.ndarray], width: int,
+          table: tuple[int, ...] | None = None) -> np.ndarray:
     """Apply IR op ``op`` element-wise; ``args`` hold unsigned patterns, ``width`` = operand
-    width in bits for comparisons, result width otherwise.  Returns an int64 array."""
+    width in bits for comparisons, result width otherwise; ``table``: the entries of a
+    lookup (:data:`mapper.ir.LUT_OP`).  Returns an int64 array."""
     if width > _MAX_WIDTH:
         raise MappingError(f"interpreter: {width}-bit values are wider than {_MAX_WIDTH} bits")
     m = (1 << width) - 1
     a = args
+    if op == LUT_OP:
+        if not table:
+            raise MappingError(f"interpreter: {LUT_OP} without its table")
+        t = np.asarray(table, dtype=np.int64) & m
+        return t[np.minimum(np.asarray(a[0], dtype=np.int64) & m, len(t) - 1)]
     if op in FLOAT_OPS:
         return _np_float(op, a)
     name = op.split(".", 1)[1]
@@ -121,7 +129,7 @@ def eval_kernel(kernel: Kernel, inputs: dict[str, list[np.ndarray]]) -> dict[str
             spec = OPS[n.op]
             w = kernel.nodes[n.args[0]].width if spec.result == BIT and spec.operands[0] != BIT \
                 else n.width
-            vals[n.id] = np_op(n.op, [vals[a] for a in n.args], w)
+            vals[n.id] = np_op(n.op, [vals[a] for a in n.args], w, n.table)
     return {k: np.asarray(vals[v]) for k, v in kernel.outputs.items()}
 
 
@@ -130,6 +138,7 @@ def run_pipeline(pipeline: Pipeline, images: dict[str, np.ndarray],
     """Run ``pipeline`` on input images (arrays ``[y, x]`` of shape ``(height, width)`` of each
     input's :attr:`~mapper.ir.PipelineInput.source_shape`; padded inputs are padded here).
 
+    A coordinate-pattern input (:attr:`~mapper.ir.PipelineInput.pattern`) needs no image.
     Returns the (first) output stage over its valid domain (shape ``(y1-y0, x1-x0)``, dtype uint16 or
     int16 by the stage's signedness), or with ``all_stages`` every stage's ``(Box, array)``.
     Raises :class:`MappingError` if an image is missing or has the wrong shape.
@@ -137,6 +146,9 @@ def run_pipeline(pipeline: Pipeline, images: dict[str, np.ndarray],
     dom = pipeline.domains()
     arrays: dict[str, np.ndarray] = {}
     for name, pin in pipeline.inputs.items():
+        if pin.pattern is not None:        # a coordinate pattern: made, not given
+            arrays[name] = pin.pattern_image().astype(np.int64)
+            continue
         if name not in images:
             raise MappingError(f"pipeline {pipeline.name}: no image given for input '{name}'")
         img = pin.prepare(images[name], f"pipeline {pipeline.name}")  # repeat-edge padding

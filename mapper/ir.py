@@ -31,6 +31,12 @@ exporter are checked against each other; rule synthesis must use the same defini
   flushed, NaN ``0x7FC0``; reference :mod:`peak.ir.floatref`). CoreIR's DesignWare names
   ``float_DW.fp_add`` / ``fp_mul`` are imported as ``float.add`` / ``float.mul``
   (:data:`COREIR_ALIASES`). Never constant-folded with an identity operand.
+- ``memory.rom2 (raddr)``: a lookup table, ``table[min(raddr, len(table) - 1)]`` with
+  ``raddr`` unsigned (the node's :attr:`Node.table`, 1..65536 entries of ``width`` bits;
+  an index past the end reads the last entry, so the MEM tile's LUT mode, which reads
+  ``raddr`` modulo its capacity, is given an index the mapper has clamped). CoreIR's
+  ``memory.rom2`` (a synchronous ROM) imports as this op; its one-cycle read latency is the
+  MEM tile's and is balanced like any core latency.
 
 Pipelines: a :class:`Pipeline` is a list of :class:`Stage` in topological order; each stage has
 one kernel whose indexed inputs are bound to :class:`Window` s (the producer — a pipeline input
@@ -94,6 +100,12 @@ for _n in ("lt", "le", "gt", "ge", "eq"):
     OPS[f"float.{_n}"] = _spec(f"float.{_n}", "dd", BIT)
 for _n in ("from_s16", "from_u16", "to_s16", "to_u16"):
     OPS[f"float.{_n}"] = _spec(f"float.{_n}", "d", DATA)
+#: A lookup table (CoreIR ``memory.rom2``): the node's :attr:`Node.table` read at ``raddr``.
+LUT_OP = "memory.rom2"
+OPS[LUT_OP] = _spec(LUT_OP, "d", DATA, ("raddr",))
+#: Most entries of a lookup table (the MEM tile's LUT mode reads a 16-bit index; a table
+#: must also fit the MEM tile, which :mod:`lake.lut` checks when the design is known).
+LUT_MAX_ENTRIES = 1 << 16
 
 #: BFloat16 ops (``float.*``): 16-bit operands and results (bf16 encodings).
 FLOAT_OPS = frozenset(k for k in OPS if k.startswith("float."))
@@ -116,13 +128,20 @@ def to_signed(v: int, width: int) -> int:
     return v - (1 << width) if v >> (width - 1) else v
 
 
-def eval_op(op: str, args: list[int], width: int, value: int | None = None) -> int:
+def eval_op(op: str, args: list[int], width: int, value: int | None = None,
+            table: tuple[int, ...] | None = None) -> int:
     """Reference semantics of one IR op on Python ints (see the module docstring).
 
     ``args`` are unsigned bit patterns; data operands/results are ``width`` bits, bit operands
-    and results are 0/1.  Raises :class:`MappingError` for an unknown op.
+    and results are 0/1; ``table`` is the lookup table of :data:`LUT_OP`.  Raises
+    :class:`MappingError` for an unknown op or a lookup without a table.
     """
     m = (1 << width) - 1
+    if op == LUT_OP:
+        if not table:
+            raise MappingError(f"eval_op: {LUT_OP} needs its table (1..{LUT_MAX_ENTRIES} "
+                               f"entries)")
+        return int(table[min(args[0] & m, len(table) - 1)]) & m
     s = [to_signed(a, width) for a in args] if op not in CONST_OPS else []
     if op == "coreir.const":
         return int(value) & m
@@ -188,7 +207,8 @@ class Node:
     """One DAG node.  ``args`` are ids of earlier nodes (operand order = the op's ports).
 
     ``width`` is the result width in bits (1 for bit results).  ``value`` is set for constants;
-    ``input`` = ``(input name, element index)`` for ``op == 'input'``.
+    ``input`` = ``(input name, element index)`` for ``op == 'input'``; ``table`` (entries of
+    ``width`` bits) for a lookup (:data:`LUT_OP`).
     """
 
     id: int
@@ -198,6 +218,7 @@ class Node:
     value: int | None = None
     input: tuple[str, int] | None = None
     name: str | None = None
+    table: tuple[int, ...] | None = None
 
 
 @dataclass
@@ -244,11 +265,15 @@ class Kernel:
         self.nodes.append(Node(nid, op, (), width, value=int(value) & ((1 << width) - 1)))
         return nid
 
-    def add(self, op: str, *args: int, width: int | None = None, name: str | None = None) -> int:
+    def add(self, op: str, *args: int, width: int | None = None, name: str | None = None,
+            table: "tuple[int, ...] | list[int] | None" = None) -> int:
         """Append op ``op`` applied to node ids ``args``; returns the new node id.
 
         The result width is 1 for bit results, else ``width`` or the first data operand's width.
-        Raises :class:`MappingError` on an unknown op, wrong arity or operand kind.
+        ``table``: the entries of a lookup (:data:`LUT_OP`, required there, refused elsewhere).
+        Raises :class:`MappingError` on an unknown op, wrong arity or operand kind, or a
+        lookup table that is empty, longer than :data:`LUT_MAX_ENTRIES` or has an entry that
+        does not fit the result width.
         """
         spec = OPS.get(op)
         if spec is None or op in CONST_OPS:
@@ -273,8 +298,29 @@ class Kernel:
                 raise MappingError(f"kernel {self.name}: op {op} mixes operand widths {data_ws} "
                                    f"(node {name or len(self.nodes)})")
         nid = len(self.nodes)
-        self.nodes.append(Node(nid, op, tuple(args), w, name=name))
+        if (op == LUT_OP) != (table is not None):
+            raise MappingError(f"kernel {self.name}: node {name or nid}: "
+                               + (f"{op} needs a table" if op == LUT_OP
+                                  else f"only {LUT_OP} takes a table, not {op}"))
+        if table is not None:
+            table = tuple(int(v) for v in table)
+            if not 1 <= len(table) <= LUT_MAX_ENTRIES:
+                raise MappingError(f"kernel {self.name}: lookup table of node {name or nid} "
+                                   f"has {len(table)} entries; give 1..{LUT_MAX_ENTRIES}")
+            bad = [v for v in table if not 0 <= v < 1 << w]
+            if bad:
+                raise MappingError(f"kernel {self.name}: lookup table of node {name or nid}: "
+                                   f"entry {bad[0]} does not fit {w} bits (store entries as "
+                                   f"unsigned {w}-bit patterns)")
+        self.nodes.append(Node(nid, op, tuple(args), w, name=name, table=table))
         return nid
+
+    def copy_op(self, n: Node, args: "list[int] | tuple[int, ...]", name: str | None = None
+                ) -> int:
+        """Append a copy of op node ``n`` (op, width, table) on new operand ids ``args``;
+        ``name`` defaults to ``n.name``."""
+        return self.add(n.op, *args, width=n.width, name=n.name if name is None else name,
+                        table=n.table)
 
     def set_output(self, name: str, nid: int) -> None:
         """Make node ``nid`` the kernel output ``name``."""
@@ -315,7 +361,7 @@ class Kernel:
             else:
                 w = self.nodes[n.args[0]].width if n.args and OPS[n.op].result == BIT \
                     and OPS[n.op].operands[0] == DATA else n.width
-                vals.append(eval_op(n.op, [vals[a] for a in n.args], w, n.value))
+                vals.append(eval_op(n.op, [vals[a] for a in n.args], w, n.value, n.table))
         return {k: vals[v] for k, v in self.outputs.items()}
 
     def to_dict(self) -> dict[str, Any]:
@@ -327,7 +373,8 @@ class Kernel:
             "nodes": [{"id": n.id, "op": n.op, "args": list(n.args), "width": n.width,
                        **({"value": n.value} if n.value is not None else {}),
                        **({"input": list(n.input)} if n.input is not None else {}),
-                       **({"name": n.name} if n.name is not None else {})}
+                       **({"name": n.name} if n.name is not None else {}),
+                       **({"table": list(n.table)} if n.table is not None else {})}
                       for n in self.nodes],
         }
 
@@ -343,7 +390,8 @@ class Kernel:
             elif nd["op"] in CONST_OPS:
                 got = k.const(nd["value"], nd["width"])
             else:
-                got = k.add(nd["op"], *nd["args"], width=nd["width"], name=nd.get("name"))
+                got = k.add(nd["op"], *nd["args"], width=nd["width"], name=nd.get("name"),
+                            table=nd.get("table"))
             if got != nd["id"]:
                 raise MappingError(f"kernel {k.name}: node ids must be consecutive (node {nd['id']})")
         for name, nid in d["outputs"].items():
@@ -413,19 +461,42 @@ class Stage:
 NO_PAD = (0, 0, 0, 0)
 
 
+#: Coordinate patterns an input may be (:attr:`PipelineInput.pattern`): dimension ``x`` or ``y``.
+PATTERN_DIMS = ("x", "y")
+
+
 @dataclass(frozen=True)
 class PipelineInput:
     """An input image: ``shape = (width, height)`` in pixels of the streamed image, words of
     ``width_bits`` bits. ``pad = (left, right, top, bottom)``: the streamed image is the
     source image (:attr:`source_shape`) extended by that many pixels on each side with
     Halide's ``BoundaryConditions.repeat_edge`` values (:func:`pad_image`; the DSL's
-    ``repeat_edge``)."""
+    ``repeat_edge``).
+
+    ``pattern = (dim, modulus, offset)``: not an image the user gives but the pixel's own
+    coordinate, ``(x + offset) % modulus`` (``dim`` ``"x"``) or ``(y + offset) % modulus``
+    (:meth:`pattern_image`; the DSL's ``x % 2``). On the array it is read from a MEM tile
+    holding one row (or column) of the pattern, loaded with the bitstream
+    (:func:`mapper.memory.pattern_rom`), not streamed in."""
 
     name: str
     shape: tuple[int, int]
     signed: bool = False
     width_bits: int = 16
     pad: tuple[int, int, int, int] = NO_PAD
+    pattern: tuple[str, int, int] | None = None
+
+    def pattern_image(self) -> Any:
+        """The ``[y, x]`` image (uint16, :attr:`shape`) of a :attr:`pattern` input."""
+        import numpy as np
+
+        dim, m, off = self.pattern
+        w, h = self.shape
+        if dim == "x":
+            row = (np.arange(w) + off) % m
+            return np.broadcast_to(row, (h, w)).astype(np.uint16)
+        col = (np.arange(h) + off) % m
+        return np.broadcast_to(col[:, None], (h, w)).astype(np.uint16)
 
     @property
     def source_shape(self) -> tuple[int, int]:
@@ -487,10 +558,28 @@ class Pipeline:
         raise MappingError(f"pipeline {self.name}: no stage named '{name}'")
 
     def validate(self) -> None:
-        """Check names, topological order, window sizes and offsets; raises MappingError."""
+        """Check names, topological order, window sizes and offsets, and that coordinate
+        patterns (:attr:`PipelineInput.pattern`) are read at the reader's own pixel in a
+        single-rate pipeline without padding; raises MappingError."""
         seen = set(self.inputs)
         if self.unroll < 1:
             raise MappingError(f"pipeline {self.name}: unroll must be >= 1, got {self.unroll}")
+        for pin in self.inputs.values():
+            if pin.pattern is None:
+                continue
+            dim, m, off = pin.pattern
+            if dim not in PATTERN_DIMS or int(m) < 1 or not 0 <= int(off) < int(m):
+                raise MappingError(f"pipeline {self.name}: input {pin.name}: pattern {pin.pattern} "
+                                   f"must be (x|y, modulus >= 1, 0 <= offset < modulus)")
+            if any(pin.pad) or self.multi_rate:
+                raise MappingError(f"pipeline {self.name}: coordinate {dim} % {m} needs a "
+                                   f"single-rate pipeline without repeat_edge (the pattern "
+                                   f"runs at the input's rate and size)")
+            for s, iname in self.consumers(pin.name):
+                if tuple(s.windows[iname].offsets) != ((0, 0),):
+                    raise MappingError(f"pipeline {self.name}: stage {s.name} reads coordinate "
+                                       f"pattern {pin.name} at offsets "
+                                       f"{list(s.windows[iname].offsets)}; read it at (0, 0)")
         for s in self.stages:
             if s.name in seen:
                 raise MappingError(f"pipeline {self.name}: duplicate stage/input name '{s.name}'")
@@ -600,7 +689,8 @@ class Pipeline:
                if self.crop else {}),
             "inputs": [{"name": i.name, "shape": list(i.shape), "signed": i.signed,
                         "width_bits": i.width_bits,
-                        **({"pad": list(i.pad)} if any(i.pad) else {})}
+                        **({"pad": list(i.pad)} if any(i.pad) else {}),
+                        **({"pattern": list(i.pattern)} if i.pattern else {})}
                        for i in self.inputs.values()],
             "stages": [{"name": s.name, "signed": s.signed, "kernel": s.kernel.to_dict(),
                         "windows": {k: {"producer": w.producer,
@@ -617,7 +707,10 @@ class Pipeline:
             p = cls(d["name"],
                     {i["name"]: PipelineInput(i["name"], tuple(i["shape"]), i["signed"],
                                               i["width_bits"],
-                                              tuple(int(v) for v in i.get("pad", NO_PAD)))
+                                              tuple(int(v) for v in i.get("pad", NO_PAD)),
+                                              (str(i["pattern"][0]), int(i["pattern"][1]),
+                                               int(i["pattern"][2])) if i.get("pattern")
+                                              else None)
                      for i in d["inputs"]},
                     [Stage(s["name"], Kernel.from_dict(s["kernel"]),
                            {k: Window(w["producer"], tuple(tuple(o) for o in w["offsets"]),
@@ -660,8 +753,8 @@ def unroll_stage(stage: Stage, unroll: int) -> Stage:
             elif n.op in CONST_OPS:
                 remap[n.id] = nk.const(n.value, n.width)
             else:
-                remap[n.id] = nk.add(n.op, *(remap[a] for a in n.args), width=n.width,
-                                     name=f"{n.name}_l{lane}" if n.name else None)
+                remap[n.id] = nk.copy_op(n, [remap[a] for a in n.args],
+                                         name=f"{n.name}_l{lane}" if n.name else None)
         nk.set_output(f"out_{lane}", remap[k.outputs["out"]])
     return Stage(stage.name, nk, {i: Window(stage.windows[i].producer, tuple(o),
                                          stage.windows[i].rate)
@@ -702,7 +795,8 @@ def simplify(kernel: Kernel) -> Kernel:
         spec = OPS[n.op]
         if all(a in cval for a in args):
             w = new.nodes[args[0]].width if spec.result == BIT and spec.operands[0] == DATA else n.width
-            remap[n.id] = const(eval_op(n.op, [cval[a] for a in args], w), n.width)
+            remap[n.id] = const(eval_op(n.op, [cval[a] for a in args], w, table=n.table),
+                                n.width)
             continue
         # float ops are never folded with their operands (x - 0, x * 1 are not x: NaN
         # payloads, flushed subnormals; 0 * inf is NaN)
@@ -723,9 +817,9 @@ def simplify(kernel: Kernel) -> Kernel:
         if short == "mux" and c[2] is not None:
             remap[n.id] = args[1] if c[2] else args[0]
             continue
-        key = (n.op, tuple(args), n.width)
+        key = (n.op, tuple(args), n.width, n.table)
         if key not in cse:
-            cse[key] = new.add(n.op, *args, width=n.width, name=n.name)
+            cse[key] = new.copy_op(n, args)
         remap[n.id] = cse[key]
     for name, nid in kernel.outputs.items():
         new.set_output(name, remap[nid])
@@ -787,8 +881,7 @@ def rewrite(kernel: Kernel, *rules: Rewrite) -> Kernel:
             got = rule(new, n, args)
             if got is not None:
                 break
-        remap[n.id] = got if got is not None else new.add(n.op, *args, width=n.width,
-                                                          name=n.name)
+        remap[n.id] = got if got is not None else new.copy_op(n, args)
     for name, nid in kernel.outputs.items():
         new.set_output(name, remap[nid])
     return new
@@ -902,7 +995,7 @@ def balance_trees(kernel: Kernel) -> Kernel:
             remap_of[old_id] = new_id
         got = rule(new, n, args)
         if got is None:
-            got = new.add(n.op, *args, width=n.width, name=n.name)
+            got = new.copy_op(n, args)
         remap_of[n.id] = got
         return got
 

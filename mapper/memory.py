@@ -29,6 +29,10 @@ ports of :mod:`mapper.schedule`.
    port of a tap at relative delay ``r`` is the same with schedule offset
    ``F + r - read_latency``, so its data appears exactly ``r`` cycles after it was written.
    Gap cycles of a stream (row pitch > valid width) are written too; no valid output reads them.
+5. **Coordinate patterns** (``x % m``, :attr:`mapper.ir.PipelineInput.pattern`) are not
+   streamed in: per lane and read distance, a MEM tile holds one row (column) of the pattern,
+   loaded with the bitstream, and its read port runs at the reader's time
+   (:func:`pattern_rom`), so no delay line follows it.
 
 MEM collateral (``MemSpec.from_dict``): ``name``, ``capacity`` (words), ``in_ports``,
 ``out_ports``, ``max_dimensionality``, ``read_latency`` (cycles), ``extent_width`` (bits of
@@ -50,7 +54,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from cgra.errors import MappingError
+from cgra.errors import ConfigError, MappingError
+from lake.config import configure as lake_configure
+from lake.config import output_run_length
+from lake.spec import PRESETS as LAKE_PRESETS
 from mapper import ir, polyhedral
 from mapper.netlist import Netlist
 from mapper.schedule import BufferPort, PipelineSchedule, schedule_pipeline
@@ -280,8 +287,13 @@ def addressed_tiles(key: tuple[str, int], reads: list[BufferPort], sched: Pipeli
     program per port from :func:`mapper.polyhedral.linearize` (addresses modulo ``C``; a
     read issues ``read_latency`` cycles before its data is due).  A tile serves up to
     ``out_ports`` reads; more reads get further tiles fed by the same write stream.  Returns
-    ``[(tile, [(port, signal key)])]``.  Raises :class:`MappingError` when ``C`` exceeds the
-    MEM's capacity or a program does not fit its registers."""
+    ``[(tile, [(port, signal key)])]``.  On a wide-fetch MEM (``fetch_width`` > 1, the PUB)
+    the write must fill whole wide words and every read must be a run pattern the
+    transpose buffer serves (:func:`lake.config.output_run_length`); a tile of a Lake preset
+    is also checked by Lake's encoder (commit / fetch timing against the golden model; the
+    schedule leaves room for it, :func:`wide_read_latency`).  Raises :class:`MappingError`
+    when ``C`` exceeds the MEM's capacity, a program does not fit its registers or the
+    wide-fetch MEM refuses it (Lake's rule named in the message)."""
     prod, lane = key
     st = sched.stages[prod]
     buf = sched.poly.buffers[prod]
@@ -306,17 +318,29 @@ def addressed_tiles(key: tuple[str, int], reads: list[BufferPort], sched: Pipeli
     wprog = program(polyhedral.linearize(buf.write, layout, base, keep), 0)
 
     def vectorizable(prog: dict[str, Any], port: str) -> None:
-        """The wide-fetch MEM (aggregator / transpose buffer) streams ``fetch_width``
-        consecutive words: innermost address stride 1, extent a multiple of the fetch width."""
+        """The wide-fetch MEM's aggregator commits ``fetch_width`` consecutive words (write:
+        innermost address stride 1, extent a multiple of the fetch width); its transpose
+        buffer serves each fetched wide word to one run of consecutive reads, in any order
+        an affine slot function expresses (reads: :func:`lake.config.output_run_length`,
+        e.g. upsample's repeated reads 0,0,1,1,...)."""
         if spec.fetch_width == 1:
             return
+        fw = spec.fetch_width
         s0, e0 = prog["address"]["strides"][0], prog["extents"][0]
-        if s0 != 1 or e0 % spec.fetch_width:
-            raise MappingError(f"{where}: port {port} has innermost address stride {s0} and "
-                               f"extent {e0}, but MEM {spec.name} fetches {spec.fetch_width} "
-                               f"consecutive words (stride 1, extent a multiple of "
-                               f"{spec.fetch_width}); repeated reads of one word need a "
-                               f"dual-port MEM (mem_preset = \"dualport_2048x16\")")
+        if port.startswith("data_in"):
+            if s0 != 1 or e0 % fw:
+                raise MappingError(f"{where}: port {port} has innermost address stride {s0} "
+                                   f"and extent {e0}, but MEM {spec.name} aggregates {fw} "
+                                   f"consecutive words (stride 1, extent a multiple of {fw}); "
+                                   f"use a dual-port MEM (mem_preset = \"dualport_2048x16\") "
+                                   f"or an image width that is a multiple of {fw}")
+            return
+        try:
+            output_run_length(fw, port, prog)
+        except ConfigError as exc:
+            raise MappingError(f"{where}: MEM {spec.name}: {exc}; reads the transpose buffer "
+                               f"cannot serve need a dual-port MEM (mem_preset = "
+                               f"\"dualport_2048x16\")") from None
 
     vectorizable(wprog, "data_in_0")
     out: list[tuple[MemTile, list[tuple[BufferPort, tuple[str, int, int]]]]] = []
@@ -338,8 +362,33 @@ def addressed_tiles(key: tuple[str, int], reads: list[BufferPort], sched: Pipeli
             _check_program(rp, spec, tw)
             tile.programs[f"data_out_{q}"] = rp
             taps.append((port, (prod, lane, -1 - k - q)))
+        if spec.fetch_width > 1 and spec.name in LAKE_PRESETS:
+            # the wide-fetch schedule (aggregator commits, SRAM port sharing, prefetch,
+            # dependence) is checked by Lake's own encoder against the golden model
+            try:
+                lake_configure(spec.name, tile.programs)
+            except ConfigError as exc:
+                raise MappingError(f"{tw}: {exc}") from None
         out.append((tile, taps))
     return out
+
+
+def wide_read_latency(sched: PipelineSchedule, spec: MemSpec) -> int:
+    """Read latency (cycles) to schedule the addressed reads of ``sched`` with on a
+    wide-fetch MEM (``fetch_width`` > 1, e.g. the PUB): a read may only start a
+    transpose-buffer run once the aggregator has committed the whole wide word, i.e. the
+    last of its ``fetch_width`` writes (``(fetch_width - 1) * t`` cycles after the first
+    for a producer writing every ``t`` cycles) plus the commit, the SRAM fetch and the
+    transpose-buffer write (3 cycles) and up to ``fetch_width - 1`` cycles of SRAM-side
+    phase for port sharing (:mod:`lake.config`). Equals ``spec.read_latency`` for a
+    narrow MEM or a schedule without addressed reads."""
+    prods = {k[0] for k, ports in sched.buffers.items()
+             if any(p.kind == "read" and p.addressed for p in ports)}
+    if spec.fetch_width == 1 or not prods:
+        return spec.read_latency
+    fw = spec.fetch_width
+    t = max(sched.stages[p].strides[0] for p in prods)
+    return spec.read_latency + (fw - 1) * t + 3 + (fw - 1)
 
 
 @dataclass
@@ -368,6 +417,42 @@ class MemoryMapping:
                 "io": c.get("io_in", 0) + c.get("io_out", 0),
                 "pe_ops": sum(s.kernel.num_ops() for s in self.schedule.kernels.values()),
                 "stages": len(self.pipeline.stages)}
+
+
+def pattern_rom(pin: ir.PipelineInput, lane: int, unroll: int, stream: dict[str, Any],
+                spec: MemSpec, distance: int = 0) -> tuple[list[int], dict[str, Any]]:
+    """Contents and read program of the MEM tile that plays coordinate-pattern input ``pin``
+    (:attr:`mapper.ir.PipelineInput.pattern`) for ``lane`` of ``unroll``: the tile holds one
+    row ``(x + offset) % m`` for ``x`` in ``0 .. unroll * extents[0] - 1`` (or one column for
+    ``y``), loaded with the bitstream through its config memory, and its read port follows
+    the input's stream program ``stream`` (``{extents, schedule}``, as an IO tile would stream
+    it) ``distance`` cycles later (the reader's time: no delay line), with address ``unroll *
+    xo + lane`` (``y``). The word appears ``read_latency`` cycles after the read fires:
+    pipelining balances that like a core latency (instance config ``latency``). Raises
+    :class:`MappingError` when the MEM cannot be loaded with the bitstream (a wide-fetch
+    preset) or the row does not fit it."""
+    dim, m, off = pin.pattern
+    ext = list(stream["extents"])
+    if spec.fetch_width > 1:
+        raise MappingError(f"coordinate pattern {dim} % {m}: MEM {spec.name} fetches "
+                           f"{spec.fetch_width}-word wide words and has no config-bus memory; "
+                           f"use a dual-port preset (mem_preset = \"dualport_2048x16\")")
+    if dim == "x":
+        n, strides, start = unroll * ext[0], [unroll, 0], lane
+    else:
+        n, strides, start = ext[1], [0, 1], 0
+    if n > spec.capacity:
+        what = "row" if dim == "x" else "column"
+        raise MappingError(f"coordinate pattern {dim} % {m}: a {n}-word {what} "
+                           f"does not fit the {spec.capacity} words of MEM {spec.name}; use a "
+                           f"smaller image")
+    contents = [(i + off) % m for i in range(n)]
+    sched = stream["schedule"]
+    prog = {"dimensionality": 2, "extents": ext,
+            "address": {"strides": strides, "offset": start},
+            "schedule": {"strides": list(sched["strides"]),
+                         "offset": int(sched["offset"]) + distance}}
+    return contents, prog
 
 
 def kernel_instance(stage: str) -> str:
@@ -399,6 +484,8 @@ def map_memory(pipeline: ir.Pipeline, mem: dict[str, Any] | MemSpec,
                            f"but MEM {spec.name} holds {spec.word_width}-bit words; use a "
                            f"design whose data_width is at least {bits}")
     sched = schedule_pipeline(pipeline, latencies, spec.read_latency)
+    if wide_read_latency(sched, spec) != spec.read_latency:
+        sched = schedule_pipeline(pipeline, latencies, wide_read_latency(sched, spec))
     u = pipeline.unroll
     nl = Netlist(pipeline.name)
     sig: dict[tuple[str, int, int], tuple[str, str]] = {}
@@ -406,6 +493,8 @@ def map_memory(pipeline: ir.Pipeline, mem: dict[str, Any] | MemSpec,
 
     for name, pin in pipeline.inputs.items():
         st = sched.stages[name]
+        if pin.pattern is not None:          # a coordinate pattern: ROMs (below), no stream
+            continue
         for lane in range(u):
             inst = f"io_in_{name}_l{lane}"
             nl.add_instance(inst, "io_in", "I", {
@@ -447,6 +536,20 @@ def map_memory(pipeline: ir.Pipeline, mem: dict[str, Any] | MemSpec,
                 sinks.setdefault((key[0], key[1], p.distance), []).append(
                     (kernel_instance(p.stage), f"{p.input}.{p.index}"))
         reads = [p for p in ports if p.kind == "read" and p.addressed]
+        pin = pipeline.inputs.get(key[0])
+        if pin is not None and pin.pattern is not None:
+            # a coordinate pattern is read straight from a ROM at each reader's time: one ROM
+            # per distance, no delay line
+            stream = sched.stages[key[0]].program()
+            for d in dists:
+                inst = f"rom_{key[0][len('__'):]}_l{key[1]}_d{d}"
+                contents, prog = pattern_rom(pin, key[1], u, stream, spec, d)
+                _check_program(prog, spec, f"MEM {inst} (coordinate pattern {pin.name})")
+                nl.add_instance(inst, "mem", "m", {
+                    "preset": spec.name, "ports": {"data_out_0": prog}, "rom": contents,
+                    "latency": spec.read_latency, "pattern": list(pin.pattern)})
+                sig[(key[0], key[1], d)] = (inst, "data_out_0")
+            continue
         if reads:
             addressed.append((key, reads))
         regs, taps = plan_shift_registers(dists, thr)

@@ -210,9 +210,16 @@ def with_regs(route: NetRoute, enabled: set[str]) -> NetRoute:
     return NetRoute(route.name, route.width, route.source, paths)
 
 
+def is_lut(packed: PackedDesign, inst: str) -> bool:
+    """True for a MEM instance in lookup-table mode (:class:`mapper.compute.MappedLUT`): a
+    fixed-latency core like a PE, with no schedule to shift."""
+    i = packed.instances[inst]
+    return i.tag == "m" and "lut" in i.config
+
+
 def _latency(packed: PackedDesign, inst: str, p: PipelineParams) -> int:
     i = packed.instances[inst]
-    if "latency" in i.config and i.tag == "p":
+    if "latency" in i.config and (i.tag == "p" or is_lut(packed, inst)):
         return int(i.config["latency"])
     return int(p.latency.get(i.tag, 0))
 
@@ -372,17 +379,19 @@ class _Design:
             pi = packed.instances[inst]
             ins = self.in_ports[inst]
             arr = {q: arrival((inst, q)) for q in ins}
-            if pi.tag == "p":
+            if pi.tag == "p" or is_lut(packed, inst):
                 t = max(arr.values(), default=0)
                 target[inst] = t
                 for o in self.out_ports[inst]:
                     sigma_out[(inst, o)] = t + _latency(packed, inst, self.p)
             elif pi.tag == "m":
                 latest = max(arr.values(), default=0)
+                # a pattern ROM's word comes one read latency after its stream schedule
+                rom = int(pi.config.get("latency", 0)) if "rom" in pi.config else 0
                 for o in self.out_ports[inst]:
                     src = self.mem_group[inst].get(o)
                     sigma_out[(inst, o)] = (arr.get(src, 0) if src else latest) + \
-                        st.absorbed.get((inst, o), 0)
+                        st.absorbed.get((inst, o), 0) + rom
             elif pi.tag == "r":
                 a = arr.get(ins[0], 0) if ins else 0
                 for o in self.out_ports[inst]:
@@ -851,7 +860,8 @@ def _result(d: _Design, st: _State, routing: RoutingResult, seconds: float,
                 if delta:
                     ports[port] = _shift_program(prog, delta, f"MEM {inst} port {port}")
             pi.config["ports"] = ports
-        elif pi.tag == "m" and any(sig.get((inst, q), 0) for q in d.in_ports[inst]):
+        elif pi.tag == "m" and not is_lut(d.packed, inst) and \
+                any(sig.get((inst, q), 0) for q in d.in_ports[inst]):
             raise ConfigError(f"MEM {inst}: pipelining delays its inputs by "
                               f"{[sig.get((inst, q), 0) for q in d.in_ports[inst]]} cycles but "
                               f"its config has no 'ports' programs to shift")

@@ -116,7 +116,17 @@ def run_streams_outputs(mm: MemoryMapping, images: dict[str, np.ndarray]
         src = driver[port]
         if src not in vals:
             inst = nl.instances[src[0]]
-            if inst.kind == "mem":
+            if inst.kind == "mem" and "rom" in inst.config:
+                # a coordinate-pattern ROM: its words at the stream schedule (pipelining
+                # balances the tile's read latency, memory mapping does not see it)
+                prog = inst.config["ports"][src[1]]
+                c, a = program_events(prog)
+                rom = np.asarray(inst.config["rom"], np.int64)
+                v, ok = np.zeros(T, np.int64), np.zeros(T, bool)
+                keep = c < T
+                v[c[keep]], ok[c[keep]] = rom[a[keep]], True
+                vals[src], valid[src] = v, ok
+            elif inst.kind == "mem":
                 ports = inst.config["ports"]
                 mem_port(src[0], src[1], ports, {pn: program_events(pr) for pn, pr in ports.items()})
             else:

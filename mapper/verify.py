@@ -14,7 +14,11 @@ of Canal's SMT model (:mod:`canal.smt`), and z3 proves, for every net of the pip
   nodes) the pipelining pass put on the path to it.
 
 The pipelining report is checked against its own routes first: every register the pass says it
-enabled lies on a route.
+enabled lies on a route. The contents of every lookup table (a MEM in lookup-table mode,
+:func:`mapper.compute.lut_config`) and coordinate-pattern ROM
+(:func:`mapper.memory.pattern_rom`) are checked word for word: the bitstream must write entry
+``i`` to word ``i`` of the SRAM of the tile its output is routed from
+(:func:`canal.config.config_memory_writes`).
 
 A failed proof raises :class:`VerificationError` naming the net, the first node of its route
 (from the source) whose value is wrong, that node's select field (tile, feature, field, the
@@ -139,6 +143,44 @@ def _describe(model: InterconnectModel, v: NodeValue | None, owner_of_source: di
     return f"{v.source} ({who}) {v.latency} cycle(s) late"
 
 
+def check_lut_contents(bitstream: list[tuple[int, int]], res: PipelineResult,
+                       coll: Collateral) -> int:
+    """Every lookup table and pattern ROM of ``res`` is written into its tile's SRAM by
+    ``bitstream`` (module docstring); returns the number of words checked. The tile is the
+    one the instance's output net is routed from. Raises :class:`VerificationError` naming the instance, the word, the
+    address and both values."""
+    from canal.config import config_memory_writes
+    from mapper.bitstream import rom_contents
+
+    words = dict(bitstream)
+    checked = 0
+    for inst, pi in res.packed.instances.items():
+        table = rom_contents(pi.config) if pi.tag == "m" else None
+        if table is None:
+            continue
+        what = "lookup" if "lut" in pi.config else "pattern ROM"
+        roots = [r.paths[t][0] for r in res.routing.nets.values() if r.source[0] == inst
+                 for t in r.paths]
+        if not roots:
+            continue                    # an unread lookup: nothing depends on its contents
+        node = next(rg.ig.nodes[roots[0]] for rg in coll.graphs.values()
+                    if roots[0] in rg.ig.nodes)
+        cm = coll.tiles[(node.x, node.y)].config_memory
+        if cm is None:
+            raise VerificationError(f"{what} {inst} at tile ({node.x}, {node.y}): the tile has "
+                                    f"no config memory to hold its table")
+        for i, (addr, data) in enumerate(config_memory_writes(node.x, node.y, cm,
+                                                              list(enumerate(table)))):
+            got = words.get(addr)
+            if got is None or got & ((1 << cm.width) - 1) != data:
+                raise VerificationError(
+                    f"{what} {inst} at tile ({node.x}, {node.y}): word {i} (address "
+                    f"0x{addr:08X}) is {'not written' if got is None else hex(got)}, the "
+                    f"table needs {hex(data)}; regenerate the bitstream (`cgra bitstream`)")
+            checked += 1
+    return checked
+
+
 def verify(bitstream: list[tuple[int, int]], res: PipelineResult, coll: Collateral,
            model: InterconnectModel | None = None, timeout_ms: int = 20_000) -> VerifyReport:
     """Prove that ``bitstream`` (``[(addr, data)]``) realises the routing of ``res`` on the
@@ -155,6 +197,7 @@ def verify(bitstream: list[tuple[int, int]], res: PipelineResult, coll: Collater
     t3 = time.perf_counter()
     if not proof.proved:
         raise VerificationError(_explain(model, proof, selects, want, owner, nets))
+    check_lut_contents(bitstream, res, coll)
     sinks = sum(len(p) for p in nets.values())
     return VerifyReport(len(nets), len(want), sinks, proof.nodes, proof.select_vars,
                         {"expected": t1 - t0, "build": proof.build_seconds,
@@ -221,5 +264,6 @@ def read_bitstream_file(path) -> list[tuple[int, int]]:
     return parse_text(text)
 
 
-__all__ = ["VerificationError", "VerifyReport", "check_report", "expected_values",
+__all__ = ["VerificationError", "VerifyReport", "check_lut_contents", "check_report",
+           "expected_values",
            "model_of", "read_bitstream_file", "verify"]

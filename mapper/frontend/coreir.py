@@ -48,7 +48,13 @@ unknown instance or port, a width mismatch, a sink driven twice or not at all, a
 combinational cycle, a division by the constant 0.  Unsupported ops come first and all at
 once: one error lists every op of the file's kernels the importer cannot translate (each with
 its instance count and first module / instance; ``coreir.udiv`` by a non-constant divisor,
-``memory.rom2``, any op outside :data:`mapper.ir.OPS`), never the supported ones.
+any op outside :data:`mapper.ir.OPS`), never the supported ones.
+
+Lookup tables: ``memory.rom2`` (genargs ``width``, optional ``depth``; modargs ``init`` =
+``["Json", [v0, v1, ...]]`` or ``["Json", {"init": [...]}]``, ``depth`` entries that fit
+``width`` bits; ports ``raddr`` in, ``rdata`` out, ``ren`` tied to the constant 1 or left
+unconnected, ``clk`` ignored) becomes the IR lookup :data:`mapper.ir.LUT_OP` (a MEM tile in
+lookup-table mode; its one-cycle read is balanced by pipelining like any core latency).
 
 Shipped examples: the kernels of ten real applications ship as package data in
 :data:`EXAMPLES_DIR` (provenance in its ``README.md``); :func:`example_kernels` lists them and
@@ -295,8 +301,44 @@ MAX_OPN = 4096
 LIBRARY_NAMESPACES = frozenset({"coreir", "corebit", "commonlib", "memory", "mantle", "float",
                                 "float_DW", "float_CW", "float_DC", "cgralib", "lakelib",
                                 "aetherlinglib", "ice40", "rtlil", "_prims"})
-_SUPPORTED = ("the importer supports the ops of mapper.ir.OPS, coreir.udiv by a constant and "
-              "commonlib.opn of a binary op")
+_SUPPORTED = ("the importer supports the ops of mapper.ir.OPS (memory.rom2 among them), "
+              "coreir.udiv by a constant and commonlib.opn of a binary op")
+#: ports of ``memory.rom2`` besides its operand ``raddr`` and result ``rdata``: ``ren`` (must be
+#: the constant 1: the MEM tile reads every cycle) and ``clk``
+_ROM_CONTROL = ("ren", "clk")
+
+
+def _rom_table(inst: dict[str, Any], width: int, where: str) -> tuple[int, ...]:
+    """The entries of a ``memory.rom2`` instance (module docstring); :class:`MappingError`
+    naming the field when ``init`` is missing, malformed, of the wrong length or too wide."""
+    fix = ("write modargs.init = [\"Json\", [v0, v1, ...]] with genargs.depth entries of "
+           f"{width} bits")
+    margs = inst.get("modargs")
+    init = margs.get("init") if isinstance(margs, dict) else None
+    if isinstance(init, list) and len(init) == 2 and init[0] == "Json":
+        init = init[1]
+    if isinstance(init, dict):
+        init = init.get("init")
+    if not isinstance(init, list) or not init or not all(_is_int(v) for v in init):
+        raise MappingError(f"{where}: memory.rom2 field modargs.init is {_show(init)}; {fix}")
+    if len(init) > ir.LUT_MAX_ENTRIES:
+        raise MappingError(f"{where}: memory.rom2 has {len(init)} entries; at most "
+                           f"{ir.LUT_MAX_ENTRIES}")
+    ga = inst.get("genargs")
+    depth = ga.get("depth") if isinstance(ga, dict) else None
+    if depth is not None:
+        if not (isinstance(depth, list) and len(depth) == 2 and depth[0] == "Int"
+                and _is_int(depth[1])):
+            raise MappingError(f"{where}: memory.rom2 field genargs.depth is {_show(depth)}; "
+                               f"write [\"Int\", <entries>]")
+        if depth[1] != len(init):
+            raise MappingError(f"{where}: memory.rom2 genargs.depth is {depth[1]} but "
+                               f"modargs.init has {len(init)} entries; make them equal")
+    bad = [v for v in init if not 0 <= v < 1 << width]
+    if bad:
+        raise MappingError(f"{where}: memory.rom2 entry {bad[0]} does not fit {width} bits; "
+                           f"{fix}")
+    return tuple(int(v) for v in init)
 
 
 def _ref(inst: Any) -> Any:
@@ -612,6 +654,7 @@ def import_module(name: str, module: dict[str, Any], source: str = "<json>") -> 
     ports_of: dict[str, tuple[str, ...]] = {}       # operand ports in operand order
     kinds_of: dict[str, tuple[str, ...]] = {}       # their kinds (ir.DATA / ir.BIT)
     operator: dict[str, str] = {}                   # commonlib.opn instance -> binary op
+    tables: dict[str, tuple[int, ...]] = {}         # memory.rom2 instance -> its entries
     for iname, inst in insts.items():
         iwhere = f"{where}: instance {iname}"
         if not isinstance(iname, str) or not iname or "." in iname or iname == "self":
@@ -645,6 +688,8 @@ def import_module(name: str, module: dict[str, Any], source: str = "<json>") -> 
                 raise MappingError(f"{iwhere}: {op} has no field modargs.value; "
                                    f"{_CONST_FIX}")
             values[iname] = _parse_const(margs["value"], widths[iname], iwhere)
+        if op == ir.LUT_OP:
+            tables[iname] = _rom_table(inst, widths[iname], iwhere)
 
     # endpoints: ("self_in", port, index) / ("inst_out", inst) drive;
     #            ("self_out", port) / ("inst_in", inst, port) are sinks
@@ -677,12 +722,16 @@ def import_module(name: str, module: dict[str, Any], source: str = "<json>") -> 
             raise MappingError(f"{where}: connection {conn} names unknown instance "
                                f"{iname!r}; declare it under 'instances' or fix the name")
         port = ".".join(parts[1:])
-        if port == "out":
+        if port == ("rdata" if ops[iname] == ir.LUT_OP else "out"):
             return True, ("inst_out", iname)
+        if ops[iname] == ir.LUT_OP and port in _ROM_CONTROL:
+            return False, ("inst_in", iname, port)
         if port not in ports_of[iname]:
             have = ports_of[iname]
             shown = (f"in.0 .. in.{len(have) - 1} (one per operand), out"
-                     if ops[iname] == _OPN else ", ".join((*have, "out")))
+                     if ops[iname] == _OPN else
+                     ", ".join((*have, *_ROM_CONTROL, "rdata")) if ops[iname] == ir.LUT_OP
+                     else ", ".join((*have, "out")))
             raise MappingError(f"{where}: connection {conn} names port {port!r} of instance "
                                f"{iname}, but {ops[iname]} has ports {shown}; fix the port "
                                f"name (bit selects are not supported)")
@@ -713,6 +762,14 @@ def import_module(name: str, module: dict[str, Any], source: str = "<json>") -> 
                                f"{s_txt}); remove one of the connections")
         driver_of[dst] = src
         text[src], text[dst] = s_txt, d_txt
+
+    for iname, op in ops.items():                   # memory.rom2: ren tied to 1
+        src = driver_of.get(("inst_in", iname, "ren")) if op == ir.LUT_OP else None
+        if src is not None and not (src[0] == "inst_out" and ops[src[1]] == "corebit.const"
+                                    and values[src[1]] == 1):
+            raise MappingError(f"{where}: instance {iname} (memory.rom2): ren is driven by "
+                               f"{text[src]}; the MEM tile's lookup-table mode reads every "
+                               f"cycle, tie ren to a corebit.const 1")
 
     divisor: dict[str, int] = {}                    # coreir.udiv instance -> constant
     for iname, op in ops.items():
@@ -760,7 +817,8 @@ def import_module(name: str, module: dict[str, Any], source: str = "<json>") -> 
             if op == "float.exp":
                 return float_math.exp(k, *args)
             spec = ir.OPS[op]
-            return k.add(op, *args, width=None if spec.result == ir.BIT else width, name=iname)
+            return k.add(op, *args, width=None if spec.result == ir.BIT else width, name=iname,
+                         table=tables.get(iname))
         except MappingError as exc:
             raise MappingError(f"{where}: instance {iname}: {exc}") from None
 

@@ -47,6 +47,16 @@ Language (a subset of Halide with its semantics):
   the input's size (:meth:`Pipeline.output_domain`, :meth:`Pipeline.edge_geometry`).
 - ``Table(name, rows)``: a compile-time constant 2-D table indexed ``t[i, j]`` = ``rows[j][i]``
   by RDom variables or literals (filter weights).
+- ``x % m`` / ``(x + c) % m`` (and ``y``): the computed pixel's own coordinate modulo a
+  literal, a ``UInt16`` value (Halide's ``x % 2``, e.g. ``select(x % 2 == 0, a, b)`` on a
+  Bayer mosaic's phase). It needs a single-rate pipeline without ``repeat_edge``; on the array
+  the pattern comes from a MEM tile holding one row (column) of it, loaded with the bitstream
+  (:func:`mapper.memory.pattern_rom`), not from the host.
+- ``LUT(name, values)``: a lookup table indexed by a data expression, ``lut[e]`` =
+  ``values[clamp(e, 0, len(values) - 1)]`` (Halide: a ``Buffer`` read at a clamped index; an
+  ``Int16`` index below 0 reads entry 0). On the array it is a MEM tile in lookup-table mode
+  (IR ``memory.rom2``, :data:`mapper.ir.LUT_OP`): contents loaded with the bitstream, one
+  cycle from index to entry. A gamma curve or any function of one 16-bit value.
 - ``Pipeline(output, name, unroll=1)``: one output Func or a list of them (several outputs,
   each realised over its own domain); ``unroll`` = output pixels per cycle on the innermost
   (x) dimension.
@@ -137,6 +147,9 @@ class _IndexVar:
 
     __truediv__ = __floordiv__
 
+    def __mod__(self, other: Any) -> Coord:
+        return Affine.of(self) % other
+
     def __repr__(self) -> str:
         return self.name
 
@@ -216,6 +229,17 @@ class Affine:
         return self._rate_op(k, "/")
 
     __truediv__ = __floordiv__
+
+    def __mod__(self, m: Any) -> Coord:
+        """``(x + c) % m``: the pixel's coordinate modulo a literal, a :class:`Coord` value."""
+        if not isinstance(m, int) or isinstance(m, bool) or m < 1:
+            raise MappingError(f"({self!r}) % {m!r}: the modulus must be a positive integer "
+                               f"literal")
+        if len(self.terms) != 1 or not isinstance(self.terms[0], Var) or \
+                (self.scale, self.div) != (1, 1):
+            raise MappingError(f"({self!r}) % {m}: only a pure variable plus a constant has a "
+                               f"coordinate pattern; write e.g. x % 2 or (x + 1) % 2")
+        return Coord(self.terms[0], m, self.const % m)
 
     @staticmethod
     def of(v: Any) -> Affine:
@@ -403,6 +427,18 @@ class Access(Expr):
         self.type = target.type
 
 
+class Coord(Expr):
+    """``(v + offset) % modulus`` of a Func's pure variable ``v`` (Halide ``x % 2``): the
+    coordinate of the pixel being computed, as a ``UInt16`` value (module docstring). Made by
+    ``x % m`` / ``(x + c) % m``."""
+
+    def __init__(self, var: Var, modulus: int, offset: int):
+        self.var, self.modulus, self.offset, self.type = var, modulus, offset, UInt16
+
+    def __repr__(self) -> str:
+        return f"({self.var.name} + {self.offset}) % {self.modulus}"
+
+
 def select(c: Any, a: Any, b: Any) -> Expr:
     """``a if c else b`` element-wise (Halide ``select``); ``c`` must be Bool; two literal
     branches are UInt16, or BFloat16 when one is a Python float."""
@@ -522,6 +558,51 @@ class Table:
         return Access(self, _index(idx, self.name))
 
 
+class LUT:
+    """A lookup table ``LUT(name, values, type=UInt16)`` read at a data-dependent index:
+    ``lut[e]`` = ``values[clamp(e, 0, len(values) - 1)]`` (module docstring). ``values``: 1 to
+    65536 entries that fit ``type`` (BFloat16 entries are numbers, stored as their bf16
+    encodings, :func:`bf16_bits`). Raises :class:`MappingError` naming the table for an empty
+    table, an entry out of range, or an index that is not a UInt16 / Int16 expression."""
+
+    def __init__(self, name: str, values: Any, type: Type = UInt16):
+        vals = list(values)
+        if not 1 <= len(vals) <= ir.LUT_MAX_ENTRIES:
+            raise MappingError(f"LUT {name}: needs 1..{ir.LUT_MAX_ENTRIES} entries, got "
+                               f"{len(vals)}")
+        if type is Bool:
+            raise MappingError(f"LUT {name}: type must be UInt16, Int16 or BFloat16")
+        self.name, self.type = name, type
+        if type.is_float:
+            self.values = tuple(bf16_bits(float(v)) for v in vals)
+        else:
+            try:
+                self.values = tuple(Const(int(v), type).value for v in vals)
+            except MappingError as exc:
+                raise MappingError(f"LUT {name}: {exc}") from None
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __getitem__(self, e: Any) -> Expr:
+        if isinstance(e, tuple):
+            raise MappingError(f"LUT {self.name}: takes one index expression, got {len(e)}")
+        if not isinstance(e, Expr):          # a literal index: the clamped entry
+            return Const(self.values[sorted((0, int(e), len(self.values) - 1))[1]],
+                         self.type)
+        if e.type is Bool or e.type.is_float:
+            raise MappingError(f"LUT {self.name}: the index must be a UInt16 or Int16 "
+                               f"expression, got {e.type} (cast it first)")
+        return Lookup(self, e)
+
+
+class Lookup(Expr):
+    """``lut[index]`` (:class:`LUT`)."""
+
+    def __init__(self, lut: LUT, index: Expr):
+        self.lut, self.index, self.type = lut, index, lut.type
+
+
 def _index(idx: Any, who: str) -> tuple[Affine, ...]:
     if not isinstance(idx, tuple):
         idx = (idx,)
@@ -587,6 +668,8 @@ def _children(e: Expr) -> list[Expr]:
         return [e.c, e.a, e.b]
     if isinstance(e, Cast):
         return [e.a]
+    if isinstance(e, Lookup):
+        return [e.index]
     return []
 
 
@@ -713,16 +796,26 @@ class Pipeline:
         output cropped (:meth:`edge_geometry`), so the IR output is the Halide output over
         :meth:`output_domain`, shifted by the returned origin."""
         stages = [_lower_func(f) for f in self.funcs]
+        patterns = sorted({w.producer for s in stages for w in s.windows.values()
+                           if w.producer.startswith(PATTERN_PREFIX)})
+        if patterns and (not self.inputs or self.clamped):
+            raise MappingError(f"Pipeline {self.name}: a coordinate pattern (x % m) needs an "
+                               f"Input to take its size from and no repeat_edge")
         pad, crop = ir.NO_PAD, {}
         if self.clamped:
             pad, crop, _ = self.edge_geometry(stages)
-        p = ir.Pipeline(
-            self.name,
-            {i.name: ir.PipelineInput(i.name, (i.shape[0] + pad[0] + pad[1],
-                                               i.shape[1] + pad[2] + pad[3]),
-                                      i.type.signed, i.type.bits, pad) for i in self.inputs},
-            stages, self.output.name, self.unroll, crop,
-            tuple(o.name for o in self.outputs[1:]))
+        inputs = {i.name: ir.PipelineInput(i.name, (i.shape[0] + pad[0] + pad[1],
+                                                    i.shape[1] + pad[2] + pad[3]),
+                                           i.type.signed, i.type.bits, pad)
+                  for i in self.inputs}
+        if patterns:
+            shape = next(iter(inputs.values())).shape
+            for name in patterns:
+                dim, m, off = name[len(PATTERN_PREFIX):].split("_")
+                inputs[name] = ir.PipelineInput(name, shape, pattern=(
+                    dim, int(m[len("mod"):]), int(off[len("plus"):])))
+        p = ir.Pipeline(self.name, inputs, stages, self.output.name, self.unroll, crop,
+                        tuple(o.name for o in self.outputs[1:]))
         p.validate()
         p.domains()
         return p
@@ -826,6 +919,15 @@ class Pipeline:
         return (left, right, top, bottom), crop, nominal
 
 
+#: kernel input / pipeline input name prefix of a coordinate pattern
+PATTERN_PREFIX = "__coord_"
+
+
+def pattern_name(dim: str, modulus: int, offset: int) -> str:
+    """The pipeline input name of coordinate pattern ``(dim + offset) % modulus``."""
+    return f"{PATTERN_PREFIX}{dim}_mod{modulus}_plus{offset}"
+
+
 def _lower_func(f: Func) -> ir.Stage:
     k = ir.Kernel(f"hcompute_{f.name}")
     offsets: dict[str, list[tuple[int, int]]] = {}
@@ -908,6 +1010,27 @@ def _lower_func(f: Func) -> ir.Stage:
                 r = k.add("coreir.mux", const(0, 16), const(1, 16), a)
             else:
                 r = a
+        elif isinstance(e, Coord):
+            if e.var is xv:
+                dim = "x"
+            elif e.var is yv:
+                dim = "y"
+            else:
+                raise MappingError(f"Func {f.name}: {e!r} uses Var {e.var.name}, which is not "
+                                   f"one of its pure variables ({xv.name}, {yv.name})")
+            pname = pattern_name(dim, e.modulus, e.offset)
+            rates.setdefault(pname, ((1, 1), (1, 1)))
+            if pname not in offsets:
+                offsets[pname] = [(0, 0)]
+                k.declare_input(pname, 1, 16)
+            r = k.input(pname, 0)
+        elif isinstance(e, Lookup):
+            i = lower(e.index, env, acc, memo)
+            if e.index.type.signed:       # a negative index reads entry 0
+                i = k.add("commonlib.smax", i, const(0, 16))
+            mask = (1 << e.type.bits) - 1
+            r = k.add(ir.LUT_OP, i, width=e.type.bits, name=e.lut.name,
+                      table=tuple(v & mask for v in e.lut.values))
         elif isinstance(e, Select):
             c, a, b = (lower(x, env, acc, memo) for x in (e.c, e.a, e.b))
             r = k.add("corebit.mux" if e.type is Bool else "coreir.mux", b, a, c)

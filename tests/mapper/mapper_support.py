@@ -19,7 +19,10 @@ import pytest
 #: IR ops of the shipped CoreIR kernels (mapper/data/coreir/*.json) and DSL apps (plus constants).
 KERNEL_OPS = ("coreir.add", "coreir.sub", "coreir.mul", "coreir.lshr", "coreir.ashr",
               "coreir.slt", "coreir.sle", "coreir.sge", "coreir.mux", "commonlib.smax",
-              "commonlib.smin", "corebit.and", "coreir.const", "corebit.const")
+              "commonlib.smin", "corebit.and", "coreir.const", "corebit.const",
+              # camera_pipeline (umax) and a lookup's index, clamped with umin or bounded by a
+              # mask (tests/mapper/test_lut.py); bayer_demosaic's parity tests (eq)
+              "commonlib.umin", "commonlib.umax", "coreir.and", "coreir.eq")
 
 
 def target_keys(ops: tuple[str, ...], patterns: bool = True) -> list[str]:

@@ -130,23 +130,23 @@ def test_design_namespace_errors(edit, parts):
 
 # ------------------------------------------------------------------ item 2: one error, all ops
 def _rom(i: int) -> tuple[dict, list]:
-    return {f"rom{i}": {"genref": "memory.rom2", "genargs": {"width": ["Int", 16],
+    return {f"rom{i}": {"genref": "memory.ram2", "genargs": {"width": ["Int", 16],
                                                              "depth": ["Int", 256]}}}, []
 
 
 def _unsupported_doc() -> dict:
-    """Two kernels: hcompute_a divides by an input twice, reads a ROM and uses coreir.sdiv;
-    hcompute_b reads two ROMs and reduces with an opn of a comparison; also supported ops
+    """Two kernels: hcompute_a divides by an input twice, writes a RAM and uses coreir.sdiv;
+    hcompute_b writes two RAMs and reduces with an opn of a comparison; also supported ops
     (add, udiv by a constant) that must not be listed."""
     a = _module(2, {
         "add": _op("coreir.add"), "q1": _op("coreir.udiv"), "q2": _op("coreir.udiv"),
-        "lut": {"genref": "memory.rom2", "genargs": {"width": ["Int", 16]}},
+        "lut": {"genref": "memory.ram2", "genargs": {"width": ["Int", 16]}},
         "sdiv": _op("coreir.sdiv"), "c3": _const(3), "qc": _op("coreir.udiv")}, [
         ["self.in.0", "q1.in0"], ["self.in.1", "q1.in1"],
         ["q1.out", "q2.in0"], ["add.out", "q2.in1"],
         ["self.in.0", "qc.in0"], ["c3.out", "qc.in1"], ["self.out", "q2.out"]])
     b = _module(1, {
-        "rom_x": {"modref": "memory.rom2"}, "rom_y": {"modref": "memory.rom2"},
+        "rom_x": {"modref": "memory.ram2"}, "rom_y": {"modref": "memory.ram2"},
         "eqn": _op("commonlib.opn", N=["Int", 3], operator=["String", "coreir.eq"])},
         [["self.out", "rom_x.rdata"]])
     return _doc({"hcompute_a": a, "hcompute_b": b, "DesignTop": {"instances": {
@@ -156,10 +156,11 @@ def _unsupported_doc() -> dict:
 UNSUPPORTED_MESSAGE = (
     "4 unsupported ops in the kernels: "
     "coreir.udiv with a non-constant divisor (2 instances; first: module hcompute_a instance q1), "
-    "memory.rom2 (3 instances; first: module hcompute_a instance lut), "
+    "memory.ram2 (3 instances; first: module hcompute_a instance lut), "
     "coreir.sdiv (1 instance; first: module hcompute_a instance sdiv), "
     "commonlib.opn of operator coreir.eq (1 instance; first: module hcompute_b instance eqn); "
-    "the importer supports the ops of mapper.ir.OPS, coreir.udiv by a constant and "
+    "the importer supports the ops of mapper.ir.OPS (memory.rom2 among them), coreir.udiv by "
+    "a constant and "
     "commonlib.opn of a binary op: add each op to mapper.ir.OPS with its semantics and a "
     "rewrite rule, or change the source program so its kernels do not use it")
 
@@ -189,7 +190,7 @@ def test_import_module_alone_lists_its_unsupported_ops():
     with pytest.raises(MappingError) as e:
         import_module("hcompute_b", mod, "b.json")
     assert str(e.value).startswith(
-        "b.json: 2 unsupported ops in the kernels: memory.rom2 (2 instances; first: module "
+        "b.json: 2 unsupported ops in the kernels: memory.ram2 (2 instances; first: module "
         "hcompute_b instance rom_x), commonlib.opn of operator coreir.eq (1 instance; first: "
         "module hcompute_b instance eqn); ")
 

@@ -245,7 +245,9 @@ def _random_kernel(rng, n_ops: int) -> ir.Kernel:
                             if r < 0.3 else rng.choice(data))
             else:
                 args.append(rng.choice(bits) if rng.random() < 0.8 else k.const(rng.getrandbits(1), 1))
-        nid = k.add(op, *args)
+        table = tuple(rng.getrandbits(16) for _ in range(rng.randint(1, 40))) \
+            if op == ir.LUT_OP else None            # lookups: random tables
+        nid = k.add(op, *args, table=table)
         (bits if k.nodes[nid].width == 1 else data).append(nid)
     k.set_output("o", data[-1])
     k.set_output("b", bits[-1])
