@@ -20,9 +20,8 @@ unroll 1.
 """
 from __future__ import annotations
 
-from mapper.apps.color_correct import MATRIX, OUTPUTS, SHIFT
-from mapper.frontend.dsl import (LUT, Func, Input, Int16, Pipeline, UInt16, Var, cast, clamp,
-                                 max, min)
+from mapper.apps.color_correct import OUTPUTS, corrected
+from mapper.frontend.dsl import LUT, Func, Input, Int16, Pipeline, UInt16, Var, cast, clamp, max, min
 
 #: display gamma of the curve (sRGB-like 1 / 2.2)
 GAMMA_EXPONENT = 1 / 2.2
@@ -44,13 +43,8 @@ def build(width: int = 64, height: int = 64, unroll: int = 1) -> Pipeline:
     rgb[2][x, y] = cast(Int16, denoised[2 * x + 1, 2 * y + 1])
     gamma = LUT("gamma", GAMMA)
     outs = []
-    for name, row in zip(OUTPUTS, MATRIX, strict=True):
+    for name, value in zip(OUTPUTS, corrected(rgb, x, y), strict=True):
         f = Func(name)
-        acc = None
-        for plane, k in zip(rgb, row, strict=True):
-            if k:
-                t = plane[x, y] * k
-                acc = t if acc is None else acc + t
-        f[x, y] = gamma[cast(UInt16, clamp(acc >> SHIFT, 0, 255))]
+        f[x, y] = gamma[value]
         outs.append(f)
     return Pipeline(outs, "camera_pipeline", unroll, image="bayer_rggb")

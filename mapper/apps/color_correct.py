@@ -15,12 +15,27 @@ Output domains: ``floor(W/2) x floor(H/2)`` each. Multi-rate (stride-2 reads), u
 """
 from __future__ import annotations
 
-from mapper.frontend.dsl import Func, Input, Int16, Pipeline, UInt16, Var, cast, clamp
+from mapper.frontend.dsl import Expr, Func, Input, Int16, Pipeline, UInt16, Var, cast, clamp
 
 #: the colour-correction matrix in 1/32 units (rows: red, green, blue output)
 MATRIX = ((56, -16, -8), (-12, 52, -8), (0, -16, 48))
 SHIFT = 5
 OUTPUTS = ("red", "green", "blue")
+
+
+def corrected(rgb: tuple[Func, Func, Func], x: Var, y: Var) -> list[Expr]:
+    """The colour-corrected red, green and blue values (UInt16, 0..255) at ``(x, y)`` of the
+    Int16 planes ``rgb``: ``clamp((M[c] . rgb) >> SHIFT, 0, 255)`` per output row ``c``
+    (module docstring; shared with :mod:`mapper.apps.camera_pipeline`)."""
+    out = []
+    for row in MATRIX:
+        acc = None
+        for plane, k in zip(rgb, row, strict=True):
+            if k:
+                t = plane[x, y] * k
+                acc = t if acc is None else acc + t
+        out.append(cast(UInt16, clamp(acc >> SHIFT, 0, 255)))
+    return out
 
 
 def build(width: int = 64, height: int = 64, unroll: int = 1) -> Pipeline:
@@ -31,13 +46,8 @@ def build(width: int = 64, height: int = 64, unroll: int = 1) -> Pipeline:
     rgb[1][x, y] = cast(Int16, (m[2 * x + 1, 2 * y] + m[2 * x, 2 * y + 1]) >> 1)
     rgb[2][x, y] = cast(Int16, m[2 * x + 1, 2 * y + 1])
     outs = []
-    for name, row in zip(OUTPUTS, MATRIX, strict=True):
+    for name, value in zip(OUTPUTS, corrected(rgb, x, y), strict=True):
         f = Func(name)
-        acc = None
-        for plane, k in zip(rgb, row, strict=True):
-            if k:
-                t = plane[x, y] * k
-                acc = t if acc is None else acc + t
-        f[x, y] = cast(UInt16, clamp(acc >> SHIFT, 0, 255))
+        f[x, y] = value
         outs.append(f)
     return Pipeline(outs, "color_correct", unroll, image="bayer_rggb")
