@@ -622,13 +622,59 @@ def pe_data_width(pe_doc: dict[str, Any]) -> int:
 NOT_WIDENABLE = frozenset({"commonlib.mult_middle"})
 
 
+#: operand positions a ``w``-bit op reads as signed (two's complement) or unsigned values: a
+#: constant there is sign- or zero-extended when the kernel is widened (:func:`widen_kernel`)
+_SIGNED_OPERANDS = {"commonlib.smax": (0, 1), "commonlib.smin": (0, 1), "coreir.slt": (0, 1),
+                    "coreir.sle": (0, 1), "coreir.sgt": (0, 1), "coreir.sge": (0, 1),
+                    "coreir.ashr": (0,), "commonlib.abs": (0,), "commonlib.absd": (0, 1)}
+_UNSIGNED_OPERANDS = {"commonlib.umax": (0, 1), "commonlib.umin": (0, 1), "coreir.ult": (0, 1),
+                      "coreir.ule": (0, 1), "coreir.ugt": (0, 1), "coreir.uge": (0, 1),
+                      "coreir.lshr": (0, 1), "coreir.ashr": (1,), "coreir.shl": (1,),
+                      ir.LUT_OP: (0,)}
+#: operand positions whose low ``w`` bits alone make the result's low ``w`` bits: they read a
+#: value the way its consumer does
+_TRANSPARENT = {"coreir.add": (0, 1), "coreir.sub": (0, 1), "coreir.mul": (0, 1),
+                "coreir.and": (0, 1), "coreir.or": (0, 1), "coreir.xor": (0, 1),
+                "coreir.not": (0,), "coreir.mux": (0, 1), "coreir.shl": (0,)}
+
+
+def _operand_reading(kernel: ir.Kernel, default: str) -> dict[tuple[int, int], str]:
+    """``(node, operand position) -> "s" | "u"``: how each data operand is read, from the
+    op (:data:`_SIGNED_OPERANDS`, :data:`_UNSIGNED_OPERANDS`) or, through ops that only
+    pass low bits on (:data:`_TRANSPARENT`), from how their results are read (backwards
+    from the outputs, which are read ``default``); a value read both ways, or only by
+    comparisons for equality, is read ``default``."""
+    reads: dict[int, set[str]] = {nid: {default} for nid in kernel.outputs.values()}
+    how: dict[tuple[int, int], str] = {}
+    for n in reversed(kernel.live_nodes()):
+        mine = reads.get(n.id, set())
+        own = default if len(mine) != 1 else next(iter(mine))
+        for pos, a in enumerate(n.args):
+            if pos in _SIGNED_OPERANDS.get(n.op, ()):
+                r = "s"
+            elif pos in _UNSIGNED_OPERANDS.get(n.op, ()):
+                r = "u"
+            elif pos in _TRANSPARENT.get(n.op, ()):
+                r = own
+            else:
+                r = default
+            how[(n.id, pos)] = r
+            reads.setdefault(a, set()).add(r)
+    return how
+
+
 def widen_kernel(kernel: ir.Kernel, width: int, signed: bool = False) -> ir.Kernel:
     """``kernel`` with every data word (input or node wider than 1 bit) ``width`` bits wide:
     a kernel of ``w``-bit words (the DSL apps: 16) mapped onto a PE of ``width > w`` bits
-    (a ``data_width = 32`` design). Constants are zero-extended, or sign-extended when
-    ``signed`` (the kernel of a signed stage, :attr:`mapper.ir.Stage.signed`: its constants
-    are Int16, so ``-180`` stays ``-180``); bits stay bits. Returns ``kernel`` itself when
-    its words are already ``width`` bits, or wider (covering then reports the missing rule).
+    (a ``data_width = 32`` design); bits stay bits. A constant is sign-extended where it is
+    read as a signed value and zero-extended where it is read as unsigned
+    (:func:`_operand_reading`: by a signed / unsigned op, or through adds, multiplies, logic
+    and muxes by how their results are read; outputs are read signed in a ``signed`` stage,
+    :attr:`mapper.ir.Stage.signed`), so ``max(x, -180)`` keeps ``-180`` and ``(a * -16 +
+    b) >> 5`` (arithmetic) keeps the negative product even in a stage whose output is
+    ``UInt16``; a constant read both ways becomes two constants. Returns ``kernel`` itself
+    when its words are already ``width`` bits, or wider (covering then reports the missing
+    rule).
 
     Semantics: the widened kernel computes the same low ``w`` bits as the original for
     every input when it has only ``add sub mul shl and or xor not mux const`` (a carry or
@@ -648,15 +694,39 @@ def widen_kernel(kernel: ir.Kernel, width: int, signed: bool = False) -> ir.Kern
                            f"{bad[0].width}-bit words cannot run on a {width}-bit PE (its "
                            f"result is not the low bits of the {width}-bit op); use a design "
                            f"with data_width = {bad[0].width}")
-    d = kernel.to_dict()
-    d["inputs"] = {k: [size, width if w > 1 else w] for k, (size, w) in d["inputs"].items()}
-    for nd in d["nodes"]:
-        w = nd["width"]
-        if w > 1:
-            if signed and nd["op"] in ir.CONST_OPS and nd["value"] >> (w - 1) & 1:
-                nd["value"] += (1 << width) - (1 << w)
-            nd["width"] = width
-    return ir.Kernel.from_dict(d)
+    default = "s" if signed else "u"
+    how = _operand_reading(kernel, default)
+    new = ir.Kernel(kernel.name)
+    for name, size in kernel.inputs.items():
+        w = kernel.input_widths[name]
+        new.declare_input(name, size, width if w > 1 else w)
+    remap: dict[int, int] = {}
+    consts: dict[tuple[int, str], int] = {}
+
+    def const(n: ir.Node, r: str) -> int:
+        """The widened constant ``n`` as read ``r`` (sign- or zero-extended)."""
+        if n.width == 1:
+            r = "u"
+        if (n.id, r) not in consts:
+            v = int(n.value)
+            if r == "s" and v >> (n.width - 1) & 1:
+                v += (1 << width) - (1 << n.width)
+            consts[(n.id, r)] = new.const(v, width if n.width > 1 else 1)
+        return consts[(n.id, r)]
+
+    for n in kernel.live_nodes():
+        if n.op == ir.INPUT:
+            remap[n.id] = new.input(*n.input)
+        elif n.op not in ir.CONST_OPS:
+            args = [const(kernel.nodes[a], how[(n.id, pos)])
+                    if kernel.nodes[a].op in ir.CONST_OPS else remap[a]
+                    for pos, a in enumerate(n.args)]
+            remap[n.id] = new.add(n.op, *args, width=width if n.width > 1 else None,
+                                  name=n.name, table=n.table)
+    for name, nid in kernel.outputs.items():
+        n = kernel.nodes[nid]
+        new.set_output(name, const(n, default) if n.op in ir.CONST_OPS else remap[nid])
+    return new
 
 
 def index_bound(k: ir.Kernel, nid: int) -> int:

@@ -79,3 +79,19 @@ def test_pointwise_runs_bit_exact_on_width32(width32_design, tmp_path):
     from mapper.images import camera_crop
     got = np.load(out / "pointwise.npy").astype(np.int64)
     assert np.array_equal(got, camera_crop(64, 64).astype(np.int64) * 2 + 1)
+
+
+def test_camera_pipeline_runs_bit_exact_on_width32(width32_design, tmp_path):
+    """Lookup tables in 32-bit MEM words (dualport_1024x32's config memory) and a colour
+    correction whose negative Int16 weights sit in a UInt16 stage: widening sign-extends
+    them because an arithmetic shift reads their products (compute.widen_kernel)."""
+    out = tmp_path / "camera_pipeline"
+    proc = _cgra("run", "camera_pipeline", "--design", str(width32_design), "--out", str(out),
+                 "--image", "astronaut", "--size", "48")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    rep = json.loads((out / "run_report.json").read_text())
+    assert rep["match"] == {"numpy": True, "halide": True}
+    assert rep["outputs"] == {"red": [22, 22], "green": [22, 22], "blue": [22, 22]}
+    luts = [i for i in json.loads((out / "netlist.json").read_text())["instances"].values()
+            if "lut" in i["config"]]
+    assert len(luts) == 3
