@@ -105,7 +105,7 @@ def rules_warm(rules_dir: Path, jobs: int) -> None:
         actions[e["action"]] = actions.get(e["action"], 0) + 1
     emit("rules_warm", round(walls[1], 2), "s", first_run_s=round(walls[0], 2),
          actions=actions, targets=len(timing["entries"]), jobs=jobs, under_5s=walls[1] < 5,
-         command=" ".join([".venv/bin/cgra"] + cmd[1:]))
+         command=" ".join([".venv/bin/cgra"] + cmd[1:]).replace(f"{ROOT}/", ""))
 
 
 def _pe_modules(design: Path, spec) -> dict:
