@@ -30,8 +30,9 @@ before the run's first read, into transpose-buffer half ``k mod 2``. An output r
 reads of one wide word: ``fetch_width`` consecutive words of a raster read, or more when
 words repeat or are reordered (upsample's 0,0,1,1,2,2,3,3: one fetch per 8 reads; see
 :func:`output_run_length`); the ``out<q>`` slot generator gives ``fetch_width * (k mod 2) +
-word``, affine in the counters modulo ``2 * fetch_width``. Phases are chosen so that the single SRAM port never sees two accesses in one
-cycle and every output word equals the unified-buffer semantics; otherwise ConfigError.
+word``, affine in the counters modulo ``2 * fetch_width``. Phases are chosen so that the
+single SRAM port never sees two accesses in one cycle and every output word equals the
+unified-buffer semantics; otherwise ConfigError.
 """
 from __future__ import annotations
 
@@ -293,8 +294,8 @@ class _WideStream:
     chunk_addr: np.ndarray    # wide address per chunk (input) / per run (output)
     base: np.ndarray          # per chunk: cycle of its last word + 1 (in) / first word - 2 (out)
     max_phase: int
-    run_len: int = 0          # output: words per transpose-buffer run (0 for inputs)
     word: np.ndarray | None = None   # output: word index inside its wide word, per read
+    pattern: "_OutPattern | None" = None   # output: its transpose-buffer runs
 
 
 @dataclass(frozen=True)
@@ -433,11 +434,11 @@ def _wide_program(spec: MemorySpec, p: PortProgram, sched_offset: int, slot_bits
     return side, wide
 
 
-def _out_programs(spec: MemorySpec, port: str, p: PortProgram, sched_offset: int
+def _out_programs(p: PortProgram, pat: _OutPattern, sched_offset: int
                   ) -> tuple[ControllerProgram, ControllerProgram]:
-    """(``out<q>`` program, ``tb<q>`` program) of an output port; the ``tb<q>`` schedule
-    offset (first fetch) is ``sched_offset``."""
-    pat = _output_pattern(spec.storage.fetch_width, port, p)
+    """(``out<q>`` program, ``tb<q>`` program) of output port program ``p`` served by the
+    transpose-buffer runs ``pat`` (:func:`_output_pattern`); the ``tb<q>`` schedule offset
+    (first fetch) is ``sched_offset``."""
     side = ControllerProgram(p.extents, p.schedule, {"addr": pat.slot})
     wide = ControllerProgram(pat.tb_extents, AffineMap(pat.tb_sched_strides, sched_offset),
                              {"addr": pat.tb_addr, "half": pat.half})
@@ -457,9 +458,10 @@ def _vectorize(spec: MemorySpec, progs: dict[str, PortProgram]) -> dict[str, Con
             base = chunks[:, -1] + 1
             # aggregator half reuse: chunk k+2 overwrites the half chunk k is read from
             gaps = chunks[2:, 0] - base[:-2]
-            run_len, word = 0, None
+            word, pat = None, None
         else:
-            run_len = _output_pattern(fw, port, p).run_len
+            pat = _output_pattern(fw, port, p)
+            run_len = pat.run_len
             words = p.addresses()
             runs = cyc.reshape(-1, run_len)
             addr = words[::run_len] // fw
@@ -474,7 +476,7 @@ def _vectorize(spec: MemorySpec, progs: dict[str, PortProgram]) -> dict[str, Con
             # from fetch + 2) after run k-2, which used the same half, has been read
             gaps = base[2:] + 1 - runs[:-2, -1]
         max_phase = fw - 1 if len(gaps) == 0 else int(min(fw - 1, gaps.min()))
-        streams[port] = _WideStream(port, p, cyc, addr, base, max_phase, run_len, word)
+        streams[port] = _WideStream(port, p, cyc, addr, base, max_phase, word, pat)
 
     ins = [p for p in spec.inputs if p in streams]
     outs = [p for p in spec.outputs if p in streams]
@@ -529,7 +531,7 @@ def _vectorize(spec: MemorySpec, progs: dict[str, PortProgram]) -> dict[str, Con
         if port in spec.inputs:
             out[f"in{i}"], out[f"agg{i}"] = _wide_program(spec, st.prog, off, slot_bits)
         else:
-            out[f"out{i}"], out[f"tb{i}"] = _out_programs(spec, port, st.prog, off)
+            out[f"out{i}"], out[f"tb{i}"] = _out_programs(st.prog, st.pattern, off)
     return out
 
 
@@ -550,7 +552,7 @@ def _dependence_error(spec, streams, assign, ins, outs, src_golden, times) -> st
         st = streams[q]
         fetch = times(q, assign[q]).tolist()
         gold = src_golden[q]
-        n = st.run_len
+        n = st.pattern.run_len
         word = st.word.tolist()
         for k, (r, a) in enumerate(zip(fetch, st.chunk_addr.tolist(), strict=True)):
             lst = commits.get(a, [])

@@ -195,11 +195,12 @@ def rom_contents(config: dict[str, Any]) -> list[int] | None:
     return None if got is None else list(got)
 
 
-def lut_writes(inst: str, xy: tuple[int, int], tile: Any, table: list[int]
-               ) -> list[tuple[int, int]]:
-    """``(addr, data)`` writing ``table`` into the SRAM of the MEM at ``xy`` (word ``i`` =
-    entry ``i``). Raises :class:`ConfigError` when the tile has no config memory or the
-    table does not fit it."""
+def contents_writes(inst: str, xy: tuple[int, int], tile: Any, table: list[int]
+                    ) -> list[tuple[int, int]]:
+    """``(addr, data)`` writing ``table`` (a lookup table or a pattern ROM's words,
+    :func:`rom_contents`) into the SRAM of the MEM at ``xy`` (word ``i`` = entry ``i``).
+    Raises :class:`ConfigError` when the tile has no config memory or the table does not
+    fit it."""
     from canal.config import config_memory_writes
 
     cm = getattr(tile, "config_memory", None)
@@ -244,7 +245,7 @@ def generate(packed: PackedDesign, placement: Placement, routing: RoutingResult,
         contents = rom_contents(pi.config) if pi.tag == "m" else None
         if contents is not None:
             kind = "lookup table" if "lut" in pi.config else "pattern ROM"
-            for addr, data in lut_writes(inst, (x, y), coll.tiles[(x, y)], contents):
+            for addr, data in contents_writes(inst, (x, y), coll.tiles[(x, y)], contents):
                 regs[addr] = data
                 fields[addr] = [("lut_entry" if "lut" in pi.config else "rom_word", data)]
                 what[addr] = [f"{pi.kind} {inst} ({kind})"]

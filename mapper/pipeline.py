@@ -218,8 +218,11 @@ def is_lut(packed: PackedDesign, inst: str) -> bool:
 
 
 def _latency(packed: PackedDesign, inst: str, p: PipelineParams) -> int:
+    """Core latency (cycles): a PE's, a lookup MEM's or a pattern ROM's from its config,
+    else the tag's."""
     i = packed.instances[inst]
-    if "latency" in i.config and (i.tag == "p" or is_lut(packed, inst)):
+    if "latency" in i.config and (i.tag == "p" or (i.tag == "m" and (
+            "lut" in i.config or "rom" in i.config))):
         return int(i.config["latency"])
     return int(p.latency.get(i.tag, 0))
 
@@ -387,7 +390,7 @@ class _Design:
             elif pi.tag == "m":
                 latest = max(arr.values(), default=0)
                 # a pattern ROM's word comes one read latency after its stream schedule
-                rom = int(pi.config.get("latency", 0)) if "rom" in pi.config else 0
+                rom = _latency(packed, inst, self.p) if "rom" in pi.config else 0
                 for o in self.out_ports[inst]:
                     src = self.mem_group[inst].get(o)
                     sigma_out[(inst, o)] = (arr.get(src, 0) if src else latest) + \

@@ -811,9 +811,7 @@ class Pipeline:
         if patterns:
             shape = next(iter(inputs.values())).shape
             for name in patterns:
-                dim, m, off = name[len(PATTERN_PREFIX):].split("_")
-                inputs[name] = ir.PipelineInput(name, shape, pattern=(
-                    dim, int(m[len("mod"):]), int(off[len("plus"):])))
+                inputs[name] = ir.PipelineInput(name, shape, pattern=_pattern_of(name))
         p = ir.Pipeline(self.name, inputs, stages, self.output.name, self.unroll, crop,
                         tuple(o.name for o in self.outputs[1:]))
         p.validate()
@@ -926,6 +924,12 @@ PATTERN_PREFIX = "__coord_"
 def pattern_name(dim: str, modulus: int, offset: int) -> str:
     """The pipeline input name of coordinate pattern ``(dim + offset) % modulus``."""
     return f"{PATTERN_PREFIX}{dim}_mod{modulus}_plus{offset}"
+
+
+def _pattern_of(name: str) -> tuple[str, int, int]:
+    """``(dim, modulus, offset)`` of a :func:`pattern_name`."""
+    dim, m, off = name[len(PATTERN_PREFIX):].split("_")
+    return dim, int(m[len("mod"):]), int(off[len("plus"):])
 
 
 def _lower_func(f: Func) -> ir.Stage:
