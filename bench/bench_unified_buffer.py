@@ -1,6 +1,6 @@
 """Unified-buffer benchmark (issue 14): multi-rate apps and gaussian unroll on build/default.
 
-Per app (downsample, upsample, laplacian_pyramid, gaussian, harris, camera_pipeline,
+Per app (downsample, upsample, upsample_bilinear, laplacian_pyramid, gaussian, harris, camera_pipeline,
 bayer_demosaic (its pattern ROMs count as MEMs; "n/a" on the PUB, which has no config-bus memory); 64x64
 camera crop, placement seed 0, no clock target): PE / MEM / register counts, buffer MEMs on
 the dual-port and the PUB preset (mapper level; "n/a" when the PUB cannot hold an addressed
@@ -30,7 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench_cascade import design  # noqa: E402  (build/default, generated when missing)
 
-APPS = ("downsample", "upsample", "laplacian_pyramid", "gaussian", "harris", "camera_pipeline",
+APPS = ("downsample", "upsample", "upsample_bilinear", "laplacian_pyramid", "gaussian", "harris",
+        "camera_pipeline",
         "bayer_demosaic")
 #: why lookup tables are counted apart from the buffers (figure ``lut_mem_dp``)
 LUT_NOTE = ("lookup tables need the dual-port MEM's lookup-table mode: on a PUB design they "

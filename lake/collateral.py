@@ -76,17 +76,28 @@ def _collateral(spec: MemorySpec) -> str:
     if spec.wide:
         modes = ["vectorized_affine", "delay_line", "line_buffer", "chaining"]
         constraints += [
-            f"inputs: innermost address stride 1, innermost extent a multiple of "
-            f"{st.fetch_width}, address offset and outer strides multiples of {st.fetch_width}",
+            f"inputs: innermost address stride 1 and any innermost extent W (a row); "
+            f"pitch rule: address offset and outer strides (the row pitch, normally W "
+            f"rounded up to a multiple of {st.fetch_width}) multiples of {st.fetch_width}; "
+            f"the last wide word of a row may be partial (committed as if full)",
             f"outputs: each fetched {st.fetch_width}-word wide word is read in one run of "
             f"consecutive reads, either (a) the first level that moves the address has "
-            f"stride 1 and an extent that is a multiple of {st.fetch_width}, the levels inside it "
-            f"repeat (stride 0), address offset and outer strides are multiples of "
-            f"{st.fetch_width} (e.g. upsample's repeated reads: extents [2, W, H], strides "
-            f"[0, 1, 0]), or (b) the levels below some level stay inside one aligned wide "
-            f"word (offset mod {st.fetch_width} plus their addresses in [0, {st.fetch_width})) and the "
-            f"strides from that level on are multiples of {st.fetch_width}",
-            "output schedule offset >= 2 (SRAM prefetch)",
+            f"a stride s dividing {st.fetch_width} "
+            f"({', '.join(str(x) for x in range(1, st.fetch_width + 1) if st.fetch_width % x == 0)}"
+            f"; {st.fetch_width} / s reads per wide word) and any extent, the levels inside "
+            f"it repeat (stride 0) and the outer "
+            f"strides are multiples of {st.fetch_width} (pitch rule; e.g. upsample's "
+            f"repeated reads: extents [2, W, 2, H], strides [0, 1, 0, pitch]; a 2x "
+            f"downsample: extents [W/2, 2, H], strides [2, 0, pitch]); the address "
+            f"offset may be unaligned (runs follow the aligned wide words, the first and "
+            f"last of a row partial), or (b) the levels below some level stay inside one "
+            f"aligned wide word (offset mod {st.fetch_width} plus their addresses in "
+            f"[0, {st.fetch_width})) and the strides from that level on are multiples of "
+            f"{st.fetch_width}",
+            "output schedule offset >= 2 (SRAM prefetch), >= 2 + t * ((offset mod "
+            f"{st.fetch_width}) // s) for an unaligned form-(a) read (t, s: schedule and "
+            "address stride of its first moving level; its first wide word is fetched that "
+            "much earlier)",
             "at most one SRAM access per cycle across the 4 SRAM-side controllers",
             "reads must follow the write by enough cycles for aggregation "
             "(see min_delay_full_rate)"]

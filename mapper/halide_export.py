@@ -109,6 +109,8 @@ class HalidePipeline:
             v = pure[t]
             if a.scale != 1:
                 v = v * a.scale
+            if a.pre:
+                v = v + a.pre
             if a.div != 1:
                 v = v / a.div          # Halide's integer division floors
             return v

@@ -428,10 +428,11 @@ UNIT_RATE = ((1, 1), (1, 1))
 @dataclass(frozen=True)
 class Window:
     """Binding of one indexed kernel input: element ``i`` for output pixel ``(x, y)`` reads
-    ``producer(floor(a_x * x / b_x) + dx_i, floor(a_y * y / b_y) + dy_i)`` with
+    ``producer(floor((a_x * x + dx_i) / b_x), floor((a_y * y + dy_i) / b_y))`` with
     ``rate = ((a_x, b_x), (a_y, b_y))`` (positive integers; ``((1, 1), (1, 1))`` = a stencil,
     ``((2, 1), (2, 1))`` = stride 2 (downsample), ``((1, 2), (1, 2))`` = each pixel twice
-    (upsample))."""
+    (upsample)). The offsets are inside the floor (in units of ``1 / b``): ``x/2 + 1`` is
+    offset 2, ``(x + 1)/2`` offset 1; at unit ``b`` they are plain pixel offsets."""
 
     producer: str
     offsets: tuple[tuple[int, int], ...]
@@ -441,7 +442,7 @@ class Window:
         """Producer coordinate along ``dim`` (0 = x) for output coordinate(s) ``v`` (int or
         integer numpy array) and window offset ``d``."""
         a, b = self.rate[dim]
-        return (a * v) // b + d
+        return (a * v + d) // b
 
 
 @dataclass
@@ -639,11 +640,11 @@ class Pipeline:
                 p = dom[w.producer]
                 for dx, dy in w.offsets:
                     (ax, bx), (ay, by) = w.rate
-                    # floor(a*v/b) + d in [lo, hi)  <=>  ceil((lo-d)*b/a) <= v <= ...
-                    x0 = max(x0, -(-(p.x0 - dx) * bx // ax))
-                    x1 = min(x1, ((p.x1 - dx) * bx - 1) // ax + 1)
-                    y0 = max(y0, -(-(p.y0 - dy) * by // ay))
-                    y1 = min(y1, ((p.y1 - dy) * by - 1) // ay + 1)
+                    # floor((a*v + d)/b) in [lo, hi)  <=>  ceil((lo*b - d)/a) <= v <= ...
+                    x0 = max(x0, -(-(p.x0 * bx - dx) // ax))
+                    x1 = min(x1, (p.x1 * bx - dx - 1) // ax + 1)
+                    y0 = max(y0, -(-(p.y0 * by - dy) // ay))
+                    y1 = min(y1, (p.y1 * by - dy - 1) // ay + 1)
             if not s.windows:
                 raise MappingError(f"pipeline {self.name}: stage {s.name} reads no input; "
                                    f"a constant stage has no domain")

@@ -50,9 +50,12 @@ is configured on its own (Lake ``chain_length`` 1).
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
+
+import islpy as isl
 
 from cgra.errors import ConfigError, MappingError
 from lake.config import configure as lake_configure
@@ -70,7 +73,7 @@ DUAL_PORT_SRAM: dict[str, Any] = {
 PHYSICAL_UNIFIED_BUFFER: dict[str, Any] = {
     "name": "pub_512x64", "capacity": 2048, "word_width": 16, "fetch_width": 4,
     "sram_depth": 512, "in_ports": 2, "out_ports": 2, "max_dimensionality": 6,
-    "read_latency": 1, "extent_width": 16, "schedule_width": 24,
+    "read_latency": 1, "extent_width": 16, "schedule_width": 24, "min_delay_full_rate": 7,
 }
 PRESETS = {"dualport_2048x16": DUAL_PORT_SRAM, "pub_512x64": PHYSICAL_UNIFIED_BUFFER}
 #: The default shift-register threshold (cycles). 4, not a row: a chain of k netlist registers
@@ -98,6 +101,9 @@ class MemSpec:
     schedule_width: int = 24
     word_width: int = 16
     fetch_width: int = 1
+    #: smallest write-to-read schedule distance (cycles) of a full-rate delay line
+    #: (``min_delay_full_rate`` of the collateral; 7 on the PUB: aggregator + transpose buffer)
+    min_delay: int = 0
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> MemSpec:
@@ -112,7 +118,8 @@ class MemSpec:
         spec = cls(str(d["name"]), int(d["capacity"]), int(d["in_ports"]), int(d["out_ports"]),
                    int(d["max_dimensionality"]), int(d.get("read_latency", 1)),
                    int(d.get("extent_width", 16)), int(d.get("schedule_width", 24)),
-                   int(d.get("word_width", 16)), int(d.get("fetch_width", 1)))
+                   int(d.get("word_width", 16)), int(d.get("fetch_width", 1)),
+                   int(d.get("min_delay_full_rate", 0)))
         for k in ("capacity", "in_ports", "out_ports", "extent_width", "schedule_width",
                   "fetch_width"):
             if getattr(spec, k) < 1:
@@ -213,13 +220,26 @@ def segment_taps(buffer: tuple[str, int], taps: list[int], spec: MemSpec) -> lis
     return segs
 
 
-def pack_segments(segments: list[Segment], spec: MemSpec) -> list[MemTile]:
-    """First-fit packing of segments into MEM tiles (module docstring, step 3)."""
+def pack_segments(segments: list[Segment], spec: MemSpec,
+                  downstream: Callable[[Segment], set[str]] | None = None) -> list[MemTile]:
+    """First-fit packing of segments into MEM tiles (module docstring, step 3).  Two
+    segments share a tile only when neither's input depends on the other's output
+    (``downstream(seg)``: the stages its taps feed, directly or through later stages; two
+    segments of one buffer never share): otherwise the tile would sit on a loop of the
+    netlist (a MEM output feeding, through PEs, an input of the same MEM), which
+    pipelining cannot balance."""
     tiles: list[MemTile] = []
+    below = downstream or (lambda seg: set())
+
+    def related(a: Segment, b: Segment) -> bool:
+        pa, pb = a.buffer[0], b.buffer[0]
+        return pa == pb or pb in below(a) or pa in below(b)
+
     def fits(t: MemTile, seg: Segment) -> bool:
         ins, outs, words = t.used()
         return (ins < spec.in_ports and outs + len(seg.taps) <= spec.out_ports
-                and words + seg.words <= spec.capacity)
+                and words + seg.words <= spec.capacity
+                and not any(related(o, seg) for o in t.segments))
 
     for seg in segments:
         k = next((i for i, t in enumerate(tiles) if fits(t, seg)), len(tiles))
@@ -277,37 +297,107 @@ def delay_line_programs(seg: Segment, first_write: int, span: int, spec: MemSpec
     return prog(start), reads
 
 
+def row_programs(write: polyhedral.Port, reads: list[polyhedral.Port], layout: tuple[int, int],
+                 base: tuple[int, int], rows: int) -> list[polyhedral.AddressProgram]:
+    """Address programs ``[write, read_0, ...]`` of a circular buffer of ``rows`` rows of
+    ``layout[0]`` words whose element ``base`` is word 0 (:func:`mapper.polyhedral.linearize`;
+    a read may overrun its domain). Raises :class:`MappingError` from ``linearize``."""
+    height = layout[1]
+    keep, mod = (1, None) if rows == 1 else (2, None) if rows == height else (2, rows)
+    return [polyhedral.linearize(p, layout, base, keep, mod, overrun=p is not write)
+            for p in [write, *reads]]
+
+
+def restrict_columns(port: polyhedral.Port, lo: int, hi: int) -> polyhedral.Port | None:
+    """``port`` restricted to the iterations that access buffer columns ``lo <= x < hi``
+    (``None`` when there are none). Raises :class:`MappingError` when those iterations are
+    not a box (one address program cannot run them)."""
+    elem = port.access.get_tuple_name(isl.dim_type.out)
+    cols = isl.Set(f"{{ {elem}[e0, e1] : {lo} <= e0 < {hi} }}")
+    dom = port.access.intersect_range(cols).domain()
+    if dom.is_empty():
+        return None
+    if not dom.coalesce().is_box():
+        raise MappingError(f"buffer {port.buffer} ({port.stage}): the iterations reading "
+                           f"columns [{lo}, {hi}) are not a box; this port cannot be banked "
+                           f"by columns")
+    return dataclasses.replace(port, domain=dom, access=port.access.intersect_domain(dom),
+                               schedule=port.schedule.intersect_domain(dom))
+
+
+def circular_rows(write: polyhedral.Port, reads: list[polyhedral.Port], layout: tuple[int, int],
+                  base: tuple[int, int], need: int, capacity: int, where: str, mem: str,
+                  pitch: int | None = None) -> tuple[int, list[polyhedral.AddressProgram]]:
+    """The fewest rows ``R`` of a circular buffer of ``W``-word rows (``layout = (W, H)``)
+    that hold ``need`` live words (``R * W >= need``) and whose addresses ``(x - x0) + P * ((y
+    - y0) mod R)`` every port's address generator expresses (:func:`mapper.polyhedral.
+    linearize`: a counter the modulus divides must have an extent that is a multiple of the
+    divisor, i.e. ``H`` a multiple of ``R`` for the write; a read's outer counter may run
+    past its domain, ``overrun``), with the programs ``[write, read_0, ...]``. ``P`` =
+    ``pitch`` (words per stored row, default ``W``; a wide-fetch MEM pads rows to a
+    multiple of its fetch width, words ``W..P-1`` of a row are never written or read).
+    ``R = 1`` and ``R = H`` need no modulus. Raises :class:`MappingError` when no ``R``
+    with ``R * P <= capacity`` (words of MEM ``mem``) works, naming the smallest ``R``
+    tried, its size and the reason."""
+    width, height = layout
+    pitch = pitch or width
+    first = max(1, -(-need // width))
+    tried: list[str] = []
+    for rows in range(first, height + 1):
+        if rows * pitch > capacity:
+            break
+        try:
+            return rows, row_programs(write, reads, (pitch, height), base, rows)
+        except MappingError as exc:
+            tried.append(f"{rows} rows: {str(exc).split(': ', 1)[-1]}")
+    why = f" ({tried[0]})" if tried else ""
+    raise MappingError(f"{where}: needs a circular buffer of {first * pitch} words or more "
+                       f"({first} row(s) of {pitch}, {need} words live) that its address "
+                       f"generators can express, MEM {mem} holds {capacity}{why}; use a "
+                       f"narrower image")
+
+
 def addressed_tiles(key: tuple[str, int], reads: list[BufferPort], sched: PipelineSchedule,
                     spec: MemSpec, first_tile: int
-                    ) -> list[tuple[MemTile, list[tuple[BufferPort, tuple[str, int, int]]]]]:
+                    ) -> tuple[list[MemTile], list[tuple[BufferPort, list[tuple[str, int]]]]]:
     """MEM tiles for the addressed reads of buffer ``key`` (reads whose distance varies, e.g.
-    upsampling): a circular buffer of ``C`` words, ``C`` = the smallest row-major prefix of the
-    producer's domain (one row, or the whole image) holding the ISL capacity of these reads
-    (:attr:`mapper.polyhedral.Port.capacity`), with the write program and one read
-    program per port from :func:`mapper.polyhedral.linearize` (addresses modulo ``C``; a
-    read issues ``read_latency`` cycles before its data is due).  A tile serves up to
-    ``out_ports`` reads; more reads get further tiles fed by the same write stream.  Returns
-    ``[(tile, [(port, signal key)])]``.  On a wide-fetch MEM (``fetch_width`` > 1, the PUB)
-    the write must fill whole wide words and every read must be a run pattern the
-    transpose buffer serves (:func:`lake.config.output_run_length`); a tile of a Lake preset
-    is also checked by Lake's encoder (commit / fetch timing against the golden model; the
-    schedule leaves room for it, :func:`wide_read_latency`).  Raises :class:`MappingError`
-    when ``C`` exceeds the MEM's capacity, a program does not fit its registers or the
-    wide-fetch MEM refuses it (Lake's rule named in the message)."""
+    upsampling): a circular buffer of ``C = R * W`` words (``W`` words per producer row),
+    ``R`` the fewest rows that hold the ISL capacity of these reads
+    (:attr:`mapper.polyhedral.Port.capacity`) and whose ``y mod R`` every port's address
+    generator can express (:func:`circular_rows`; ``R = 1``: one row, ``R = H``: the whole
+    image), with the write program and one read program per port (addresses modulo ``C``;
+    a read issues ``read_latency`` cycles before its data is due).  A tile serves up to
+    ``out_ports`` reads; more reads get further tiles fed by the same write stream.
+
+    **Banking.** When ``C`` exceeds one MEM (``capacity`` words) on a narrow MEM
+    (``fetch_width`` 1), the columns are split into banks of ``B = capacity // R`` columns
+    (the last one narrower): bank ``j`` holds columns ``[j*B, (j+1)*B)`` of the same ``R``
+    rows on its own tiles; its write program writes only those columns and each read
+    program runs only the iterations that read them (:func:`restrict_columns`). A read
+    served by several banks is merged in its consumer kernel by :func:`merge_banks` (a mux
+    chain selected by each bank's ``valid_out``).
+
+    Returns ``(tiles, [(port, [(tile name, out port), ...]), ...])``: per read, its
+    sources in bank order.  On a wide-fetch MEM (``fetch_width`` > 1, the PUB) rows are
+    stored at a pitch of whole wide words (``W`` rounded up to a multiple of the fetch
+    width, Lake's pitch rule) and every read must be a run pattern the transpose buffer
+    serves (:func:`lake.config.output_run_length`); a tile of a Lake preset is also checked
+    by Lake's encoder (commit / fetch timing against the golden model; the schedule leaves
+    room for it, :func:`wide_read_latency`).  Raises :class:`MappingError` when ``C``
+    exceeds the MEM's capacity on a wide-fetch MEM (no banking there) or ``R`` rows of one
+    column do not fit, a program does not fit its registers or the wide-fetch MEM refuses
+    it (Lake's rule named in the message)."""
     prod, lane = key
     st = sched.stages[prod]
     buf = sched.poly.buffers[prod]
-    layout = (st.box.width, st.box.height)
-    base = (st.box.x0, st.box.y0)
+    width, height = st.box.width, st.box.height
+    x0, y0 = st.box.x0, st.box.y0
     need = max(p.poly.capacity for p in reads)
-    keep = 1 if need <= layout[0] else 2
-    words = layout[0] if keep == 1 else layout[0] * layout[1]
     where = f"memory mapping: buffer {prod} (addressed reads by " \
             f"{sorted({r.stage for r in reads})})"
-    if words > spec.capacity:
-        raise MappingError(f"{where}: needs a circular buffer of {words} words (capacity "
-                           f"{need}), MEM {spec.name} holds {spec.capacity}; use a "
-                           f"narrower image")
+    polys = [p.poly for p in reads]
+    fw = spec.fetch_width
+    pitch = -(-width // fw) * fw       # a wide-fetch MEM stores rows at whole wide words
 
     def program(ap: polyhedral.AddressProgram, shift: int) -> dict[str, Any]:
         return {"dimensionality": len(ap.extents), "extents": list(ap.extents),
@@ -315,11 +405,37 @@ def addressed_tiles(key: tuple[str, int], reads: list[BufferPort], sched: Pipeli
                 "schedule": {"strides": list(ap.schedule_strides),
                              "offset": ap.schedule_offset + shift}}
 
-    wprog = program(polyhedral.linearize(buf.write, layout, base, keep), 0)
+    # banks: (first column, columns, [write program, read program or None per read])
+    banks: list[tuple[int, int, list[polyhedral.AddressProgram | None]]]
+    try:
+        rows, programs = circular_rows(buf.write, polys, (width, height), (x0, y0), need,
+                                       spec.capacity, where, spec.name, pitch)
+        banks = [(0, pitch, list(programs))]
+    except MappingError:
+        if spec.fetch_width > 1:
+            raise
+        rows, _ = circular_rows(buf.write, polys, (width, height), (x0, y0), need,
+                                1 << 62, where, spec.name)
+        cols = spec.capacity // rows
+        if cols == 0:
+            raise MappingError(f"{where}: needs a circular buffer of {rows} rows; MEM "
+                               f"{spec.name} holds {spec.capacity} words, fewer than one "
+                               f"column of it") from None
+        banks = []
+        for a in range(0, width, cols):
+            b = min(width, a + cols)
+            w = restrict_columns(buf.write, x0 + a, x0 + b)
+            rs = [restrict_columns(p, x0 + a, x0 + b) for p in polys]
+            used = [r for r in rs if r is not None]
+            progs = iter(row_programs(w, used, (b - a, height), (x0 + a, y0), rows))
+            wp = next(progs)
+            banks.append((a, b - a, [wp] + [next(progs) if r is not None else None
+                                            for r in rs]))
 
     def vectorizable(prog: dict[str, Any], port: str) -> None:
         """The wide-fetch MEM's aggregator commits ``fetch_width`` consecutive words (write:
-        innermost address stride 1, extent a multiple of the fetch width); its transpose
+        innermost address stride 1; a row of ``W`` words is stored at a pitch of whole wide
+        words, its last wide word partial, Lake's pitch rule); its transpose
         buffer serves each fetched wide word to one run of consecutive reads, in any order
         an affine slot function expresses (reads: :func:`lake.config.output_run_length`,
         e.g. upsample's repeated reads 0,0,1,1,...)."""
@@ -328,12 +444,11 @@ def addressed_tiles(key: tuple[str, int], reads: list[BufferPort], sched: Pipeli
         fw = spec.fetch_width
         s0, e0 = prog["address"]["strides"][0], prog["extents"][0]
         if port.startswith("data_in"):
-            if s0 != 1 or e0 % fw:
+            if s0 != 1:
                 raise MappingError(f"{where}: port {port} has innermost address stride {s0} "
                                    f"and extent {e0}, but MEM {spec.name} aggregates {fw} "
-                                   f"consecutive words (stride 1, extent a multiple of {fw}); "
-                                   f"use a dual-port MEM (mem_preset = \"dualport_2048x16\") "
-                                   f"or an image width that is a multiple of {fw}")
+                                   f"consecutive words (stride 1); use a dual-port MEM "
+                                   f"(mem_preset = \"dualport_2048x16\")")
             return
         try:
             output_run_length(fw, port, prog)
@@ -342,35 +457,73 @@ def addressed_tiles(key: tuple[str, int], reads: list[BufferPort], sched: Pipeli
                                f"cannot serve need a dual-port MEM (mem_preset = "
                                f"\"dualport_2048x16\")") from None
 
-    vectorizable(wprog, "data_in_0")
-    out: list[tuple[MemTile, list[tuple[BufferPort, tuple[str, int, int]]]]] = []
-    for k in range(0, len(reads), spec.out_ports):
-        group = reads[k:k + spec.out_ports]
-        tile = MemTile(f"mem_{first_tile + len(out)}", spec)
-        seg = Segment(key, 0, [p.distance for p in group], words, addressed=True,
-                      tile=first_tile + len(out), in_port=0,
-                      out_ports=list(range(len(group))))
-        tile.segments.append(seg)
-        tw = f"MEM {tile.name} ({where})"
-        _check_program(wprog, spec, tw)
-        tile.programs["data_in_0"] = wprog
-        taps = []
-        for q, port in enumerate(group):
-            rp = program(polyhedral.linearize(port.poly, layout, base, keep),
-                         -spec.read_latency)
-            vectorizable(rp, f"data_out_{q}")
-            _check_program(rp, spec, tw)
-            tile.programs[f"data_out_{q}"] = rp
-            taps.append((port, (prod, lane, -1 - k - q)))
-        if spec.fetch_width > 1 and spec.name in LAKE_PRESETS:
-            # the wide-fetch schedule (aggregator commits, SRAM port sharing, prefetch,
-            # dependence) is checked by Lake's own encoder against the golden model
-            try:
-                lake_configure(spec.name, tile.programs)
-            except ConfigError as exc:
-                raise MappingError(f"{tw}: {exc}") from None
-        out.append((tile, taps))
-    return out
+    tiles: list[MemTile] = []
+    sources: list[list[tuple[str, int]]] = [[] for _ in reads]
+    for a, ncols, progs in banks:
+        wprog = program(progs[0], 0)       # type: ignore[arg-type]
+        vectorizable(wprog, "data_in_0")
+        mine = [k for k in range(len(reads)) if progs[1 + k] is not None]
+        for g in range(0, len(mine), spec.out_ports):
+            group = mine[g:g + spec.out_ports]
+            tile = MemTile(f"mem_{first_tile + len(tiles)}", spec)
+            seg = Segment(key, 0, [reads[k].distance for k in group], rows * ncols,
+                          addressed=True, tile=first_tile + len(tiles), in_port=0,
+                          out_ports=list(range(len(group))))
+            tile.segments.append(seg)
+            bank = f", bank of columns [{a}, {a + ncols})" if len(banks) > 1 else ""
+            tw = f"MEM {tile.name} ({where}{bank})"
+            _check_program(wprog, spec, tw)
+            tile.programs["data_in_0"] = wprog
+            for q, k in enumerate(group):
+                rp = program(progs[1 + k], -spec.read_latency)    # type: ignore[arg-type]
+                vectorizable(rp, f"data_out_{q}")
+                _check_program(rp, spec, tw)
+                tile.programs[f"data_out_{q}"] = rp
+                sources[k].append((tile.name, q))
+            if spec.fetch_width > 1 and spec.name in LAKE_PRESETS:
+                # the wide-fetch schedule (aggregator commits, SRAM port sharing, prefetch,
+                # dependence) is checked by Lake's own encoder against the golden model
+                try:
+                    lake_configure(spec.name, tile.programs)
+                except ConfigError as exc:
+                    raise MappingError(f"{tw}: {exc}") from None
+            tiles.append(tile)
+    return tiles, list(zip(reads, sources, strict=True))
+
+
+def merge_banks(kernel: ir.Kernel, name: str, index: int, banks: int
+                ) -> tuple[ir.Kernel, str, str]:
+    """``kernel`` with input element ``name[index]`` read from ``banks`` memory banks: new
+    inputs ``<name>_bank<index>`` (``banks`` data words, the banks' ``data_out``) and
+    ``<name>_valid<index>`` (``banks`` bits, their ``valid_out``) replace it, merged by a
+    mux chain ``m_0 = d_0``, ``m_j = valid_j ? d_j : m_(j-1)`` (``banks - 1`` ``coreir.mux``
+    ops; exactly one bank's read fires per iteration). Returns ``(kernel, data input,
+    valid input)``; the element ``name[index]`` is no longer read (the input stays
+    declared)."""
+    data, valid = f"{name}_bank{index}", f"{name}_valid{index}"
+    if data in kernel.inputs or valid in kernel.inputs:
+        raise MappingError(f"kernel {kernel.name}: inputs {data} / {valid} exist already")
+    out = ir.Kernel(kernel.name)
+    for n, size in kernel.inputs.items():
+        out.declare_input(n, size, kernel.input_widths[n])
+    out.declare_input(data, banks, kernel.input_widths[name])
+    out.declare_input(valid, banks, 1)
+    new: dict[int, int] = {}
+    for node in kernel.nodes:
+        if node.op == ir.INPUT and node.input == (name, index):
+            m = out.input(data, 0)
+            for j in range(1, banks):
+                m = out.add("coreir.mux", m, out.input(data, j), out.input(valid, j))
+            new[node.id] = m
+        elif node.op == ir.INPUT:
+            new[node.id] = out.input(*node.input)
+        elif node.op in ir.CONST_OPS:
+            new[node.id] = out.const(node.value, node.width)
+        else:
+            new[node.id] = out.copy_op(node, [new[a] for a in node.args])
+    for o, nid in kernel.outputs.items():
+        out.set_output(o, new[nid])
+    return out, data, valid
 
 
 def wide_read_latency(sched: PipelineSchedule, spec: MemSpec) -> int:
@@ -411,11 +564,12 @@ class MemoryMapping:
 
     def counts(self) -> dict[str, int]:
         """``mem`` tiles, ``reg`` registers, ``io`` IO instances, ``pe_ops`` compute ops
-        (one PE per op before rule covering), ``stages``."""
+        (one PE per op before rule covering, bank merges included), ``stages``."""
         c = self.netlist.counts()
         return {"mem": c.get("mem", 0), "reg": c.get("reg", 0),
                 "io": c.get("io_in", 0) + c.get("io_out", 0),
-                "pe_ops": sum(s.kernel.num_ops() for s in self.schedule.kernels.values()),
+                "pe_ops": sum(ir.Kernel.from_dict(i.config["dag"]).num_ops()
+                              for i in self.netlist.instances.values() if i.kind == "kernel"),
                 "stages": len(self.pipeline.stages)}
 
 
@@ -475,7 +629,9 @@ def map_memory(pipeline: ir.Pipeline, mem: dict[str, Any] | MemSpec,
     spec = mem if isinstance(mem, MemSpec) else MemSpec.from_dict(mem)
     if threshold < 0:
         raise MappingError(f"memory mapping {pipeline.name}: threshold must be >= 0")
-    thr = max(threshold, spec.read_latency)
+    # a MEM delay line needs its first tap >= min_delay + read_latency cycles after its base
+    # (a read issues read_latency early); shorter gaps become registers
+    thr = max(threshold, spec.read_latency, spec.min_delay + spec.read_latency - 1)
     wide = {i.name: i.width_bits for i in pipeline.inputs.values()
             if i.width_bits > spec.word_width}
     if wide:
@@ -556,16 +712,53 @@ def map_memory(pipeline: ir.Pipeline, mem: dict[str, Any] | MemSpec,
         segs = segment_taps(key, taps, spec)
         chains[key] = DelayChain(key, dists, regs, taps, segs)
         all_segments.extend(segs)
-    tiles = pack_segments(all_segments, spec)
+    consumers: dict[str, set[str]] = {}
+    for s in pipeline.stages:
+        for w in s.windows.values():
+            consumers.setdefault(w.producer, set()).add(s.name)
+    below_stage: dict[str, set[str]] = {}
+
+    def below(stage: str) -> set[str]:
+        if stage not in below_stage:
+            below_stage[stage] = set()
+            for c in consumers.get(stage, ()):
+                below_stage[stage] |= {c} | below(c)
+        return below_stage[stage]
+
+    def downstream(seg: Segment) -> set[str]:
+        """Stages fed by ``seg``'s taps: readers of its buffer at its distances or later
+        (through registers and later segments), and everything below them."""
+        readers = {p.stage for p in sched.buffers[seg.buffer]
+                   if p.kind == "read" and not p.addressed and p.distance >= seg.base}
+        return readers.union(*(below(r) for r in readers))
+
+    tiles = pack_segments(all_segments, spec, downstream)
+    bank_nets: list[tuple[tuple[str, str], tuple[str, str], int, str]] = []
     for key, reads in addressed:
-        for tile, taps in addressed_tiles(key, reads, sched, spec, len(tiles)):
+        new_tiles, served = addressed_tiles(key, reads, sched, spec, len(tiles))
+        for tile in new_tiles:
             tiles.append(tile)
             sinks.setdefault((key[0], key[1], 0), []).append((tile.name, "data_in_0"))
-            for q, (port, tkey) in enumerate(taps):
-                sig[tkey] = (tile.name, f"data_out_{q}")
-                net_names[tkey] = f"{key[0]}_l{key[1]}_a{port.stage}_{port.input}_{port.index}"
-                sinks.setdefault(tkey, []).append(
-                    (kernel_instance(port.stage), f"{port.input}.{port.index}"))
+        for k, (port, srcs) in enumerate(served):
+            name = f"{key[0]}_l{key[1]}_a{port.stage}_{port.input}_{port.index}"
+            kinst = kernel_instance(port.stage)
+            if len(srcs) == 1:
+                tkey = (key[0], key[1], -1 - k)
+                sig[tkey] = (srcs[0][0], f"data_out_{srcs[0][1]}")
+                net_names[tkey] = name
+                sinks.setdefault(tkey, []).append((kinst, f"{port.input}.{port.index}"))
+                continue
+            cfg = nl.instances[kinst].config
+            merged, din, vin = merge_banks(ir.Kernel.from_dict(cfg["dag"]), port.input,
+                                           port.index, len(srcs))
+            cfg["dag"] = merged.to_dict()
+            cfg.setdefault("banked", []).append([din, vin])
+            for j, (tname, q) in enumerate(srcs):
+                bank_nets.append(((tname, f"data_out_{q}"), (kinst, f"{din}.{j}"),
+                                  spec.word_width, f"{name}_b{j}"))
+                if j:                       # the mux chain never reads bank 0's valid
+                    bank_nets.append(((tname, f"valid_out_{q}"), (kinst, f"{vin}.{j}"), 1,
+                                      f"{name}_v{j}"))
 
     # build registers and memories in order of target distance
     for key, ch in chains.items():
@@ -603,7 +796,8 @@ def map_memory(pipeline: ir.Pipeline, mem: dict[str, Any] | MemSpec,
             "preset": spec.name, "ports": dict(sorted(tile.programs.items())),
             "segments": [{"buffer": s.buffer[0], "lane": s.buffer[1], "base": s.base,
                           "taps": s.taps, "words": s.words, "address": s.address,
-                          "passthrough": s.passthrough,
+                          "passthrough": s.passthrough, "in_port": s.in_port,
+                          "out_ports": list(s.out_ports),
                           **({"kind": "addressed"} if s.addressed else {})}
                          for s in tile.segments]})
     for key in sorted(sinks, key=lambda k: (k[0], k[1], k[2])):
@@ -612,6 +806,8 @@ def map_memory(pipeline: ir.Pipeline, mem: dict[str, Any] | MemSpec,
                                f"lane {key[1]} at distance {key[2]}")
         nl.add_net(sig[key], sinks[key], spec.word_width,
                    net_names.get(key, f"{key[0]}_l{key[1]}_d{key[2]}"))
+    for src, sink, bits, name in bank_nets:
+        nl.add_net(src, [sink], bits, name)
     nl.validate()
     return MemoryMapping(pipeline, spec, thr, sched, chains, tiles, nl,
                          time.perf_counter() - t0)

@@ -229,15 +229,21 @@ def _latency(packed: PackedDesign, inst: str, p: PipelineParams) -> int:
 
 def _mem_groups(packed: PackedDesign, inst: str, in_ports: list[str], out_ports: list[str]
                 ) -> dict[str, str | None]:
-    """MEM output port -> the input port of its delay-line segment (from ``config['segments']``,
-    segment k = port ``in<k>``, its taps = the next output ports in order; else the only input
-    port). ``None``: not known — the output then follows the latest input."""
+    """MEM output port -> the input port of its delay-line segment (from ``config['segments']``:
+    ``data_in_<in_port>`` -> ``data_out_<q>`` for ``q`` in its ``out_ports`` (memory
+    mapping's segments); without them segment k = port ``in<k>``, its taps = the next output
+    ports in order; else the only input port). ``None``: not known — the output then follows
+    the latest input."""
     cfg = packed.instances[inst].config
     segs = cfg.get("segments")
     out: dict[str, str | None] = {}
     if segs:
         k_out = 0
         for k, s in enumerate(segs):
+            if "in_port" in s:
+                for q in s["out_ports"]:
+                    out[f"data_out_{q}"] = f"data_in_{s['in_port']}"
+                continue
             for _ in s.get("taps", []):
                 out[f"out{k_out}"] = f"in{k}"
                 k_out += 1
@@ -853,7 +859,7 @@ def _result(d: _Design, st: _State, routing: RoutingResult, seconds: float,
         if pi.tag == "m" and "ports" in pi.config:
             ports = dict(pi.config["ports"])
             for port, prog in pi.config["ports"].items():
-                if port.startswith("in"):
+                if port.startswith(("in", "data_in")):         # a write port
                     delta = sig.get((inst, port), 0)
                 else:
                     src = d.mem_group[inst].get(port)

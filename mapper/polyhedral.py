@@ -51,6 +51,7 @@ per cycle in lexicographic order.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from dataclasses import dataclass, field, replace
@@ -88,7 +89,10 @@ class Stage:
     """A stage (or pipeline input, when ``reads`` is empty) over the box
     ``origin_k <= i_k < origin_k + extents_k`` (counters innermost first); ``latency`` =
     cycles from an iteration to its output word(s); ``lanes`` = words written per iteration
-    along the innermost coordinate."""
+    along the innermost coordinate; ``pad`` (per counter, default 1) rounds the extent rate
+    matching leaves room for up to a multiple of it (idle cycles at the end of each pass,
+    e.g. a row of 31 iterations read through ``floor((x + 1)/2)`` takes 32 cycles, so an
+    address generator can run the split counter to a whole multiple of 2)."""
 
     name: str
     extents: tuple[int, ...]
@@ -96,6 +100,7 @@ class Stage:
     latency: int = 0
     origin: tuple[int, ...] | None = None
     lanes: int = 1
+    pad: tuple[int, ...] = ()
 
     @property
     def lo(self) -> tuple[int, ...]:
@@ -359,7 +364,8 @@ def _rate_match(prog: Program, stages: dict[str, Stage], accs: dict
         lam = 1
         for (name, k), b in base.items():
             st = stages[name]
-            need = 1 if k == 0 else coef[(name, k - 1)] * st.extents[k - 1]
+            q = st.pad[k - 1] if k and len(st.pad) >= k else 1
+            need = 1 if k == 0 else coef[(name, k - 1)] * (-(-st.extents[k - 1] // q) * q)
             lam = max(lam, -(-need // b))
         for a, b in base.items():
             coef[a] = lam * b
@@ -492,11 +498,21 @@ class AddressProgram:
 
 
 def linearize(port: Port, layout: tuple[int, ...], base: tuple[int, ...] | None = None,
-              keep: int | None = None) -> AddressProgram:
+              keep: int | None = None, rows: int | None = None,
+              overrun: bool = False) -> AddressProgram:
     """Address generator of ``port`` for a row-major buffer of shape ``layout`` (elements,
     innermost first) whose element ``base`` (default 0) is word 0.  ``keep = K`` drops the
     coordinates ``>= K`` from the address: a circular buffer of ``prod(layout[:K])`` words
     (addresses modulo that size), valid when the buffer's capacity is at most that size.
+    ``rows = R`` (a 2-D layout ``(W, H)``, ``keep`` 2) keeps the row coordinate modulo
+    ``R``: a circular buffer of ``R`` rows, ``W * R`` words, address ``(x - x0) + W * ((y -
+    y0) mod R)``; the counters the modulus divides are split like a floor division's (so the
+    split counter's extent must be a multiple of the divisor, e.g. ``R`` for the producer).
+    ``overrun`` (reads only) lets a split counter whose extent is not a multiple of its
+    divisor ``d`` run to the next multiple: the outermost counter's extra iterations lie
+    before its first or after its last real access; an inner counter's take idle cycles of
+    the schedule (refused unless the schedule stays strictly increasing); they read words
+    nobody samples.
 
     A counter that appears in a floor division by ``d`` is split into an inner counter of
     extent ``d`` and an outer one (paper section 5.2, strip-mining), so the address becomes
@@ -506,6 +522,9 @@ def linearize(port: Port, layout: tuple[int, ...], base: tuple[int, ...] | None 
     """
     base = base or (0,) * len(layout)
     dom = port.domain
+    if not dom.coalesce().is_box():
+        raise MappingError(f"linearize {port.buffer} ({port.stage}): the port's iterations "
+                           f"are not a box; one address generator cannot run them")
     ncnt = dom.dim(isl.dim_type.set)
     name = dom.get_tuple_name()
     ext = [_val(dom.dim_max_val(k)) - _val(dom.dim_min_val(k)) + 1 for k in range(ncnt)]
@@ -514,7 +533,13 @@ def linearize(port: Port, layout: tuple[int, ...], base: tuple[int, ...] | None 
     if not port.access.is_single_valued():
         raise MappingError(f"linearize {port.buffer} ({port.stage}): the port accesses several "
                            f"words per iteration (vector lanes); linearise one lane")
-    addr = " + ".join(f"{math.prod(layout[:m])}*(e{m} - {base[m]})" for m in range(keep))
+    terms = [f"(e{m} - {base[m]})" for m in range(keep)]
+    if rows is not None:
+        if len(layout) != 2 or keep != 2 or not 1 <= rows <= layout[1]:
+            raise MappingError(f"linearize {port.buffer} ({port.stage}): rows = {rows} needs a "
+                               f"2-D layout kept whole and 1 <= rows <= {layout[1]}")
+        terms[1] = f"((e1 - {base[1]}) mod {rows})"
+    addr = " + ".join(f"{math.prod(layout[:m])}*{t}" for m, t in enumerate(terms))
     evars = ", ".join(f"e{m}" for m in range(len(layout)))
     to_addr = isl.Map(f"{{ {port.access.get_tuple_name(isl.dim_type.out)}[{evars}] -> "
                       f"[{addr}] }}")
@@ -524,33 +549,97 @@ def linearize(port: Port, layout: tuple[int, ...], base: tuple[int, ...] | None 
         raise MappingError(f"linearize {port.buffer} ({port.stage}): the address is piecewise; "
                            f"it cannot be one address generator")
     aff = aff[0][1]
-    splits: dict[int, int] = {}
-    for q in range(aff.dim(isl.dim_type.div)):
-        div = aff.get_div(q)
+    splits: dict[int, set[int]] = {}
+
+    def period(div: Any, k: int) -> int:
+        """Iterations of counter ``k`` after which floor(``div``) (``div`` an argument of the
+        address's local space, maybe over earlier floors) repeats its fractional pattern:
+        the lcm of the denominators of its coefficients, an earlier floor's scaled by that
+        floor's own period."""
+        p = Fraction(str(div.get_coefficient_val(isl.dim_type.in_, k))).denominator
+        for j in range(div.dim(isl.dim_type.div)):
+            c = Fraction(str(div.get_coefficient_val(isl.dim_type.div, j)))
+            if c and depends(div.get_div(j), k):
+                p = math.lcm(p, c.denominator * period(div.get_div(j), k))
+        return p
+
+    def depends(div: Any, k: int) -> bool:
+        return not div.get_coefficient_val(isl.dim_type.in_, k).is_zero() or any(
+            not div.get_coefficient_val(isl.dim_type.div, j).is_zero()
+            and depends(div.get_div(j), k) for j in range(div.dim(isl.dim_type.div)))
+
+    for q in range(aff.dim(isl.dim_type.div)):    # the local space lists nested floors too
         for k in range(ncnt):
-            co = Fraction(str(div.get_coefficient_val(isl.dim_type.in_, k)))
-            if co.denominator > 1:
-                splits[k] = max(splits.get(k, 1), co.denominator)
-    # new counters: for each k, (k_in if split, k_out or k)
-    cnt: list[tuple[int, str, int]] = []     # (old counter, role, extent)
+            if (d := period(aff.get_div(q), k)) > 1:
+                splits.setdefault(k, set()).add(d)
+    chains: dict[int, list[int]] = {}
+    for k, ds in splits.items():
+        chain: list[int] = []
+        for d in sorted(ds):            # nested splits: cumulative lcm (2, 3 -> 2, 6)
+            d = math.lcm(chain[-1], d) if chain else d
+            if not chain or d != chain[-1]:
+                chain.append(d)
+        chains[k] = chain
+    # with overrun, each split counter may start up to d - 1 iterations early (a phase):
+    # among the phases that give an affine address, keep the one with the most repeated
+    # (stride-0) levels, e.g. floor((x + 1)/2) as 0,0,1,1,... from x = -1 rather than
+    # 0,1,1,2,2,... from x = 0 (a wide-fetch MEM serves only the first as a run)
+    split = sorted(chains)
+    spaces = [range(chains[k][-1]) if overrun else (0,) for k in split]
+    err: MappingError | None = None
+    best: tuple[int, AddressProgram] | None = None
+    for combo in itertools.product(*spaces):
+        try:
+            prog = _split_program(port, amap, aff, name, ncnt, ext, lo, chains, overrun,
+                                  dict(zip(split, combo, strict=True)))
+        except MappingError as exc:
+            err = err or exc
+            continue
+        rep = sum(1 for e, st in zip(prog.extents, prog.strides, strict=True)
+                  if e > 1 and st == 0)
+        if best is None or rep > best[0]:
+            best = (rep, prog)
+    if best is None:
+        assert err is not None
+        raise err
+    return best[1]
+
+
+def _split_program(port: Port, amap: Any, aff: Any, name: str, ncnt: int, ext: list[int],
+                   lo: list[int], chains: dict[int, list[int]], overrun: bool,
+                   phases: dict[int, int]) -> AddressProgram:
+    """:func:`linearize` after the divisors are known: counter ``k`` divided by ``d_1 | d_2
+    | ... | d_m`` (``chains[k]``) becomes ``lo + n_0 + d_1*n_1 + ... + d_m*n_m`` with
+    ``n_0 < d_1``, ``n_j < d_{j+1} / d_j``; with ``overrun`` it starts ``phases[k]``
+    iterations early (``lo - phases[k] + ...``) and runs to the next multiple of ``d_m``
+    (the extra iterations are outside the domain: before the first or after the last access
+    of the outermost counter, in idle cycles of the schedule for an inner one)."""
+    # new counters, innermost first: for each k, its levels (k, j, extent)
+    cnt: list[tuple[int, int, int]] = []
+    padded: list[tuple[int, int]] = []      # (counter, divisor) run past the domain
     for k in range(ncnt):
-        d = splits.get(k, 1)
-        if d > 1:
-            if ext[k] % d or lo[k] % d:
-                raise MappingError(f"linearize {port.buffer} ({port.stage}): counter "
-                                   f"{VARS[k]} (extent {ext[k]}, from {lo[k]}) is divided by "
-                                   f"{d}; extent and start must be multiples of {d}")
-            cnt += [(k, "in", d), (k, "out", ext[k] // d)]
-        else:
-            cnt.append((k, "id", ext[k]))
+        chain = chains.get(k, [])
+        if not chain:
+            cnt.append((k, 0, ext[k]))
+            continue
+        d = chain[-1]
+        ph = phases.get(k, 0)
+        if (ext[k] + ph) % d and not overrun:
+            raise MappingError(f"linearize {port.buffer} ({port.stage}): counter "
+                               f"{VARS[k]} (extent {ext[k]}, from {lo[k]}) is divided by "
+                               f"{d}; its extent must be a multiple of {d}")
+        if (ext[k] + ph) % d or ph:
+            padded.append((k, d))
+        steps = [1, *chain]
+        cnt += [(k, j, steps[j + 1] // steps[j]) for j in range(len(chain))]
+        cnt.append((k, len(chain), -(-(ext[k] + ph) // d)))
     nv = [f"n{j}" for j in range(len(cnt))]
     old = []
     for k in range(ncnt):
-        parts = [j for j, (kk, _, _) in enumerate(cnt) if kk == k]
-        if len(parts) == 2:
-            old.append(f"{lo[k]} + {splits[k]}*{nv[parts[1]]} + {nv[parts[0]]}")
-        else:
-            old.append(f"{lo[k]} + {nv[parts[0]]}")
+        steps = [1, *chains.get(k, [])]
+        ph = phases.get(k, 0)
+        terms = [f"{steps[j]}*{nv[i]}" for i, (kk, j, _) in enumerate(cnt) if kk == k]
+        old.append(f"{lo[k] - ph} + " + " + ".join(terms))
     box = " and ".join(f"0 <= {v} < {e}" for v, (_, _, e) in zip(nv, cnt, strict=False))
     sub = isl.Map(f"{{ L[{', '.join(nv)}] -> {name}[{', '.join(old)}] : {box} }}")
     lin = sub.apply_range(amap)
@@ -563,13 +652,26 @@ def linearize(port: Port, layout: tuple[int, ...], base: tuple[int, ...] | None 
     strides = tuple(_val(a.get_coefficient_val(isl.dim_type.in_, j)) for j in range(len(cnt)))
     offset = _val(a.get_constant_val())
     check = isl.Map(f"{{ L[{', '.join(nv)}] -> [{' + '.join([str(offset)] + [f'{s}*{v}' for s, v in zip(strides, nv, strict=False)])}] : {box} }}")
-    if not check.is_equal(lin):
+    if not check.intersect_domain(lin.domain()).is_equal(lin):    # on the real iterations
         raise MappingError(f"linearize {port.buffer} ({port.stage}): internal: the linear "
                            f"address differs from the access map")
     sched = isl.PwMultiAff.from_map(sub.apply_range(port.schedule)).get_pw_aff(0).get_pieces()
     sa = sched[0][1]
     sstr = tuple(_val(sa.get_coefficient_val(isl.dim_type.in_, j)) for j in range(len(cnt)))
     extents = tuple(e for _, _, e in cnt)
+    # an inner counter run past its domain must keep the schedule strictly increasing in
+    # iteration order: its extra iterations take idle cycles before the next level's
+    span = 0
+    for e, st in zip(extents, sstr, strict=True):
+        if e == 1 or not padded:
+            continue
+        if st <= span:
+            k, d = next(((k, d) for k, d in padded if k != ncnt - 1), padded[0])
+            raise MappingError(f"linearize {port.buffer} ({port.stage}): counter {VARS[k]} "
+                               f"(extent {ext[k]}, from {lo[k]}) is divided by {d}; its extent "
+                               f"must be a multiple of {d}, or its rows need idle cycles for "
+                               f"the extra iterations")
+        span += st * (e - 1)
     return AddressProgram(extents, strides, offset,
                           tuple(deltas_from_strides(extents, strides)), sstr,
                           _val(sa.get_constant_val()))
@@ -585,7 +687,7 @@ def from_pipeline(pipeline: ir.Pipeline, latencies: dict[str, int] | None = None
     (:func:`mapper.schedule.live_inputs` order); ``latencies`` as in
     :func:`mapper.schedule.schedule_pipeline`; ``unrolled``: the stages already unrolled by
     :func:`mapper.ir.unroll_stage` (by name; default: unrolled here).  A multi-rate pipeline
-    (windows with a rate, ``floor(a*x/b) + d``) returns ``None`` for the coefficients: rate
+    (windows with a rate, ``floor((a*x + d)/b)``) returns ``None`` for the coefficients: rate
     matching picks them."""
     from mapper.schedule import live_inputs  # mapper.schedule imports this module
 
@@ -599,7 +701,7 @@ def from_pipeline(pipeline: ir.Pipeline, latencies: dict[str, int] | None = None
     def coord(var: str, a: int, b: int, d: int) -> str:
         if (a, b) == (1, 1):
             return f"{u}*{var} + {d}" if var == "x" else f"{var} + {d}"
-        return f"floor({a}*{var}/{b}) + {d}"
+        return f"floor(({a}*{var} + {d})/{b})"
 
     for name in pipeline.inputs:
         b = dom[name]
@@ -615,8 +717,12 @@ def from_pipeline(pipeline: ir.Pipeline, latencies: dict[str, int] | None = None
                               clip=u > 1))
         b = dom[s.name]
         x0, x1 = b.x0 // u, -(-b.x1 // u)
+        # a floor division of x by b splits the reader's x counter by b (linearize): leave
+        # room for whole multiples of b per row
+        px = math.lcm(1, *(w.rate[0][1] for w in us.windows.values()))
         stages.append(Stage(s.name, (x1 - x0, b.height), tuple(reads),
-                            int(latencies.get(s.name, 0)), (x0, b.y0), u))
+                            int(latencies.get(s.name, 0)), (x0, b.y0), u,
+                            (px, 1) if px > 1 else ()))
     prog = Program(pipeline.name, tuple(stages))
     if pipeline.multi_rate:
         return prog, None

@@ -212,7 +212,9 @@ def schedule_pipeline(pipeline: ir.Pipeline, latencies: dict[str, int] | None = 
             port = BufferPort(prod, dx % u, "read", s.name, iname, idx, tuple(c.extents),
                               {"strides": [[u * ax, 0], [0, ay]] if (bx, by) == (1, 1)
                                else [[Fraction(ax, bx), 0], [0, Fraction(ay, by)]],
-                               "offset": [u * c.xo_range[0] + dx, c.box.y0 + dy]},
+                               "offset": [u * c.xo_range[0] + dx, c.box.y0 + dy]
+                               if (bx, by) == (1, 1) else   # offsets inside the floor
+                               [(ax * c.xo_range[0] + dx) // bx, (ay * c.box.y0 + dy) // by]},
                               {"strides": list(c.strides), "offset": c.first_cycle()},
                               pp.distance[1], (s.name, ri) in varying, pp)
             sched.buffers[(prod, dx % u)].append(port)

@@ -126,6 +126,13 @@ def run_streams_outputs(mm: MemoryMapping, images: dict[str, np.ndarray]
                 keep = c < T
                 v[c[keep]], ok[c[keep]] = rom[a[keep]], True
                 vals[src], valid[src] = v, ok
+            elif inst.kind == "mem" and src[1].startswith("valid_out_"):
+                # a bank's valid_out: high one read latency after each read of its port
+                c, _ = program_events(inst.config["ports"][f"data_out_{src[1][10:]}"])
+                t = c + lat
+                v = np.zeros(T, np.int64)
+                v[t[(t >= 0) & (t < T)]] = 1
+                vals[src], valid[src] = v, np.ones(T, bool)
             elif inst.kind == "mem":
                 ports = inst.config["ports"]
                 mem_port(src[0], src[1], ports, {pn: program_events(pr) for pn, pr in ports.items()})
@@ -182,11 +189,11 @@ def run_streams_outputs(mm: MemoryMapping, images: dict[str, np.ndarray]
             valid[(name, "out")] = np.concatenate([[False], ok[:-1]])
         elif inst.kind == "kernel":
             st = sched.stages[inst.config["stage"]]
-            us = sched.kernels[inst.config["stage"]]
-            live = {(n.input) for n in us.kernel.live_nodes() if n.op == ir.INPUT}
+            kernel = ir.Kernel.from_dict(inst.config["dag"])   # with any bank merges
+            live = {(n.input) for n in kernel.live_nodes() if n.op == ir.INPUT}
             ins: dict[str, list[np.ndarray]] = {}
             oks: dict[tuple[str, int], np.ndarray] = {}
-            for iname, size in us.kernel.inputs.items():
+            for iname, size in kernel.inputs.items():
                 ins[iname] = []
                 for i in range(size):
                     if (iname, i) in live:
@@ -194,7 +201,14 @@ def run_streams_outputs(mm: MemoryMapping, images: dict[str, np.ndarray]
                     else:
                         v = np.zeros(T, np.int64)
                     ins[iname].append(v)
-            outs = eval_kernel(us.kernel, ins)
+            for din, _vin in inst.config.get("banked", []):
+                # banked reads: exactly one bank reads each iteration, so the merged word is
+                # valid when any bank's word is
+                keys = [(din, i) for i in range(kernel.inputs[din])]
+                any_ok = np.logical_or.reduce([oks[k] for k in keys])
+                for k in keys:
+                    oks[k] = any_ok
+            outs = eval_kernel(kernel, ins)
             t = np.arange(T)
             rel = t - st.start
             c0, c1 = st.strides
@@ -206,7 +220,7 @@ def run_streams_outputs(mm: MemoryMapping, images: dict[str, np.ndarray]
                     (y >= st.box.y0) & (y < st.box.y1) & (x >= st.box.x0) & (x < st.box.x1)
                 o = np.broadcast_to(outs[f"out_{lane}"], (T,)).astype(np.int64)
                 ok = in_dom.copy()
-                for key in _lane_inputs(us.kernel, f"out_{lane}"):
+                for key in _lane_inputs(kernel, f"out_{lane}"):
                     ok &= oks[key]
                 shift = st.latency
                 vals[(name, f"out_{lane}")] = np.concatenate([np.zeros(shift, np.int64), o[:T - shift]])

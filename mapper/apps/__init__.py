@@ -5,7 +5,7 @@
 integer formulas.  Boundary handling: outputs only where the whole stencil is inside the input
 (the output shrinks by the stencil footprint minus one per stage), except in ``gaussian_edge``,
 which reads its input through ``repeat_edge`` (clamp to edge) and keeps the input size.  ``downsample``,
-``upsample`` and ``laplacian_pyramid`` are multi-rate (strided and repeated reads) and run
+``upsample``, ``upsample_bilinear`` and ``laplacian_pyramid`` are multi-rate (strided and repeated reads) and run
 with ``unroll = 1``.
 
 Images: an app's integer inputs take the pixel values as they are; a ``BFloat16`` input takes
@@ -23,7 +23,7 @@ from mapper import ir
 from mapper.apps import (bayer_demosaic, brighten_bf16, brighten_blur, camera_pipeline,
                          color_correct, demosaic, downsample, gaussian, gaussian_bf16,
                          gaussian_edge, harris, laplacian_pyramid, nlm_bf16, pointwise, rgb_luma,
-                         unsharp, upsample)
+                         unsharp, upsample, upsample_bilinear)
 from mapper.frontend import dsl
 
 #: app name -> builder(width, height, unroll) -> dsl.Pipeline
@@ -39,6 +39,7 @@ APPS: dict[str, Callable[[int, int, int], dsl.Pipeline]] = {
     "nlm_bf16": nlm_bf16.build,
     "downsample": downsample.build,
     "upsample": upsample.build,
+    "upsample_bilinear": upsample_bilinear.build,
     "laplacian_pyramid": laplacian_pyramid.build,
     "rgb_luma": rgb_luma.build,
     "demosaic": demosaic.build,

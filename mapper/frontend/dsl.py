@@ -39,8 +39,10 @@ Language (a subset of Halide with its semantics):
   fully unrolled at lowering (``r.x`` innermost), as the Halide-to-CGRA flow does.
 - Accesses ``g[x + c + r.x, y + d + r.y]``: dimension 0 must use the pure var ``x`` and
   dimension 1 ``y``; the var may carry an integer rate, ``g[2*x + 1, 2*y]`` (stride 2,
-  downsample) or ``g[x / 2, y / 2]`` (Halide's floor division: each pixel twice, upsample).
-  One Func reads each producer at one rate.  Multi-rate pipelines are scheduled by
+  downsample) or ``g[x / 2, y / 2]`` (Halide's floor division: each pixel twice, upsample);
+  a constant may sit inside the floor, ``g[(x + 1) / 2, y / 2]`` (bilinear upsampling), and
+  a floor division is never scaled afterwards (``(x / 2) * 2`` is refused: Halide floors
+  first).  One Func reads each producer at one rate.  Multi-rate pipelines are scheduled by
   :mod:`mapper.polyhedral` and run with ``unroll = 1``.
 - ``repeat_edge(inp)``: the input with clamp-to-edge boundary (Halide's
   ``BoundaryConditions.repeat_edge``); stencils may read past the image and the output keeps
@@ -201,25 +203,35 @@ class RDom:
 
 
 class Affine:
-    """``floor(scale * v / div) + sum(RVar terms) + const`` (an index expression): at most one
-    pure Var ``v`` with an integer rate ``scale / div`` (Halide's ``2*x``, ``x / 2``; ``/`` of
-    integers floors), RDom variables and the constant with unit coefficients."""
+    """``floor((scale * v + pre) / div) + sum(RVar terms) + const`` (an index expression): at
+    most one pure Var ``v`` with an integer rate ``scale / div`` and an offset ``pre`` inside
+    the floor (Halide's ``2*x``, ``x / 2``, ``(x + 1) / 2``; ``/`` of integers floors), RDom
+    variables and the constant outside it with unit coefficients."""
 
-    def __init__(self, terms: tuple[Var | RVar, ...], const: int, scale: int = 1, div: int = 1):
-        self.terms, self.const, self.scale, self.div = terms, const, scale, div
+    def __init__(self, terms: tuple[Var | RVar, ...], const: int, scale: int = 1, div: int = 1,
+                 pre: int = 0):
+        self.terms, self.const, self.scale, self.div, self.pre = terms, const, scale, div, pre
 
     def _rate_op(self, k: Any, op: str) -> Affine:
         pure = [t for t in self.terms if isinstance(t, Var)]
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise MappingError(f"index expression {self!r} {op} {k!r}: only a positive integer "
                                f"literal may scale or divide an index")
-        if len(self.terms) != 1 or len(pure) != 1 or self.const:
+        if len(self.terms) != 1 or len(pure) != 1:
             raise MappingError(f"index expression ({self!r}) {op} {k}: only the pure variable "
-                               f"itself may be scaled or divided; write e.g. 2*x + 1 or x/2 + 1")
-        scale, div = (self.scale * k, self.div) if op == "*" else (self.scale, self.div * k)
+                               f"plus a constant may be scaled or divided; write e.g. 2*x + 1, "
+                               f"x/2 + 1 or (x + 1)/2")
+        if op == "*":
+            if self.div != 1:
+                raise MappingError(f"index expression ({self!r}) * {k}: a floor division "
+                                   f"cannot be scaled (Halide floors first); write 2*x or "
+                                   f"x/2 without scaling the quotient")
+            scale, div, pre = self.scale * k, 1, (self.pre + self.const) * k
+        else:       # floor(floor(a / b) / k) = floor(a / (b k)); the constant moves inside
+            scale, div, pre = self.scale, self.div * k, self.pre + self.div * self.const
         g = math.gcd(scale, div)
-        return Affine(self.terms, 0, scale // g, div // g)
-
+        # floor((g a v + p) / (g b)) = floor((a v + floor(p / g)) / b) for integer a v
+        return Affine(self.terms, 0, scale // g, div // g, pre // g)
     def __mul__(self, k: Any) -> Affine:
         return self._rate_op(k, "*")
 
@@ -255,22 +267,24 @@ class Affine:
         o = Affine.of(other)
         if (self.scale, self.div) != (1, 1) and (o.scale, o.div) != (1, 1):
             raise MappingError(f"index expression {self!r} + {o!r}: two scaled terms")
-        scale, div = (self.scale, self.div) if (self.scale, self.div) != (1, 1) else \
-            (o.scale, o.div)
-        return Affine(self.terms + o.terms, self.const + o.const, scale, div)
+        scaled = self if (self.scale, self.div) != (1, 1) else o
+        return Affine(self.terms + o.terms, self.const + o.const, scaled.scale, scaled.div,
+                      self.pre + o.pre)
 
     __radd__ = __add__
 
     def __sub__(self, other: Any) -> Affine:
         if isinstance(other, int):
-            return Affine(self.terms, self.const - other, self.scale, self.div)
+            return Affine(self.terms, self.const - other, self.scale, self.div, self.pre)
         raise MappingError(f"index expression: cannot subtract {other!r} (only integers)")
 
     def __repr__(self) -> str:
         def name(t: Var | RVar) -> str:
-            if isinstance(t, RVar) or (self.scale, self.div) == (1, 1):
+            if isinstance(t, RVar) or (self.scale, self.div, self.pre) == (1, 1, 0):
                 return t.name
             v = f"{self.scale}*{t.name}" if self.scale != 1 else t.name
+            if self.pre:
+                v = f"({v} + {self.pre})" if self.div != 1 else f"{v} + {self.pre}"
             return f"{v}/{self.div}" if self.div != 1 else v
         return " + ".join([name(t) for t in self.terms] + [str(self.const)])
 
@@ -959,7 +973,7 @@ def _lower_func(f: Func) -> ir.Stage:
                     if t not in env:
                         raise MappingError(f"Func {f.name}: RDom var {t.name} used outside the update")
                     c += env[t]
-            out.append(c)
+            out.append(a.pre + a.div * c)      # inside the floor: ir.Window.coord
             rate.append((a.scale, a.div))
         return (out[0], out[1]), (rate[0], rate[1])
 

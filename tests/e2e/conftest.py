@@ -68,6 +68,12 @@ def small_design(tmp_path_factory) -> pathlib.Path:
 
 
 @pytest.fixture(scope="session")
+def pub_small_design(tmp_path_factory) -> pathlib.Path:
+    """Collateral directory of configs/small_pub.toml (8x8 with the wide-fetch PUB MEM)."""
+    return _design(tmp_path_factory, "small_pub")
+
+
+@pytest.fixture(scope="session")
 def default_design(tmp_path_factory) -> pathlib.Path:
     """Collateral directory of configs/default.toml (32x16)."""
     return _design(tmp_path_factory, "default")

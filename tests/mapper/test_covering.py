@@ -26,11 +26,11 @@ pytest_plugins = ["mapper_support"]
 DEFAULT_PES = {"pointwise": 2, "brighten_blur": 5, "gaussian": 18, "unsharp": 24, "harris": 80,
                "downsample": 4, "upsample": 0, "laplacian_pyramid": 36,
                "rgb_luma": 6, "demosaic": 8, "gaussian_edge": 18, "color_correct": 24,
-               "camera_pipeline": 32, "bayer_demosaic": 32}
+               "camera_pipeline": 32, "bayer_demosaic": 32, "upsample_bilinear": 4}
 D3_PES = {"pointwise": 1, "brighten_blur": 4, "gaussian": 10, "unsharp": 16, "harris": 64,
           "downsample": 3, "upsample": 0, "laplacian_pyramid": 24,
           "rgb_luma": 4, "demosaic": 6, "gaussian_edge": 10, "color_correct": 19,
-          "camera_pipeline": 27, "bayer_demosaic": 29}
+          "camera_pipeline": 27, "bayer_demosaic": 29, "upsample_bilinear": 3}
 #: PEs per shipped CoreIR file (mapper/data/coreir), default PE and three-input PE
 DEFAULT_COREIR = {"cascade": 32, "conv_3_3": 19, "conv_layer": 67, "down_sample": 6,
                   "gaussian": 20, "harris": 90, "mobilenet": 22, "pointwise": 1,

@@ -16,7 +16,7 @@ APP_NAMES = sorted(set(APPS) - FLOAT_APPS)
 OUT_SIZE = {"pointwise": 64, "brighten_blur": 63, "gaussian": 62, "unsharp": 62, "harris": 58,
             "downsample": 32, "upsample": 128, "laplacian_pyramid": 60, "rgb_luma": 64,
             "demosaic": 32, "gaussian_edge": 64, "color_correct": 32, "camera_pipeline": 30,
-            "bayer_demosaic": 62}
+            "bayer_demosaic": 62, "upsample_bilinear": 127}
 
 
 @pytest.mark.parametrize("name", APP_NAMES)

@@ -115,18 +115,69 @@ def test_errors():
     with pytest.raises(MappingError, match=r"Func f: reads input at two rates \(\(2, 1\), "
                                            r"\(1, 1\)\) and \(\(1, 1\), \(1, 1\)\)"):
         Pipeline(f, "two").lower()
-    with pytest.raises(MappingError, match=r"only the pure variable itself may be scaled"):
-        _ = (x + 1) / 2
+    with pytest.raises(MappingError, match=r"only the pure variable plus a constant may be "
+                                           r"scaled or divided"):
+        _ = (x + y) / 2
+    with pytest.raises(MappingError, match=r"a floor division cannot be scaled \(Halide "
+                                           r"floors first\)"):
+        _ = (x / 2) * 2
     with pytest.raises(MappingError, match=r"only a positive integer literal"):
         _ = x * 0
     with pytest.raises(MappingError, match=r"multi-rate pipelines run with unroll 1"):
         build_app("downsample", 16, 16, unroll=2).lower()
-    # the PUB serves upsample's repeated reads (tests/mapper/test_pub_addressed.py) but its
-    # aggregator needs writes in whole 4-word wide words
-    with pytest.raises(MappingError, match=r"port data_in_0 has innermost address stride 1 "
-                                           r"and extent 31, but MEM pub_512x64 aggregates 4"):
-        map_memory(lower_app("laplacian_pyramid", 64, 64), PHYSICAL_UNIFIED_BUFFER)
+    # a row wider than one MEM is banked by columns on a dual-port MEM
+    # (tests/mapper/test_circular_rows.py); the PUB does not bank
     big = lower_app("upsample", 4096, 8)
-    with pytest.raises(MappingError, match=r"circular buffer of 4096 words .* MEM "
-                                           r"dualport_2048x16 holds 2048"):
-        map_memory(big, DUAL_PORT_SRAM)
+    with pytest.raises(MappingError, match=r"circular buffer of 4096 words or more \(1 row\(s\) "
+                                           r"of 4096, 4096 words live\) .* MEM pub_512x64 "
+                                           r"holds 2048; use a narrower image"):
+        map_memory(big, PHYSICAL_UNIFIED_BUFFER)
+    banked = map_memory(big, DUAL_PORT_SRAM)
+    assert [s.words for t in banked.tiles for s in t.segments] == [2048, 2048]
+
+
+def test_floor_division_of_a_shifted_index():
+    """Halide's ``(x + 1) / 2``: the offset sits inside the floor (window offsets in units of
+    1/b), normalised by the rate's gcd; the bilinear upsample matches a hand-written numpy
+    version and Halide, maps to a 2-row buffer read four times on the dual-port MEM with one
+    idle cycle per output row, and is refused by name on the PUB."""
+    x = Var("x")
+    a = (x + 1) / 2
+    assert (a.scale, a.div, a.pre, a.const) == (1, 2, 1, 0) and repr(a) == "(x + 1)/2 + 0"
+    b = (2 * x + 3) / 4 + 1                 # floor((2x + 3)/4) + 1 = floor((x + 1)/2) + 1
+    assert (b.scale, b.div, b.pre, b.const) == (1, 2, 1, 1)
+    c = (x / 2 + 1) / 3                     # floor((floor(x/2) + 1)/3) = floor((x + 2)/6)
+    assert (c.scale, c.div, c.pre, c.const) == (1, 6, 2, 0)
+    for v in range(-7, 20):                 # the identities the normalisation relies on
+        assert (2 * v + 3) // 4 + 1 == (v + 1) // 2 + 1 and (v // 2 + 1) // 3 == (v + 2) // 6
+
+    W, H = 20, 9
+    p = lower_app("upsample_bilinear", W, H)
+    (st_,) = p.stages
+    assert st_.windows["input"].offsets == ((0, 0), (1, 0), (0, 1), (1, 1))
+    assert st_.windows["input"].rate == ((1, 2), (1, 2))
+    assert (p.domains()["up"].width, p.domains()["up"].height) == (2 * W - 1, 2 * H - 1)
+    img = np.random.default_rng(5).integers(0, 1 << 16, (H, W))
+    want = np.zeros((2 * H - 1, 2 * W - 1), np.int64)
+    for yy in range(2 * H - 1):
+        for xx in range(2 * W - 1):
+            want[yy, xx] = (img[yy // 2, xx // 2] + img[yy // 2, (xx + 1) // 2]
+                            + img[(yy + 1) // 2, xx // 2]
+                            + img[(yy + 1) // 2, (xx + 1) // 2]) % (1 << 16) >> 2
+    got = run_pipeline(p, {"input": img})
+    assert np.array_equal(got, want)
+    assert np.array_equal(run_halide(build_app("upsample_bilinear", W, H), {"input": img}),
+                          want)
+    mm = map_memory(p, DUAL_PORT_SRAM)
+    # 2 rows live, but the write splits its row counter by R: 3 rows divide H = 9
+    assert [s.words for t in mm.tiles for s in t.segments] == [3 * W] * 4
+    assert mm.schedule.stages["up"].strides == (1, 2 * W)   # 2W cycles for 2W - 1 pixels
+    assert np.array_equal(run_streams(mm, {"input": img}), want)
+    # the (x + 1)/2 reads start one x early (in the previous row's idle cycle), so they
+    # read 0,0,1,1,...: transpose-buffer runs; two PUB tiles serve the four reads
+    pub = map_memory(p, PHYSICAL_UNIFIED_BUFFER)
+    assert pub.counts()["mem"] == 2
+    for t in pub.tiles:
+        for q in (0, 1):
+            assert t.programs[f"data_out_{q}"]["address"]["strides"][:2] == [0, 1]
+    assert np.array_equal(run_streams(pub, {"input": img}), want)
