@@ -411,11 +411,14 @@ def addressed_tiles(key: tuple[str, int], reads: list[BufferPort], sched: Pipeli
         rows, programs = circular_rows(buf.write, polys, (width, height), (x0, y0), need,
                                        spec.capacity, where, spec.name, pitch)
         banks = [(0, pitch, list(programs))]
-    except MappingError:
+    except MappingError as too_big:
         if spec.fetch_width > 1:
             raise
-        rows, _ = circular_rows(buf.write, polys, (width, height), (x0, y0), need,
-                                1 << 62, where, spec.name)
+        try:        # the rows the address generators express, whatever their size
+            rows, _ = circular_rows(buf.write, polys, (width, height), (x0, y0), need,
+                                    width * height, where, spec.name)
+        except MappingError:
+            raise too_big from None
         cols = spec.capacity // rows
         if cols == 0:
             raise MappingError(f"{where}: needs a circular buffer of {rows} rows; MEM "
