@@ -854,7 +854,8 @@ def const_value(k: Kernel, nid: int) -> int | None:
     return n.value if n.op in CONST_OPS else None
 
 
-def rewrite(kernel: Kernel, *rules: Rewrite) -> Kernel:
+def rewrite(kernel: Kernel, *rules: Rewrite,
+            inputs: Callable[[Kernel, Node], int | None] | None = None) -> Kernel:
     """Rebuild ``kernel`` (live nodes, topological order) through local rewrite ``rules``.
 
     Each op node is offered to the rules in order with its operands already rebuilt: a rule
@@ -864,14 +865,18 @@ def rewrite(kernel: Kernel, *rules: Rewrite) -> Kernel:
     copied. Inputs, constants and outputs keep their names and widths. Each rule must
     preserve :func:`eval_op` semantics (the tests check every rule on random vectors), so
     the result computes the same function. Dead nodes the rules leave behind are dropped by
-    the next :func:`simplify`."""
+    the next :func:`simplify`. ``inputs`` (optional) is offered every input node first, with
+    the new kernel, and may return the id of a node that replaces it (declaring new inputs
+    as it needs them), e.g. a read merged from memory banks
+    (:func:`mapper.memory.merge_banks`)."""
     new = Kernel(kernel.name)
     for name, size in kernel.inputs.items():
         new.declare_input(name, size, kernel.input_widths[name])
     remap: dict[int, int] = {}
     for n in kernel.live_nodes():
         if n.op == INPUT:
-            remap[n.id] = new.input(*n.input)
+            got = inputs(new, n) if inputs is not None else None
+            remap[n.id] = got if got is not None else new.input(*n.input)
             continue
         if n.op in CONST_OPS:
             remap[n.id] = new.const(n.value, n.width)

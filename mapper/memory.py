@@ -51,11 +51,13 @@ is configured on its own (Lake ``chain_length`` 1).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import islpy as isl
+import networkx as nx
 
 from cgra.errors import ConfigError, MappingError
 from lake.config import configure as lake_configure
@@ -342,15 +344,14 @@ def circular_rows(write: polyhedral.Port, reads: list[polyhedral.Port], layout: 
     width, height = layout
     pitch = pitch or width
     first = max(1, -(-need // width))
-    tried: list[str] = []
+    why = ""                            # the first refusal, named in the error
     for rows in range(first, height + 1):
         if rows * pitch > capacity:
             break
         try:
             return rows, row_programs(write, reads, (pitch, height), base, rows)
         except MappingError as exc:
-            tried.append(f"{rows} rows: {str(exc).split(': ', 1)[-1]}")
-    why = f" ({tried[0]})" if tried else ""
+            why = why or f" ({rows} rows: {str(exc).split(': ', 1)[-1]})"
     raise MappingError(f"{where}: needs a circular buffer of {first * pitch} words or more "
                        f"({first} row(s) of {pitch}, {need} words live) that its address "
                        f"generators can express, MEM {mem} holds {capacity}{why}; use a "
@@ -407,18 +408,22 @@ def addressed_tiles(key: tuple[str, int], reads: list[BufferPort], sched: Pipeli
 
     # banks: (first column, columns, [write program, read program or None per read])
     banks: list[tuple[int, int, list[polyhedral.AddressProgram | None]]]
+    # a narrow MEM banks what does not fit one tile: its row count is the smallest the
+    # address generators express, whatever its size
+    bound = spec.capacity if fw > 1 else pitch * height
     try:
         rows, programs = circular_rows(buf.write, polys, (width, height), (x0, y0), need,
-                                       spec.capacity, where, spec.name, pitch)
-        banks = [(0, pitch, list(programs))]
-    except MappingError as too_big:
-        if spec.fetch_width > 1:
+                                       bound, where, spec.name, pitch)
+    except MappingError:
+        if fw > 1:
             raise
-        try:        # the rows the address generators express, whatever their size
-            rows, _ = circular_rows(buf.write, polys, (width, height), (x0, y0), need,
-                                    width * height, where, spec.name)
-        except MappingError:
-            raise too_big from None
+        # no row count at all: the refusal that names this MEM's size
+        circular_rows(buf.write, polys, (width, height), (x0, y0), need, spec.capacity,
+                      where, spec.name, pitch)
+        raise
+    if rows * pitch <= spec.capacity:
+        banks = [(0, pitch, list(programs))]
+    else:
         cols = spec.capacity // rows
         if cols == 0:
             raise MappingError(f"{where}: needs a circular buffer of {rows} rows; MEM "
@@ -500,33 +505,24 @@ def merge_banks(kernel: ir.Kernel, name: str, index: int, banks: int
     inputs ``<name>_bank<index>`` (``banks`` data words, the banks' ``data_out``) and
     ``<name>_valid<index>`` (``banks`` bits, their ``valid_out``) replace it, merged by a
     mux chain ``m_0 = d_0``, ``m_j = valid_j ? d_j : m_(j-1)`` (``banks - 1`` ``coreir.mux``
-    ops; exactly one bank's read fires per iteration). Returns ``(kernel, data input,
-    valid input)``; the element ``name[index]`` is no longer read (the input stays
-    declared)."""
+    ops; exactly one bank's read fires per iteration; :func:`mapper.ir.rewrite` rebuilds
+    the kernel). Returns ``(kernel, data input, valid input)``; the element
+    ``name[index]`` is no longer read (the input stays declared)."""
     data, valid = f"{name}_bank{index}", f"{name}_valid{index}"
     if data in kernel.inputs or valid in kernel.inputs:
         raise MappingError(f"kernel {kernel.name}: inputs {data} / {valid} exist already")
-    out = ir.Kernel(kernel.name)
-    for n, size in kernel.inputs.items():
-        out.declare_input(n, size, kernel.input_widths[n])
-    out.declare_input(data, banks, kernel.input_widths[name])
-    out.declare_input(valid, banks, 1)
-    new: dict[int, int] = {}
-    for node in kernel.nodes:
-        if node.op == ir.INPUT and node.input == (name, index):
-            m = out.input(data, 0)
-            for j in range(1, banks):
-                m = out.add("coreir.mux", m, out.input(data, j), out.input(valid, j))
-            new[node.id] = m
-        elif node.op == ir.INPUT:
-            new[node.id] = out.input(*node.input)
-        elif node.op in ir.CONST_OPS:
-            new[node.id] = out.const(node.value, node.width)
-        else:
-            new[node.id] = out.copy_op(node, [new[a] for a in node.args])
-    for o, nid in kernel.outputs.items():
-        out.set_output(o, new[nid])
-    return out, data, valid
+
+    def merged(new: ir.Kernel, node: ir.Node) -> int | None:
+        if node.input != (name, index):
+            return None
+        new.declare_input(data, banks, kernel.input_widths[name])
+        new.declare_input(valid, banks, 1)
+        m = new.input(data, 0)
+        for j in range(1, banks):
+            m = new.add("coreir.mux", m, new.input(data, j), new.input(valid, j))
+        return m
+
+    return ir.rewrite(kernel, inputs=merged), data, valid
 
 
 def wide_read_latency(sched: PipelineSchedule, spec: MemSpec) -> int:
@@ -715,25 +711,18 @@ def map_memory(pipeline: ir.Pipeline, mem: dict[str, Any] | MemSpec,
         segs = segment_taps(key, taps, spec)
         chains[key] = DelayChain(key, dists, regs, taps, segs)
         all_segments.extend(segs)
-    consumers: dict[str, set[str]] = {}
-    for s in pipeline.stages:
-        for w in s.windows.values():
-            consumers.setdefault(w.producer, set()).add(s.name)
-    below_stage: dict[str, set[str]] = {}
+    flow = nx.DiGraph((w.producer, s.name) for s in pipeline.stages for w in s.windows.values())
 
-    def below(stage: str) -> set[str]:
-        if stage not in below_stage:
-            below_stage[stage] = set()
-            for c in consumers.get(stage, ()):
-                below_stage[stage] |= {c} | below(c)
-        return below_stage[stage]
+    @functools.cache
+    def fed(buffer: tuple[str, int], base: int) -> frozenset[str]:
+        readers = {p.stage for p in sched.buffers[buffer]
+                   if p.kind == "read" and not p.addressed and p.distance >= base}
+        return frozenset(readers.union(*(nx.descendants(flow, r) for r in readers)))
 
     def downstream(seg: Segment) -> set[str]:
         """Stages fed by ``seg``'s taps: readers of its buffer at its distances or later
-        (through registers and later segments), and everything below them."""
-        readers = {p.stage for p in sched.buffers[seg.buffer]
-                   if p.kind == "read" and not p.addressed and p.distance >= seg.base}
-        return readers.union(*(below(r) for r in readers))
+        (through registers and later segments), and every stage below them."""
+        return set(fed(seg.buffer, seg.base))
 
     tiles = pack_segments(all_segments, spec, downstream)
     bank_nets: list[tuple[tuple[str, str], tuple[str, str], int, str]] = []

@@ -128,7 +128,8 @@ def run_streams_outputs(mm: MemoryMapping, images: dict[str, np.ndarray]
                 vals[src], valid[src] = v, ok
             elif inst.kind == "mem" and src[1].startswith("valid_out_"):
                 # a bank's valid_out: high one read latency after each read of its port
-                c, _ = program_events(inst.config["ports"][f"data_out_{src[1][10:]}"])
+                q = src[1].removeprefix("valid_out_")
+                c, _ = program_events(inst.config["ports"][f"data_out_{q}"])
                 t = c + lat
                 v = np.zeros(T, np.int64)
                 v[t[(t >= 0) & (t < T)]] = 1
