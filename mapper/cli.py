@@ -325,8 +325,15 @@ def _summary(run, t0: float) -> None:
               help="placement exponent sweep (Cascade): place, route and pipeline once per "
                    "HPWL exponent and keep the highest Fmax, e.g. 1,1.5,2 (each reported in "
                    "pnr_report.json); default: only alpha 1")
+@click.option("--absorb", "absorb", default=0, show_default=True,
+              type=click.IntRange(min=0), metavar="N",
+              help="register-chain absorption (Cascade): nets whose PE sinks carry N or more "
+                   "balancing registers get a MEM delay line, and the design is placed, "
+                   "routed and pipelined again (kept when it uses fewer registers; reported "
+                   "in pnr_report.json); 0 = off")
 def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str, size: int,
-            unroll: int, resume_from: str, fmax: float | None, alphas: str | None) -> None:
+            unroll: int, resume_from: str, fmax: float | None, alphas: str | None,
+            absorb: int) -> None:
     """Map APP onto the design, simulate it on the RTL and compare with both golden models."""
     from mapper.flow import AppParams, FlowParams, RunParams, SimOptions, run_app
     from mapper.place import PlaceParams
@@ -334,7 +341,7 @@ def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str, size
     t0 = time.perf_counter()
     params = RunParams(AppParams(app, size, size, unroll), design, out,
                        FlowParams(place=PlaceParams(seed=seed), pipeline=_pipeline_params(fmax),
-                                  alphas=_alphas(alphas)),
+                                  alphas=_alphas(alphas), absorb_chains=absorb),
                        SimOptions(image), resume_from)
     progress, step = _progress(app)
     with progress:

@@ -260,6 +260,12 @@ class FlowParams:
     #: and keep the result with the highest Fmax (ties: fewer registers, then the earlier
     #: exponent); ``()`` = only ``place.alpha``
     alphas: tuple[float, ...] = ()
+    #: register-chain absorption (:func:`absorb_chains`, :mod:`mapper.absorb`): a net whose
+    #: PE sinks carry this many balancing registers or more gets a MEM delay line, placed
+    #: around the kept placement, and the design is routed and pipelined again (kept only
+    #: when it needs fewer registers); 0 = off. Runs with the place, route and pipeline
+    #: stages (not on a resume from a later stage)
+    absorb_chains: int = 0
 
 
 def attempt_seeds(p: FlowParams) -> list[int]:
@@ -323,6 +329,116 @@ def place_to_pipeline(packed, coll: Collateral, p: FlowParams, say: Step | None 
 
     _q, (pl, rr, pr), failed, table = _sweep(p, close, say or (lambda _m: None))
     return pl, rr, pr, failed, table
+
+
+def absorb_chains(packed, placement: Placement, routing: RoutingResult, pr: PipelineResult,
+                  coll: Collateral, p: FlowParams, say: Step | None = None
+                  ) -> tuple[Any, Placement, RoutingResult, PipelineResult, dict[str, Any]]:
+    """Register-chain absorption (:mod:`mapper.absorb`) of the closed design ``packed`` /
+    ``placement`` / ``routing`` / ``pr``, in rounds (at most :data:`ABSORB_ROUNDS`): plan the
+    delay lines (chains of ``p.absorb_chains`` balancing registers or more), insert them,
+    place only them (every other instance keeps its site), then route and pipeline. A round
+    is kept when it closes, meets the clock target when the design before it did (else
+    reaches at least its Fmax) and uses fewer registers; the next round plans on it. The
+    rounds stop at the first round that is not kept or plans nothing. When a round is kept
+    the passes end with one ``register absorption`` :class:`~mapper.pipeline.PassReport`.
+
+    Returns (packed, placement, routing, pipelined design) kept and a report ``{min_chain,
+    rounds: [{delay_lines, registers, fmax_mhz, kept, reason}], delay_lines, kept,
+    registers_before, registers_after, seconds}``. Raises :class:`MappingError` for a
+    ``min_chain`` the design's MEM cannot serve."""
+    from mapper.absorb import insert_delay_lines, plan_delay_lines
+    from mapper.checks import check_placed, check_routed
+    from mapper.memory import MemSpec
+    from mapper.pipeline import PassReport
+
+    t0 = time.perf_counter()
+    say = say or (lambda _m: None)
+    _check_absorb(p, coll)
+    spec = MemSpec.from_dict(coll.mem)
+    preset = str(coll.mem.get("preset", spec.name))
+    target = p.pipeline.target_period_ps
+    best = (packed, placement, routing, pr)
+    rounds: list[dict[str, Any]] = []
+    for _k in range(ABSORB_ROUNDS):
+        pk0, pl0, rr0, pr0 = best
+        lines = plan_delay_lines(pr0, p.absorb_chains, coll.data_width, spec)
+        row: dict[str, Any] = {"delay_lines": len(lines), "kept": False}
+        rounds.append(row)
+        if not lines:
+            row["reason"] = f"no net carries {p.absorb_chains} or more balancing registers"
+            break
+        say(f"register absorption: {len(lines)} delay line(s); route and pipeline again")
+        moved = {s for line in lines for s in line.sinks}
+        # every other route is kept (the first PathFinder iteration starts from it)
+        keep = {name: {s: path for s, path in r.paths.items() if s not in moved}
+                for name, r in rr0.nets.items()}
+        try:
+            new = insert_delay_lines(pk0, lines, spec, preset)
+            check_capacity_packed(new, coll)
+            pl2 = place(new, coll, dataclasses.replace(p.place, seed=pl0.seed,
+                                                       alpha=pl0.alpha, fixed=dict(pl0.sites)))
+            check_placed("absorption: place", new, pl2, coll)
+            rr2 = route_design(new, pl2, coll, p.route, keep=keep)
+            check_routed("absorption: route", new, rr2, coll)
+            pr2 = pipeline(new, pl2, rr2, coll, p.pipeline)
+        except (MappingError, RoutingError) as exc:
+            row["reason"] = f"the design with delay lines did not close: {exc}"
+            break
+        regs, before = _registers(pr2), _registers(pr0)
+        row.update(registers=regs, fmax_mhz=round(pr2.timing.fmax_mhz, 2))
+        met = target is not None and pr0.timing.period_ps <= target + 1e-6
+        if met and pr2.timing.period_ps > target + 1e-6:
+            row["reason"] = (f"the design with delay lines misses the target "
+                             f"({pr2.timing.fmax_mhz:.1f} MHz)")
+        elif not met and pr2.timing.fmax_mhz < pr0.timing.fmax_mhz - 1e-6:
+            row["reason"] = (f"the design with delay lines is slower "
+                             f"({pr2.timing.fmax_mhz:.1f} < {pr0.timing.fmax_mhz:.1f} MHz)")
+        elif regs >= before:
+            row["reason"] = f"not fewer registers ({regs} >= {before})"
+        else:
+            row["kept"], row["reason"] = True, "fewer registers"
+            best = (new, pl2, rr2, pr2)
+            continue
+        break
+    packed2, pl2, rr2, pr2 = best
+    kept = pr2 is not pr
+    info: dict[str, Any] = {
+        "min_chain": p.absorb_chains, "rounds": rounds, "kept": kept,
+        "delay_lines": sum(r["delay_lines"] for r in rounds if r["kept"]),
+        "registers_before": _registers(pr), "registers_after": _registers(pr2),
+        "seconds": round(time.perf_counter() - t0, 3)}
+    if kept:
+        last = pr2.passes[-1] if pr2.passes else None
+        pr2.passes = list(pr.passes) + [PassReport(
+            "register absorption", pr2.timing.period_ps, pr2.timing.fmax_mhz, _registers(pr2),
+            max(pr2.output_latency.values(), default=0), last.reroutes if last else 0,
+            time.perf_counter() - t0)]
+    return packed2, pl2, rr2, pr2, info
+
+
+#: rounds of :func:`absorb_chains` (each routes and pipelines the design once more)
+ABSORB_ROUNDS = 3
+
+
+def _check_absorb(p: FlowParams, coll: Collateral) -> None:
+    """Refuse a ``p.absorb_chains`` the design's MEM cannot serve, before any placement."""
+    from mapper.absorb import check_min_chain
+    from mapper.memory import MemSpec
+
+    if coll.mem is None:
+        raise MappingError(f"--absorb {p.absorb_chains}: the design has no MEM tiles to hold "
+                           f"delay lines; drop --absorb")
+    check_min_chain(p.absorb_chains, MemSpec.from_dict(coll.mem))
+
+
+def check_capacity_packed(packed, coll: Collateral) -> None:
+    """Raise :class:`MappingError` when ``packed`` needs more MEM tiles than ``coll`` has."""
+    need = packed.counts().get("m", 0)
+    have = sum(site_capacity(coll).get(("m",), {}).values())
+    if need > have:
+        raise MappingError(f"design {packed.name} needs {need} MEM tiles with its delay lines; "
+                           f"the array has {have}")
 
 
 #: one placement attempt: (seed, stage holder, failed attempts so far) -> (result, pipelined)
@@ -472,6 +588,8 @@ class FlowResult:
     #: the placement exponent sweep (``{alpha, seed, fmax_mhz, registers, kept}``; empty
     #: without :attr:`FlowParams.alphas`)
     alpha_sweep: list[dict[str, Any]] = field(default_factory=list)
+    #: register-chain absorption (:func:`absorb_chains`'s report; ``None`` when it was off)
+    absorption: dict[str, Any] | None = None
 
 
 def back_end(netlist: Netlist, coll: Collateral, params: FlowParams | None = None,
@@ -490,11 +608,17 @@ def back_end(netlist: Netlist, coll: Collateral, params: FlowParams | None = Non
         secs[stage] = time.perf_counter() - t
         return out
 
+    if p.absorb_chains:
+        _check_absorb(p, coll)
     packed = timed("pack", lambda: pack(netlist, coll, p.pack))
     pl, rr, pr, failed, sweep = timed("place_route_pipeline",
                                       lambda: place_to_pipeline(packed, coll, p))
+    absorption = None
+    if p.absorb_chains:
+        packed, pl, rr, pr, absorption = timed(
+            "register_absorption", lambda: absorb_chains(packed, pl, rr, pr, coll, p))
     bs = timed("bitstream", lambda: generate(pr.packed, pl, pr.routing, coll, mem_encoder))
-    return FlowResult(packed, pl, rr, pr, bs, secs, failed, sweep)
+    return FlowResult(packed, pl, rr, pr, bs, secs, failed, sweep, absorption)
 
 
 def run_pipeline(run_dir: str | Path, coll: Collateral, params: PipelineParams | None = None,
@@ -502,20 +626,56 @@ def run_pipeline(run_dir: str | Path, coll: Collateral, params: PipelineParams |
                  alpha_sweep: list[dict[str, Any]] | None = None) -> PipelineResult:
     """packed + placement + routing -> pipelined.json, with ``pnr_report.json`` and the
     picture ``pnr.png`` (:mod:`mapper.report`)."""
-    from mapper.report import draw, save_report
-
     run_dir = Path(run_dir)
     packed, pl = load_packed(run_dir, coll), load_placement(run_dir, coll)
     rr = load_routing(run_dir, coll)
     pr = pipeline(packed, pl, rr, coll, params)
+    save_pipelined(run_dir, coll, FlowResult(packed, pl, rr, pr, None,
+                                             attempts=list(attempts or []),
+                                             alpha_sweep=list(alpha_sweep or [])))
+    return pr
+
+
+def save_pipelined(run_dir: str | Path, coll: Collateral, flow: FlowResult) -> None:
+    """Write ``flow.pipelined`` (the pipelined design of the run directory's packed design,
+    placement and routing, which ``flow`` holds) as pipelined.json, with
+    ``pnr_report.json``, ``pnr.png`` and ``timing.png``."""
+    from mapper.report import draw, save_report
+
+    run_dir = Path(run_dir)
     st.write_doc(st.stage_file(run_dir, "pipeline"), {
         **st.header(st.PIPELINED_SCHEMA, coll, run_dir, "pipeline"),
-        **st.pipelined_to_json(pr)})
-    flow = FlowResult(packed, pl, rr, pr, None, attempts=list(attempts or []),
-                      alpha_sweep=list(alpha_sweep or []))
+        **st.pipelined_to_json(flow.pipelined)})
     save_report(flow, coll, run_dir / "pnr_report.json")
     draw(flow, coll, run_dir / "pnr.png")
     draw(flow, coll, run_dir / "timing.png", critical=True)
+
+
+def absorb_files(run_dir: str | Path, coll: Collateral, p: FlowParams,
+                 attempts: list[dict[str, Any]], alpha_sweep: list[dict[str, Any]],
+                 say: Step | None = None) -> PipelineResult:
+    """:func:`absorb_chains` on a run directory that closed (its pack, place, route and
+    pipeline files); the design kept is written back to those files (``.place`` /
+    ``.route`` texts included) and pnr_report.json gets the ``absorption`` report either way.
+    Returns the pipelined design kept."""
+    run_dir = Path(run_dir)
+    flow = load_flow(run_dir, coll)
+    packed, pl, rr, pr, info = absorb_chains(flow.packed, flow.placement, flow.routing,
+                                             flow.pipelined, coll, p, say)
+    if info["kept"]:
+        st.write_doc(st.stage_file(run_dir, "pack"), {
+            **st.header(st.PACKED_SCHEMA, coll, run_dir, "pack"), **st.packed_to_json(packed)})
+        st.write_doc(st.stage_file(run_dir, "place"), {
+            **st.header(st.PLACEMENT_SCHEMA, coll, run_dir, "place"),
+            **st.placement_to_json(pl)})
+        nl = Netlist.load(st.stage_file(run_dir, "map"))
+        ids = {n: b for n, b in nl.block_ids().items() if n in pl.sites}
+        (run_dir / f"{_name(run_dir)}.place").write_text(st.place_text(pl, ids))
+        st.write_doc(st.stage_file(run_dir, "route"), {
+            **st.header(st.ROUTING_SCHEMA, coll, run_dir, "route"), **st.routing_to_json(rr)})
+        (run_dir / f"{_name(run_dir)}.route").write_text(st.route_text(rr, coll))
+    save_pipelined(run_dir, coll, FlowResult(packed, pl, rr, pr, None, attempts=list(attempts),
+                                             alpha_sweep=list(alpha_sweep), absorption=info))
     return pr
 
 
@@ -942,6 +1102,8 @@ def run_stages(p: RunParams, until: str = "sim", step: Step | None = None) -> An
     else:
         coll = open_design(run_dir, p.design)
     secs: dict[str, float] = {"load_collateral": time.perf_counter() - t0}
+    if p.flow.absorb_chains:
+        _check_absorb(p.flow, coll)
     stages: dict[str, Callable[[], Any]] = {
         "map": lambda: run_map(run_dir, coll, p.app),
         "pack": lambda: run_pack(run_dir, coll, p.flow.pack),
@@ -992,6 +1154,10 @@ def run_stages(p: RunParams, until: str = "sim", step: Step | None = None) -> An
                     out = run_pipeline(run_dir, coll, q.pipeline, failed, table)
                 else:
                     out, _pr = once_files(q, table)(q.place.seed, ["place"], failed)
+            if p.flow.absorb_chains:
+                t = time.perf_counter()
+                out = absorb_files(run_dir, coll, p.flow, failed, table, say)
+                secs["register_absorption"] = time.perf_counter() - t
             k = names.index("pipeline") + 1
             continue
         if name != "sim":

@@ -255,7 +255,7 @@ def pack_segments(segments: list[Segment], spec: MemSpec,
     return tiles
 
 
-def _check_program(prog: dict[str, Any], spec: MemSpec, where: str) -> None:
+def check_program(prog: dict[str, Any], spec: MemSpec, where: str) -> None:
     """Dimensionality, extent register width, schedule range (cycle counter width) and
     address range of one port program (the rules of Lake's program checker)."""
     if prog["dimensionality"] > spec.max_dimensionality:
@@ -480,12 +480,12 @@ def addressed_tiles(key: tuple[str, int], reads: list[BufferPort], sched: Pipeli
             tile.segments.append(seg)
             bank = f", bank of columns [{a}, {a + ncols})" if len(banks) > 1 else ""
             tw = f"MEM {tile.name} ({where}{bank})"
-            _check_program(wprog, spec, tw)
+            check_program(wprog, spec, tw)
             tile.programs["data_in_0"] = wprog
             for q, k in enumerate(group):
                 rp = program(progs[1 + k], -spec.read_latency)    # type: ignore[arg-type]
                 vectorizable(rp, f"data_out_{q}")
-                _check_program(rp, spec, tw)
+                check_program(rp, spec, tw)
                 tile.programs[f"data_out_{q}"] = rp
                 sources[k].append((tile.name, q))
             if spec.fetch_width > 1 and spec.name in LAKE_PRESETS:
@@ -699,7 +699,7 @@ def map_memory(pipeline: ir.Pipeline, mem: dict[str, Any] | MemSpec,
             for d in dists:
                 inst = f"rom_{key[0][len('__'):]}_l{key[1]}_d{d}"
                 contents, prog = pattern_rom(pin, key[1], u, stream, spec, d)
-                _check_program(prog, spec, f"MEM {inst} (coordinate pattern {pin.name})")
+                check_program(prog, spec, f"MEM {inst} (coordinate pattern {pin.name})")
                 nl.add_instance(inst, "mem", "m", {
                     "preset": spec.name, "ports": {"data_out_0": prog}, "rom": contents,
                     "latency": spec.read_latency, "pattern": list(pin.pattern)})
@@ -775,12 +775,12 @@ def map_memory(pipeline: ir.Pipeline, mem: dict[str, Any] | MemSpec,
                 tile = tiles[seg.tile]
                 wprog, rprogs = delay_line_programs(seg, first, span, spec)
                 where = f"MEM {tile.name} (buffer {prod} lane {lane}, delay line at distance {seg.base})"
-                _check_program(wprog, spec, where)
+                check_program(wprog, spec, where)
                 tile.programs[f"data_in_{seg.in_port}"] = wprog
                 sinks.setdefault((prod, lane, seg.base), []).append(
                     (tile.name, f"data_in_{seg.in_port}"))
                 for t, op, rp in zip(seg.taps, seg.out_ports, rprogs, strict=True):
-                    _check_program(rp, spec, where)
+                    check_program(rp, spec, where)
                     tile.programs[f"data_out_{op}"] = rp
                     sig[(prod, lane, t)] = (tile.name, f"data_out_{op}")
     for tile in tiles:

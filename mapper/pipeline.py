@@ -23,8 +23,10 @@ over that nominal schedule:
   ``T + L`` with ``L`` the PE latency in cycles (``PipelineParams.latency['p']`` or the
   instance's ``config['latency']``);
 * a MEM output port: sigma of the input port of its delay-line segment + ``e`` cycles of
-  absorbed delay; the MEM's port programs are shifted accordingly (write schedule offset
-  ``+= sigma_in``, read offset ``+= sigma_in + e``), so the stored stream keeps its distance;
+  absorbed delay (+ ``D`` for a balancing delay line of :mod:`mapper.absorb`, config
+  ``balance_delay``: its latency is not a stencil tap); the MEM's port programs are shifted
+  accordingly (write schedule offset ``+= sigma_in``, read offset ``+= sigma_in + e``), so
+  the stored stream keeps its distance;
 * an IO output: its output program (valid window) starts ``sigma`` cycles later.
 
 **Branch-delay matching** (:meth:`_Design.balance`). Each PE's target ``T`` is the largest
@@ -62,7 +64,8 @@ input registered, then balanced); with ``target_period_ps``, ``register insertio
 arrival is closest to half the path delay; enable it; re-balance} until the target is met, no
 candidate is left or ``max_pipeline_steps``; with ``broadcast_fanout``, high-fanout nets get a
 register at every branch of their route tree that serves at most ``broadcast_leaves`` sinks
-before balancing.
+before balancing. Register-chain absorption (long balancing chains become MEM delay lines,
+:mod:`mapper.absorb`) runs after these passes, from :func:`mapper.flow.absorb_chains`.
 """
 from __future__ import annotations
 
@@ -257,6 +260,10 @@ def _mem_slack(packed: PackedDesign, inst: str, out_port: str, read_latency: int
     """Cycles a read port's delay can grow while its delay line still holds the word."""
     cfg = packed.instances[inst].config
     segs = cfg.get("segments")
+    if segs and "balance_delay" in cfg and out_port == "data_out_0":
+        # a balancing delay line (mapper.absorb): its words beyond its shortest delay
+        s = segs[0]
+        return max(0, int(s["words"]) + read_latency - 1 - (int(s["taps"][0]) - int(s["base"])))
     if not segs or not out_port.startswith("out"):
         return 0
     k_out, want = 0, int(out_port[3:]) if out_port[3:].isdigit() else -1
@@ -397,6 +404,9 @@ class _Design:
                 latest = max(arr.values(), default=0)
                 # a pattern ROM's word comes one read latency after its stream schedule
                 rom = _latency(packed, inst, self.p) if "rom" in pi.config else 0
+                # a balancing delay line's latency is extra, not a stencil tap
+                # (mapper.absorb)
+                rom += int(pi.config.get("balance_delay", 0))
                 for o in self.out_ports[inst]:
                     src = self.mem_group[inst].get(o)
                     sigma_out[(inst, o)] = (arr.get(src, 0) if src else latest) + \

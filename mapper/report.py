@@ -8,7 +8,9 @@ ps), per output stream the extra latency added by pipelining and its first valid
 shifted output schedule offset, when the netlist gives one), seconds per stage, the Fmax,
 registers and latency after each pipelining pass (``passes``) and the placements that failed
 before the one kept (``placement_attempts``: seed, stage, error), and the placement exponent
-sweep when one ran (``alpha_sweep``: alpha, seed, fmax_mhz, registers, kept).
+sweep when one ran (``alpha_sweep``: alpha, seed, fmax_mhz, registers, kept), register-chain
+absorption (``absorption``: :func:`mapper.flow.absorb_chains`'s report, ``null`` when off) and
+the MEM delay lines of the design (``delay_lines``: mem, net, cycles, sinks).
 :func:`draw` writes a PNG (matplotlib, Agg backend): tiles coloured by type, instance names,
 every routed net as a polyline through its switch-box tracks (16-bit solid, 1-bit dashed),
 enabled pipeline registers as red squares. The stages themselves are driven by
@@ -20,6 +22,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mapper.absorb import delay_lines_of
 from mapper.place import site_capacity
 from mapper.route import RoutingGraph
 
@@ -72,6 +75,8 @@ def report(flow: FlowResult, coll: Collateral) -> dict[str, Any]:
         "passes": [r.to_dict() for r in pr.passes],
         "placement_attempts": list(flow.attempts),
         "alpha_sweep": list(flow.alpha_sweep),
+        "absorption": flow.absorption,
+        "delay_lines": delay_lines_of(pk, pr.mem_absorbed),
     }
 
 
