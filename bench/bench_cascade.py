@@ -4,14 +4,16 @@ For pointwise, brighten_blur, gaussian, unsharp and harris on the default 32x16 
 when missing), placement seeds 0..19 (``--seeds N``), with compute pipelining and register
 insertion to ``--fmax`` (default 900 MHz): whether the back end closed, how many placements
 it took (re-place attempts) and latency-constrained re-routes, and per pass (balance =
-unpipelined, compute pipelining, register insertion, and register absorption with
+unpipelined, compute pipelining, register insertion, ALAP, and register absorption with
 ``--absorb N``, default 6: chains of N or more balancing registers become MEM delay lines,
 :mod:`mapper.absorb`) the Fmax of the timing model, the registers in use, the extra output
 latency (cycles) and its seconds. Summary figures per app: success rate, runs that needed a
-re-place, mean Fmax and mean registers after each pass, ratio post/unpipelined, runs whose
+re-place, mean Fmax and mean registers after each pass, ratio post/balance and ratio final /
+unpipelined (the same routes with no pipeline register, :func:`mapper.pipeline.unpipelined_timing`:
+on the default array the balance pass already has its mandatory NORTH/EAST registers), runs whose
 absorption was kept and the delay lines it added. Seeds 0..2 (``--alap-seeds``) also run
-balance-only: the registers an ALAP move would save (:func:`alap_gain`; why the flow has no
-separate ALAP schedule).
+balance-only: the registers an ALAP move would save on the default PE before compute
+pipelining registers its inputs (:func:`alap_gain`; with it, the ALAP pass seldom applies).
 
 Prints one JSON line per figure and appends rows to ``bench/results/cascade.csv``.
 Placement exponent sweep: seeds 0..2 (``--sweep-seeds``) of gaussian, unsharp and harris also
@@ -128,6 +130,7 @@ def main() -> None:
     for app in args.apps.split(","):
         nl = map_app(AppParams(app, 64, 64), coll).netlist
         closed, replaced, fmax, regs, kept, lines = 0, 0, {}, {}, 0, 0
+        ratios_unp: list[float] = []
         for seed in range(args.seeds):
             p = {"app": app, "array": "32x16", "seed": seed, "fmax_target": args.fmax}
             t = time.perf_counter()
@@ -155,6 +158,9 @@ def main() -> None:
                 regs.setdefault(r.name, []).append(r.registers)
             regs.setdefault("final (after absorption when kept)", []).append(
                 fr.pipelined.passes[-1].registers)
+            unp = fr.pipelined.unpipelined
+            emit(rows, "fmax_unpipelined", round(unp.fmax_mhz, 1), "MHz", p)
+            ratios_unp.append(fr.pipelined.timing.fmax_mhz / unp.fmax_mhz)
             if fr.absorption is not None:
                 kept += fr.absorption["kept"]
                 lines += fr.absorption["delay_lines"]
@@ -206,6 +212,11 @@ def main() -> None:
                                             strict=True)]
             emit(rows, "fmax_ratio_min", round(min(ratios), 2), "x", p)
             emit(rows, "fmax_ratio_mean", round(statistics.mean(ratios), 2), "x", p)
+        if ratios_unp:
+            # final Fmax over the same routes with no pipeline register (Cascade's baseline)
+            emit(rows, "fmax_ratio_unpipelined_min", round(min(ratios_unp), 2), "x", p)
+            emit(rows, "fmax_ratio_unpipelined_mean", round(statistics.mean(ratios_unp), 2), "x",
+                 p)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     new = not RESULTS.exists()
     with RESULTS.open("a", newline="") as f:

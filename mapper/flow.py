@@ -409,6 +409,7 @@ def absorb_chains(packed, placement: Placement, routing: RoutingResult, pr: Pipe
         "registers_before": _registers(pr), "registers_after": _registers(pr2),
         "seconds": round(time.perf_counter() - t0, 3)}
     if kept:
+        pr2.unpipelined = pr.unpipelined        # the baseline stays the design before absorption
         last = pr2.passes[-1] if pr2.passes else None
         pr2.passes = list(pr.passes) + [PassReport(
             "register absorption", pr2.timing.period_ps, pr2.timing.fmax_mhz, _registers(pr2),

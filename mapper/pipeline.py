@@ -64,8 +64,17 @@ input registered, then balanced); with ``target_period_ps``, ``register insertio
 arrival is closest to half the path delay; enable it; re-balance} until the target is met, no
 candidate is left or ``max_pipeline_steps``; with ``broadcast_fanout``, high-fanout nets get a
 register at every branch of their route tree that serves at most ``broadcast_leaves`` sinks
-before balancing. Register-chain absorption (long balancing chains become MEM delay lines,
-:mod:`mapper.absorb`) runs after these passes, from :func:`mapper.flow.absorb_chains`.
+before balancing; with compute pipelining and ``alap`` (default), ``ALAP``: in reverse
+topological order, a PE whose every output path carries a balancing route register and whose
+every input can wait one more cycle in the PE (its input register or ``DELAY<k>`` modes) is
+scheduled one cycle later when that saves registers: its inputs take the cycle inside the PE
+and one balancing register leaves every root-to-sink path of its output routes (the fewest
+such registers, a cut of each route tree); a move that lengthens the critical path past the
+target (or past the current period without one) is undone. As late as possible per kernel
+within the PE's own delay, it moves latency off the interconnect; on the default PE, whose
+inputs compute pipelining has already registered, it seldom applies. Register-chain
+absorption (long balancing chains become MEM delay lines, :mod:`mapper.absorb`) runs after
+these passes, from :func:`mapper.flow.absorb_chains`.
 """
 from __future__ import annotations
 
@@ -106,7 +115,8 @@ class PipelineParams:
     not be balanced (each costs a balancing run, possibly re-routes);
     ``broadcast_fanout``: nets with at least this many sinks get register trees (0 = off),
     ``broadcast_leaves``: sinks per branch register; ``input_reg_field``: PE field template of
-    an input register (as :class:`mapper.pack.PackParams`)."""
+    an input register (as :class:`mapper.pack.PackParams`); ``alap``: with compute pipelining,
+    the ALAP pass (module docstring) after the others."""
 
     latency: dict[str, int] = field(default_factory=lambda: {"p": 0, "m": 0, "I": 0, "i": 0})
     absorb_into_mem: bool = True
@@ -119,6 +129,7 @@ class PipelineParams:
     broadcast_leaves: int = 4
     max_rejected: int = 12
     input_reg_field: str = "{port}_reg_en"
+    alap: bool = True
 
 
 @dataclass
@@ -169,7 +180,8 @@ class PipelineResult:
     ``output_latency``: IO output -> extra cycles, ``timing``, ``seconds``, ``passes`` (one
     :class:`PassReport` per pass), ``pe_input_delay``: (pe, core port) -> cycles that
     input is delayed by this pass (1 for every entry of ``pe_input_regs`` on the default PE;
-    up to the longest ``DELAY<k>`` mode with a deeper PE)."""
+    up to the longest ``DELAY<k>`` mode with a deeper PE); ``unpipelined``: the timing of the
+    input routing with no pipeline register (:func:`unpipelined_timing`)."""
 
     routing: RoutingResult
     packed: PackedDesign
@@ -183,6 +195,8 @@ class PipelineResult:
     seconds: float
     passes: list[PassReport] = field(default_factory=list)
     pe_input_delay: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: the same placed and routed design with no pipeline register (:func:`unpipelined_timing`)
+    unpipelined: TimingReport | None = None
 
 
 def _reg_of_rmux(rmux: str) -> str:
@@ -211,6 +225,30 @@ def with_regs(route: NetRoute, enabled: set[str]) -> NetRoute:
             q.append(b)
         paths[t] = q
     return NetRoute(route.name, route.width, route.source, paths)
+
+
+def without_regs(route: NetRoute, regs: set[str]) -> NetRoute:
+    """Copy of ``route`` with the REG nodes of ``regs`` bypassed (removed from every path)."""
+    return NetRoute(route.name, route.width, route.source,
+                    {t: [n for n in p if n not in regs] for t, p in route.paths.items()})
+
+
+def _tree_cut(node: str, kids: dict[str, set[str]], regs: set[str]) -> set[str] | None:
+    """The fewest nodes of ``regs`` in the route tree below ``node`` that meet every
+    root-to-sink path exactly once (``None``: a path without one)."""
+    below = kids.get(node)
+    if not below:
+        return None
+    sub: set[str] | None = set()
+    for c in sorted(below):
+        got = _tree_cut(c, kids, regs)
+        if got is None:
+            sub = None
+            break
+        sub |= got
+    if node in regs and (sub is None or len(sub) > 1):
+        return {node}
+    return sub
 
 
 def is_lut(packed: PackedDesign, inst: str) -> bool:
@@ -583,6 +621,61 @@ class _Design:
         st.forced = {n for r in st.routes.values() for n in r.nodes()
                      if n in st.forced}
 
+    # -- ALAP ------------------------------------------------------------------------
+    def balancing_regs(self, st: _State) -> set[str]:
+        """Route registers enabled by branch-delay matching: not forced by register
+        insertion or a register tree, not a netlist register's site, not mandatory."""
+        sites = set(st.reg_sites.values())
+        out = set()
+        for r in st.routes.values():
+            fanin = self.graphs[r.width].ig.fanin
+            for pth in r.paths.values():
+                for n in pth[1:-1]:
+                    if (n.startswith("REG:") and n not in st.forced and n not in sites
+                            and len(fanin[_rmux_of_reg(n)]) > 1):
+                        out.add(n)
+        return out
+
+    def alap_move(self, inst: str, st: _State, balancing: set[str]
+                  ) -> tuple[dict[str, set[str]], int] | None:
+        """The ALAP move of PE ``inst`` when it saves registers: ({output net: the balancing
+        registers cut from its route tree, one on every root-to-sink path, fewest first},
+        registers saved), or ``None`` (a sink that is not a PE, an input the PE cannot
+        delay, a path without a balancing register, or no saving)."""
+        pi = self.packed.instances[inst]
+        if pi.tag != "p" or is_lut(self.packed, inst) or not self.in_ports[inst]:
+            return None
+        nets = [n for n in self.packed.nets if n.source[0] == inst]
+        if not nets or any(self.packed.instances[s[0]].tag != "p"
+                           for n in nets for s in n.sinks):
+            return None
+        if any(self.pe_reg_room(inst, q, st) < 1 for q in self.in_ports[inst]):
+            return None
+        cost = sum(1 for q in self.in_ports[inst]
+                   if (inst, self.core_port[(inst, q)]) not in st.pe_regs)
+        cuts: dict[str, set[str]] = {}
+        for n in nets:
+            kids: dict[str, set[str]] = {}
+            paths = st.routes[n.name].paths
+            for pth in paths.values():
+                for a, b in pairwise(pth):
+                    kids.setdefault(a, set()).add(b)
+            got = _tree_cut(next(iter(paths.values()))[0], kids, balancing)
+            if got is None:
+                return None
+            cuts[n.name] = got
+        saved = sum(len(c) for c in cuts.values()) - cost
+        return (cuts, saved) if saved > 0 else None
+
+    def apply_alap(self, inst: str, cuts: dict[str, set[str]], st: _State) -> None:
+        """Delay PE ``inst`` one cycle: every input one more cycle inside the PE, the cut
+        registers off its output routes."""
+        for q in self.in_ports[inst]:
+            key = (inst, self.core_port[(inst, q)])
+            st.pe_regs[key] = st.pe_regs.get(key, 0) + 1
+        for net, regs in cuts.items():
+            st.routes[net] = without_regs(st.routes[net], regs)
+
     # -- register trees ----------------------------------------------------------------
     def broadcast(self, st: _State) -> None:
         """Give every net with ``broadcast_fanout`` or more sinks a register at each branch
@@ -741,6 +834,25 @@ def timing_analysis(packed: PackedDesign, placement: Placement, routing: Routing
                         [(n, arr[n]) for n in path])
 
 
+def unpipelined_timing(packed: PackedDesign, placement: Placement, routing: RoutingResult,
+                       coll: Collateral, params: PipelineParams | None = None) -> TimingReport:
+    """Static timing of the placed and routed design with no pipeline register: every
+    ``REG`` node on a route that is not a netlist register's site counts as bypassed (class
+    ``bypass``, also where the interconnect makes that register mandatory: a what-if) and no
+    PE input is registered beyond the netlist's own registers. The baseline of the Cascade
+    paper's "unpipelined" Fmax (30-103 MHz for its dense apps); on an interconnect whose
+    NORTH/EAST registers are mandatory, the ``balance`` pass is already pipelined by them.
+    Raises as :func:`timing_analysis`."""
+    keep = set(routing.reg_sites.values())
+    nets = {name: NetRoute(r.name, r.width, r.source,
+                           {t: [n for n in pth if not n.startswith("REG:") or n in keep]
+                            for t, pth in r.paths.items()})
+            for name, r in routing.nets.items()}
+    bare = RoutingResult(nets, dict(routing.reg_sites), dict(routing.iterations),
+                         routing.seconds, dict(routing.wirelength))
+    return timing_analysis(packed, placement, bare, coll, params, [])
+
+
 def _shift_program(prog: dict[str, Any], delta: int, where: str) -> dict[str, Any]:
     out = copy.deepcopy(prog)
     sched = out.setdefault("schedule", {})
@@ -780,6 +892,7 @@ def pipeline(packed: PackedDesign, placement: Placement, routing: RoutingResult,
                                   max(res.output_latency.values(), default=0), st.reroutes,
                                   time.perf_counter() - t_start))
 
+    unpiped = unpipelined_timing(packed, placement, routing, coll, p)
     t = time.perf_counter()
     d.broadcast(st)
     d.balance(st)
@@ -818,7 +931,27 @@ def pipeline(packed: PackedDesign, placement: Placement, routing: RoutingResult,
                 continue
             res = result()
         report("register insertion", t, res)
+    if p.register_pe_inputs and p.alap:
+        t = time.perf_counter()
+        for inst in reversed(d.order):
+            move = d.alap_move(inst, st, d.balancing_regs(st))
+            if move is None:
+                continue
+            saved = st.snapshot()
+            d.apply_alap(inst, move[0], st)
+            if d.deficits(st):
+                raise InternalError(f"ALAP: delaying PE {inst} unbalanced "
+                                    f"{sorted(d.deficits(st))[:3]}")
+            new = result()
+            bound = res.timing.period_ps if p.target_period_ps is None else \
+                max(p.target_period_ps, res.timing.period_ps)
+            if new.timing.period_ps > bound + 1e-6:
+                st.restore(saved)           # a removed register was cutting the critical path
+                continue
+            res = new
+        report("ALAP", t, res)
     res.passes = list(reports)
+    res.unpipelined = unpiped
     return res
 
 
@@ -914,4 +1047,4 @@ def check_balanced(result: PipelineResult) -> None:
 
 __all__ = ["BalanceError", "PassReport", "PipelineParams", "PipelineResult",
            "TimingReport", "check_balanced", "path_regs", "pipeline", "timing_analysis",
-           "with_regs"]
+           "unpipelined_timing", "with_regs"]

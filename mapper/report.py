@@ -6,7 +6,8 @@ registers (netlist, balancing, compute pipelining, PE inputs delayed and their c
 than one per input with ``DELAY<k>`` modes), static timing (critical path,
 ps), per output stream the extra latency added by pipelining and its first valid cycle (the
 shifted output schedule offset, when the netlist gives one), seconds per stage, the Fmax,
-registers and latency after each pipelining pass (``passes``) and the placements that failed
+registers and latency after each pipelining pass (``passes``), the Fmax of the same routes with no
+pipeline register (``timing_unpipelined``, :func:`mapper.pipeline.unpipelined_timing`) and the placements that failed
 before the one kept (``placement_attempts``: seed, stage, error), and the placement exponent
 sweep when one ran (``alpha_sweep``: alpha, seed, fmax_mhz, registers, kept), register-chain
 absorption (``absorption``: :func:`mapper.flow.absorb_chains`'s report, ``null`` when off) and
@@ -65,6 +66,9 @@ def report(flow: FlowResult, coll: Collateral) -> dict[str, Any]:
                       "pe_input_balancing_cycles": sum(pr.pe_input_delay.values()),
                       "mem_absorbed_cycles": sum(pr.mem_absorbed.values())},
         "timing": pr.timing.to_dict(),
+        "timing_unpipelined": None if pr.unpipelined is None else {
+            "period_ps": round(pr.unpipelined.period_ps, 2),
+            "fmax_mhz": round(pr.unpipelined.fmax_mhz, 2)},
         "extra_output_latency_cycles": pr.output_latency,
         "outputs": {inst: {"extra_latency_cycles": lat,
                            "first_valid_cycle": pr.packed.instances[inst].config.get(

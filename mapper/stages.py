@@ -260,6 +260,9 @@ def pipelined_to_json(pr: PipelineResult) -> dict[str, Any]:
             "output_latency": pr.output_latency,
             "timing": {"period_ps": pr.timing.period_ps, "fmax_mhz": pr.timing.fmax_mhz,
                        "path": [[n, a] for n, a in pr.timing.path]},
+            **({} if pr.unpipelined is None else {"unpipelined": {
+                "period_ps": pr.unpipelined.period_ps, "fmax_mhz": pr.unpipelined.fmax_mhz,
+                "path": [[n, a] for n, a in pr.unpipelined.path]}}),
             "seconds": pr.seconds,
             "passes": [{"name": r.name, "period_ps": r.period_ps, "fmax_mhz": r.fmax_mhz,
                         "registers": r.registers, "latency": r.latency,
@@ -269,6 +272,7 @@ def pipelined_to_json(pr: PipelineResult) -> dict[str, Any]:
 def pipelined_from_json(d: dict[str, Any], where: str) -> PipelineResult:
     try:
         t = d["timing"]
+        u = d.get("unpipelined")
         return PipelineResult(
             routing_from_json(d["routing"], where), packed_from_json(d["packed"], where),
             {(str(i), str(p)): int(s) for i, p, s in d["sigma_in"]},
@@ -283,7 +287,9 @@ def pipelined_from_json(d: dict[str, Any], where: str) -> PipelineResult:
                         int(r["registers"]), int(r["latency"]), int(r["reroutes"]),
                         float(r["seconds"])) for r in d["passes"]],
             {(str(i), str(p)): int(k) for i, p, k in d["pe_input_delay"]}
-            if "pe_input_delay" in d else {_term(x, where): 1 for x in d["pe_input_regs"]})
+            if "pe_input_delay" in d else {_term(x, where): 1 for x in d["pe_input_regs"]},
+            None if u is None else TimingReport(float(u["period_ps"]), float(u["fmax_mhz"]),
+                                                [(str(n), float(a)) for n, a in u["path"]]))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CollateralError(f"{where}: malformed pipelined design ({type(exc).__name__}: "
                               f"{exc}); run `cgra pipeline` again") from None

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from mapper.frontend.dsl import Func, Input, Pipeline, UInt16, Var
 
 
@@ -48,9 +50,9 @@ def test_delay_line_replaces_a_register_chain_bit_exact(small_design, harness, t
         ab = rep["absorption"]
         assert ab["kept"] and ab["rounds"][0]["kept"] and ab["min_chain"] == 4
         names = [p["pass"] for p in rep["passes"]]
-        assert names == ["balance", "compute pipelining", "register insertion",
+        assert names == ["balance", "compute pipelining", "register insertion", "ALAP",
                          "register absorption"]
-        before, after = rep["passes"][2], rep["passes"][3]
+        before, after = rep["passes"][3], rep["passes"][4]
         assert after["registers"] < before["registers"] == ab["registers_before"]
         assert after["fmax_mhz"] >= 900 and after["registers"] == ab["registers_after"]
         lines = rep["delay_lines"]
@@ -68,6 +70,9 @@ def test_delay_line_replaces_a_register_chain_bit_exact(small_design, harness, t
             d["cycles"] for d in lines)
         # the files on disk are the kept design's: resuming at the bitstream runs it again
         flow = load_flow(out, load_collateral(small_design))
+        # the unpipelined baseline is the design's before absorption, kept in the files
+        assert flow.pipelined.unpipelined.period_ps == pytest.approx(pr.unpipelined.period_ps)
+        assert rep["timing_unpipelined"]["fmax_mhz"] * 3 <= after["fmax_mhz"]
         assert set(flow.packed.instances) == set(pr.packed.instances)
         assert set(flow.placement.sites) == set(pr.packed.instances)
         again = run_app(_params(small_design, out, seed, 4, "bitstream"))
@@ -119,5 +124,5 @@ def test_back_end_in_memory_keeps_or_reports(small_design, monkeypatch):
     assert fr.absorption["rounds"] == [{"delay_lines": 0, "kept": False, "reason":
                                         "no net carries 50 or more balancing registers"}]
     assert [p.name for p in fr.pipelined.passes] == ["balance", "compute pipelining",
-                                                     "register insertion"]
+                                                     "register insertion", "ALAP"]
     assert not any(n.startswith("dly_") for n in fr.packed.instances)

@@ -46,3 +46,33 @@ def test_gaussian_on_d2_uses_multi_cycle_input_delays(gaussian_d2_run, d2_small_
     assert max(pr.pe_input_delay.values()) >= 2
     print(f"\ngaussian on d2_small: balancing regs {len(pr.enabled_regs)}, PE input delays "
           f"{sorted(pr.pe_input_delay.values())}, report {gaussian_d2_run.report['latency']}")
+
+
+def test_alap_moves_latency_into_the_pes_bit_exact(d2_small_design, tmp_path):
+    """With compute pipelining at 900 MHz on the D2 PE (inputs can wait up to 4 cycles),
+    the ALAP pass schedules PEs later where that takes balancing registers off their output
+    routes: fewer registers at the same Fmax, still balanced, bit-exact on Verilator; and
+    with ALAP off the passes end at register insertion with those registers."""
+    from mapper.flow import AppParams, FlowParams, RunParams, run_app
+    from mapper.pipeline import PipelineParams
+    from mapper.place import PlaceParams
+
+    def run(alap: bool, out):
+        pp = PipelineParams(register_pe_inputs=True, target_period_ps=1e6 / 900, alap=alap)
+        return run_app(RunParams(AppParams("gaussian", 64, 64), d2_small_design, out,
+                                 FlowParams(place=PlaceParams(seed=1), pipeline=pp)))
+
+    on = run(True, tmp_path / "on")
+    assert on.report["match"] == {"numpy": True, "halide": True}
+    names = [p.name for p in on.flow.pipelined.passes]
+    assert names == ["balance", "compute pipelining", "register insertion", "ALAP"]
+    ins, alap = on.flow.pipelined.passes[2:]
+    assert alap.registers < ins.registers and alap.fmax_mhz >= 900
+    assert alap.fmax_mhz == pytest.approx(on.report["timing"]["fmax_mhz"], abs=0.01)
+    off = run(False, tmp_path / "off")
+    assert [p.name for p in off.flow.pipelined.passes] == names[:3]
+    assert off.flow.pipelined.passes[-1].registers == ins.registers
+    # the cycles ALAP moved into the PEs: more input delay there, fewer route registers
+    assert sum(on.flow.pipelined.pe_input_delay.values()) > \
+        sum(off.flow.pipelined.pe_input_delay.values())
+    assert len(on.flow.pipelined.enabled_regs) < len(off.flow.pipelined.enabled_regs)

@@ -95,6 +95,33 @@ def test_cascade_known_answer_row_of_pes(row, ops, core_ps):
         assert t.period_ps == pytest.approx(1834.0)
 
 
+def test_unpipelined_timing_bypasses_the_mandatory_registers():
+    """With every EAST register mandatory (garnet's default array), the same row route holds
+    one register per hop, so the a -> b path is cut at every hop; the unpipelined figure (Cascade's
+    baseline: no pipeline register) is the known answer again, 1834 ps."""
+    from canal.interconnect import Interconnect
+    from garnet.array import fix_registers
+    from mapper.pipeline import unpipelined_timing
+
+    core = io_on_edges(lambda x, y: PE, IO, 8, 2)
+    ic = build_uniform(InterconnectParams(8, 2, tracks=5, widths=(16,)), core)
+    coll = Collateral.from_graphs(Interconnect(
+        {k: fix_registers(g, ["EAST"]) for k, g in ic.graphs.items()}, ic.cores, ic.timing))
+    packed, pl, rr = _placed(_two_pes(), coll, {"src": (0, 0), "a": (0, 1), "b": (7, 1),
+                                                 "dst": (7, 0)})
+    path = rr.nets["ab"].paths[("b", "data0")]
+    assert [n.split(":")[2] for n in path if n.startswith("REG:")] == [str(x) for x in range(7)]
+    p = PipelineParams(latency={"p": 1})
+    t = timing_analysis(packed, pl, rr, coll, p)
+    assert t.period_ps < 1834.0 - 600                # the row is cut at every hop
+    assert t.path[-1][0] != "PORT:16:7:1:data0" or t.path[0][0].startswith("REG:")
+    u = unpipelined_timing(packed, pl, rr, coll, p)
+    assert u.period_ps == pytest.approx(1834.0)
+    assert u.path[0][0] == "PORT:16:0:1:res" and u.path[-1][0] == "PORT:16:7:1:data0"
+    pr = pipeline(packed, pl, rr, coll, p)
+    assert pr.unpipelined.period_ps == pytest.approx(1834.0)
+
+
 def _toy():
     """a, b sources; A sink; a chain of three east tiles; every SB_OUT with a register."""
     g = InterconnectGraph(16, {(x, 0): TileInfo(x, 0, "c", "p") for x in range(4)})
@@ -173,7 +200,7 @@ def test_register_insertion_reaches_the_target_and_stays_balanced():
     res = pipeline(packed, pl, rr, coll, PipelineParams(register_pe_inputs=True,
                                                         target_period_ps=1e6 / 900))
     assert [p.name for p in res.passes] == ["balance", "compute pipelining",
-                                            "register insertion"]
+                                            "register insertion", "ALAP"]
     assert res.timing.fmax_mhz >= 900 > base.timing.fmax_mhz
     check_balanced(res)
     assert res.passes[-1].fmax_mhz == pytest.approx(res.timing.fmax_mhz)
