@@ -328,9 +328,9 @@ def _summary(run, t0: float) -> None:
 @click.option("--absorb", "absorb", default=0, show_default=True,
               type=click.IntRange(min=0), metavar="N",
               help="register-chain absorption (Cascade): nets whose PE sinks carry N or more "
-                   "balancing registers get a MEM delay line, and the design is placed, "
-                   "routed and pipelined again (kept when it uses fewer registers; reported "
-                   "in pnr_report.json); 0 = off")
+                   "balancing registers get a MEM delay line placed around the kept "
+                   "placement, and the design is routed and pipelined again (kept when it "
+                   "uses fewer registers; reported in pnr_report.json); 0 = off")
 def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str, size: int,
             unroll: int, resume_from: str, fmax: float | None, alphas: str | None,
             absorb: int) -> None:

@@ -45,7 +45,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from cgra.errors import CollateralError, MappingError, RoutingError, SimulationError
+from cgra.errors import (CollateralError, MappingError, PlacementError, RoutingError,
+                         SimulationError)
 from garnet.collateral import file_sha256
 from mapper import ir
 from mapper import stages as st
@@ -382,7 +383,7 @@ def absorb_chains(packed, placement: Placement, routing: RoutingResult, pr: Pipe
             rr2 = route_design(new, pl2, coll, p.route, keep=keep)
             check_routed("absorption: route", new, rr2, coll)
             pr2 = pipeline(new, pl2, rr2, coll, p.pipeline)
-        except (MappingError, RoutingError) as exc:
+        except (MappingError, PlacementError, RoutingError) as exc:
             row["reason"] = f"the design with delay lines did not close: {exc}"
             break
         regs, before = _registers(pr2), _registers(pr0)

@@ -6,8 +6,9 @@ registers (netlist, balancing, compute pipelining, PE inputs delayed and their c
 than one per input with ``DELAY<k>`` modes), static timing (critical path,
 ps), per output stream the extra latency added by pipelining and its first valid cycle (the
 shifted output schedule offset, when the netlist gives one), seconds per stage, the Fmax,
-registers and latency after each pipelining pass (``passes``), the Fmax of the same routes with no
-pipeline register (``timing_unpipelined``, :func:`mapper.pipeline.unpipelined_timing`) and the placements that failed
+registers and latency after each pipelining pass (``passes``), the Fmax of the same routes
+with no pipeline register (``timing_unpipelined``, :func:`mapper.pipeline.unpipelined_timing`)
+and the placements that failed
 before the one kept (``placement_attempts``: seed, stage, error), and the placement exponent
 sweep when one ran (``alpha_sweep``: alpha, seed, fmax_mhz, registers, kept), register-chain
 absorption (``absorption``: :func:`mapper.flow.absorb_chains`'s report, ``null`` when off) and
