@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from cgra.errors import ConfigError
@@ -211,10 +211,13 @@ def test_padding_words_never_serve_another_write():
 @settings(max_examples=30, deadline=None)
 @given(w=st.integers(1, 23), h=st.integers(1, 3), extra=st.integers(0, 1),
        gap=st.integers(0, 5), start=st.integers(2, 30), seed=st.integers(0, 999))
+@example(w=1, h=3, extra=0, gap=0, start=3, seed=0)     # one-word rows: 'conflict'
 def test_accepted_means_golden(w, h, extra, gap, start, seed):
     """Rows of any width at pitch ``4 * ceil(w / 4)`` (+ 4): whenever configure accepts a
     raster write and read, decode inverts it and the Python model equals the golden model;
-    otherwise the refusal names the 'dependence' or 'partial-chunk' rule."""
+    otherwise the refusal names the 'dependence', 'partial-chunk' or 'conflict' rule (the
+    example, found by a clean-clone CI run: one-word rows read 3 cycles after their write,
+    where the write and the read need the single SRAM port at cycle 1 for every phase)."""
     pitch = FW * (-(-w // FW) + extra)
     progs = raster(w, h, pitch, w + gap, start)
     rng = random.Random(seed)
@@ -222,6 +225,7 @@ def test_accepted_means_golden(w, h, extra, gap, start, seed):
     try:
         cfg = configure(PUB, progs)
     except ConfigError as exc:
-        assert "rule 'dependence'" in str(exc) or "rule 'partial-chunk'" in str(exc), str(exc)
+        assert any(f"rule '{r}'" in str(exc) for r in ("dependence", "partial-chunk",
+                                                          "conflict")), str(exc)
         return
     assert_decoded_and_golden(PUB, progs, cfg, {"data_in_0": vals}, seed)
