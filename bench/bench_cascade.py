@@ -58,16 +58,6 @@ def design() -> Path:
     return d
 
 
-def _cut(node: str, kids: dict[str, set], enabled: set[str]) -> float:
-    """Fewest enabled registers of the route tree below ``node`` meeting every root-to-sink
-    path exactly once (inf: a path without one)."""
-    ch = kids.get(node)
-    if not ch:
-        return math.inf
-    sub = sum(_cut(c, kids, enabled) for c in ch)
-    return min(1, sub) if node in enabled else sub
-
-
 def alap_gain(pr) -> tuple[int, int]:
     """(PEs an ALAP move could delay with a register gain, registers gained in all) of a
     balance-only pipelined design on a PE with one input register per operand: delaying PE
@@ -75,6 +65,8 @@ def alap_gain(pr) -> tuple[int, int]:
     one balancing register from every root-to-sink path of its output nets (the fewest:
     a cut of each route tree through enabled balancing registers). Counted only where every
     sink of ``v`` is a PE and no input of ``v`` is delayed already."""
+    from mapper.pipeline import tree_cut
+
     pk, en = pr.packed, set(pr.enabled_regs)
     nets_from: dict[str, list] = {}
     inputs: dict[str, int] = {}
@@ -96,7 +88,8 @@ def alap_gain(pr) -> tuple[int, int]:
                 for a, b in itertools.pairwise(path):
                     kids.setdefault(a, set()).add(b)
             root = next(iter(pr.routing.nets[n.name].paths.values()))[0]
-            cut += _cut(root, kids, en)
+            got = tree_cut(root, kids, en)
+            cut += math.inf if got is None else len(got)
         if cut != math.inf and cut > inputs.get(v, 0):
             moves += 1
             gain += int(cut) - inputs.get(v, 0)

@@ -376,7 +376,7 @@ def absorb_chains(packed, placement: Placement, routing: RoutingResult, pr: Pipe
                 for name, r in rr0.nets.items()}
         try:
             new = insert_delay_lines(pk0, lines, spec, preset)
-            check_capacity_packed(new, coll)
+            check_capacity(new, coll, ("m",))
             pl2 = place(new, coll, dataclasses.replace(p.place, seed=pl0.seed,
                                                        alpha=pl0.alpha, fixed=dict(pl0.sites)))
             check_placed("absorption: place", new, pl2, coll)
@@ -432,15 +432,6 @@ def _check_absorb(p: FlowParams, coll: Collateral) -> None:
         raise MappingError(f"--absorb {p.absorb_chains}: the design has no MEM tiles to hold "
                            f"delay lines; drop --absorb")
     check_min_chain(p.absorb_chains, MemSpec.from_dict(coll.mem))
-
-
-def check_capacity_packed(packed, coll: Collateral) -> None:
-    """Raise :class:`MappingError` when ``packed`` needs more MEM tiles than ``coll`` has."""
-    need = packed.counts().get("m", 0)
-    have = sum(site_capacity(coll).get(("m",), {}).values())
-    if need > have:
-        raise MappingError(f"design {packed.name} needs {need} MEM tiles with its delay lines; "
-                           f"the array has {have}")
 
 
 #: one placement attempt: (seed, stage holder, failed attempts so far) -> (result, pipelined)
@@ -523,9 +514,13 @@ def run_pack(run_dir: str | Path, coll: Collateral, params: PackParams | None = 
     read_app(run_dir)
     nl = Netlist.load(st.stage_file(run_dir, "map"))
     packed = pack(nl, coll, params)
+    _save_packed(run_dir, coll, packed)
+    return packed
+
+
+def _save_packed(run_dir: Path, coll: Collateral, packed) -> None:
     st.write_doc(st.stage_file(run_dir, "pack"), {
         **st.header(st.PACKED_SCHEMA, coll, run_dir, "pack"), **st.packed_to_json(packed)})
-    return packed
 
 
 def load_packed(run_dir: str | Path, coll: Collateral):
@@ -541,12 +536,18 @@ def run_place(run_dir: str | Path, coll: Collateral, params: PlaceParams | None 
     pl = place(packed, coll, params)
     from mapper.checks import check_placed
     check_placed("place", packed, pl, coll)
+    _save_placement(run_dir, coll, pl)
+    return pl
+
+
+def _save_placement(run_dir: Path, coll: Collateral, pl: Placement) -> None:
+    """placement.json and ``<app>.place`` (block ids of the netlist; an instance the
+    netlist lacks, e.g. a delay line, keeps its name)."""
     st.write_doc(st.stage_file(run_dir, "place"), {
         **st.header(st.PLACEMENT_SCHEMA, coll, run_dir, "place"), **st.placement_to_json(pl)})
     nl = Netlist.load(st.stage_file(run_dir, "map"))
     ids = {n: b for n, b in nl.block_ids().items() if n in pl.sites}
     (run_dir / f"{_name(run_dir)}.place").write_text(st.place_text(pl, ids))
-    return pl
 
 
 def load_placement(run_dir: str | Path, coll: Collateral) -> Placement:
@@ -562,10 +563,14 @@ def run_route(run_dir: str | Path, coll: Collateral, params: RouterParams | None
     rr = route_design(packed, pl, coll, params)
     from mapper.checks import check_routed
     check_routed("route", packed, rr, coll)
+    _save_routing(run_dir, coll, rr)
+    return rr
+
+
+def _save_routing(run_dir: Path, coll: Collateral, rr: RoutingResult) -> None:
     st.write_doc(st.stage_file(run_dir, "route"), {
         **st.header(st.ROUTING_SCHEMA, coll, run_dir, "route"), **st.routing_to_json(rr)})
     (run_dir / f"{_name(run_dir)}.route").write_text(st.route_text(rr, coll))
-    return rr
 
 
 def load_routing(run_dir: str | Path, coll: Collateral) -> RoutingResult:
@@ -665,17 +670,9 @@ def absorb_files(run_dir: str | Path, coll: Collateral, p: FlowParams,
     packed, pl, rr, pr, info = absorb_chains(flow.packed, flow.placement, flow.routing,
                                              flow.pipelined, coll, p, say)
     if info["kept"]:
-        st.write_doc(st.stage_file(run_dir, "pack"), {
-            **st.header(st.PACKED_SCHEMA, coll, run_dir, "pack"), **st.packed_to_json(packed)})
-        st.write_doc(st.stage_file(run_dir, "place"), {
-            **st.header(st.PLACEMENT_SCHEMA, coll, run_dir, "place"),
-            **st.placement_to_json(pl)})
-        nl = Netlist.load(st.stage_file(run_dir, "map"))
-        ids = {n: b for n, b in nl.block_ids().items() if n in pl.sites}
-        (run_dir / f"{_name(run_dir)}.place").write_text(st.place_text(pl, ids))
-        st.write_doc(st.stage_file(run_dir, "route"), {
-            **st.header(st.ROUTING_SCHEMA, coll, run_dir, "route"), **st.routing_to_json(rr)})
-        (run_dir / f"{_name(run_dir)}.route").write_text(st.route_text(rr, coll))
+        _save_packed(run_dir, coll, packed)
+        _save_placement(run_dir, coll, pl)
+        _save_routing(run_dir, coll, rr)
     save_pipelined(run_dir, coll, FlowResult(packed, pl, rr, pr, None, attempts=list(attempts),
                                              alpha_sweep=list(alpha_sweep), absorption=info))
     return pr

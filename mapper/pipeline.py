@@ -233,7 +233,7 @@ def without_regs(route: NetRoute, regs: set[str]) -> NetRoute:
                     {t: [n for n in p if n not in regs] for t, p in route.paths.items()})
 
 
-def _tree_cut(node: str, kids: dict[str, set[str]], regs: set[str]) -> set[str] | None:
+def tree_cut(node: str, kids: dict[str, set[str]], regs: set[str]) -> set[str] | None:
     """The fewest nodes of ``regs`` in the route tree below ``node`` that meet every
     root-to-sink path exactly once (``None``: a path without one)."""
     below = kids.get(node)
@@ -241,7 +241,7 @@ def _tree_cut(node: str, kids: dict[str, set[str]], regs: set[str]) -> set[str] 
         return None
     sub: set[str] | None = set()
     for c in sorted(below):
-        got = _tree_cut(c, kids, regs)
+        got = tree_cut(c, kids, regs)
         if got is None:
             sub = None
             break
@@ -660,7 +660,7 @@ class _Design:
             for pth in paths.values():
                 for a, b in pairwise(pth):
                     kids.setdefault(a, set()).add(b)
-            got = _tree_cut(next(iter(paths.values()))[0], kids, balancing)
+            got = tree_cut(next(iter(paths.values()))[0], kids, balancing)
             if got is None:
                 return None
             cuts[n.name] = got
@@ -933,8 +933,9 @@ def pipeline(packed: PackedDesign, placement: Placement, routing: RoutingResult,
         report("register insertion", t, res)
     if p.register_pe_inputs and p.alap:
         t = time.perf_counter()
+        balancing = d.balancing_regs(st)      # a kept move only removes some of them
         for inst in reversed(d.order):
-            move = d.alap_move(inst, st, d.balancing_regs(st))
+            move = d.alap_move(inst, st, balancing)
             if move is None:
                 continue
             saved = st.snapshot()
@@ -949,6 +950,7 @@ def pipeline(packed: PackedDesign, placement: Placement, routing: RoutingResult,
                 st.restore(saved)           # a removed register was cutting the critical path
                 continue
             res = new
+            balancing -= {r for regs in move[0].values() for r in regs}
         report("ALAP", t, res)
     res.passes = list(reports)
     res.unpipelined = unpiped
@@ -1047,4 +1049,4 @@ def check_balanced(result: PipelineResult) -> None:
 
 __all__ = ["BalanceError", "PassReport", "PipelineParams", "PipelineResult",
            "TimingReport", "check_balanced", "path_regs", "pipeline", "timing_analysis",
-           "unpipelined_timing", "with_regs"]
+           "tree_cut", "unpipelined_timing", "with_regs", "without_regs"]
