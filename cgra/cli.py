@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "sim": "mapper.cli:sim_cmd",
     "run": "mapper.cli:run_cmd",
     "verify": "mapper.cli:verify_cmd",
+    "layer": "mapper.cli:layer_cmd",
     "dse": "garnet.dse.cli:dse",
 }
 

@@ -61,9 +61,10 @@ class HalidePipeline:
     def __init__(self, pipe: dsl.Pipeline):
         hl = _hl()
         self.pipe = pipe
-        self.params = {i.name: hl.ImageParam(_storage(i.type), 2, f"input_{i.name}")
+        self.params = {i.name: hl.ImageParam(_storage(i.type), len(i.shape),
+                                             f"input_{i.name}")
                        for i in pipe.inputs}
-        self.x, self.y = hl.Var("x"), hl.Var("y")
+        self.vars: dict[str, Any] = {}         # DSL Var name -> hl.Var
         self.funcs: dict[str, Any] = {}
         self.tables: dict[int, Any] = {}
         self.clamped: dict[str, Any] = {}      # input name -> its repeat_edge Func
@@ -72,36 +73,70 @@ class HalidePipeline:
         for f in pipe.funcs:
             if f is not pipe.output:
                 self.funcs[f.name].compute_root()
-        #: output name -> (the Func realised, its storage type, its domain); each output is
-        #: realised on its own, over its own domain
+        #: output name -> (the Func realised, its storage type, its domain: (lo, hi) per
+        #: coordinate); each output is realised on its own, over its own domain
         self.outs: dict[str, tuple[Any, Any, Any]] = {}
-        domains = pipe.output_domains()
+        self.tensor = not pipe.is_stencil()
+        if self.tensor:                # mapper.tensor's domains (its module docstring)
+            from mapper.tensor import domains as tensor_domains
+            tdom = tensor_domains(pipe)
+            domains = {o.name: tdom[o.name] for o in pipe.outputs}
+        else:
+            domains = {n: ((b.x0, b.x1), (b.y0, b.y1))
+                       for n, b in pipe.output_domains().items()}
         for o in pipe.outputs:
             out = self.funcs[o.name]
+            vs = [self._var(v.name) for v in o.vars]
             if o.type.is_float:        # realize the encodings
                 enc = hl.Func(f"{o.name}_bits")
-                enc[self.x, self.y] = hl.reinterpret(hl.UInt(16), out[self.x, self.y])
+                enc[vs] = hl.reinterpret(hl.UInt(16), out[vs])
                 out = enc
             elif o is not pipe.output:
                 out = hl.Func(f"{o.name}_out")     # a root copy: o stays compute_root
-                out[self.x, self.y] = self.funcs[o.name][self.x, self.y]
+                out[vs] = self.funcs[o.name][vs]
             if o is pipe.output and pipe.unroll > 1:
                 xo, xi = hl.Var("xo"), hl.Var("xi")
-                out.split(self.x, xo, xi, pipe.unroll, hl.TailStrategy.GuardWithIf).unroll(xi)
+                out.split(vs[0], xo, xi, pipe.unroll, hl.TailStrategy.GuardWithIf).unroll(xi)
             out.compile_jit()
             self.outs[o.name] = (out, _storage(o.type), domains[o.name])
         self.out, self.out_type, self.domain = self.outs[pipe.output.name]
+
+    def _var(self, name: str):
+        if name not in self.vars:
+            self.vars[name] = _hl().Var(name)
+        return self.vars[name]
 
     def _define(self, f: dsl.Func) -> None:
         hl = _hl()
         hf = hl.Func(f.name)
         self.funcs[f.name] = hf
-        pure = {f.vars[0]: self.x, f.vars[1]: self.y}
-        hf[self.x, self.y] = self._expr(f.pure, pure, {}, f)
-        if f.update is not None:
+        pure = {v: self._var(v.name) for v in f.vars}
+        vs = [pure[v] for v in f.vars]
+        hf[vs] = self._expr(f.pure, pure, {}, f)
+        rmap: dict = {}
+        if f.update_expr is not None:
             r = hl.RDom([hl.Range(lo, e) for lo, e in f.rdom.ranges], f.rdom.name)
             rmap = {v: r[i] for i, v in enumerate(f.rdom.vars)}
-            hf[self.x, self.y] = self._expr(f.update, pure, rmap, f)
+            hf[vs] = self._expr(f.update_expr, pure, rmap, f)
+        self._schedule(f, hf, pure, rmap)
+
+    def _schedule(self, f: dsl.Func, hf, pure: dict, rmap: dict) -> None:
+        """Apply ``f``'s split / unroll directives (Halide's own; results unchanged)."""
+        hl = _hl()
+        names = {"pure": {v.name: x for v, x in pure.items()},
+                 "update": {**{v.name: x for v, x in pure.items()},
+                            **{v.name: x for v, x in rmap.items()}}}
+        for d in f.directives:
+            known = names[d.definition]
+            stage = hf if d.definition == "pure" else hf.update(0)
+            if d.kind == "split":
+                v = known[d.var]
+                make = hl.RVar if isinstance(v, hl.RVar) else hl.Var
+                known[d.outer], known[d.inner] = make(d.outer), make(d.inner)
+                stage.split(v, known[d.outer], known[d.inner], d.factor,
+                            hl.TailStrategy.GuardWithIf)
+            else:
+                stage.unroll(known[d.var])
 
     def _index(self, a: dsl.Affine, pure: dict, rmap: dict):
         hl = _hl()
@@ -133,17 +168,17 @@ class HalidePipeline:
             idx = [self._index(a, pure, rmap) for a in e.idx]
             t = e.target
             if isinstance(t, dsl.Input):
-                return _value(t.type, self.params[t.name][idx[0], idx[1]])
+                return _value(t.type, self.params[t.name][idx])
             if isinstance(t, dsl.RepeatEdge):
                 if t.name not in self.clamped:
                     self.clamped[t.name] = hl.BoundaryConditions.repeat_edge(self.params[t.name])
-                return _value(t.type, self.clamped[t.name][idx[0], idx[1]])
+                return _value(t.type, self.clamped[t.name][idx])
             if isinstance(t, dsl.Table):
                 if id(t) not in self.tables:
                     dt = np.int16 if t.type.signed else np.uint16
                     self.tables[id(t)] = hl.Buffer(np.array(t.rows, dtype=dt), t.name)
                 return _value(t.type, self.tables[id(t)][idx[0], idx[1]])
-            return self.funcs[t.name][idx[0], idx[1]]
+            return self.funcs[t.name][idx]
         if isinstance(e, dsl.Coord):
             return hl.cast(hl.UInt(16), (pure[e.var] + e.offset) % e.modulus)
         if isinstance(e, dsl.Lookup):
@@ -188,9 +223,11 @@ class HalidePipeline:
         raise SimulationError(f"Halide export of Func {f.name}: cannot translate {type(e).__name__}")
 
     def run(self, images: dict[str, np.ndarray]) -> np.ndarray:
-        """Realize the (first) output over its valid domain; images are arrays ``[y, x]``.
+        """Realize the (first) output over its valid domain; images are arrays ``[y, x]``
+        (a tensor input: its coordinates reversed, ``[c, y, x]``).
 
-        Returns an array ``(height, width)`` of the output domain (uint16 or int16).
+        Returns an array ``(height, width)`` of the output domain (uint16 or int16; a tensor
+        output: its coordinates reversed).
         Raises :class:`SimulationError` when an input image is missing or mis-shaped.
         """
         return self.run_outputs(images)[self.pipe.output.name]
@@ -203,17 +240,18 @@ class HalidePipeline:
             if i.name not in images:
                 raise SimulationError(f"Halide golden {self.pipe.name}: no image for input {i.name}")
             img = np.asarray(images[i.name])
-            if img.shape != (i.shape[1], i.shape[0]):
+            if img.shape != tuple(reversed(i.shape)):
                 raise SimulationError(f"Halide golden {self.pipe.name}: input {i.name} must be "
-                                      f"(height, width) = {(i.shape[1], i.shape[0])}, got {img.shape}")
+                                      f"{tuple(reversed(i.shape))} (coordinates reversed: "
+                                      f"height, width for an image), got {img.shape}")
             dt = np.int16 if i.type.signed else np.uint16
             arr = np.ascontiguousarray(img.astype(np.int64).astype(dt))
             keep.append(arr)          # hl.Buffer wraps the array's memory: keep it alive
             self.params[i.name].set(hl.Buffer(arr))
         res = {}
         for name, (out, out_type, b) in self.outs.items():
-            buf = hl.Buffer(out_type, [b.width, b.height])
-            buf.set_min([b.x0, b.y0])
+            buf = hl.Buffer(out_type, [hi - lo for lo, hi in b])
+            buf.set_min([lo for lo, _ in b])
             out.realize(buf)
             res[name] = np.array(buf, copy=True)
         del keep

@@ -63,6 +63,16 @@ Language (a subset of Halide with its semantics):
   each realised over its own domain); ``unroll`` = output pixels per cycle on the innermost
   (x) dimension.
 
+- Tensor programs (DNN layers): Funcs and Inputs over up to :data:`MAX_DIMS` coordinates
+  ``(x, y, channel, batch)`` (``Input("w", Int16, (3, 3, c_in, c_out))`` for weights), RDoms
+  of up to 4 dimensions (``r.x r.y r.z r.w``), reads such as ``w[r.x, r.y, r.z, k] *
+  in[x + r.x, y + r.y, r.z]`` (a reduction over channels) or ``a[r.x, y] * b[x, r.x]``; and
+  Halide's scheduling directives ``f.split(v, outer, inner, factor)``, ``f.unroll(v)``,
+  ``f.update().split(r.z, "rzo", "rzi", 8).unroll("rzi")`` (:attr:`Func.directives`; results
+  never depend on them; :mod:`mapper.dnn_plan` reads the unrolled lanes). Such a program is
+  evaluated by :mod:`mapper.tensor` and real Halide; :meth:`Pipeline.lower` refuses it
+  (:meth:`Pipeline.check_stencil`): the array runs 2-D stencil pipelines only.
+
 Every Func becomes one pipeline stage (one kernel); errors are :class:`MappingError` naming
 the Func and the construct.
 """
@@ -193,6 +203,14 @@ class RDom:
     @property
     def y(self) -> RVar:
         return self.vars[1]
+
+    @property
+    def z(self) -> RVar:
+        return self.vars[2]
+
+    @property
+    def w(self) -> RVar:
+        return self.vars[3]
 
     def points(self) -> list[dict[RVar, int]]:
         """All points in Halide order (dimension 0 innermost)."""
@@ -516,17 +534,22 @@ def cast(t: Type, a: Any) -> Expr:
 
 # ------------------------------------------------------------------------------ funcs
 class Input:
-    """A pipeline input image: ``Input(name, type, shape=(width, height))``."""
+    """A pipeline input: ``Input(name, type, shape)``, ``shape = (width, height)`` for an
+    image, ``(width, height, channels)`` or ``(width, height, channels, batch)`` for a tensor
+    (Halide's dimension order: dimension 0 innermost; the numpy array is indexed in reverse,
+    ``[c, y, x]``). Weights of a layer are Inputs too (e.g. ``(kx, ky, c_in, c_out)``).
+    Raises :class:`MappingError` for a Bool type or a shape that is not 2 to 4 sizes >= 1."""
 
-    def __init__(self, name: str, type: Type, shape: tuple[int, int]):
+    def __init__(self, name: str, type: Type, shape: tuple[int, ...]):
         if type is Bool:
             raise MappingError(f"Input {name}: type must be UInt16, Int16 or BFloat16")
-        if len(shape) != 2 or shape[0] < 1 or shape[1] < 1:
-            raise MappingError(f"Input {name}: shape must be (width, height) >= 1, got {shape}")
-        self.name, self.type, self.shape = name, type, (int(shape[0]), int(shape[1]))
+        if not 2 <= len(shape) <= MAX_DIMS or any(int(n) < 1 for n in shape):
+            raise MappingError(f"Input {name}: shape must be (width, height[, channels"
+                               f"[, batch]]) with sizes >= 1, got {tuple(shape)}")
+        self.name, self.type, self.shape = name, type, tuple(int(n) for n in shape)
 
     def __getitem__(self, idx: Any) -> Access:
-        return Access(self, _index(idx, self.name))
+        return Access(self, _index(idx, self.name, len(self.shape)))
 
 
 class RepeatEdge:
@@ -538,7 +561,7 @@ class RepeatEdge:
         self.input, self.name, self.type = inp, inp.name, inp.type
 
     def __getitem__(self, idx: Any) -> Access:
-        return Access(self, _index(idx, self.name))
+        return Access(self, _index(idx, self.name, len(self.input.shape)))
 
 
 def repeat_edge(inp: Input) -> RepeatEdge:
@@ -569,7 +592,7 @@ class Table:
                 Const(v, type)
 
     def __getitem__(self, idx: Any) -> Access:
-        return Access(self, _index(idx, self.name))
+        return Access(self, _index(idx, self.name, 2))
 
 
 class LUT:
@@ -617,23 +640,128 @@ class Lookup(Expr):
         self.lut, self.index, self.type = lut, index, lut.type
 
 
-def _index(idx: Any, who: str) -> tuple[Affine, ...]:
+#: most coordinates of a Func or Input (x, y, channel, batch)
+MAX_DIMS = 4
+
+
+def _index(idx: Any, who: str, dims: int | None) -> tuple[Affine, ...]:
+    """The index expressions of an access to ``who`` (``dims`` coordinates; ``None``: a Func
+    not defined yet, 2 to :data:`MAX_DIMS`)."""
     if not isinstance(idx, tuple):
         idx = (idx,)
-    if len(idx) != 2:
-        raise MappingError(f"{who}: accesses must have 2 indices (x, y), got {len(idx)}")
+    if dims is None and not 2 <= len(idx) <= MAX_DIMS:
+        raise MappingError(f"{who}: accesses must have 2 to {MAX_DIMS} indices, got "
+                           f"{len(idx)}")
+    if dims is not None and len(idx) != dims:
+        raise MappingError(f"{who}: accesses must have {dims} indices (one per coordinate), "
+                           f"got {len(idx)}")
     return tuple(Affine.of(i) for i in idx)
 
 
+@dataclass(frozen=True)
+class Directive:
+    """One scheduling directive of a Func (Halide's): ``kind`` ``"split"`` (``var`` =
+    ``outer * factor + inner``) or ``"unroll"`` (``var``), on its ``"pure"`` or ``"update"``
+    definition. Variables by name."""
+
+    definition: str
+    kind: str
+    var: str
+    outer: str | None = None
+    inner: str | None = None
+    factor: int = 0
+
+
+def _var_name(v: Any, who: str) -> str:
+    if isinstance(v, (Var, RVar)):
+        return v.name
+    if isinstance(v, str) and v:
+        return v
+    raise MappingError(f"Func {who}: a schedule names a Var, an RDom var or a string, got "
+                       f"{v!r}")
+
+
+class UpdateStage:
+    """The schedule of a Func's update definition (:meth:`Func.update`)."""
+
+    def __init__(self, func: Func):
+        self.func = func
+
+    def split(self, v: Var | RVar | str, outer: Var | str, inner: Var | str,
+              factor: int) -> UpdateStage:
+        """Halide's ``f.update().split(r.z, rzo, rzi, factor)``; the factor must divide an RDom
+        var's extent. Raises :class:`MappingError`."""
+        self.func._directive("update", "split", v, outer, inner, factor)
+        return self
+
+    def unroll(self, v: Var | RVar | str) -> UpdateStage:
+        """Halide's ``f.update().unroll(v)``."""
+        self.func._directive("update", "unroll", v)
+        return self
+
+
 class Func:
-    """A pipeline stage: one pure definition and at most one RDom update."""
+    """A pipeline stage: one pure definition and at most one RDom update, over 2 to
+    :data:`MAX_DIMS` pure Vars; scheduled by :meth:`split` / :meth:`unroll` /
+    :meth:`update` (:attr:`directives`)."""
 
     def __init__(self, name: str):
         self.name = name
         self.vars: tuple[Var, ...] | None = None
         self.pure: Expr | None = None
-        self.update: Expr | None = None
+        self.update_expr: Expr | None = None
         self.rdom: RDom | None = None
+        self.directives: list[Directive] = []
+
+    def split(self, v: Var | str, outer: Var | str, inner: Var | str, factor: int) -> Func:
+        """Halide's ``f.split(v, outer, inner, factor)`` on the pure definition (``v`` a pure
+        Var or an earlier split's result): ``v = outer * factor + inner``; a schedule, so
+        results are unchanged. Raises :class:`MappingError` (unknown var, factor < 1)."""
+        self._directive("pure", "split", v, outer, inner, factor)
+        return self
+
+    def unroll(self, v: Var | str) -> Func:
+        """Halide's ``f.unroll(v)`` on the pure definition (``v``: a split's inner var with a
+        constant extent); the lanes a layer computes in parallel (channel blocking)."""
+        self._directive("pure", "unroll", v)
+        return self
+
+    def update(self) -> UpdateStage:
+        """The update definition's schedule (Halide's ``f.update()``): ``split`` / ``unroll``
+        of its RDom vars (``r.z``: input-channel blocking). Raises :class:`MappingError`
+        when the Func has no update."""
+        if self.update_expr is None:
+            raise MappingError(f"Func {self.name}: update() needs an update definition "
+                               f"(f[x, y] += ...) first")
+        return UpdateStage(self)
+
+    def _directive(self, definition: str, kind: str, v: Any, outer: Any = None,
+                   inner: Any = None, factor: int = 0) -> None:
+        if self.pure is None:
+            raise MappingError(f"Func {self.name}: define it before scheduling it")
+        known = [a.name for a in self.vars]
+        if definition == "update":
+            known += [r.name for r in self.rdom.vars]
+        extent = {r.name: r.extent for r in self.rdom.vars} if self.rdom else {}
+        for d in self.directives:
+            if d.definition == definition and d.kind == "split":
+                known += [d.outer, d.inner]
+        name = _var_name(v, self.name)
+        if name not in known:
+            raise MappingError(f"Func {self.name}: {kind}({name}) names no variable of its "
+                               f"{definition} definition; known: {', '.join(known)}")
+        if kind == "split":
+            outer, inner = _var_name(outer, self.name), _var_name(inner, self.name)
+            if not isinstance(factor, int) or isinstance(factor, bool) or factor < 1:
+                raise MappingError(f"Func {self.name}: split({name}) factor must be an integer "
+                                   f">= 1, got {factor!r}")
+            if name in extent and extent[name] % factor:
+                raise MappingError(f"Func {self.name}: split({name}, factor {factor}): the RDom "
+                                   f"extent {extent[name]} is not a multiple of {factor}")
+            if outer == inner or {outer, inner} & set(known):
+                raise MappingError(f"Func {self.name}: split({name}) needs two new names, got "
+                                   f"{outer!r}, {inner!r}")
+        self.directives.append(Directive(definition, kind, name, outer, inner, factor))
 
     @property
     def type(self) -> Type:
@@ -642,13 +770,16 @@ class Func:
         return self.pure.type
 
     def __getitem__(self, idx: Any) -> Access:
-        return Access(self, _index(idx, self.name))
+        return Access(self, _index(idx, self.name,
+                                   None if self.vars is None else len(self.vars)))
 
     def __setitem__(self, idx: Any, value: Any) -> None:
         args = idx if isinstance(idx, tuple) else (idx,)
-        if len(args) != 2 or not all(isinstance(a, Var) for a in args) or args[0] is args[1]:
-            raise MappingError(f"Func {self.name}: definitions must be f[x, y] = ... with two "
-                               f"distinct pure Vars")
+        if not 2 <= len(args) <= MAX_DIMS or not all(isinstance(a, Var) for a in args) \
+                or len({id(a) for a in args}) != len(args):
+            raise MappingError(f"Func {self.name}: definitions must be f[x, y] = ... (or "
+                               f"f[x, y, c], f[x, y, c, n]) with 2 to {MAX_DIMS} distinct pure "
+                               f"Vars")
         if self.pure is None:
             if isinstance(value, (int, float)):
                 raise MappingError(f"Func {self.name}: a pure definition needs a typed expression "
@@ -659,7 +790,7 @@ class Func:
                                    f"BFloat16, not Bool")
             self.vars, self.pure = tuple(args), e
             return
-        if self.update is not None:
+        if self.update_expr is not None:
             raise MappingError(f"Func {self.name}: only one update definition is supported")
         if tuple(args) != self.vars:
             raise MappingError(f"Func {self.name}: the update must use the pure vars {self.vars}")
@@ -670,7 +801,7 @@ class Func:
         if len(rdoms) != 1:
             raise MappingError(f"Func {self.name}: an update must use exactly one RDom, "
                                f"found {len(rdoms)}")
-        self.update, self.rdom = e, next(iter(rdoms.values()))
+        self.update_expr, self.rdom = e, next(iter(rdoms.values()))
 
 
 def _children(e: Expr) -> list[Expr]:
@@ -767,11 +898,16 @@ class Pipeline:
             if f.pure is None:
                 raise MappingError(f"Pipeline {self.name}: Func {f.name} has no definition")
             state[id(f)] = 1
-            for e in (f.pure, f.update):
+            for e in (f.pure, f.update_expr):
                 if e is None:
                     continue
                 for n in _walk(e):
                     if isinstance(n, Access):
+                        if isinstance(n.target, Func) and n.target.vars is not None and \
+                                len(n.idx) != len(n.target.vars):
+                            raise MappingError(f"Func {f.name}: reads {n.target.name} with "
+                                               f"{len(n.idx)} indices; it has "
+                                               f"{len(n.target.vars)} coordinates")
                         if isinstance(n.target, Func) and n.target is not f:
                             visit(n.target)
                         elif isinstance(n.target, (Input, RepeatEdge)):
@@ -809,6 +945,7 @@ class Pipeline:
         With ``repeat_edge`` inputs (:func:`repeat_edge`) the IR inputs are padded and the
         output cropped (:meth:`edge_geometry`), so the IR output is the Halide output over
         :meth:`output_domain`, shifted by the returned origin."""
+        self.check_stencil()
         stages = [_lower_func(f) for f in self.funcs]
         patterns = sorted({w.producer for s in stages for w in s.windows.values()
                            if w.producer.startswith(PATTERN_PREFIX)})
@@ -832,6 +969,36 @@ class Pipeline:
         p.domains()
         return p
 
+    def is_stencil(self) -> bool:
+        """Whether the stencil flow (:meth:`lower`, ``cgra map``) takes this pipeline: every
+        Input and Func 2-D and every producer read at ``[x + c, y + d]``-style indices
+        (a reduction over channels, a transposed read or a weight tensor is a tensor
+        program: :mod:`mapper.tensor`)."""
+        try:
+            self.check_stencil()
+            for f in self.funcs:
+                _lower_func(f)
+        except MappingError:
+            return False
+        return True
+
+    def check_stencil(self) -> None:
+        """Raise :class:`MappingError` naming the first Input or Func with other than 2
+        coordinates (a tensor program, evaluated by :mod:`mapper.tensor`; the array runs 2-D
+        stencil pipelines)."""
+        for i in self.inputs:
+            if len(i.shape) != 2:
+                raise MappingError(f"Pipeline {self.name}: Input {i.name} has {len(i.shape)} "
+                                   f"coordinates {i.shape}; the stencil flow (cgra map) lowers "
+                                   f"2-D images only. A tensor program (DNN layer) is "
+                                   f"evaluated by mapper.tensor; it has no array mapping yet")
+        for f in self.funcs:
+            if len(f.vars) != 2:
+                raise MappingError(f"Pipeline {self.name}: Func {f.name} is defined over "
+                                   f"{len(f.vars)} coordinates; the stencil flow (cgra map) "
+                                   f"lowers 2-D Funcs only. A tensor program (DNN layer) is "
+                                   f"evaluated by mapper.tensor; it has no array mapping yet")
+
     def output_domain(self, name: str | None = None) -> ir.Box:
         """The domain of output ``name`` (default: the first) in the DSL's (Halide's)
         coordinates: the valid domain (:meth:`mapper.ir.Pipeline.domains`), or for a
@@ -848,6 +1015,7 @@ class Pipeline:
     def output_domains(self) -> dict[str, ir.Box]:
         """:meth:`output_domain` of every output, by name (one lowering for all)."""
         if self.clamped:
+            self.check_stencil()
             return self.edge_geometry([_lower_func(f) for f in self.funcs])[2]
         dom = self.lower().domains()
         return {o.name: dom[o.name] for o in self.outputs}
@@ -947,21 +1115,21 @@ def _pattern_of(name: str) -> tuple[str, int, int]:
 
 
 def _lower_func(f: Func) -> ir.Stage:
-    k = ir.Kernel(f"hcompute_{f.name}")
+    """One stencil stage: the kernel of ``f`` (:func:`func_kernel`) with one window per
+    producer (offsets per dimension ``x + c``, ``y + d``; rates ``2*x``, ``x/2``)."""
     offsets: dict[str, list[tuple[int, int]]] = {}
     rates: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {}
-    consts: dict[tuple[int, int], int] = {}
+    if len(f.vars) != 2:
+        raise MappingError(f"Func {f.name}: the stencil flow lowers 2-D Funcs only, "
+                           f"{f.name} has {len(f.vars)} coordinates")
     xv, yv = f.vars
-
-    def const(v: int, bits: int) -> int:
-        key = (v & ((1 << bits) - 1), bits)
-        if key not in consts:
-            consts[key] = k.const(v, bits)
-        return consts[key]
 
     def offset(idx: tuple[Affine, ...], env: dict[RVar, int], who: str
                ) -> tuple[tuple[int, int], tuple[tuple[int, int], tuple[int, int]]]:
         out, rate = [], []
+        if len(idx) != 2:
+            raise MappingError(f"Func {f.name}: reads {who} with {len(idx)} indices; the "
+                               f"stencil flow reads 2-D producers only")
         for dim, (a, pv) in enumerate(zip(idx, (xv, yv), strict=True)):
             pure = [t for t in a.terms if isinstance(t, Var)]
             if len(pure) != 1 or pure[0] is not pv:
@@ -976,6 +1144,55 @@ def _lower_func(f: Func) -> ir.Stage:
             out.append(a.pre + a.div * c)      # inside the floor: ir.Window.coord
             rate.append((a.scale, a.div))
         return (out[0], out[1]), (rate[0], rate[1])
+
+    def read(k: ir.Kernel, e: Access, env: dict[RVar, int]) -> int:
+        t = e.target
+        off, rate = offset(e.idx, env, t.name)
+        if rates.setdefault(t.name, rate) != rate:
+            raise MappingError(f"Func {f.name}: reads {t.name} at two rates "
+                               f"{rates[t.name]} and {rate} (scale, divisor per "
+                               f"dimension); read each producer at one rate (split the "
+                               f"Func)")
+        lst = offsets.setdefault(t.name, [])
+        if off not in lst:
+            lst.append(off)
+            k.declare_input(t.name, len(lst), 16)
+        return k.input(t.name, lst.index(off))
+
+    def coord(k: ir.Kernel, e: Coord) -> int:
+        if e.var is xv:
+            dim = "x"
+        elif e.var is yv:
+            dim = "y"
+        else:
+            raise MappingError(f"Func {f.name}: {e!r} uses Var {e.var.name}, which is not "
+                               f"one of its pure variables ({xv.name}, {yv.name})")
+        pname = pattern_name(dim, e.modulus, e.offset)
+        rates.setdefault(pname, ((1, 1), (1, 1)))
+        if pname not in offsets:
+            offsets[pname] = [(0, 0)]
+            k.declare_input(pname, 1, 16)
+        return k.input(pname, 0)
+
+    k = func_kernel(f, read, coord)
+    windows = {name: ir.Window(name, tuple(offs), rates[name]) for name, offs in offsets.items()}
+    return ir.Stage(f.name, k, windows, f.type.signed)
+
+
+def func_kernel(f: Func, read, coord=None) -> ir.Kernel:
+    """The op DAG of ``f`` (:class:`mapper.ir.Kernel` ``hcompute_<name>``, output ``out``): its
+    pure definition, then its update once per RDom point (fully unrolled, ``r.x``
+    innermost); Table reads become constants. ``read(k, access, env)`` returns the kernel
+    node of a Func/Input read (``env``: the RDom point), ``coord(k, c)`` that of a coordinate
+    pattern (``None``: refused). Raises :class:`MappingError` naming the Func."""
+    k = ir.Kernel(f"hcompute_{f.name}")
+    consts: dict[tuple[int, int], int] = {}
+
+    def const(v: int, bits: int) -> int:
+        key = (v & ((1 << bits) - 1), bits)
+        if key not in consts:
+            consts[key] = k.const(v, bits)
+        return consts[key]
 
     def table_value(acc: Access, env: dict[RVar, int]) -> int:
         vals = []
@@ -1000,24 +1217,16 @@ def _lower_func(f: Func) -> ir.Stage:
             if t is f:
                 if acc is None:
                     raise MappingError(f"Func {f.name}: reads itself outside its update")
-                if any(a.terms != (v,) or a.const for a, v in zip(e.idx, (xv, yv), strict=True)):
+                if len(e.idx) != len(f.vars) or any(
+                        a.terms != (v,) or a.const or (a.scale, a.div, a.pre) != (1, 1, 0)
+                        for a, v in zip(e.idx, f.vars, strict=True)):
                     raise MappingError(f"Func {f.name}: the update may read {f.name} only at the "
-                                       f"pure point [{xv.name}, {yv.name}]")
+                                       f"pure point [{', '.join(v.name for v in f.vars)}]")
                 r = acc
             elif isinstance(t, Table):
                 r = const(table_value(e, env), t.type.bits)
             else:
-                off, rate = offset(e.idx, env, t.name)
-                if rates.setdefault(t.name, rate) != rate:
-                    raise MappingError(f"Func {f.name}: reads {t.name} at two rates "
-                                       f"{rates[t.name]} and {rate} (scale, divisor per "
-                                       f"dimension); read each producer at one rate (split the "
-                                       f"Func)")
-                lst = offsets.setdefault(t.name, [])
-                if off not in lst:
-                    lst.append(off)
-                    k.declare_input(t.name, len(lst), 16)
-                r = k.input(t.name, lst.index(off))
+                r = read(k, e, env)
         elif isinstance(e, Cast):
             a = lower(e.a, env, acc, memo)
             if e.type.is_float and not e.a.type.is_float:
@@ -1029,19 +1238,10 @@ def _lower_func(f: Func) -> ir.Stage:
             else:
                 r = a
         elif isinstance(e, Coord):
-            if e.var is xv:
-                dim = "x"
-            elif e.var is yv:
-                dim = "y"
-            else:
-                raise MappingError(f"Func {f.name}: {e!r} uses Var {e.var.name}, which is not "
-                                   f"one of its pure variables ({xv.name}, {yv.name})")
-            pname = pattern_name(dim, e.modulus, e.offset)
-            rates.setdefault(pname, ((1, 1), (1, 1)))
-            if pname not in offsets:
-                offsets[pname] = [(0, 0)]
-                k.declare_input(pname, 1, 16)
-            r = k.input(pname, 0)
+            if coord is None:
+                raise MappingError(f"Func {f.name}: {e!r} (a coordinate pattern) is a stencil "
+                                   f"construct; a tensor program cannot use it")
+            r = coord(k, e)
         elif isinstance(e, Lookup):
             i = lower(e.index, env, acc, memo)
             if e.index.type.signed:       # a negative index reads entry 0
@@ -1095,10 +1295,8 @@ def _lower_func(f: Func) -> ir.Stage:
         return r
 
     val = lower(f.pure, {}, None, {})
-    if f.update is not None:
+    if f.update_expr is not None:
         for point in f.rdom.points():
-            val = lower(f.update, point, val, {})
+            val = lower(f.update_expr, point, val, {})
     k.set_output("out", val)
-    k = ir.simplify(k)
-    windows = {name: ir.Window(name, tuple(offs), rates[name]) for name, offs in offsets.items()}
-    return ir.Stage(f.name, k, windows, f.type.signed)
+    return ir.simplify(k)

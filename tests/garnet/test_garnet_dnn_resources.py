@@ -1,0 +1,32 @@
+"""A DNN layer plan on a generated design (mapper.dnn_plan.Resources.from_design reads
+design.json and mem.json): the tile counts and the MEM preset's words and ports, a plan that
+fits the 8x8 array and one that does not."""
+from __future__ import annotations
+
+import pytest
+
+from cgra.errors import CollateralError, MappingError
+from mapper.apps import dnn
+from mapper.dnn_plan import Resources, plan_layer
+
+
+def test_resources_of_the_small_design(small_design):
+    result, out = small_design
+    res = Resources.from_design(out)
+    assert (res.name, res.pes, res.mems, res.ios) == (
+        "small", result.tile_counts["PE"], result.tile_counts["MEM"], result.tile_counts["IO"])
+    assert (res.mem_words, res.mem_read_ports, res.fetch_width, res.read_latency) == \
+        (2048, 1, 1, 1)
+    plan = plan_layer(dnn.resnet_layer(10, 10, 4, 4, 2, 2), res)
+    # 2 x 2 lanes: 4 weight streams + 2 input + 2 accumulation MEMs
+    assert plan.mem_count == 8 <= res.mems
+    with pytest.raises(MappingError, match=f"needs 152 PEs, design small has {res.pes}"):
+        plan_layer(dnn.resnet_layer(), res)
+    # 8 input x 2 output lanes: 16 + 16 + 6 PEs fit, 16 + 8 + 2 MEMs do not
+    with pytest.raises(MappingError, match=f"needs 26 MEM tiles, design small has {res.mems}"):
+        plan_layer(dnn.resnet_layer(10, 10, 8, 8, 8, 2), res)
+
+
+def test_resources_of_a_directory_that_is_not_a_design(tmp_path):
+    with pytest.raises(CollateralError, match="design.json"):
+        Resources.from_design(tmp_path)
