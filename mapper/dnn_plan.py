@@ -215,24 +215,25 @@ def reductions(pipe: dsl.Pipeline) -> list[Reduction]:
     return out
 
 
+def _consumers(pipe: dsl.Pipeline, red: Reduction) -> list[str]:
+    """Pure Funcs reading reduction ``red`` (its requantisation)."""
+    return [f.name for f in pipe.funcs if f.update_expr is None and any(
+        isinstance(n, dsl.Access) and isinstance(n.target, dsl.Func) and
+        n.target.name == red.func for n in dsl._walk(f.pure))]
+
+
+def _read_one(k: ir.Kernel, e: dsl.Access, env: dict) -> int:
+    k.declare_input(e.target.name, 1, 16)
+    return k.input(e.target.name, 0)
+
+
 def _post_ops(pipe: dsl.Pipeline, red: Reduction) -> int:
     """Ops per output lane of the pure Funcs that read ``red`` at its own point (the
     requantisation), counted on their op DAGs (:func:`mapper.frontend.dsl.func_kernel`)."""
-    total = 0
-    for f in pipe.funcs:
-        if f.update_expr is not None:
-            continue
-        reads = [n for n in dsl._walk(f.pure) if isinstance(n, dsl.Access)]
-        if not any(isinstance(n.target, dsl.Func) and n.target.name == red.func
-                   for n in reads):
-            continue
-
-        def read(k: ir.Kernel, e: dsl.Access, env: dict) -> int:
-            k.declare_input(e.target.name, 1, 16)
-            return k.input(e.target.name, 0)
-        kern = dsl.func_kernel(f, read)
-        total += sum(1 for n in kern.live_nodes() if n.op not in (ir.INPUT, *ir.CONST_OPS))
-    return total
+    funcs = {f.name: f for f in pipe.funcs}
+    return sum(sum(1 for n in dsl.func_kernel(funcs[name], _read_one).live_nodes()
+                   if n.op not in (ir.INPUT, *ir.CONST_OPS))
+               for name in _consumers(pipe, red))
 
 
 @dataclass(frozen=True)
@@ -302,13 +303,6 @@ class LayerPlan:
                 "ablation": {f"double_buffer={db},flatten={fl}": {
                     "cycles": s.total_cycles, "occupancy": round(float(s.occupancy), 4)}
                     for (db, fl), s in self.ablation.items()}}
-
-
-def _consumers(pipe: dsl.Pipeline, red: Reduction) -> list[str]:
-    """Pure Funcs reading reduction ``red`` (its requantisation)."""
-    return [f.name for f in pipe.funcs if f.update_expr is None and any(
-        isinstance(n, dsl.Access) and isinstance(n.target, dsl.Func) and
-        n.target.name == red.func for n in dsl._walk(f.pure))]
 
 
 def plan_layer(pipe: dsl.Pipeline, res: Resources = DEFAULT_32X16) -> LayerPlan:

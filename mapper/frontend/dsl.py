@@ -194,23 +194,26 @@ class RDom:
         self.vars = [RVar(self, i, lo, e) for i, (lo, e) in enumerate(self.ranges)]
 
     def __getitem__(self, i: int) -> RVar:
+        if not -len(self.vars) <= i < len(self.vars):
+            raise MappingError(f"RDom {self.name}: dimension {i} of a {len(self.vars)}-D "
+                               f"RDom")
         return self.vars[i]
 
     @property
     def x(self) -> RVar:
-        return self.vars[0]
+        return self[0]
 
     @property
     def y(self) -> RVar:
-        return self.vars[1]
+        return self[1]
 
     @property
     def z(self) -> RVar:
-        return self.vars[2]
+        return self[2]
 
     @property
     def w(self) -> RVar:
-        return self.vars[3]
+        return self[3]
 
     def points(self) -> list[dict[RVar, int]]:
         """All points in Halide order (dimension 0 innermost)."""

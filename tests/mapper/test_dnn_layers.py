@@ -176,3 +176,5 @@ def test_input_errors():
         tensor.evaluate(pipe, {**ins, "a": np.full((8, 8), 40000, np.int64)})
     with pytest.raises(MappingError, match="shape must be"):
         Input("t", Int16, (2, 2, 2, 2, 2))
+    with pytest.raises(MappingError, match="RDom r: dimension 2 of a 2-D RDom"):
+        RDom([(0, 3), (0, 3)], "r").z
