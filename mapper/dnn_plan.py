@@ -13,10 +13,10 @@ update's ``unroll`` directives (:meth:`mapper.frontend.dsl.Func.update`) give it
 unrolled split of a pure Var (``k -> ko, ki``) is an *output lane* (``L_o`` = the product of
 those factors), of an RDom var (``r.z -> rzo, rzi``, or an unrolled RDom var itself) an *input
 lane* (``L_i``). Each cycle the array computes ``L_o`` outputs' partial sums over ``L_i``
-reduction points: ``m * L_o * L_i`` multipliers (``m`` multiplications per point), as many
-adders (``L_i * m - 1`` per output lane in the adder tree plus the accumulation), and each pure
-Func reading the reduction at its own point (the requantisation) costs its op count per output
-lane.
+reduction points: the reduction's step kernel (:func:`mapper.dnn_step.step_kernel`: ``m * L_o
+* L_i`` multiplications, ``m`` per point, and as many adds, the trees plus the accumulation),
+one PE per op before compute mapping fuses any, and each pure Func reading the reduction at
+its own point (the requantisation) costs its op count per output lane.
 
 **Tiles.** The outer parts of the output-lane splits (``ko``) form the tile loop: ``T`` tiles,
 each computing ``D / T`` outputs (``D`` = the reduction's domain size) in ``D * R / (T * L_o *
@@ -62,7 +62,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from cgra.errors import MappingError
-from mapper import coarse, ir, tensor
+from mapper import coarse, dnn_step, ir, tensor
 from mapper.frontend import dsl
 
 
@@ -322,8 +322,9 @@ def plan_layer(pipe: dsl.Pipeline, res: Resources = DEFAULT_32X16) -> LayerPlan:
     for red in reds:
         tiled = red is last and tiles > 1
         lanes = {**red.out_lanes, **red.in_lanes}
-        pes[f"{red.func}: multipliers"] = red.multipliers
-        pes[f"{red.func}: adders"] = red.multipliers
+        step = dnn_step.step_kernel(pipe, red.func)
+        for op, n in sorted(step.kernel.op_counts().items()):
+            pes[f"{red.func}: {op}"] = n
         post = _post_ops(pipe, red)
         if post:
             pes[f"{red.func}: requantisation"] = post * red.lanes_out

@@ -187,10 +187,10 @@ def evaluate(pipe: dsl.Pipeline, inputs: dict[str, Any],
     return res
 
 
-def _eval_func(f: dsl.Func, dom: dict[str, Domain], arrays: dict[str, np.ndarray]
-               ) -> np.ndarray:
+def _eval_func(f: dsl.Func, dom: dict[str, Domain], arrays: dict[str, np.ndarray],
+               update: bool = True) -> np.ndarray:
     """``f`` over its domain (int64 words, coordinates reversed), its producers in
-    ``arrays``."""
+    ``arrays``; ``update=False``: its pure definition only."""
     box = dom[f.name]
     n = len(box)
     # grid of pure Var v (dimension j): values along numpy axis n-1-j
@@ -225,7 +225,7 @@ def _eval_func(f: dsl.Func, dom: dict[str, Domain], arrays: dict[str, np.ndarray
         k.declare_input(t.name, len(lst), 16)
         return k.input(t.name, len(lst) - 1)
 
-    kernel = dsl.func_kernel(f, read)
+    kernel = dsl.func_kernel(f, read, update=update)
     out = eval_kernel(kernel, ins)["out"]
     shape = tuple(hi - lo for lo, hi in reversed(box))
     return np.broadcast_to(out, shape).astype(np.int64) & 0xFFFF

@@ -1182,13 +1182,27 @@ def _lower_func(f: Func) -> ir.Stage:
     return ir.Stage(f.name, k, windows, f.type.signed)
 
 
-def func_kernel(f: Func, read, coord=None) -> ir.Kernel:
+def func_kernel(f: Func, read, coord=None, update: bool = True) -> ir.Kernel:
     """The op DAG of ``f`` (:class:`mapper.ir.Kernel` ``hcompute_<name>``, output ``out``): its
-    pure definition, then its update once per RDom point (fully unrolled, ``r.x``
+    pure definition, then (``update``) its update once per RDom point (fully unrolled, ``r.x``
     innermost); Table reads become constants. ``read(k, access, env)`` returns the kernel
     node of a Func/Input read (``env``: the RDom point), ``coord(k, c)`` that of a coordinate
     pattern (``None``: refused). Raises :class:`MappingError` naming the Func."""
     k = ir.Kernel(f"hcompute_{f.name}")
+    lower = expr_lowerer(f, k, read, coord)
+    val = lower(f.pure, {}, None, {})
+    if update and f.update_expr is not None:
+        for point in f.rdom.points():
+            val = lower(f.update_expr, point, val, {})
+    k.set_output("out", val)
+    return ir.simplify(k)
+
+
+def expr_lowerer(f: Func, k: ir.Kernel, read, coord=None):
+    """``lower(e, env, acc, memo) -> node``: adds DSL expression ``e`` of Func ``f`` to kernel
+    ``k`` (``env``: RDom var values; ``acc``: the node ``f``'s own read stands for in its
+    update; ``memo``: shared sub-expressions); ``read`` / ``coord`` as in
+    :func:`func_kernel`."""
     consts: dict[tuple[int, int], int] = {}
 
     def const(v: int, bits: int) -> int:
@@ -1297,9 +1311,4 @@ def func_kernel(f: Func, read, coord=None) -> ir.Kernel:
         memo[id(e)] = r
         return r
 
-    val = lower(f.pure, {}, None, {})
-    if f.update_expr is not None:
-        for point in f.rdom.points():
-            val = lower(f.update_expr, point, val, {})
-    k.set_output("out", val)
-    return ir.simplify(k)
+    return lower

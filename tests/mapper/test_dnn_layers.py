@@ -177,4 +177,4 @@ def test_input_errors():
     with pytest.raises(MappingError, match="shape must be"):
         Input("t", Int16, (2, 2, 2, 2, 2))
     with pytest.raises(MappingError, match="RDom r: dimension 2 of a 2-D RDom"):
-        RDom([(0, 3), (0, 3)], "r").z
+        _ = RDom([(0, 3), (0, 3)], "r").z

@@ -34,7 +34,7 @@ def test_resnet_layer_at_the_papers_blocking():
     assert plan.mem_count == 80
     # 64 multipliers, 64 adders (7 per tree + 1 accumulation, 8 trees), 3 ops (ashr, smax,
     # smin) of the requantisation per output lane
-    assert plan.pes == {"conv: multipliers": 64, "conv: adders": 64,
+    assert plan.pes == {"conv: coreir.mul": 64, "conv: coreir.add": 64,
                         "conv: requantisation": 24}
     assert plan.macs == 16 * 16 * 16 * 9 * 16
     assert plan.ideal_cycles == plan.macs // 64 == 9216
