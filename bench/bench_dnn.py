@@ -78,8 +78,10 @@ def main() -> None:
             emit(f"ideal_cycles_{tag}", plan.ideal_cycles, "cycles")
             emit(f"cycles_over_ideal_{tag}", round(plan.cycles / plan.ideal_cycles, 4), "x")
             for (db, fl), s in plan.ablation.items():
-                emit(f"occupancy_{tag}_db{int(db)}_flat{int(fl)}", round(float(s.occupancy), 4),
-                     "fraction")
+                emit(f"occupancy_{tag}_db{int(db)}_flat{int(fl)}",
+                     round(float(plan.occupancy_of(s)), 4), "fraction")
+            emit(f"accumulation_stall_{tag}",
+                 max(a["stall"] for a in plan.accumulation.values()), "cycles/step")
     benchlib.save_rows("dnn", rows)
 
 

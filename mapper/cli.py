@@ -414,7 +414,8 @@ def layer_cmd(layer: str, design: Path | None, size: int | None, channels: int |
                f"{plan.cycles} cycles, ideal {plan.ideal_cycles} (MACs / {plan.multipliers} "
                f"multipliers); occupancy {float(plan.occupancy):.2f}; tile ii {plan.schedule.ii}")
     abl = ", ".join(f"{'double-buffered' if db else 'sequential'}"
-                    f"{' + flattened' if fl else ''} {s.total_cycles} ({float(s.occupancy):.2f})"
+                    f"{' + flattened' if fl else ''} {s.total_cycles} "
+                    f"({float(plan.occupancy_of(s)):.2f})"
                     for (db, fl), s in plan.ablation.items())
     click.echo(f"cycles (occupancy): {abl}")
 

@@ -24,7 +24,12 @@ L_i)`` cycles (``R`` = RDom points). Stages of one tile, in order: ``load_<input
 pipeline Input the reduction reads (its words for the tile over ``io_in`` words per cycle; an
 Input that no tiled Var indexes is loaded once, before the tile loop) and the compute stage (an
 inner loop issuing one step per cycle, ``depth`` = MEM read latency + adder-tree depth ``ceil
-(log2(L_i m))`` + 1). The last reduction pass over a tile sends its sums through the
+(log2(L_i m))`` + 1). The pixel loops are innermost, so a partial sum is read, updated and
+written back once per pass over the tile's pixels: when that pass (the *accumulation distance*,
+``D / (T * L_o)`` steps) is shorter than the step's latency, every step stalls to ``ceil(latency
+/ distance)`` cycles (GEMM's 8 x 8 output tile with no pixel loop: 2 cycles per step; keeping the
+64 sums in PE registers instead is the way out, not planned here). The last reduction pass
+over a tile sends its sums through the
 requantisation straight out (``L_o`` words per step; more output lanes than ``io_out`` IO tiles
 stretch that pass). Reductions before the last one (MobileNet's depthwise stage) run once,
 before the tile loop.
@@ -47,8 +52,8 @@ rows (coordinate 0 indexed by a pure Var: the activations, not the weights) whos
 ``W_in`` is not a multiple of it is padded: compute cycles grow by ``ceil(W_in / f) * f /
 W_in`` (the paper reports +12 % for ResNet on the PUB).
 
-Ideal cycles = MACs / multipliers used (every multiplier busy every cycle);
-occupancy = compute busy cycles / total cycles.
+Ideal cycles = MACs / multipliers used (every multiplier busy every cycle); occupancy = busy
+multiplier-cycles / total = MACs / (multipliers * cycles) (stalls and padding count as idle).
 
 Errors: :class:`~cgra.errors.MappingError` for a pipeline without a reduction, lanes that do
 not divide the extents, a plan that needs more PEs or MEMs than the array has (naming both);
@@ -255,7 +260,9 @@ class LayerPlan:
     """The plan of one tensor program on one :class:`Resources` (module docstring): ``pes``
     by role, ``buffers``, the coarse ``schedule`` (double-buffered, flattening where it helps),
     the Fig. 13 ``ablation`` (``(double_buffer, flatten)`` -> schedule), ``macs``,
-    ``multipliers``, ``pad_factor`` (wide-fetch padding of the compute stage)."""
+    ``multipliers``, ``pad_factor`` (wide-fetch padding of the compute stage), ``accumulation``
+(per reduction: ``distance`` = steps between two updates of one partial sum, ``latency`` of
+a step, ``stall`` = cycles per step)."""
 
     name: str
     resources: Resources
@@ -269,6 +276,7 @@ class LayerPlan:
     macs: int
     multipliers: int
     pad_factor: Fraction = field(default=Fraction(1))
+    accumulation: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def pe_count(self) -> int:
@@ -289,7 +297,14 @@ class LayerPlan:
 
     @property
     def occupancy(self) -> Fraction:
-        return self.schedule.occupancy
+        """Busy multiplier-cycles / total: MACs / (multipliers * cycles)."""
+        return self.occupancy_of(self.schedule)
+
+    def occupancy_of(self, schedule: coarse.CoarseSchedule) -> Fraction:
+        """:attr:`occupancy` under another schedule (the :attr:`ablation` entries): stalls
+        and wide-fetch padding are idle cycles, unlike the coarse schedule's own
+        compute-stage occupancy."""
+        return Fraction(self.macs, self.multipliers * schedule.total_cycles)
 
     def summary(self) -> dict:
         """The plan as JSON-ready figures."""
@@ -299,9 +314,10 @@ class LayerPlan:
                 "multipliers": self.multipliers, "ideal_cycles": self.ideal_cycles,
                 "cycles": self.cycles, "ii": self.schedule.ii,
                 "occupancy": round(float(self.occupancy), 4),
-                "pad_factor": str(self.pad_factor),
+                "pad_factor": str(self.pad_factor), "accumulation": self.accumulation,
                 "ablation": {f"double_buffer={db},flatten={fl}": {
-                    "cycles": s.total_cycles, "occupancy": round(float(s.occupancy), 4)}
+                    "cycles": s.total_cycles,
+                    "occupancy": round(float(self.occupancy_of(s)), 4)}
                     for (db, fl), s in self.ablation.items()}}
 
 
@@ -319,6 +335,7 @@ def plan_layer(pipe: dsl.Pipeline, res: Resources = DEFAULT_32X16) -> LayerPlan:
     once: list[coarse.Stage] = []                      # before the tile loop (level 0)
     per_tile: list[coarse.Stage] = []                  # in the tile loop (level 1)
     pad = Fraction(1)
+    accumulation: dict[str, dict[str, int]] = {}
     for red in reds:
         tiled = red is last and tiles > 1
         lanes = {**red.out_lanes, **red.in_lanes}
@@ -346,11 +363,16 @@ def plan_layer(pipe: dsl.Pipeline, res: Resources = DEFAULT_32X16) -> LayerPlan:
                 w_in, f = dom[prod][0][1] - dom[prod][0][0], res.fetch_width
                 pad = max(pad, Fraction(-(-w_in // f) * f, w_in))
         steps = red.work // (tiles if tiled else 1)
+        depth = res.read_latency + math.ceil(math.log2(max(red.lanes_in * red.muls, 1))) + 1
+        # a partial sum is updated once per pass over the tile's pixels: a pass shorter than
+        # the step's read-add-write latency stalls each step until the sum is written back
+        last_pass = red.outputs // (tiles if tiled else 1) // red.lanes_out
+        stall = -(-depth // last_pass)
+        accumulation[red.func] = {"distance": last_pass, "latency": depth, "stall": stall}
+        steps *= stall
         # the last reduction pass streams the requantised outputs out: L_o words per step
         # over io_out IO tiles stretch that pass when L_o > io_out
-        last_pass = red.outputs // (tiles if tiled else 1) // red.lanes_out
         steps += last_pass * (-(-red.lanes_out // res.io_out) - 1)
-        depth = res.read_latency + math.ceil(math.log2(max(red.lanes_in * red.muls, 1))) + 1
         writes = tuple(_consumers(pipe, red)) if red is not last else ()
         stage = coarse.Stage(f"compute_{red.func}", extent=math.ceil(steps * pad), ii=1,
                              depth=depth, level=1 if tiled else 0, reads=tuple(reads),
@@ -378,7 +400,7 @@ def plan_layer(pipe: dsl.Pipeline, res: Resources = DEFAULT_32X16) -> LayerPlan:
         buffers.append(BufferPlan(name, role, streams, words, copies, mems))
     macs = sum(tensor.macs(pipe).values())
     plan = LayerPlan(pipe.name, res, reds, pes, buffers, stages, iterations, sched, table,
-                     macs, sum(r.multipliers for r in reds), pad)
+                     macs, sum(r.multipliers for r in reds), pad, accumulation)
     if plan.pe_count > res.pes:
         raise MappingError(f"{pipe.name}: the plan needs {plan.pe_count} PEs, design "
                            f"{res.name} has {res.pes}; use fewer lanes (smaller block_in / "

@@ -30,3 +30,23 @@ def test_resources_of_the_small_design(small_design):
 def test_resources_of_a_directory_that_is_not_a_design(tmp_path):
     with pytest.raises(CollateralError, match="design.json"):
         Resources.from_design(tmp_path)
+
+
+def test_default_counts_follow_the_default_config():
+    """mapper.dnn_plan.DEFAULT_32X16 (what `cgra layer` plans on without --design) is
+    configs/default.toml's array."""
+    from pathlib import Path
+
+    from garnet.build import _tile_counts
+    from garnet.cores import mem_collateral
+    from garnet.params import load_toml
+    from mapper.dnn_plan import DEFAULT_32X16
+
+    params = load_toml(Path(__file__).resolve().parents[2] / "configs" / "default.toml")
+    counts = _tile_counts(params)
+    mem = mem_collateral(params.mem_preset)
+    assert (DEFAULT_32X16.pes, DEFAULT_32X16.mems, DEFAULT_32X16.ios) == \
+        (counts["PE"], counts["MEM"], counts["IO"])
+    assert (DEFAULT_32X16.mem_words, DEFAULT_32X16.mem_read_ports,
+            DEFAULT_32X16.fetch_width) == (mem["capacity"], mem["out_ports"],
+                                           mem["fetch_width"])

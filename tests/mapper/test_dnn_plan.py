@@ -57,10 +57,23 @@ def test_pub_halves_the_weight_mems_and_pads_rows():
 
 def test_fig13_ablation_order():
     for layer in ("resnet_layer", "resnet_stride2", "gemm"):
-        table = plan_layer(dnn.LAYERS[layer]()).ablation
-        seq, db, both = table[(False, False)], table[(True, False)], table[(True, True)]
-        assert seq.occupancy <= db.occupancy <= both.occupancy
-        assert seq.ii > db.ii                    # double buffering overlaps loads
+        plan = plan_layer(dnn.LAYERS[layer]())
+        occ = {k: plan.occupancy_of(s) for k, s in plan.ablation.items()}
+        assert occ[(False, False)] <= occ[(True, False)] <= occ[(True, True)]
+        assert plan.ablation[(False, False)].ii > plan.ablation[(True, False)].ii
+
+
+def test_accumulation_distance_and_stalls():
+    """A partial sum is updated once per pass over the tile's pixels: 256 steps apart for the
+    ResNet layer (no stall); GEMM's 8 x 8 output tile has no pixel loop (distance 1 < the
+    2-cycle read-add-write of a 1-input-lane step): every step takes 2 cycles."""
+    r = plan_layer(dnn.resnet_layer())
+    assert r.accumulation == {"conv": {"distance": 256, "latency": 1 + 3 + 1, "stall": 1}}
+    g = plan_layer(dnn.gemm())
+    assert g.accumulation == {"gemm": {"distance": 1, "latency": 2, "stall": 2}}
+    steps = {s.name: s.work for s in g.stages}
+    assert steps["compute_gemm"] == 32 * 2 + 1           # + the last pass's output stretch
+    assert g.occupancy < Fraction(1, 2) < r.occupancy
 
 
 def test_gemm_and_mobilenet_lanes():
@@ -75,9 +88,9 @@ def test_gemm_and_mobilenet_lanes():
     assert (pw.func, pw.lanes_out, pw.lanes_in) == ("pw_conv", 8, 8)
     names = [s.name for s in m.stages]
     assert names.index("compute_dw_conv") < names.index("compute_pw_conv")
-    # the depthwise stage (8 MACs per cycle) dominates: the pointwise compute stage is busy
-    # under a fifth of the time
-    assert m.occupancy < Fraction(1, 5)
+    # the depthwise stage (8 MACs per cycle) dominates: the 72 multipliers are busy under a
+    # quarter of the time
+    assert m.occupancy == Fraction(m.macs, 72 * m.cycles) < Fraction(1, 4)
 
 
 def test_channels_and_blocks_scale():
