@@ -13,9 +13,10 @@ update's ``unroll`` directives (:meth:`mapper.frontend.dsl.Func.update`) give it
 unrolled split of a pure Var (``k -> ko, ki``) is an *output lane* (``L_o`` = the product of
 those factors), of an RDom var (``r.z -> rzo, rzi``, or an unrolled RDom var itself) an *input
 lane* (``L_i``). Each cycle the array computes ``L_o`` outputs' partial sums over ``L_i``
-reduction points: the reduction's step kernel (:func:`mapper.dnn_step.step_kernel`: ``m * L_o
-* L_i`` multiplications, ``m`` per point, and as many adds, the trees plus the accumulation),
-one PE per op before compute mapping fuses any, and each pure Func reading the reduction at
+reduction points: the reduction's step kernel (:func:`mapper.dnn_step.step_kernel` with its
+restart: ``m * L_o * L_i`` multiplications, ``m`` per point, as many adds, the trees plus the
+accumulation, and a mux per output lane plus one compare for the first pass), one PE per op
+before compute mapping fuses any, and each pure Func reading the reduction at
 its own point (the requantisation) costs its op count per output lane.
 
 **Tiles.** The outer parts of the output-lane splits (``ko``) form the tile loop: ``T`` tiles,
@@ -45,7 +46,8 @@ and ``copies`` from the coarse schedule (2 when double-buffered). MEM tiles per 
 / p) * ceil(min(p, s) * words * copies / capacity)`` with ``p`` = read ports per MEM (1
 dual-port, 2 PUB): a stream larger than one MEM chains MEMs. An accumulation buffer is read and
 written back once per reduction pass (one read and one write port, one copy): ``L_o`` MEMs per
-``capacity`` words of partial sums per lane.
+``capacity`` words of partial sums per lane; one more MEM holds the first-pass flag that
+restarts each sum (:mod:`mapper.dnn_memory`, which runs this memory system on Lake's models).
 
 **Wide fetch.** A PUB fetches ``fetch_width`` words at a time; an Input streamed along pixel
 rows (coordinate 0 indexed by a pure Var: the activations, not the weights) whose row
@@ -248,7 +250,7 @@ class BufferPlan:
 
     name: str
     role: str            # "input" (streamed in), "intermediate" (an earlier reduction's
-                         # output), "accumulation" (partial sums)
+                         # output), "accumulation" (partial sums), "flag" (first pass)
     streams: int
     words: int
     copies: int
@@ -339,7 +341,8 @@ def plan_layer(pipe: dsl.Pipeline, res: Resources = DEFAULT_32X16) -> LayerPlan:
     for red in reds:
         tiled = red is last and tiles > 1
         lanes = {**red.out_lanes, **red.in_lanes}
-        step = dnn_step.step_kernel(pipe, red.func)
+        func = next(f for f in pipe.funcs if f.name == red.func)
+        step = dnn_step.step_kernel(pipe, red.func, init=isinstance(func.pure, dsl.Const))
         for op, n in sorted(step.kernel.op_counts().items()):
             pes[f"{red.func}: {op}"] = n
         post = _post_ops(pipe, red)
@@ -380,6 +383,9 @@ def plan_layer(pipe: dsl.Pipeline, res: Resources = DEFAULT_32X16) -> LayerPlan:
         (per_tile if tiled else once).append(stage)
         raw.append((f"acc_{red.func}", "accumulation", red.lanes_out,
                     -(-(red.outputs // (tiles if tiled else 1)) // red.lanes_out)))
+        # the first-pass flag (1 on a partial sum's first update: it restarts from the pure
+        # definition; mapper.dnn_memory.accumulator_programs), one word per reduction step
+        raw.append((f"first_{red.func}", "flag", 1, red.points // red.lanes_in))
     # the tile loop's body after the code before it; a once-only load that a tiled stage
     # needs is listed first (coarse.Stage levels: 0 = before the loop, 1 = in it)
     stages = [s for s in once if s.name.startswith("load_")] + \
@@ -389,8 +395,8 @@ def plan_layer(pipe: dsl.Pipeline, res: Resources = DEFAULT_32X16) -> LayerPlan:
     table = coarse.ablation(stages, iterations)
     buffers = []
     for name, role, streams, words in raw:
-        copies = 1 if role == "accumulation" else sched.copies.get(name, 1)
-        if role == "accumulation":
+        copies = 1 if role in ("accumulation", "flag") else sched.copies.get(name, 1)
+        if role in ("accumulation", "flag"):
             # read and written back once per reduction pass (1 read + 1 write port); the
             # last pass sends its sums out through the requantisation, so one copy
             mems = streams * -(-words // res.mem_words)

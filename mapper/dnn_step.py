@@ -134,9 +134,11 @@ def _points(lanes: list[Lane]) -> list[dict[str, int]]:
             for combo in itertools.product(*[range(ln.factor) for ln in reversed(lanes)])]
 
 
-def step_kernel(pipe: dsl.Pipeline, func: str) -> StepKernel:
+def step_kernel(pipe: dsl.Pipeline, func: str, init: bool = False) -> StepKernel:
     """The step kernel of reduction ``func`` of tensor program ``pipe`` (module docstring).
-    Raises :class:`MappingError`."""
+    ``init``: the accumulator input passes through ``coreir.mux(acc, init, first != 0)``,
+    ``first`` an extra input (1 on the first reduction pass: the sum restarts from the pure
+    definition, which must then be a constant). Raises :class:`MappingError`."""
     funcs = {f.name: f for f in pipe.funcs}
     if func not in funcs or funcs[func].update_expr is None:
         raise MappingError(f"tensor program {pipe.name}: {func!r} is not a reduction (a Func "
@@ -168,8 +170,19 @@ def step_kernel(pipe: dsl.Pipeline, func: str) -> StepKernel:
         return kern.input(e.target.name, lst.index(key))
 
     lower = dsl.expr_lowerer(f, k, read)
+    restart = None
+    if init:
+        if not isinstance(f.pure, dsl.Const):
+            raise MappingError(f"Func {f.name}: its pure definition is not a constant; a "
+                               f"restarting accumulator needs one (a bias read is not "
+                               f"mapped yet)")
+        k.declare_input("first", 1, 16)
+        restart = k.add("coreir.neq", k.input("first", 0), k.const(0, 16))
+        start = k.const(f.pure.value, 16)
     for o, out in enumerate(outs):
         val = k.input("acc", o)
+        if restart is not None:
+            val = k.add("coreir.mux", val, start, restart)
         state["out"] = out
         for p in ins:
             state["in"] = p

@@ -18,12 +18,12 @@ def test_resources_of_the_small_design(small_design):
     assert (res.mem_words, res.mem_read_ports, res.fetch_width, res.read_latency) == \
         (2048, 1, 1, 1)
     plan = plan_layer(dnn.resnet_layer(10, 10, 4, 4, 2, 2), res)
-    # 2 x 2 lanes: 4 weight streams + 2 input + 2 accumulation MEMs
-    assert plan.mem_count == 8 <= res.mems
-    with pytest.raises(MappingError, match=f"needs 152 PEs, design small has {res.pes}"):
+    # 2 x 2 lanes: 4 weight streams + 2 input + 2 accumulation MEMs + the first-pass flag
+    assert plan.mem_count == 9 <= res.mems
+    with pytest.raises(MappingError, match=f"needs 161 PEs, design small has {res.pes}"):
         plan_layer(dnn.resnet_layer(), res)
-    # 8 input x 2 output lanes: 16 + 16 + 6 PEs fit, 16 + 8 + 2 MEMs do not
-    with pytest.raises(MappingError, match=f"needs 26 MEM tiles, design small has {res.mems}"):
+    # 8 input x 2 output lanes: 16 + 16 + 3 + 6 PEs fit, 16 + 8 + 2 + 1 MEMs do not
+    with pytest.raises(MappingError, match=f"needs 27 MEM tiles, design small has {res.mems}"):
         plan_layer(dnn.resnet_layer(10, 10, 8, 8, 8, 2), res)
 
 

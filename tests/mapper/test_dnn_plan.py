@@ -1,5 +1,6 @@
-"""The DNN layer plan (mapper/dnn_plan.py): known answers at the paper's blocking (80 MEM
-tiles for the ResNet layer: 64 weight streams + 8 input + 8 accumulation), the wide-fetch
+"""The DNN layer plan (mapper/dnn_plan.py): known answers at the paper's blocking (81 MEM
+tiles for the ResNet layer: 64 weight streams + 8 input + 8 accumulation + the first-pass
+flag), the wide-fetch
 padding (18-pixel rows padded to 20 on the PUB: 10/9 of the cycles), the Fig. 13 ordering,
 the arithmetic of lanes and buffers, and the refusals."""
 from __future__ import annotations
@@ -30,12 +31,12 @@ def test_resnet_layer_at_the_papers_blocking():
     # 3*3*16*16 weights / 2 tiles / 64 streams = 18 words, double-buffered; the input once:
     # 16*18*18 / 8 = 648 words; partial sums 16*16*8 / 8 lanes = 256 words per tile
     assert _buffers(plan) == {"weights": (64, 18, 2, 64), "input": (8, 648, 2, 8),
-                              "acc_conv": (8, 256, 1, 8)}
-    assert plan.mem_count == 80
-    # 64 multipliers, 64 adders (7 per tree + 1 accumulation, 8 trees), 3 ops (ashr, smax,
-    # smin) of the requantisation per output lane
-    assert plan.pes == {"conv: coreir.mul": 64, "conv: coreir.add": 64,
-                        "conv: requantisation": 24}
+                              "acc_conv": (8, 256, 1, 8), "first_conv": (1, 18, 1, 1)}
+    assert plan.mem_count == 81
+    # 64 multipliers, 64 adders (7 per tree + 1 accumulation, 8 trees), the restart (a mux
+    # per lane, one compare), 3 ops (ashr, smax, smin) of the requantisation per output lane
+    assert plan.pes == {"conv: coreir.mul": 64, "conv: coreir.add": 64, "conv: coreir.mux": 8,
+                        "conv: coreir.neq": 1, "conv: requantisation": 24}
     assert plan.macs == 16 * 16 * 16 * 9 * 16
     assert plan.ideal_cycles == plan.macs // 64 == 9216
     # per tile: 16*16*8 outputs * 144 points / 64 lanes = 4608 steps, the initiation
@@ -48,7 +49,7 @@ def test_resnet_layer_at_the_papers_blocking():
 def test_pub_halves_the_weight_mems_and_pads_rows():
     dual, pub = plan_layer(dnn.resnet_layer()), plan_layer(dnn.resnet_layer(), PUB)
     assert _buffers(pub)["weights"] == (64, 18, 2, 32)        # 2 read ports per MEM
-    assert pub.mem_count == 48
+    assert pub.mem_count == 49
     assert (dual.pad_factor, pub.pad_factor) == (1, Fraction(20, 18))
     steps = {s.name: s.work for s in pub.stages}
     assert steps["compute_conv"] == 4608 * 20 // 18 == 5120
@@ -81,6 +82,7 @@ def test_gemm_and_mobilenet_lanes():
     (red,) = g.reductions
     assert (red.lanes_out, red.lanes_in, red.tiles) == (64, 1, 4)
     assert _buffers(g)["acc_gemm"] == (64, 1, 1, 64)
+    assert _buffers(g)["first_gemm"] == (1, 32, 1, 1)
     assert g.multipliers == 64 and g.macs == 16 * 16 * 32
     m = plan_layer(dnn.mobilenet_layer())
     dw, pw = m.reductions
@@ -96,18 +98,18 @@ def test_gemm_and_mobilenet_lanes():
 def test_channels_and_blocks_scale():
     small = plan_layer(dnn.resnet_layer(10, 10, 8, 8, 4, 4))
     assert _buffers(small) == {"weights": (16, 18, 2, 16), "input": (4, 200, 2, 4),
-                               "acc_conv": (4, 64, 1, 4)}
-    assert small.pe_count == 16 + 16 + 12
+                               "acc_conv": (4, 64, 1, 4), "first_conv": (1, 18, 1, 1)}
+    assert small.pe_count == 16 + 16 + 4 + 1 + 12
     big = plan_layer(dnn.resnet_layer(34, 34, 32, 32), DEFAULT_32X16)
     # 32*34*34 / 8 = 4624 words a stream, 2 copies: 5 chained MEMs per input stream
     assert _buffers(big)["input"] == (8, 4624, 2, 40)
 
 
 def test_refusals():
-    with pytest.raises(MappingError, match="needs 560 PEs, design default has 360"):
+    with pytest.raises(MappingError, match="needs 577 PEs, design default has 360"):
         plan_layer(dnn.resnet_layer(18, 18, 16, 16, 16, 16))
     tiny = Resources("tiny", 400, 20, 8, 2048)
-    with pytest.raises(MappingError, match="needs 80 MEM tiles, design tiny has 20"):
+    with pytest.raises(MappingError, match="needs 81 MEM tiles, design tiny has 20"):
         plan_layer(dnn.resnet_layer(), tiny)
     with pytest.raises(MappingError, match="no reduction"):
         reductions(build_app("pointwise"))
@@ -120,7 +122,7 @@ def test_cli_layer_and_bad_input():
                        timeout=300)
     assert r.returncode == 0, r.stderr
     assert "numpy and Halide agree bit for bit" in r.stdout
-    assert "80 MEM of 120" in r.stdout and "ideal 2304" in r.stdout
+    assert "81 MEM of 120" in r.stdout and "ideal 2304" in r.stdout
     r = subprocess.run([CGRA, "layer", "resnet_layer", "--channels", "12"],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 2

@@ -46,6 +46,10 @@ def test_resnet_step_kernel_is_the_plans_datapath():
     streams = {b.name: b.streams for b in plan.buffers}
     assert streams["input"] == 8 and streams["weights"] == 64 and streams["acc_conv"] == 8
     assert plan.pes["conv: coreir.mul"] + plan.pes["conv: coreir.add"] == sk.kernel.num_ops()
+    # with the restart on the first pass: a mux per output lane and one compare
+    init = dnn_step.step_kernel(pipe, "conv", init=True)
+    assert dict(init.kernel.op_counts()) == {"coreir.mul": 64, "coreir.add": 64,
+                                             "coreir.mux": 8, "coreir.neq": 1}
 
 
 def test_compute_mapping_of_the_step_kernel(default_design, d3_design):

@@ -1,0 +1,100 @@
+"""The memories of DNN layers (mapper/dnn_memory.py): weights and activations streamed from
+the host into Lake MEM models (one per operand stream), read back by affine address generators
+as the step kernel's operands, partial sums kept in accumulation MEMs restarted by a flag MEM:
+mapper.tensor bit for bit; the port programs of a small ResNet layer worked by hand; the MEM
+count equals the plan's; a program that misses its cycles is caught; the refusals."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cgra.errors import MappingError, SimulationError
+from mapper import dnn_memory, dnn_plan, tensor
+from mapper.apps import dnn
+
+SMALL = {"resnet_layer": {"width": 6, "height": 5, "c_in": 4, "c_out": 4, "block_in": 2,
+                          "block_out": 2},
+         "resnet_stride2": {"width": 7, "height": 7, "c_in": 4, "c_out": 4, "block_in": 2,
+                            "block_out": 2},
+         "gemm": {"m": 4, "n": 4, "k": 6, "tile": 2}}
+
+
+@pytest.mark.parametrize("layer", sorted(SMALL))
+@pytest.mark.parametrize("seed", [0, 3])
+def test_lake_operand_streams_reproduce_the_golden_model(layer, seed):
+    pipe = dnn.LAYERS[layer](**SMALL[layer])
+    ins = dnn.layer_inputs(pipe, seed)
+    got, lm = dnn_memory.simulate(pipe, ins)
+    ref = tensor.evaluate(pipe, ins, all_funcs=True)
+    for name in ref:
+        np.testing.assert_array_equal(got[name], ref[name])
+    assert lm.cycles == lm.start + lm.stall * lm.steps
+
+
+def test_resnet_port_programs_by_hand():
+    """6x5x4 input, 2 x 2 lanes: the loop nest x(4) y(3) r.x r.y rzo(2) ko(2); an input
+    stream stores its 2 channels (rzo) of the 6x5 image = 60 words, read at x + r.x,
+    y + r.y; a weight stream stores r.x, r.y, rzo, ko = 36 words, held over the pixels."""
+    lm = dnn_memory.map_operands(dnn.resnet_layer(**SMALL["resnet_layer"]))
+    assert [(c.name, c.extent) for c in lm.counters] == [
+        ("x", 4), ("y", 3), ("r.x", 3), ("r.y", 3), ("r.z/outer", 2), ("k/outer", 2)]
+    assert (len(lm.mems["input"]), len(lm.mems["weights"])) == (2, 4)
+    inp = lm.mems["input"][0]
+    assert (inp.words, inp.gcd, inp.extents) == (60, (1, 1, 2), (6, 5, 2))
+    rd = inp.programs["data_out_0"]
+    assert rd["address"]["strides"] == [1, 6, 1, 6, 30, 0]
+    assert rd["schedule"] == {"strides": [1, 4, 12, 36, 108, 216], "offset": 60}
+    assert inp.programs["data_in_0"]["extents"] == [60]
+    w = lm.mems["weights"][3]
+    assert (w.words, w.extents) == (36, (3, 3, 2, 2))
+    assert w.programs["data_out_0"]["address"]["strides"] == [0, 0, 1, 3, 9, 18]
+    assert lm.start == 61 and lm.steps == 432 and lm.stall == 1
+    f = next(g for g in dnn.resnet_layer(**SMALL["resnet_layer"]).funcs if g.name == "conv")
+    acc, flag, words = dnn_memory.accumulator_programs(lm, f)
+    # a partial sum per pixel (4 x 3), the same address every pass and tile; read a cycle
+    # before each step, written back a cycle after it
+    assert acc["data_out_0"]["address"]["strides"] == [1, 4, 0, 0, 0, 0]
+    assert (acc["data_out_0"]["schedule"]["offset"], acc["data_in_0"]["schedule"]["offset"]) \
+        == (60, 62)
+    # the flag: 1 on the first of the 3 x 3 x 2 reduction passes
+    assert flag["data_out_0"]["address"]["strides"] == [0, 0, 1, 3, 9, 0]
+    assert words == [1] + [0] * 17
+
+
+def test_mem_count_is_the_plans():
+    for layer, kw in SMALL.items():
+        pipe = dnn.LAYERS[layer](**kw)
+        lm = dnn_memory.map_operands(pipe)
+        operands = sum(len(v) for v in lm.mems.values())
+        lanes = len(lm.step.out_lanes)
+        assert operands + lanes + 1 == dnn_plan.plan_layer(pipe).mem_count
+
+
+def test_a_stream_off_its_cycles_is_caught(monkeypatch):
+    real = dnn_memory.map_operands
+
+    def late(pipe, preset=None):
+        lm = real(pipe, preset)
+        lm.mems["input"][0].programs["data_out_0"]["schedule"]["offset"] += 1
+        return lm
+    monkeypatch.setattr(dnn_memory, "map_operands", late)
+    pipe = dnn.resnet_layer(**SMALL["resnet_layer"])
+    with pytest.raises(SimulationError, match="operand MEM of input stream 0"):
+        dnn_memory.simulate(pipe, dnn.layer_inputs(pipe, 0))
+
+
+def test_gemm_steps_stall_for_the_accumulation():
+    lm = dnn_memory.map_operands(dnn.gemm(**SMALL["gemm"]))
+    assert lm.stall == 2                       # distance 1 < the 2-cycle read-add-write
+    assert lm.mems["a"][0].programs["data_out_0"]["schedule"]["strides"] == [2, 12, 24]
+
+
+def test_refusals():
+    with pytest.raises(MappingError, match="2 reductions"):
+        dnn_memory.map_operands(dnn.mobilenet_layer())
+    with pytest.raises(MappingError, match="needs 4624 words, more than one MEM"):
+        dnn_memory.map_operands(dnn.resnet_layer(34, 34, 32, 32))
+    with pytest.raises(MappingError, match=r"6 loop counters \(x, y, r.x, r.y, r.z/outer, "
+                                           r"k/outer\) but the MEM's address generators "
+                                           r"have 5 dimensions"):
+        dnn_memory.map_operands(dnn.resnet_layer(8, 8, 8, 8, 2, 2), {"max_dimensionality": 5})
