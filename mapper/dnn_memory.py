@@ -32,6 +32,13 @@ read_latency + 1``, which :mod:`mapper.dnn_plan`'s stall guarantees). A flag MEM
 definition on its first pass, so no MEM is cleared between tiles. The final sums are the
 values written on the last pass.
 
+**Several reductions** (:func:`map_layer`: MobileNet's depthwise then pointwise): they run
+one after the other, each from the cycle after the previous one's last write. An operand read
+from a pure Func of an earlier reduction (its requantisation) is an *intermediate buffer*: the
+reader's compressed box, written by the earlier reduction's output lane that finishes those
+words on its last pass, a cycle after each step; its write program is fitted as an affine
+function of that reduction's counters and checked on every word (one lane per buffer).
+
 **Simulation** (:func:`simulate`): every operand MEM configured by
 :func:`lake.config.configure` and run on :func:`lake.model.run_model` (its read stream must
 arrive exactly at the step cycles); the accumulation and flag MEMs stepped cycle by cycle
@@ -40,8 +47,9 @@ pure Funcs (requantisation) as :mod:`mapper.tensor`. The ResNet layer at the pap
 blocking uses 64 + 8 operand MEMs, 8 accumulation MEMs and the flag MEM: 81, as
 :func:`mapper.dnn_plan.plan_layer` counts.
 
-Errors: :class:`~cgra.errors.MappingError` for a program with other than one reduction, a
-reduction reading a Func (an intermediate buffer), a floor-division read, more counters than
+Errors: :class:`~cgra.errors.MappingError` for a program without a reduction, a reduction
+reading a Func that is not an earlier reduction's requantisation, an intermediate buffer fed
+by several lanes or not affinely, a floor-division read, more counters than
 the MEM's address generators have dimensions, a box larger than one MEM (chaining is the
 stencil flow's, not yet this one's), a non-``+`` accumulation, a pure definition that is not
 a constant; :class:`~cgra.errors.SimulationError` when a MEM's stream misses its cycles.
@@ -81,18 +89,26 @@ class OperandMem:
     base: tuple[int, ...]
     gcd: tuple[int, ...]
     extents: tuple[int, ...]
+    #: an intermediate buffer's words in write order (producer coordinates, one row per
+    #: write); ``None``: loaded from the host in address order
+    write_coords: np.ndarray | None = None
 
     @property
     def words(self) -> int:
         return math.prod(self.extents)
 
-    def writes(self, array: np.ndarray, domain: tensor.Domain) -> list[int]:
-        """The load stream: the stored box of ``array`` (the producer, coordinates reversed,
-        over ``domain``) in address order, as 16-bit words."""
+    def box_coords(self) -> np.ndarray:
+        """Producer coordinates of the stored words in address order, shape (words, dims)."""
         idx = np.indices(tuple(reversed(self.extents))).reshape(len(self.extents), -1)[::-1]
-        coords = [self.base[j] + self.gcd[j] * idx[j] - domain[j][0]
-                  for j in range(len(self.extents))]
-        return [int(v) & 0xFFFF for v in array[tuple(reversed(coords))]]
+        return np.stack([self.base[j] + self.gcd[j] * idx[j]
+                         for j in range(len(self.extents))], axis=1)
+
+    def writes(self, array: np.ndarray, domain: tensor.Domain) -> list[int]:
+        """The write stream: the stored words of ``array`` (the producer, coordinates
+        reversed, over ``domain``) in write order, as 16-bit words."""
+        coords = self.box_coords() if self.write_coords is None else self.write_coords
+        idx = [coords[:, j] - domain[j][0] for j in range(coords.shape[1])]
+        return [int(v) & 0xFFFF for v in array[tuple(reversed(idx))]]
 
 
 @dataclass
@@ -106,6 +122,7 @@ class LayerMemories:
     stall: int
     start: int
     mems: dict[str, list[OperandMem]]
+    box: tensor.Domain = ()
 
     @property
     def steps(self) -> int:
@@ -154,79 +171,181 @@ def _coordinate(a: dsl.Affine, f: dsl.Func, st: dnn_step.Stream, counters: list[
     return b, coef
 
 
-def map_operands(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None) -> LayerMemories:
-    """Port programs of every operand MEM of ``pipe``'s reduction (module docstring) for a
-    MEM with ``preset`` facts (``capacity`` words, ``max_dimensionality``, ``read_latency``;
-    default the dual-port 2048 x 16). Raises :class:`MappingError`."""
+def _step_coords(lm: LayerMemories, f: dsl.Func, lane: dict[str, int],
+                 pass_counters: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """``(cycles, coords)`` of reduction ``f``'s steps on the pass ``pass_counters`` (reduction
+    counter -> value) for output lane ``lane``: each step's cycle and the pure-Var coordinates
+    of the sum it finishes (shape (steps, dims)), in time order."""
+    extents = [c.extent for c in lm.counters]
+    pts = counters_of(extents)
+    keep = np.ones(len(pts), dtype=bool)
+    for k, c in enumerate(lm.counters):
+        if c.name in pass_counters:
+            keep &= pts[:, k] == pass_counters[c.name]
+    pts = pts[keep]
+    sched, s = [], lm.stall
+    for c in lm.counters:
+        sched.append(s)
+        s *= c.extent
+    cycles = lm.start + (pts @ np.array(sched, dtype=np.int64) if len(sched) else 0)
+    base = {v.name: lo for v, (lo, _) in zip(f.vars, lm.box, strict=True)}
+    coords = []
+    for v in f.vars:
+        val = np.full(len(pts), base[v.name] + lane.get(v.name, 0), dtype=np.int64)
+        for k, c in enumerate(lm.counters):
+            if c.origin == v.name:
+                val = val + c.step * pts[:, k]
+        coords.append(val)
+    return cycles, np.stack(coords, axis=1)
+
+
+def counters_of(extents: list[int]) -> np.ndarray:
+    """Every point of a loop nest (innermost first) in iteration order, shape (N, d)."""
+    from lake.affine import counters
+    return counters(extents)
+
+
+def _fit(points: np.ndarray, values: np.ndarray, who: str) -> tuple[list[int], int]:
+    """``(strides, offset)`` of the affine function of loop-nest ``points`` (N, d) that gives
+    ``values``, checked on every point. Raises :class:`MappingError`."""
+    offset = int(values[0])
+    strides = []
+    for k in range(points.shape[1]):
+        unit = np.flatnonzero((points[:, k] == 1) & (points.sum(axis=1) == 1))
+        strides.append(int(values[unit[0]]) - offset if len(unit) else 0)
+    if not np.array_equal(offset + points @ np.array(strides, dtype=np.int64), values):
+        raise MappingError(f"{who}: its write addresses are not affine in the producer's "
+                           f"loop counters; this intermediate buffer is not mapped")
+    return strides, offset
+
+
+def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None
+              ) -> list[LayerMemories]:
+    """The memories of every reduction of ``pipe`` in order (module docstring) for a MEM with
+    ``preset`` facts (``capacity`` words, ``max_dimensionality``, ``read_latency``; default
+    the dual-port 2048 x 16). Reduction ``j + 1`` starts after reduction ``j``'s last write;
+    an operand read from a pure Func of reduction ``j`` (its requantisation) is an
+    intermediate buffer written on ``j``'s last pass. Raises :class:`MappingError`."""
     from mapper.dnn_plan import plan_layer
 
     mem = {"capacity": 2048, "max_dimensionality": 6, "read_latency": 1, **(preset or {})}
+    lat = mem["read_latency"]
+    reds = [f for f in pipe.funcs if f.update_expr is not None]
+    if not reds:
+        raise MappingError(f"tensor program {pipe.name}: no reduction to map")
+    doms = tensor.domains(pipe)
+    stalls = plan_layer(pipe).accumulation
+    funcs = {f.name: f for f in pipe.funcs}
+    made: dict[str, tuple[LayerMemories, dsl.Func]] = {}   # pure Func -> its reduction
+    out: list[LayerMemories] = []
+    prev_end = 0
+    for f in reds:
+        sk = dnn_step.step_kernel(pipe, f.name)
+        if sk.op != "+":
+            raise MappingError(f"Func {f.name}: accumulation by {sk.op!r}; the memory "
+                               f"simulation sums contributions (+ only)")
+        counters = loop_nest(f, sk, doms[f.name])
+        if len(counters) > mem["max_dimensionality"]:
+            raise MappingError(f"Func {f.name}: {len(counters)} loop counters "
+                               f"({', '.join(c.name for c in counters)}) but the MEM's address "
+                               f"generators have {mem['max_dimensionality']} dimensions")
+        stall = stalls[f.name]["stall"]
+        base = {v.name: lo for v, (lo, _) in zip(f.vars, doms[f.name], strict=True)}
+        base.update({rv.name: rv.lo for rv in f.rdom.vars})
+        boxes = []
+        for prod, streams in sk.streams.items():
+            if prod in funcs and prod not in made:
+                raise MappingError(f"Func {f.name}: reads Func {prod}, which is not the "
+                                   f"requantisation of an earlier reduction; not mapped")
+            for st in streams:
+                bs, gs, es, strides = [], [], [], [0] * len(counters)
+                pitch = 1
+                for a in st.access:
+                    b, coef = _coordinate(a, f, st, counters, base, prod)
+                    g = math.gcd(*coef) if any(coef) else 0
+                    ext = 1 + (sum(c // g * (n.extent - 1) for c, n in
+                                   zip(coef, counters, strict=True)) if g else 0)
+                    for k, c in enumerate(coef):
+                        if g:
+                            strides[k] += c // g * pitch
+                    bs.append(b)
+                    gs.append(g)
+                    es.append(ext)
+                    pitch *= ext
+                if pitch > mem["capacity"]:
+                    raise MappingError(f"Func {f.name}: a stream of {prod} needs {pitch} "
+                                       f"words, more than one MEM ({mem['capacity']}); use "
+                                       f"more lanes or smaller tiles")
+                boxes.append((prod, st, tuple(bs), tuple(gs), tuple(es), strides))
+        host = [math.prod(e) for p, _, _, _, e, _ in boxes if p not in made]
+        start = max([w + lat for w in host] + [prev_end + lat + 1])
+        extents = [c.extent for c in counters] or [1]
+        sched, s = [], stall
+        for c in counters:
+            sched.append(s)
+            s *= c.extent
+        sched = sched or [stall]
+        lm = LayerMemories(f.name, sk, counters, stall, start, {}, doms[f.name])
+        for prod, st, bs, gs, es, strides in boxes:
+            n = math.prod(es)
+            read = {"dimensionality": len(extents), "extents": extents,
+                    "address": {"strides": strides or [0], "offset": 0},
+                    "schedule": {"strides": sched, "offset": start - lat}}
+            om = OperandMem(st, {}, bs, gs, es)
+            if prod in made:
+                om.write_coords, write = _intermediate_writes(om, made[prod], prod)
+            else:
+                write = {"dimensionality": 1, "extents": [n],
+                         "address": {"strides": [1], "offset": 0},
+                         "schedule": {"strides": [1], "offset": 0}}
+            om.programs = {"data_in_0": write, "data_out_0": read}
+            lm.mems.setdefault(prod, []).append(om)
+        out.append(lm)
+        prev_end = lm.cycles
+        for name in [g.name for g in pipe.funcs if g.update_expr is None and any(
+                isinstance(n, dsl.Access) and n.target is f for n in dsl._walk(g.pure))]:
+            made[name] = (lm, f)
+    return out
+
+
+def _intermediate_writes(om: OperandMem, producer: tuple[LayerMemories, dsl.Func],
+                         prod: str) -> tuple[np.ndarray, dict]:
+    """The write program of an intermediate buffer: the producer reduction's last-pass steps
+    that finish a word of ``om``'s box, written a cycle after the step, in time order (one
+    output lane; addresses fitted as an affine function of the producer's counters)."""
+    lm, f = producer
+    rnames = {rv.name for rv in f.rdom.vars}
+    last = {c.name: c.extent - 1 for c in lm.counters if c.origin in rnames}
+    box = om.box_coords()
+    index = {tuple(c): u for u, c in enumerate(box.tolist())}
+    found = []
+    for lane in lm.step.out_lanes:
+        cycles, coords = _step_coords(lm, f, lane, last)
+        addrs = np.array([index.get(tuple(c), -1) for c in coords.tolist()])
+        if (addrs >= 0).any():
+            found.append((lane, cycles, coords, addrs))
+    if len(found) != 1 or (found[0][3] < 0).any() or len(found[0][3]) != len(box):
+        raise MappingError(f"buffer {prod}: its words come from {len(found)} output lanes of "
+                           f"{f.name} (or not one each); an intermediate buffer fed by one lane "
+                           f"is mapped, not this one")
+    lane, cycles, coords, addrs = found[0]
+    kept = [c for c in lm.counters if c.name not in last]
+    pts = counters_of([c.extent for c in kept] or [1])
+    a_str, a_off = _fit(pts, addrs, f"buffer {prod}")
+    s_str, s_off = _fit(pts, cycles + 1, f"buffer {prod}")
+    program = {"dimensionality": len(pts[0]), "extents": [c.extent for c in kept] or [1],
+               "address": {"strides": a_str, "offset": a_off},
+               "schedule": {"strides": s_str, "offset": s_off}}
+    return coords, program
+
+
+def map_operands(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None) -> LayerMemories:
+    """:func:`map_layer` of a one-reduction program. Raises :class:`MappingError`."""
     reds = [f for f in pipe.funcs if f.update_expr is not None]
     if len(reds) != 1:
-        raise MappingError(f"tensor program {pipe.name}: {len(reds)} reductions; operand MEMs "
-                           f"are mapped for one reduction (intermediate buffers come next)")
-    f = reds[0]
-    sk = dnn_step.step_kernel(pipe, f.name)
-    if sk.op != "+":
-        raise MappingError(f"Func {f.name}: accumulation by {sk.op!r}; the operand-MEM "
-                           f"simulation sums contributions (+ only)")
-    doms = tensor.domains(pipe)
-    counters = loop_nest(f, sk, doms[f.name])
-    if len(counters) > mem["max_dimensionality"]:
-        raise MappingError(f"Func {f.name}: {len(counters)} loop counters "
-                           f"({', '.join(c.name for c in counters)}) but the MEM's address "
-                           f"generators have {mem['max_dimensionality']} dimensions")
-    stall = plan_layer(pipe).accumulation[f.name]["stall"]
-    base = {v.name: lo for v, (lo, _) in zip(f.vars, doms[f.name], strict=True)}
-    base.update({rv.name: rv.lo for rv in f.rdom.vars})
-    inputs = {i.name for i in pipe.inputs}
-    built: dict[str, list[tuple[dnn_step.Stream, tuple, tuple, tuple, list[int]]]] = {}
-    for prod, streams in sk.streams.items():
-        if prod not in inputs:
-            raise MappingError(f"Func {f.name}: reads Func {prod}, an intermediate buffer; "
-                               f"operand MEMs are mapped for pipeline Inputs only")
-        for st in streams:
-            bs, gs, es, strides = [], [], [], [0] * len(counters)
-            pitch = 1
-            for a in st.access:
-                b, coef = _coordinate(a, f, st, counters, base, prod)
-                g = math.gcd(*coef) if any(coef) else 0
-                ext = 1 + (sum(c // g * (n.extent - 1) for c, n in zip(coef, counters,
-                                                                    strict=True)) if g else 0)
-                for k, c in enumerate(coef):
-                    if g:
-                        strides[k] += c // g * pitch
-                bs.append(b)
-                gs.append(g)
-                es.append(ext)
-                pitch *= ext
-            if pitch > mem["capacity"]:
-                raise MappingError(f"Func {f.name}: a stream of {prod} needs {pitch} words, "
-                                   f"more than one MEM ({mem['capacity']}); use more lanes "
-                                   f"or smaller tiles")
-            built.setdefault(prod, []).append((st, tuple(bs), tuple(gs), tuple(es), strides))
-    words = max(math.prod(e) for lst in built.values() for _, _, _, e, _ in lst)
-    lat = mem["read_latency"]
-    start = words + lat
-    sched, s = [], stall
-    for c in counters:
-        sched.append(s)
-        s *= c.extent
-    extents = [c.extent for c in counters] or [1]
-    sched = sched or [stall]
-    mems: dict[str, list[OperandMem]] = {}
-    for prod, lst in built.items():
-        for st, bs, gs, es, strides in lst:
-            n = math.prod(es)
-            programs = {
-                "data_in_0": {"dimensionality": 1, "extents": [n],
-                              "address": {"strides": [1], "offset": 0},
-                              "schedule": {"strides": [1], "offset": 0}},
-                "data_out_0": {"dimensionality": len(extents), "extents": extents,
-                               "address": {"strides": strides or [0], "offset": 0},
-                               "schedule": {"strides": sched, "offset": start - lat}}}
-            mems.setdefault(prod, []).append(OperandMem(st, programs, bs, gs, es))
-    return LayerMemories(f.name, sk, counters, stall, start, mems)
+        raise MappingError(f"tensor program {pipe.name}: {len(reds)} reductions; use "
+                           f"map_layer")
+    return map_layer(pipe, preset)[0]
 
 
 def _program(extents: list[int], strides: list[int], sched: list[int], offset: int) -> dict:
@@ -266,22 +385,48 @@ def accumulator_programs(lm: LayerMemories, f: dsl.Func, read_latency: int = 1
 
 
 def simulate(pipe: dsl.Pipeline, inputs: dict[str, Any], preset: str = "dualport_2048x16"
-             ) -> tuple[dict[str, np.ndarray], LayerMemories]:
-    """Run ``pipe`` on Lake MEM models (module docstring): operand streams from their MEMs,
-    partial sums in one accumulation MEM per output lane, read, updated by the step kernel
-    (with its restart on the first pass) and written back every step, cycle by cycle.
-    Returns every Func by name (as :func:`mapper.tensor.evaluate` with ``all_funcs``) and the
-    :class:`LayerMemories`. Raises :class:`MappingError`, :class:`SimulationError`."""
-    from lake.config import configure
-    from lake.model import input_names, make_model, make_stimulus, run_model
+             ) -> tuple[dict[str, np.ndarray], list[LayerMemories]]:
+    """Run ``pipe`` on Lake MEM models (module docstring), one reduction after the other:
+    operand streams from their MEMs (host-loaded, or intermediate buffers written on the
+    previous reduction's last pass), partial sums in one accumulation MEM per output lane,
+    read, updated by the step kernel (with its restart on the first pass) and written back
+    every step, cycle by cycle. Returns every Func by name (as :func:`mapper.tensor.evaluate`
+    with ``all_funcs``) and the :class:`LayerMemories` of each reduction. Raises
+    :class:`MappingError`, :class:`SimulationError`."""
     from lake.spec import preset as lake_preset
 
     spec = lake_preset(preset)
     lat = spec.storage.read_latency
-    lm = map_operands(pipe, {"capacity": spec.storage.words,
-                             "max_dimensionality": spec.max_dims, "read_latency": lat})
+    lms = map_layer(pipe, {"capacity": spec.storage.words, "max_dimensionality": spec.max_dims,
+                           "read_latency": lat})
     doms = tensor.domains(pipe)
     arrays = tensor._check_inputs(pipe, inputs)
+    funcs = {f.name: f for f in pipe.funcs}
+    for lm in lms:
+        f = funcs[lm.func]
+        arrays[f.name] = _run_phase(pipe, f, lm, arrays, doms, preset, spec, lat)
+        for g in pipe.funcs:         # its requantisation: what the next reduction reads
+            if g.update_expr is None and g.name not in arrays and all(
+                    n.target.name in arrays for n in dsl._walk(g.pure)
+                    if isinstance(n, dsl.Access)):
+                arrays[g.name] = tensor._eval_func(g, doms, arrays)
+    for g in pipe.funcs:
+        if g.name not in arrays:
+            arrays[g.name] = tensor._eval_func(g, doms, arrays)
+    res = {}
+    for g in pipe.funcs:
+        a = arrays[g.name].astype(np.uint16)
+        res[g.name] = a.view(np.int16) if g.type.signed else a
+    return res, lms
+
+
+def _run_phase(pipe: dsl.Pipeline, f: dsl.Func, lm: LayerMemories,
+               arrays: dict[str, np.ndarray], doms: dict[str, tensor.Domain], preset: str,
+               spec: Any, lat: int) -> np.ndarray:
+    """One reduction on Lake models: its final sums over its domain (int64 words)."""
+    from lake.config import configure
+    from lake.model import input_names, make_model, make_stimulus, run_model
+
     n = lm.steps
     want = lm.start + lm.stall * np.arange(n)
     ops: dict[str, list[np.ndarray]] = {}
@@ -297,7 +442,6 @@ def simulate(pipe: dsl.Pipeline, inputs: dict[str, Any], preset: str = "dualport
                                       f"{len(got)} words at cycles {cycles[:4].tolist()}..., "
                                       f"expected {n} at {want[:4].tolist()}...")
             ops.setdefault(prod, []).append(np.array([v for _, v in got], dtype=np.int64))
-    f = next(x for x in pipe.funcs if x.name == lm.func)
     sk = dnn_step.step_kernel(pipe, f.name, init=True)
     acc_prog, flag_prog, flag_words = accumulator_programs(lm, f, lat)
     lanes = len(sk.out_lanes)
@@ -323,7 +467,8 @@ def simulate(pipe: dsl.Pipeline, inputs: dict[str, Any], preset: str = "dualport
         if i is None:
             continue
         if not all(out["valid_out_0"] for out in outs):
-            raise SimulationError(f"accumulation MEMs: no valid read at step {i} (cycle {c})")
+            raise SimulationError(f"accumulation MEMs of {f.name}: no valid read at step {i} "
+                                  f"(cycle {c})")
         vals = {"acc": [out["data_out_0"] for out in outs[:lanes]],
                 "first": [outs[lanes]["data_out_0"]],
                 **{p: [arr[i] for arr in lst] for p, lst in ops.items()}}
@@ -334,34 +479,18 @@ def simulate(pipe: dsl.Pipeline, inputs: dict[str, Any], preset: str = "dualport
             last[o][i] = v
     # the final sums: the values written on the last reduction pass
     acc = np.array(tensor._eval_func(f, doms, arrays, update=False))
-    shape = tuple(c.extent for c in reversed(lm.counters)) or (1,)
     rnames = {rv.name for rv in f.rdom.vars}
-    rev = list(reversed(lm.counters))
-    sel = tuple(-1 if c.origin in rnames else slice(None) for c in rev)
-    keep = [c for c in rev if c.origin not in rnames]
-    lanes_of = {ln.origin: ln for ln in sk.lanes}
+    final = {c.name: c.extent - 1 for c in lm.counters if c.origin in rnames}
     for o, lane in enumerate(sk.out_lanes):
-        total = last[o].reshape(shape)[sel]
-        grids = np.indices(total.shape) if total.ndim else np.zeros((0,), dtype=np.int64)
-        coord = {}
-        for v in f.vars:
-            value = np.zeros(total.shape, dtype=np.int64)
-            if v.name in lanes_of:
-                value = value + lane[v.name]
-            for axis, cnt in enumerate(keep):
-                if cnt.origin == v.name:
-                    value = value + cnt.step * grids[axis]
-            coord[v.name] = value
-        acc[tuple(coord[v.name] for v in reversed(f.vars))] = total & 0xFFFF
-    arrays[f.name] = acc & 0xFFFF
-    for g in pipe.funcs:
-        if g.update_expr is None:
-            arrays[g.name] = tensor._eval_func(g, doms, arrays)
-    res_arrays = {}
-    for g in pipe.funcs:
-        a = arrays[g.name].astype(np.uint16)
-        res_arrays[g.name] = a.view(np.int16) if g.type.signed else a
-    return res_arrays, lm
+        _, coords = _step_coords(lm, f, lane, final)
+        mask = np.ones(n, dtype=bool)
+        pts = counters_of([c.extent for c in lm.counters] or [1])
+        for k, cnt in enumerate(lm.counters):
+            if cnt.name in final:
+                mask &= pts[:, k] == final[cnt.name]
+        idx = [coords[:, j] - doms[f.name][j][0] for j in range(coords.shape[1])]
+        acc[tuple(reversed(idx))] = last[o][mask] & 0xFFFF
+    return acc & 0xFFFF
 
 
 def _eval_scalar(nodes: list, inputs: dict[str, list[int]]) -> dict[int, int]:

@@ -5,6 +5,8 @@ mapper.tensor bit for bit; the port programs of a small ResNet layer worked by h
 count equals the plan's; a program that misses its cycles is caught; the refusals."""
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -16,7 +18,9 @@ SMALL = {"resnet_layer": {"width": 6, "height": 5, "c_in": 4, "c_out": 4, "block
                           "block_out": 2},
          "resnet_stride2": {"width": 7, "height": 7, "c_in": 4, "c_out": 4, "block_in": 2,
                             "block_out": 2},
-         "gemm": {"m": 4, "n": 4, "k": 6, "tile": 2}}
+         "gemm": {"m": 4, "n": 4, "k": 6, "tile": 2},
+         "mobilenet_layer": {"width": 6, "height": 5, "c_in": 4, "c_out": 4, "block_in": 2,
+                             "block_out": 2}}
 
 
 @pytest.mark.parametrize("layer", sorted(SMALL))
@@ -24,11 +28,13 @@ SMALL = {"resnet_layer": {"width": 6, "height": 5, "c_in": 4, "c_out": 4, "block
 def test_lake_operand_streams_reproduce_the_golden_model(layer, seed):
     pipe = dnn.LAYERS[layer](**SMALL[layer])
     ins = dnn.layer_inputs(pipe, seed)
-    got, lm = dnn_memory.simulate(pipe, ins)
+    got, lms = dnn_memory.simulate(pipe, ins)
     ref = tensor.evaluate(pipe, ins, all_funcs=True)
     for name in ref:
         np.testing.assert_array_equal(got[name], ref[name])
-    assert lm.cycles == lm.start + lm.stall * lm.steps
+    for a, b in itertools.pairwise(lms):
+        assert b.start > a.cycles                  # one reduction after the other
+    assert all(lm.cycles == lm.start + lm.stall * lm.steps for lm in lms)
 
 
 def test_resnet_port_programs_by_hand():
@@ -64,20 +70,37 @@ def test_resnet_port_programs_by_hand():
 def test_mem_count_is_the_plans():
     for layer, kw in SMALL.items():
         pipe = dnn.LAYERS[layer](**kw)
-        lm = dnn_memory.map_operands(pipe)
-        operands = sum(len(v) for v in lm.mems.values())
-        lanes = len(lm.step.out_lanes)
-        assert operands + lanes + 1 == dnn_plan.plan_layer(pipe).mem_count
+        mems = sum(sum(len(v) for v in lm.mems.values()) + len(lm.step.out_lanes) + 1
+                   for lm in dnn_memory.map_layer(pipe))
+        assert mems == dnn_plan.plan_layer(pipe).mem_count
+
+
+def test_intermediate_buffer_of_mobilenet():
+    """The pointwise stage reads the requantised depthwise output through 2 streams (its 2
+    input lanes: channels i and i + 2 of the 4x3 depthwise output); stream i is written by
+    depthwise output lane i on its last pass (r.x = r.y = 2), a cycle after each step."""
+    dw, pw = dnn_memory.map_layer(dnn.mobilenet_layer(**SMALL["mobilenet_layer"]))
+    assert [(c.name, c.extent) for c in dw.counters] == [
+        ("x", 4), ("y", 3), ("rd.x", 3), ("rd.y", 3), ("c/outer", 2)]
+    om = pw.mems["depthwise"][1]
+    assert (om.words, om.extents) == (24, (4, 3, 2))
+    wr = om.programs["data_in_0"]
+    assert wr["extents"] == [4, 3, 2]                     # x, y, c/outer of the last pass
+    assert wr["address"] == {"strides": [1, 4, 12], "offset": 0}
+    last_pass = dw.start + 12 * (2 + 3 * 2)               # pixels x passes before it
+    assert wr["schedule"] == {"strides": [1, 4, 108], "offset": last_pass + 1}
+    assert om.write_coords[:2].tolist() == [[0, 0, 1], [1, 0, 1]]   # lane 1: channel 1
+    assert pw.start > dw.cycles
 
 
 def test_a_stream_off_its_cycles_is_caught(monkeypatch):
-    real = dnn_memory.map_operands
+    real = dnn_memory.map_layer
 
     def late(pipe, preset=None):
-        lm = real(pipe, preset)
-        lm.mems["input"][0].programs["data_out_0"]["schedule"]["offset"] += 1
-        return lm
-    monkeypatch.setattr(dnn_memory, "map_operands", late)
+        lms = real(pipe, preset)
+        lms[0].mems["input"][0].programs["data_out_0"]["schedule"]["offset"] += 1
+        return lms
+    monkeypatch.setattr(dnn_memory, "map_layer", late)
     pipe = dnn.resnet_layer(**SMALL["resnet_layer"])
     with pytest.raises(SimulationError, match="operand MEM of input stream 0"):
         dnn_memory.simulate(pipe, dnn.layer_inputs(pipe, 0))
@@ -90,7 +113,7 @@ def test_gemm_steps_stall_for_the_accumulation():
 
 
 def test_refusals():
-    with pytest.raises(MappingError, match="2 reductions"):
+    with pytest.raises(MappingError, match="2 reductions; use map_layer"):
         dnn_memory.map_operands(dnn.mobilenet_layer())
     with pytest.raises(MappingError, match="needs 4624 words, more than one MEM"):
         dnn_memory.map_operands(dnn.resnet_layer(34, 34, 32, 32))
