@@ -365,9 +365,13 @@ def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str, size
 @click.option("--seed", default=0, show_default=True, help="seed of the random tensors")
 @click.option("--image", default=None,
               help="a real image (scikit-image sample or file) as the first input's channels")
+@click.option("--memories", is_flag=True,
+              help="also run the layer's memory system (operand, accumulation and flag MEMs) "
+                   "on Lake's cycle-accurate MEM models and check its output (mapper.dnn_memory)")
 @click.option("--json", "as_json", is_flag=True, help="print the plan as JSON")
 def layer_cmd(layer: str, design: Path | None, size: int | None, channels: int | None,
-              block: int | None, seed: int, image: str | None, as_json: bool) -> None:
+              block: int | None, seed: int, image: str | None, memories: bool,
+              as_json: bool) -> None:
     """Evaluate DNN LAYER (resnet_layer, resnet_stride2, mobilenet_layer, gemm) in numpy and
     in real Halide on random tensors, check they agree bit for bit, and print its mapping
     plan (PEs, MEM tiles, cycles vs ideal, occupancy: mapper.dnn_plan)."""
@@ -401,8 +405,25 @@ def layer_cmd(layer: str, design: Path | None, size: int | None, channels: int |
             bad = int(np.count_nonzero(a != gold[name]))
             raise SimulationError(f"{layer}: output {name}: numpy and Halide differ in {bad} "
                                   f"of {a.size} values")
+    lake_line = None
+    if memories:
+        from mapper import dnn_memory
+
+        got, lms = dnn_memory.simulate(pipe, ins)
+        name = pipe.output.name
+        if not np.array_equal(got[name], ours[name]):
+            bad = int(np.count_nonzero(got[name] != ours[name]))
+            raise SimulationError(f"{layer}: the Lake memory simulation differs from numpy in "
+                                  f"{bad} of {got[name].size} values")
+        mems = sum(sum(len(v) for v in lm.mems.values()) + len(lm.step.out_lanes) + 1
+                   for lm in lms)
+        lake_line = (f"on Lake MEM models: {mems} MEMs, {lms[-1].cycles} cycles, output "
+                     f"bit-exact")
     if as_json:
-        click.echo(json.dumps(plan.summary(), indent=1))
+        doc = plan.summary()
+        if lake_line:
+            doc["lake_memories"] = lake_line
+        click.echo(json.dumps(doc, indent=1))
         return
     out = ours[pipe.output.name]
     shapes = ", ".join(f"{i.name} {'x'.join(map(str, reversed(ins[i.name].shape)))}"
@@ -418,6 +439,8 @@ def layer_cmd(layer: str, design: Path | None, size: int | None, channels: int |
                     f"({float(plan.occupancy_of(s)):.2f})"
                     for (db, fl), s in plan.ablation.items())
     click.echo(f"cycles (occupancy): {abl}")
+    if lake_line:
+        click.echo(lake_line)
 
 
 __all__ = ["bitstream_cmd", "layer_cmd", "map_cmd", "pack_cmd", "pipeline_cmd", "place_cmd", "route_cmd",

@@ -131,3 +131,11 @@ def test_cli_layer_and_bad_input():
         "block that divides it"]
     r = subprocess.run([CGRA, "layer", "alexnet"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and "unknown layer 'alexnet'" in r.stderr
+    r = subprocess.run([CGRA, "layer", "mobilenet_layer", "--size", "6", "--channels", "4",
+                        "--block", "2", "--memories"], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    # depthwise: 2 + 2 operand, 2 accumulation, 1 flag MEMs; pointwise: 2 intermediate +
+    # 4 weight streams, 2 accumulation, 1 flag: the plan's count too
+    assert "16 MEM of 120" in r.stdout
+    assert "on Lake MEM models: 16 MEMs" in r.stdout and "output bit-exact" in r.stdout
