@@ -9,9 +9,11 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cgra.errors import MappingError, SimulationError
-from mapper import dnn_memory, dnn_plan, tensor
+from mapper import dnn_memory, dnn_plan, dnn_step, tensor
 from mapper.apps import dnn
 
 SMALL = {"resnet_layer": {"width": 6, "height": 5, "c_in": 4, "c_out": 4, "block_in": 2,
@@ -121,3 +123,21 @@ def test_refusals():
                                            r"k/outer\) but the MEM's address generators "
                                            r"have 5 dimensions"):
         dnn_memory.map_operands(dnn.resnet_layer(8, 8, 8, 8, 2, 2), {"max_dimensionality": 5})
+
+
+@settings(max_examples=15, deadline=None, derandomize=True)
+@given(w=st.integers(4, 7), h=st.integers(4, 6), c_in=st.sampled_from([2, 4]),
+       c_out=st.sampled_from([2, 4]), bi=st.sampled_from([1, 2]), bo=st.sampled_from([1, 2]),
+       stride=st.sampled_from([1, 2]), seed=st.integers(0, 99))
+def test_random_convolutions_on_lake_models(w, h, c_in, c_out, bi, bo, stride, seed):
+    """Any small convolution (size, channels, lanes, stride): the memory system on Lake's
+    models, the step-by-step kernel and the golden model agree."""
+    build = dnn.resnet_layer if stride == 1 else dnn.resnet_stride2
+    pipe = build(w, h, c_in, c_out, bi, bo)
+    ins = dnn.layer_inputs(pipe, seed)
+    ref = tensor.evaluate(pipe, ins, all_funcs=True)
+    got, _ = dnn_memory.simulate(pipe, ins)
+    steps = dnn_step.run_steps(pipe, ins)
+    for name in ref:
+        np.testing.assert_array_equal(got[name], ref[name])
+        np.testing.assert_array_equal(steps[name], ref[name])
