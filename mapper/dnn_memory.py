@@ -42,7 +42,7 @@ function of that reduction's counters and checked on every word (one lane per bu
 **Simulation** (:func:`simulate`): every operand MEM configured by
 :func:`lake.config.configure` and run on :func:`lake.model.run_model` (its read stream must
 arrive exactly at the step cycles); the accumulation and flag MEMs stepped cycle by cycle
-with the step kernel (:func:`mapper.ir.eval_op` per op) between their read and their write;
+with the step kernel (:meth:`mapper.ir.Kernel.evaluate`) between their read and their write;
 pure Funcs (requantisation) as :mod:`mapper.tensor`. The ResNet layer at the paper's
 blocking uses 64 + 8 operand MEMs, 8 accumulation MEMs and the flag MEM: 81, as
 :func:`mapper.dnn_plan.plan_layer` counts.
@@ -63,6 +63,7 @@ from typing import Any
 import numpy as np
 
 from cgra.errors import MappingError, SimulationError
+from lake.affine import counters
 from mapper import dnn_step, tensor
 from mapper.frontend import dsl
 
@@ -177,7 +178,7 @@ def _step_coords(lm: LayerMemories, f: dsl.Func, lane: dict[str, int],
     counter -> value) for output lane ``lane``: each step's cycle and the pure-Var coordinates
     of the sum it finishes (shape (steps, dims)), in time order."""
     extents = [c.extent for c in lm.counters]
-    pts = counters_of(extents)
+    pts = counters(extents)
     keep = np.ones(len(pts), dtype=bool)
     for k, c in enumerate(lm.counters):
         if c.name in pass_counters:
@@ -197,12 +198,6 @@ def _step_coords(lm: LayerMemories, f: dsl.Func, lane: dict[str, int],
                 val = val + c.step * pts[:, k]
         coords.append(val)
     return cycles, np.stack(coords, axis=1)
-
-
-def counters_of(extents: list[int]) -> np.ndarray:
-    """Every point of a loop nest (innermost first) in iteration order, shape (N, d)."""
-    from lake.affine import counters
-    return counters(extents)
 
 
 def _fit(points: np.ndarray, values: np.ndarray, who: str) -> tuple[list[int], int]:
@@ -244,10 +239,10 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None
         if sk.op != "+":
             raise MappingError(f"Func {f.name}: accumulation by {sk.op!r}; the memory "
                                f"simulation sums contributions (+ only)")
-        counters = loop_nest(f, sk, doms[f.name])
-        if len(counters) > mem["max_dimensionality"]:
-            raise MappingError(f"Func {f.name}: {len(counters)} loop counters "
-                               f"({', '.join(c.name for c in counters)}) but the MEM's address "
+        nest = loop_nest(f, sk, doms[f.name])
+        if len(nest) > mem["max_dimensionality"]:
+            raise MappingError(f"Func {f.name}: {len(nest)} loop counters "
+                               f"({', '.join(c.name for c in nest)}) but the MEM's address "
                                f"generators have {mem['max_dimensionality']} dimensions")
         stall = stalls[f.name]["stall"]
         base = {v.name: lo for v, (lo, _) in zip(f.vars, doms[f.name], strict=True)}
@@ -258,13 +253,13 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None
                 raise MappingError(f"Func {f.name}: reads Func {prod}, which is not the "
                                    f"requantisation of an earlier reduction; not mapped")
             for st in streams:
-                bs, gs, es, strides = [], [], [], [0] * len(counters)
+                bs, gs, es, strides = [], [], [], [0] * len(nest)
                 pitch = 1
                 for a in st.access:
-                    b, coef = _coordinate(a, f, st, counters, base, prod)
+                    b, coef = _coordinate(a, f, st, nest, base, prod)
                     g = math.gcd(*coef) if any(coef) else 0
                     ext = 1 + (sum(c // g * (n.extent - 1) for c, n in
-                                   zip(coef, counters, strict=True)) if g else 0)
+                                   zip(coef, nest, strict=True)) if g else 0)
                     for k, c in enumerate(coef):
                         if g:
                             strides[k] += c // g * pitch
@@ -279,13 +274,13 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None
                 boxes.append((prod, st, tuple(bs), tuple(gs), tuple(es), strides))
         host = [math.prod(e) for p, _, _, _, e, _ in boxes if p not in made]
         start = max([w + lat for w in host] + [prev_end + lat + 1])
-        extents = [c.extent for c in counters] or [1]
+        extents = [c.extent for c in nest] or [1]
         sched, s = [], stall
-        for c in counters:
+        for c in nest:
             sched.append(s)
             s *= c.extent
         sched = sched or [stall]
-        lm = LayerMemories(f.name, sk, counters, stall, start, {}, doms[f.name])
+        lm = LayerMemories(f.name, sk, nest, stall, start, {}, doms[f.name])
         for prod, st, bs, gs, es, strides in boxes:
             n = math.prod(es)
             read = {"dimensionality": len(extents), "extents": extents,
@@ -330,7 +325,7 @@ def _intermediate_writes(om: OperandMem, producer: tuple[LayerMemories, dsl.Func
                            f"is mapped, not this one")
     lane, cycles, coords, addrs = found[0]
     kept = [c for c in lm.counters if c.name not in last]
-    pts = counters_of([c.extent for c in kept] or [1])
+    pts = counters([c.extent for c in kept] or [1])
     a_str, a_off = _fit(pts, addrs, f"buffer {prod}")
     s_str, s_off = _fit(pts, cycles + 1, f"buffer {prod}")
     program = {"dimensionality": len(pts[0]), "extents": [c.extent for c in kept] or [1],
@@ -453,7 +448,6 @@ def _run_phase(pipe: dsl.Pipeline, f: dsl.Func, lm: LayerMemories,
     base = {name: 0 for name in input_names(spec)}
     for m in models:
         m.step(dict(base, RESET=1, clk_en=0, flush=0))
-    nodes = sk.kernel.live_nodes()
     step_at = {int(c): i for i, c in enumerate(want)}
     pending: list[dict[int, int]] = [dict() for _ in range(lanes)]
     flag_load = dict(enumerate(flag_words))
@@ -472,9 +466,9 @@ def _run_phase(pipe: dsl.Pipeline, f: dsl.Func, lm: LayerMemories,
         vals = {"acc": [out["data_out_0"] for out in outs[:lanes]],
                 "first": [outs[lanes]["data_out_0"]],
                 **{p: [arr[i] for arr in lst] for p, lst in ops.items()}}
-        res = _eval_scalar(nodes, vals)
+        res = sk.kernel.evaluate(vals)
         for o in range(lanes):
-            v = int(res[sk.kernel.outputs[f"out{o}"]])
+            v = res[f"out{o}"]
             pending[o][c + 1] = v
             last[o][i] = v
     # the final sums: the values written on the last reduction pass
@@ -484,26 +478,10 @@ def _run_phase(pipe: dsl.Pipeline, f: dsl.Func, lm: LayerMemories,
     for o, lane in enumerate(sk.out_lanes):
         _, coords = _step_coords(lm, f, lane, final)
         mask = np.ones(n, dtype=bool)
-        pts = counters_of([c.extent for c in lm.counters] or [1])
+        pts = counters([c.extent for c in lm.counters] or [1])
         for k, cnt in enumerate(lm.counters):
             if cnt.name in final:
                 mask &= pts[:, k] == final[cnt.name]
         idx = [coords[:, j] - doms[f.name][j][0] for j in range(coords.shape[1])]
         acc[tuple(reversed(idx))] = last[o][mask] & 0xFFFF
     return acc & 0xFFFF
-
-
-def _eval_scalar(nodes: list, inputs: dict[str, list[int]]) -> dict[int, int]:
-    """The step kernel on one step's scalar inputs (16-bit words; :func:`mapper.ir.eval_op`)."""
-    from mapper.ir import CONST_OPS, INPUT, eval_op
-
-    vals: dict[int, int] = {}
-    for nd in nodes:
-        if nd.op == INPUT:
-            name, idx = nd.input
-            vals[nd.id] = int(inputs[name][idx]) & ((1 << nd.width) - 1)
-        elif nd.op in CONST_OPS:
-            vals[nd.id] = nd.value
-        else:
-            vals[nd.id] = eval_op(nd.op, [vals[a] for a in nd.args], 16)
-    return vals
