@@ -22,8 +22,9 @@ its own point (the requantisation) costs its op count per output lane.
 **Tiles.** The outer parts of the output-lane splits (``ko``) form the tile loop: ``T`` tiles,
 each computing ``D / T`` outputs (``D`` = the reduction's domain size) in ``D * R / (T * L_o *
 L_i)`` cycles (``R`` = RDom points). Stages of one tile, in order: ``load_<input>`` for every
-pipeline Input the reduction reads (its words for the tile over ``io_in`` words per cycle; an
-Input that no tiled Var indexes is loaded once, before the tile loop) and the compute stage (an
+pipeline Input the reduction reads (its words for the tile over ``io_in`` words per cycle, and
+at least a stream's words over its MEM's write ports; an Input that no tiled Var indexes is
+loaded once, before the tile loop) and the compute stage (an
 inner loop issuing one step per cycle, ``depth`` = MEM read latency + adder-tree depth ``ceil
 (log2(L_i m))`` + 1). The pixel loops are innermost, so a partial sum is read, updated and
 written back once per pass over the tile's pixels: when that pass (the *accumulation distance*,
@@ -76,8 +77,8 @@ from mapper.frontend import dsl
 @dataclass(frozen=True)
 class Resources:
     """What a design offers a layer: tile counts, and per MEM ``mem_words`` (16-bit words),
-    read ports and ``fetch_width`` (words per SRAM access), ``read_latency`` (cycles); IO
-    words per cycle in and out (one per IO tile each way)."""
+    read and write ports, ``fetch_width`` (words per SRAM access), ``read_latency`` (cycles);
+    IO words per cycle in and out (one per IO tile each way)."""
 
     name: str
     pes: int
@@ -87,6 +88,7 @@ class Resources:
     mem_read_ports: int = 1
     fetch_width: int = 1
     read_latency: int = 1
+    mem_write_ports: int = 1
 
     @property
     def io_in(self) -> int:
@@ -111,13 +113,15 @@ class Resources:
         return cls(design.get("name", root.name), int(tiles.get("PE", 0)),
                    int(tiles.get("MEM", 0)), int(tiles.get("IO", 0)),
                    int(mem.get("capacity", 0)), int(mem.get("out_ports", 1)),
-                   int(mem.get("fetch_width", 1)), int(mem.get("read_latency", 1)))
+                   int(mem.get("fetch_width", 1)), int(mem.get("read_latency", 1)),
+                   int(mem.get("in_ports", 1)))
 
     def with_mem(self, preset: str, words: int, read_ports: int,
                  fetch_width: int) -> Resources:
-        """The same array with another MEM (the dual-port vs PUB comparison)."""
+        """The same array with another MEM (the dual-port vs PUB comparison; as many write
+        ports as read ports, as both presets have)."""
         return Resources(f"{self.name}+{preset}", self.pes, self.mems, self.ios, words,
-                         read_ports, fetch_width, self.read_latency)
+                         read_ports, fetch_width, self.read_latency, read_ports)
 
 
 #: the default 32 x 16 array (configs/default.toml): 360 PE, 120 MEM (dual-port 2048 x 16),
@@ -356,8 +360,10 @@ def plan_layer(pipe: dsl.Pipeline, res: Resources = DEFAULT_32X16) -> LayerPlan:
             words = -(-(math.prod(hi - lo for lo, hi in dom[prod]) // split) // streams)
             role = "input" if is_input else "intermediate"
             if is_input:
+                # the IO tiles bound the load, and so does each MEM's write port
                 load = coarse.Stage(f"load_{prod}",
-                                    latency=max(-(-words * streams // res.io_in), 1),
+                                    latency=max(-(-words * streams // res.io_in),
+                                                -(-words // max(res.mem_write_ports, 1)), 1),
                                     level=1 if split > 1 else 0, writes=(prod,))
                 (per_tile if split > 1 else once).append(load)
             reads.append(prod)

@@ -15,8 +15,8 @@ def test_resources_of_the_small_design(small_design):
     res = Resources.from_design(out)
     assert (res.name, res.pes, res.mems, res.ios) == (
         "small", result.tile_counts["PE"], result.tile_counts["MEM"], result.tile_counts["IO"])
-    assert (res.mem_words, res.mem_read_ports, res.fetch_width, res.read_latency) == \
-        (2048, 1, 1, 1)
+    assert (res.mem_words, res.mem_read_ports, res.mem_write_ports, res.fetch_width,
+            res.read_latency) == (2048, 1, 1, 1, 1)
     plan = plan_layer(dnn.resnet_layer(10, 10, 4, 4, 2, 2), res)
     # 2 x 2 lanes: 4 weight streams + 2 input + 2 accumulation MEMs + the first-pass flag
     assert plan.mem_count == 9 <= res.mems
@@ -48,5 +48,5 @@ def test_default_counts_follow_the_default_config():
     assert (DEFAULT_32X16.pes, DEFAULT_32X16.mems, DEFAULT_32X16.ios) == \
         (counts["PE"], counts["MEM"], counts["IO"])
     assert (DEFAULT_32X16.mem_words, DEFAULT_32X16.mem_read_ports,
-            DEFAULT_32X16.fetch_width) == (mem["capacity"], mem["out_ports"],
-                                           mem["fetch_width"])
+            DEFAULT_32X16.mem_write_ports, DEFAULT_32X16.fetch_width) == (
+        mem["capacity"], mem["out_ports"], mem["in_ports"], mem["fetch_width"])
