@@ -74,8 +74,7 @@ def main() -> None:
             emit("lake_memory_sim_s", round(time.perf_counter() - t, 2), "s")
             if not np.array_equal(got[pipe.output.name], ours):
                 raise SystemExit(f"{layer}: the Lake memory simulation differs from numpy")
-            emit("lake_memory_mems", sum(sum(len(v) for v in lm.mems.values())
-                                         + len(lm.step.out_lanes) + 1 for lm in lms), "MEMs")
+            emit("lake_memory_mems", sum(lm.mem_count for lm in lms), "MEMs")
             emit("lake_memory_cycles", lms[-1].cycles, "cycles")
         for res, tag in ((DEFAULT_32X16, "dp"), (PUB, "pub")):
             try:

@@ -415,8 +415,7 @@ def layer_cmd(layer: str, design: Path | None, size: int | None, channels: int |
             bad = int(np.count_nonzero(got[name] != ours[name]))
             raise SimulationError(f"{layer}: the Lake memory simulation differs from numpy in "
                                   f"{bad} of {got[name].size} values")
-        mems = sum(sum(len(v) for v in lm.mems.values()) + len(lm.step.out_lanes) + 1
-                   for lm in lms)
+        mems = sum(lm.mem_count for lm in lms)
         lake_line = (f"on Lake MEM models: {mems} MEMs, {lms[-1].cycles} cycles, output "
                      f"bit-exact")
     if as_json:

@@ -134,6 +134,31 @@ class LayerMemories:
         """The cycle after the last step."""
         return self.start + self.stall * self.steps
 
+    @property
+    def schedule_strides(self) -> list[int]:
+        """Cycles between two iterations of each counter (one step per ``stall`` cycles, in
+        lexicographic order); ``[stall]`` for a nest without counters."""
+        out, s = [], self.stall
+        for c in self.counters:
+            out.append(s)
+            s *= c.extent
+        return out or [self.stall]
+
+    @property
+    def mem_count(self) -> int:
+        """MEM tiles: the operand MEMs, one accumulation MEM per output lane, the flag MEM."""
+        return sum(len(v) for v in self.mems.values()) + len(self.step.out_lanes) + 1
+
+    def pass_mask(self, pass_counters: dict[str, int]) -> np.ndarray:
+        """Which steps (in time order) run on the pass ``pass_counters`` (counter name ->
+        value), a boolean array of :attr:`steps`."""
+        pts = counters([c.extent for c in self.counters] or [1])
+        keep = np.ones(len(pts), dtype=bool)
+        for k, c in enumerate(self.counters):
+            if c.name in pass_counters:
+                keep &= pts[:, k] == pass_counters[c.name]
+        return keep
+
 
 def loop_nest(f: dsl.Func, sk: dnn_step.StepKernel, dom: tensor.Domain) -> list[Counter]:
     """The compute loop nest of reduction ``f`` (module docstring), innermost first."""
@@ -172,23 +197,20 @@ def _coordinate(a: dsl.Affine, f: dsl.Func, st: dnn_step.Stream, counters: list[
     return b, coef
 
 
+def _last_pass(lm: LayerMemories, f: dsl.Func) -> np.ndarray:
+    """:meth:`LayerMemories.pass_mask` of reduction ``f``'s last pass (every RDom counter at
+    its last value): the steps that finish a sum."""
+    rnames = {rv.name for rv in f.rdom.vars}
+    return lm.pass_mask({c.name: c.extent - 1 for c in lm.counters if c.origin in rnames})
+
+
 def _step_coords(lm: LayerMemories, f: dsl.Func, lane: dict[str, int],
-                 pass_counters: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
-    """``(cycles, coords)`` of reduction ``f``'s steps on the pass ``pass_counters`` (reduction
-    counter -> value) for output lane ``lane``: each step's cycle and the pure-Var coordinates
-    of the sum it finishes (shape (steps, dims)), in time order."""
-    extents = [c.extent for c in lm.counters]
-    pts = counters(extents)
-    keep = np.ones(len(pts), dtype=bool)
-    for k, c in enumerate(lm.counters):
-        if c.name in pass_counters:
-            keep &= pts[:, k] == pass_counters[c.name]
-    pts = pts[keep]
-    sched, s = [], lm.stall
-    for c in lm.counters:
-        sched.append(s)
-        s *= c.extent
-    cycles = lm.start + (pts @ np.array(sched, dtype=np.int64) if len(sched) else 0)
+                 keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(cycles, coords)`` of reduction ``f``'s steps selected by ``keep``
+    (:meth:`LayerMemories.pass_mask`) for output lane ``lane``: each step's cycle and the
+    pure-Var coordinates of the sum it finishes (shape (steps, dims)), in time order."""
+    pts = counters([c.extent for c in lm.counters] or [1])[keep]
+    cycles = lm.start + pts @ np.array(lm.schedule_strides, dtype=np.int64)
     base = {v.name: lo for v, (lo, _) in zip(f.vars, lm.box, strict=True)}
     coords = []
     for v in f.vars:
@@ -221,7 +243,7 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None
     the dual-port 2048 x 16). Reduction ``j + 1`` starts after reduction ``j``'s last write;
     an operand read from a pure Func of reduction ``j`` (its requantisation) is an
     intermediate buffer written on ``j``'s last pass. Raises :class:`MappingError`."""
-    from mapper.dnn_plan import plan_layer
+    from mapper.dnn_plan import accumulation_of, reductions
 
     mem = {"capacity": 2048, "max_dimensionality": 6, "read_latency": 1, **(preset or {})}
     lat = mem["read_latency"]
@@ -229,7 +251,9 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None
     if not reds:
         raise MappingError(f"tensor program {pipe.name}: no reduction to map")
     doms = tensor.domains(pipe)
-    stalls = plan_layer(pipe).accumulation
+    last = reds[-1].name
+    stalls = {r.func: accumulation_of(r, r.func == last and r.tiles > 1, lat)["stall"]
+              for r in reductions(pipe)}
     funcs = {f.name: f for f in pipe.funcs}
     made: dict[str, tuple[LayerMemories, dsl.Func]] = {}   # pure Func -> its reduction
     out: list[LayerMemories] = []
@@ -244,7 +268,7 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None
             raise MappingError(f"Func {f.name}: {len(nest)} loop counters "
                                f"({', '.join(c.name for c in nest)}) but the MEM's address "
                                f"generators have {mem['max_dimensionality']} dimensions")
-        stall = stalls[f.name]["stall"]
+        stall = stalls[f.name]
         base = {v.name: lo for v, (lo, _) in zip(f.vars, doms[f.name], strict=True)}
         base.update({rv.name: rv.lo for rv in f.rdom.vars})
         boxes = []
@@ -275,12 +299,8 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None
         host = [math.prod(e) for p, _, _, _, e, _ in boxes if p not in made]
         start = max([w + lat for w in host] + [prev_end + lat + 1])
         extents = [c.extent for c in nest] or [1]
-        sched, s = [], stall
-        for c in nest:
-            sched.append(s)
-            s *= c.extent
-        sched = sched or [stall]
         lm = LayerMemories(f.name, sk, nest, stall, start, {}, doms[f.name])
+        sched = lm.schedule_strides
         for prod, st, bs, gs, es, strides in boxes:
             n = math.prod(es)
             read = {"dimensionality": len(extents), "extents": extents,
@@ -310,7 +330,7 @@ def _intermediate_writes(om: OperandMem, producer: tuple[LayerMemories, dsl.Func
     output lane; addresses fitted as an affine function of the producer's counters)."""
     lm, f = producer
     rnames = {rv.name for rv in f.rdom.vars}
-    last = {c.name: c.extent - 1 for c in lm.counters if c.origin in rnames}
+    last = _last_pass(lm, f)
     box = om.box_coords()
     index = {tuple(c): u for u, c in enumerate(box.tolist())}
     found = []
@@ -324,7 +344,7 @@ def _intermediate_writes(om: OperandMem, producer: tuple[LayerMemories, dsl.Func
                            f"{f.name} (or not one each); an intermediate buffer fed by one lane "
                            f"is mapped, not this one")
     lane, cycles, coords, addrs = found[0]
-    kept = [c for c in lm.counters if c.name not in last]
+    kept = [c for c in lm.counters if c.origin not in rnames]
     pts = counters([c.extent for c in kept] or [1])
     a_str, a_off = _fit(pts, addrs, f"buffer {prod}")
     s_str, s_off = _fit(pts, cycles + 1, f"buffer {prod}")
@@ -360,11 +380,7 @@ def accumulator_programs(lm: LayerMemories, f: dsl.Func, read_latency: int = 1
     (:func:`mapper.dnn_step.step_kernel` with ``init``) restarts each sum on the first pass."""
     rnames = {rv.name for rv in f.rdom.vars}
     extents = [c.extent for c in lm.counters] or [1]
-    sched, s = [], lm.stall
-    for c in lm.counters:
-        sched.append(s)
-        s *= c.extent
-    sched = sched or [lm.stall]
+    sched = lm.schedule_strides
     pix, red = [0] * len(extents), [0] * len(extents)
     np_, nr = 1, 1
     for k, c in enumerate(lm.counters):
@@ -473,15 +489,9 @@ def _run_phase(pipe: dsl.Pipeline, f: dsl.Func, lm: LayerMemories,
             last[o][i] = v
     # the final sums: the values written on the last reduction pass
     acc = np.array(tensor._eval_func(f, doms, arrays, update=False))
-    rnames = {rv.name for rv in f.rdom.vars}
-    final = {c.name: c.extent - 1 for c in lm.counters if c.origin in rnames}
+    final = _last_pass(lm, f)
     for o, lane in enumerate(sk.out_lanes):
         _, coords = _step_coords(lm, f, lane, final)
-        mask = np.ones(n, dtype=bool)
-        pts = counters([c.extent for c in lm.counters] or [1])
-        for k, cnt in enumerate(lm.counters):
-            if cnt.name in final:
-                mask &= pts[:, k] == final[cnt.name]
         idx = [coords[:, j] - doms[f.name][j][0] for j in range(coords.shape[1])]
-        acc[tuple(reversed(idx))] = last[o][mask] & 0xFFFF
+        acc[tuple(reversed(idx))] = last[o][final] & 0xFFFF
     return acc & 0xFFFF

@@ -136,16 +136,25 @@ class Reduction:
     func: str
     out_lanes: dict[str, int]          # origin pure Var -> lanes
     in_lanes: dict[str, int]           # origin RDom var -> lanes
-    tiles: int                         # product of the outer extents of the output lanes
-    outputs: int                       # D: domain points
     points: int                        # R: RDom points
     muls: int                          # multiplications per RDom point
     extents: dict[str, int]            # pure Var -> domain extent
-    reads: tuple[tuple[str, frozenset[str], bool], ...]  # (producer, vars used, is Input)
+    #: (producer, vars its index uses, is a pipeline Input, streamed along pixel rows)
+    reads: tuple[tuple[str, frozenset[str], bool, bool], ...]
 
     def outputs_along(self, v: str) -> int:
         """Tiles along output-lane Var ``v``: its extent / its lanes."""
         return self.extents[v] // self.out_lanes[v]
+
+    @property
+    def tiles(self) -> int:
+        """The tile loop's iterations: the output lanes' outer extents, multiplied."""
+        return math.prod(self.outputs_along(v) for v in self.out_lanes)
+
+    @property
+    def outputs(self) -> int:
+        """D: the reduction's domain points."""
+        return math.prod(self.extents.values())
 
     @property
     def lanes_out(self) -> int:
@@ -165,18 +174,6 @@ class Reduction:
         return self.outputs * self.points // (self.lanes_out * self.lanes_in)
 
 
-#: marker in a read's used-variable set: its coordinate 0 follows a pure Var (a pixel row)
-ROW = "<row>"
-
-
-def _origin(f: dsl.Func, name: str) -> str:
-    parent = {d.inner: d.var for d in f.directives if d.kind == "split"} | \
-        {d.outer: d.var for d in f.directives if d.kind == "split"}
-    while name in parent:
-        name = parent[name]
-    return name
-
-
 def reductions(pipe: dsl.Pipeline) -> list[Reduction]:
     """The reductions of tensor program ``pipe`` in pipeline order, with their lanes (module
     docstring). Raises :class:`MappingError` for no reduction, or a lane factor that does
@@ -188,42 +185,42 @@ def reductions(pipe: dsl.Pipeline) -> list[Reduction]:
             continue
         pure = {v.name: (hi - lo) for v, (lo, hi) in zip(f.vars, dom[f.name], strict=True)}
         rext = {v.name: v.extent for v in f.rdom.vars}
-        factor = {d.inner: d.factor for d in f.directives
-                  if d.definition == "update" and d.kind == "split"}
-        o_l: dict[str, int] = {}
-        i_l: dict[str, int] = {}
-        for d in f.directives:
-            if d.definition != "update" or d.kind != "unroll":
-                continue
-            origin = _origin(f, d.var)
-            n = factor.get(d.var) or rext.get(d.var) or pure.get(d.var)
-            lanes = o_l if origin in pure else i_l
-            lanes[origin] = lanes.get(origin, 1) * n
-        tiles = 1
-        for v, n in o_l.items():
-            if pure[v] % n:
-                raise MappingError(f"Func {f.name}: {n} output lanes along {v} do not divide "
-                                   f"its extent {pure[v]}; choose a factor that does")
-            tiles *= pure[v] // n
+        lanes = dnn_step.lanes(f, dom[f.name])
+        o_l = {ln.origin: ln.factor for ln in lanes if ln.output}
+        i_l = {ln.origin: ln.factor for ln in lanes if not ln.output}
         muls = sum(1 for n in dsl._walk(f.update_expr) if isinstance(n, dsl.BinOp)
                    and n.op == "*")
         reads: dict[str, set[str]] = {}
         is_input: dict[str, bool] = {}
+        row: dict[str, bool] = {}
         for n in dsl._walk(f.update_expr):
             if isinstance(n, dsl.Access) and n.target is not f:
                 used = reads.setdefault(n.target.name, set())
                 for a in n.idx:
                     used.update(t.name for t in a.terms)
-                if any(isinstance(t, dsl.Var) for t in n.idx[0].terms):
-                    used.add(ROW)            # streamed along a pixel row: padded by a PUB
+                # streamed along a pixel row (coordinate 0 follows a pure Var): a PUB pads it
+                row[n.target.name] = row.get(n.target.name, False) or any(
+                    isinstance(t, dsl.Var) for t in n.idx[0].terms)
                 is_input[n.target.name] = isinstance(n.target, dsl.Input)
-        out.append(Reduction(f.name, o_l, i_l, tiles, math.prod(pure.values()),
-                             math.prod(rext.values()), max(muls, 1), dict(pure),
-                             tuple((p, frozenset(u), is_input[p]) for p, u in reads.items())))
+        out.append(Reduction(f.name, o_l, i_l, math.prod(rext.values()), max(muls, 1),
+                             dict(pure),
+                             tuple((p, frozenset(u), is_input[p], row[p])
+                                   for p, u in reads.items())))
     if not out:
         raise MappingError(f"tensor program {pipe.name}: no reduction (a Func with an RDom "
                            f"update); nothing to plan")
     return out
+
+
+def accumulation_of(red: Reduction, tiled: bool, read_latency: int) -> dict[str, int]:
+    """``{distance, latency, stall}`` of reduction ``red`` (module docstring): a partial sum
+    is updated once per pass over the pixels of a tile (``tiled``: its output-lane outers
+    form the tile loop, else the whole domain is one tile): ``distance`` steps apart; a
+    step's read-add-write ``latency`` = ``read_latency`` + adder-tree depth + 1; a pass
+    shorter than that stalls every step to ``stall`` cycles."""
+    depth = read_latency + math.ceil(math.log2(max(red.lanes_in * red.muls, 1))) + 1
+    distance = red.outputs // (red.tiles if tiled else 1) // red.lanes_out
+    return {"distance": distance, "latency": depth, "stall": -(-depth // distance)}
 
 
 def _consumers(pipe: dsl.Pipeline, red: Reduction) -> list[str]:
@@ -353,7 +350,7 @@ def plan_layer(pipe: dsl.Pipeline, res: Resources = DEFAULT_32X16) -> LayerPlan:
         if post:
             pes[f"{red.func}: requantisation"] = post * red.lanes_out
         reads = []
-        for prod, used, is_input in red.reads:
+        for prod, used, is_input, along_rows in red.reads:
             streams = math.prod(n for v, n in lanes.items() if v in used)
             split = math.prod(red.outputs_along(v) for v in red.out_lanes if v in used) \
                 if tiled else 1
@@ -368,17 +365,14 @@ def plan_layer(pipe: dsl.Pipeline, res: Resources = DEFAULT_32X16) -> LayerPlan:
                 (per_tile if split > 1 else once).append(load)
             reads.append(prod)
             raw.append((prod, role, streams, words))
-            if is_input and ROW in used and res.fetch_width > 1:
+            if is_input and along_rows and res.fetch_width > 1:
                 w_in, f = dom[prod][0][1] - dom[prod][0][0], res.fetch_width
                 pad = max(pad, Fraction(-(-w_in // f) * f, w_in))
         steps = red.work // (tiles if tiled else 1)
-        depth = res.read_latency + math.ceil(math.log2(max(red.lanes_in * red.muls, 1))) + 1
-        # a partial sum is updated once per pass over the tile's pixels: a pass shorter than
-        # the step's read-add-write latency stalls each step until the sum is written back
-        last_pass = red.outputs // (tiles if tiled else 1) // red.lanes_out
-        stall = -(-depth // last_pass)
-        accumulation[red.func] = {"distance": last_pass, "latency": depth, "stall": stall}
-        steps *= stall
+        acc = accumulation_of(red, tiled, res.read_latency)
+        accumulation[red.func] = acc
+        depth, last_pass = acc["latency"], acc["distance"]
+        steps *= acc["stall"]
         # the last reduction pass streams the requantised outputs out: L_o words per step
         # over io_out IO tiles stretch that pass when L_o > io_out
         steps += last_pass * (-(-red.lanes_out // res.io_out) - 1)

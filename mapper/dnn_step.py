@@ -89,12 +89,15 @@ class StepKernel:
     op: str
 
 
-def _lanes(f: dsl.Func, dom: tensor.Domain) -> list[Lane]:
+def lanes(f: dsl.Func, dom: tensor.Domain) -> list[Lane]:
+    """The lanes of reduction ``f`` over its domain ``dom`` (module docstring), in directive
+    order. Raises :class:`MappingError` for an unrolled outer, a lane variable split twice
+    or unrolled twice, a factor that does not divide its extent."""
     pure = {v.name: hi - lo for v, (lo, hi) in zip(f.vars, dom, strict=True)}
     rext = {v.name: v.extent for v in f.rdom.vars}
     splits = {d.inner: d for d in f.directives if d.definition == "update" and d.kind == "split"}
     outers = {d.outer for d in splits.values()}
-    lanes: dict[str, Lane] = {}
+    found: dict[str, Lane] = {}
     for d in f.directives:
         if d.definition != "update" or d.kind != "unroll":
             continue
@@ -111,10 +114,10 @@ def _lanes(f: dsl.Func, dom: tensor.Domain) -> list[Lane]:
         if extent % factor:
             raise MappingError(f"Func {f.name}: {factor} lanes along {origin} do not divide "
                                f"its extent {extent}")
-        if origin in lanes:
+        if origin in found:
             raise MappingError(f"Func {f.name}: {origin} is unrolled twice")
-        lanes[origin] = Lane(origin, factor, extent, origin in pure)
-    return list(lanes.values())
+        found[origin] = Lane(origin, factor, extent, origin in pure)
+    return list(found.values())
 
 
 def _accumulation_op(f: dsl.Func) -> str:
@@ -146,9 +149,9 @@ def step_kernel(pipe: dsl.Pipeline, func: str, init: bool = False) -> StepKernel
     f = funcs[func]
     op = _accumulation_op(f)
     dom = tensor.domains(pipe)[func]
-    lanes = _lanes(f, dom)
-    outs = _points([ln for ln in lanes if ln.output])
-    ins = _points([ln for ln in lanes if not ln.output])
+    lns = lanes(f, dom)
+    outs = _points([ln for ln in lns if ln.output])
+    ins = _points([ln for ln in lns if not ln.output])
     rvars = {v.name: v for v in f.rdom.vars}
     k = ir.Kernel(f"hstep_{func}")
     k.declare_input("acc", len(outs), 16)
@@ -189,7 +192,7 @@ def step_kernel(pipe: dsl.Pipeline, func: str, init: bool = False) -> StepKernel
             env = {rv: p.get(name, 0) for name, rv in rvars.items()}
             val = lower(f.update_expr, env, val, {})
         k.set_output(f"out{o}", val)
-    return StepKernel(func, ir.simplify(k), lanes, outs, streams, op)
+    return StepKernel(func, ir.simplify(k), lns, outs, streams, op)
 
 
 def _affine(a: dsl.Affine, vals: dict[str, Any]) -> Any:

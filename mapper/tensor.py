@@ -35,7 +35,6 @@ for a missing or mis-shaped input array or values that do not fit the input's ty
 """
 from __future__ import annotations
 
-import builtins
 from typing import Any
 
 import numpy as np
@@ -88,14 +87,6 @@ def _reads(f: dsl.Func) -> list[dsl.Access]:
     return out
 
 
-def _input_of(t: Any) -> dsl.Input | None:
-    if isinstance(t, dsl.Input):
-        return t
-    if isinstance(t, dsl.RepeatEdge):
-        return t.input
-    return None
-
-
 def domains(pipe: dsl.Pipeline) -> dict[str, Domain]:
     """The domain of every Input and Func of ``pipe`` by name (module docstring): per
     coordinate ``(lo, hi)``, half-open, dimension 0 first. Raises :class:`MappingError`."""
@@ -125,7 +116,7 @@ def domains(pipe: dsl.Pipeline) -> dict[str, Domain]:
                 vlo = -((-(lo_q * d - p)) // s)
                 vhi = (hi_q * d + d - 1 - p) // s
                 b = bounds.setdefault(id(v), [vlo, vhi])
-                b[0], b[1] = builtins.max(b[0], vlo), builtins.min(b[1], vhi)
+                b[0], b[1] = max(b[0], vlo), min(b[1], vhi)
         box = []
         for v in f.vars:
             if id(v) not in bounds:
