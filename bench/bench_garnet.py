@@ -25,8 +25,16 @@ the same process, ``stage_top_magma_circt`` (the previous top: the magma body of
 :func:`canal.rtl.array_netlist` against tile declarations, compiled by CIRCT); plus
 ``stages_growth_exponent_*`` = slope of log(time) over log(tile count) between the
 smallest and the largest size.
+Scaling figures (``--scaling 8x8,16x16,32x16,64x32,64x64``, "" to skip; issue 18): each
+size's `cgra rtl --timings` into a fresh directory (cold build cache, the shared rules warm),
+the sizes interleaved over ``--rounds`` rounds so machine noise hits every size alike:
+``scaling_wall`` per size and round with the stage times of that run (``stages``: this
+process, ``worker:`` the RTL worker beside it), ``scaling_ratio_64x32_32x16`` per round
+(the goal: <= 2) and ``scaling_growth_exponent`` (least-squares slope of log(wall) over
+log(tile count), all sizes, the minimum of the rounds per size).
 Run: .venv/bin/python bench/bench_garnet.py [--no-rules] [--rules-dir build/rules]
 [--sizes 8x8,16x16,32x16] [--incremental 32x16] [--stages 8x8,16x16,32x16,64x32]
+[--scaling 8x8,16x16,32x16,64x32,64x64 --rounds 2]
 """
 from __future__ import annotations
 
@@ -113,6 +121,45 @@ def _timed_rtl(cfg: Path, out: Path, rules_dir: Path, no_rules: bool = False
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
     return wall, proc.stdout.strip().splitlines()[-1]
+
+
+def scaling(tmp: Path, sizes: list[str], rounds: int, rules_dir: Path,
+            no_rules: bool) -> None:
+    """The scaling figures (module docstring)."""
+    import math
+    import re
+
+    walls: dict[str, list[float]] = {s: [] for s in sizes}
+    for r in range(rounds):
+        for s in sizes:
+            w, h = (int(v) for v in s.split("x"))
+            cfg = _config(tmp, w, h)
+            out = tmp / f"scaling_{s}_{r}"
+            cmd = [CGRA, "rtl", "--config", str(cfg), "--out", str(out), "--rules-dir",
+                   str(rules_dir), "--timings"] + (["--no-rules"] if no_rules else [])
+            t0 = time.perf_counter()
+            proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+            wall = time.perf_counter() - t0
+            if proc.returncode != 0:
+                raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
+            shutil.rmtree(out, ignore_errors=True)
+            lines = proc.stdout.strip().splitlines()
+            stage_times = {m.group(2): float(m.group(1)) for m in
+                           (re.match(r"\s*([0-9.]+) s  (.*)$", ln) for ln in lines[:-1]) if m}
+            walls[s].append(wall)
+            emit("scaling_wall", wall, "s", {"array": s, "round": r, "rules": not no_rules,
+                                             "stages": stage_times, "summary": lines[-1]})
+        if "32x16" in walls and "64x32" in walls:
+            emit("scaling_ratio_64x32_32x16", walls["64x32"][-1] / walls["32x16"][-1], "",
+                 {"round": r, "goal": "<= 2"})
+    if len(sizes) >= 2:
+        import numpy as np
+
+        xs = [math.log(math.prod(int(v) for v in s.split("x"))) for s in sizes]
+        ys = [math.log(min(walls[s])) for s in sizes]
+        k = float(np.polyfit(xs, ys, 1)[0])
+        emit("scaling_growth_exponent", k, "", {"sizes": sizes, "fit": "least squares, "
+                                                 "min wall of the rounds per size"})
 
 
 def incremental(tmp: Path, w: int, h: int, rules_dir: Path | None) -> None:
@@ -263,6 +310,9 @@ def main() -> None:
                     help="array size of the incremental-build figures ('' = skip)")
     ap.add_argument("--stages", default="",
                     help="array sizes of the per-stage figures, e.g. 8x8,32x16 ('' = skip)")
+    ap.add_argument("--scaling", default="",
+                    help="array sizes of the scaling figures, e.g. 8x8,32x16,64x32 ('' = skip)")
+    ap.add_argument("--rounds", type=int, default=2, help="rounds of the scaling figures")
     ap.add_argument("--stage-child", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.stage_child:
@@ -285,6 +335,11 @@ def main() -> None:
             incremental(tmp, w, h, rules_dir if rules_dir is not None else tmp / "rules")
         if "8x8" in designs:
             verilator_build(designs["8x8"], tmp)
+        if args.scaling:
+            shared = rules_dir if rules_dir is not None else tmp / "rules"
+            if not args.no_rules and not shared.is_dir():
+                run_rtl(tmp, 8, 8, False, tag="_cold_rules", rules_dir=shared)
+            scaling(tmp, args.scaling.split(","), args.rounds, shared, args.no_rules)
         if args.stages:             # last: its processes would count in the peak RSS above
             stages(args.stages.split(","))
     finally:

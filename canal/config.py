@@ -32,16 +32,18 @@ routing-graph collateral alone.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from itertools import pairwise
+from itertools import groupby, pairwise
+from operator import attrgetter
 from typing import Mapping, Sequence
 
 from cgra.config import ConfigField, FieldSlice, config_address, encode_fields, pack_fields
 from cgra.core import ConfigMemory
 from cgra.errors import ConfigError, RoutingError
 
-from canal.graph import IO, InterconnectGraph, Node, NodeKind, Side
+from canal.graph import IO, InterconnectGraph, Node, NodeKind, Side, TileInfo
 
 _SIDE_ORDER = {Side.NORTH: 0, Side.SOUTH: 1, Side.EAST: 2, Side.WEST: 3}
+_XY = attrgetter("x", "y")
 
 
 def select_width(fanin: int) -> int:
@@ -94,65 +96,163 @@ def _mux_sort_key(n: Node) -> tuple:
     return (_SIDE_ORDER.get(n.side, 9) if n.side is not None else 9, n.track or 0)
 
 
-def tile_configs(graphs: Mapping[int, InterconnectGraph]) -> dict[tuple[int, int], TileConfig]:
-    """The config map of every tile, from the graphs (all graphs share the tile set)."""
+def _tile_config(x: int, y: int, info: TileInfo, graphs: Mapping[int, InterconnectGraph],
+                 widths: list[int], muxes: dict[int, list[Node]]) -> TileConfig:
+    """The config map of tile (x, y) (record ``info``); ``muxes``: width -> the tile's nodes
+    with more than one fan-in, in graph order."""
+    features = [Feature(0, "core", tuple(info.config_fields))]
+    node_field: dict[str, tuple[int, str]] = {}
+    for w in widths:
+        g = graphs[w]
+        mx = muxes[w]
+        sbs = sorted((n for n in mx if n.kind is NodeKind.SB and n.io is IO.SB_OUT),
+                     key=_mux_sort_key)
+        rmuxes = sorted((n for n in mx if n.kind is NodeKind.RMUX), key=_mux_sort_key)
+        others = [n for n in mx if n.kind not in (NodeKind.SB, NodeKind.RMUX, NodeKind.PORT)]
+        if others:
+            raise ConfigError(f"tile ({x}, {y}): node {others[0].id} has several fan-ins "
+                              f"but is not a switch-box, register or connection-box mux")
+        sb_feat = sbs + rmuxes
+        if sb_feat:
+            fields = tuple(ConfigField(f"{n.local_name}_sel",
+                                       select_width(len(g.fanin[n.id]))) for n in sb_feat)
+            feat = Feature(len(features), f"sb{w}", fields,
+                           {f.name: n.id for f, n in zip(fields, sb_feat, strict=True)})
+            features.append(feat)
+        order = {p.name: i for i, p in enumerate(info.ports)}
+        cbs = sorted((n for n in mx if n.kind is NodeKind.PORT),
+                     key=lambda n: order.get(n.name, 1 << 30))
+        for n in cbs:
+            fld = ConfigField(f"{n.name}_sel", select_width(len(g.fanin[n.id])))
+            features.append(Feature(len(features), f"cb_{n.name}", (fld,), {fld.name: n.id}))
+    cm = info.config_memory
+    if cm is not None:
+        base = len(features)
+        if cm.feature is not None and cm.feature != base:
+            raise ConfigError(f"tile ({x}, {y}): the tile record puts the config memory "
+                              f"at feature {cm.feature} but the graphs give {base}; "
+                              f"regenerate the routing graphs")
+        if cm.words < 1 or not 1 <= cm.width <= 32:
+            raise ConfigError(f"tile ({x}, {y}): config memory of {cm.words} words of "
+                              f"{cm.width} bits; need >= 1 word of 1..32 bits")
+        cm = replace(cm, feature=base)
+        for i in range(cm.features):
+            features.append(Feature(base + i, f"mem{i}", (),
+                                    words=min(256, cm.words - 256 * i)))
+    if len(features) > 256:
+        extra = (f" ({cm.features} of them for the {cm.words}-word config memory)"
+                 if cm is not None else "")
+        raise ConfigError(f"tile ({x}, {y}) needs {len(features)} features{extra}; the "
+                          f"config address has 8 feature bits (256); use fewer tracks "
+                          f"or a smaller config memory")
+    for f in features:
+        for fname, nid in f.nodes.items():
+            node_field[nid] = (f.index, fname)
+    return TileConfig(x, y, features, node_field, cm)
+
+
+def _tile_muxes(graphs: Mapping[int, InterconnectGraph], widths: list[int],
+                tiles: Mapping[tuple[int, int], TileInfo]
+                ) -> dict[int, dict[tuple[int, int], list[Node]]]:
+    """width -> (x, y) -> the nodes of that tile with more than one fan-in (graph order);
+    one pass over each graph (nodes outside the tile set are not needed)."""
+    out: dict[int, dict[tuple[int, int], list[Node]]] = {}
+    for w in widths:
+        g = graphs[w]
+        if list(g.nodes) == list(g.fanin):      # the usual case: same insertion order
+            muxes = [n for n, fl in zip(g.nodes.values(), g.fanin.values(), strict=True)
+                     if len(fl) > 1]
+        else:
+            muxes = [n for n in g.nodes.values() if len(g.fanin[n.id]) > 1]
+        per: dict[tuple[int, int], list[Node]] = {xy: [] for xy in tiles}
+        for xy, run in groupby(muxes, _XY):     # runs of one tile's nodes
+            lst = per.get(xy)
+            if lst is not None:
+                lst.extend(run)
+        out[w] = per
+    return out
+
+
+def _general_tile_configs(graphs: Mapping[int, InterconnectGraph]
+                          ) -> dict[tuple[int, int], TileConfig]:
+    """:func:`tile_configs` computed tile by tile, without sharing (the reference the
+    template path of :func:`tile_configs` is tested against)."""
     widths = sorted(graphs, reverse=True)
     tiles = next(iter(graphs.values())).tiles if graphs else {}
-    per_tile: dict[int, dict[tuple[int, int], list[Node]]] = {w: graphs[w].by_tile()
-                                                              for w in widths}
+    muxes = _tile_muxes(graphs, widths, tiles)
+    return {(x, y): _tile_config(x, y, info, graphs, widths, {w: muxes[w][(x, y)]
+                                                              for w in widths})
+            for (x, y), info in tiles.items()}
+
+
+@dataclass
+class _Template:
+    """A tile's config map with the coordinate-dependent parts factored out: per feature
+    the positions (in the tile's mux list, all widths, graph order) of its nodes, and per
+    ``node_field`` entry the position of its node."""
+
+    config: TileConfig
+    feature_nodes: list[tuple[Feature, tuple[str, ...], tuple[int, ...]]]
+    node_field: list[tuple[int, tuple[int, str]]]
+
+    @classmethod
+    def of(cls, tc: TileConfig, ids: list[str]) -> "_Template":
+        pos = {nid: i for i, nid in enumerate(ids)}
+        feats = [(f, tuple(f.nodes), tuple(pos[nid] for nid in f.nodes.values()))
+                 for f in tc.features]
+        return cls(tc, feats, [(pos[nid], v) for nid, v in tc.node_field.items()])
+
+    def stamp(self, x: int, y: int, ids: list[str]) -> TileConfig:
+        """The config of tile (x, y) with the same signature, whose mux ids are ``ids``."""
+        features = []
+        for f, names, pos in self.feature_nodes:
+            new = object.__new__(Feature)
+            new.__dict__.update(f.__dict__)       # fields, slices, num_regs ... (shared)
+            new.nodes = dict(zip(names, [ids[i] for i in pos], strict=True))
+            features.append(new)
+        return TileConfig(x, y, features, {ids[i]: v for i, v in self.node_field},
+                          self.config.config_memory)
+
+
+def tile_configs(graphs: Mapping[int, InterconnectGraph]) -> dict[tuple[int, int], TileConfig]:
+    """The config map of every tile, from the graphs (all graphs share the tile set).
+
+    Tiles with the same local structure have the same config up to the coordinates in
+    their node ids, so the map is computed once per distinct tile *signature* and stamped
+    for the other tiles. The signature is the tile record without (x, y) plus, per width,
+    the (kind, side, track, io, name, width, fan-in count) of each node with more than one
+    fan-in, in graph order: everything the config of a tile is a function of (nodes with one
+    fan-in have no field), so stamping is exact on any graph, regular or not. A stamped
+    tile's features share their ``fields`` and ``slices`` with the first tile of its
+    signature (treat them as read-only); ``nodes`` and ``node_field`` are its own, with the
+    ids of its own nodes. Errors are raised for the first tile (in tile order) that has
+    them, as tile-by-tile computation would."""
+    widths = sorted(graphs, reverse=True)
+    tiles = next(iter(graphs.values())).tiles if graphs else {}
+    muxes = _tile_muxes(graphs, widths, tiles)
+    fanins = {w: graphs[w].fanin for w in widths}
+    attrs = attrgetter("kind", "side", "track", "io", "name", "width")
+    get_id = attrgetter("id")
+    templates: dict[tuple, _Template] = {}
     out: dict[tuple[int, int], TileConfig] = {}
-    for (x, y), info in tiles.items():
-        features = [Feature(0, "core", tuple(info.config_fields))]
-        node_field: dict[str, tuple[int, str]] = {}
+    for xy, info in tiles.items():
+        mx = {w: muxes[w][xy] for w in widths}
+        ids: list[str] = []
+        parts = []
         for w in widths:
-            g = graphs[w]
-            nodes = per_tile[w].get((x, y), [])
-            muxes = [n for n in nodes if len(g.fanin[n.id]) > 1]
-            sbs = sorted((n for n in muxes if n.kind is NodeKind.SB and n.io is IO.SB_OUT),
-                         key=_mux_sort_key)
-            rmuxes = sorted((n for n in muxes if n.kind is NodeKind.RMUX), key=_mux_sort_key)
-            others = [n for n in muxes if n.kind not in (NodeKind.SB, NodeKind.RMUX,
-                                                         NodeKind.PORT)]
-            if others:
-                raise ConfigError(f"tile ({x}, {y}): node {others[0].id} has several fan-ins "
-                                  f"but is not a switch-box, register or connection-box mux")
-            sb_feat = [n for n in sbs + rmuxes]
-            if sb_feat:
-                fields = tuple(ConfigField(f"{n.local_name}_sel",
-                                           select_width(len(g.fanin[n.id]))) for n in sb_feat)
-                feat = Feature(len(features), f"sb{w}", fields,
-                               {f.name: n.id for f, n in zip(fields, sb_feat, strict=True)})
-                features.append(feat)
-            order = {p.name: i for i, p in enumerate(info.ports)}
-            cbs = sorted((n for n in muxes if n.kind is NodeKind.PORT),
-                         key=lambda n: order.get(n.name, 1 << 30))
-            for n in cbs:
-                fld = ConfigField(f"{n.name}_sel", select_width(len(g.fanin[n.id])))
-                features.append(Feature(len(features), f"cb_{n.name}", (fld,), {fld.name: n.id}))
-        cm = info.config_memory
-        if cm is not None:
-            base = len(features)
-            if cm.feature is not None and cm.feature != base:
-                raise ConfigError(f"tile ({x}, {y}): the tile record puts the config memory "
-                                  f"at feature {cm.feature} but the graphs give {base}; "
-                                  f"regenerate the routing graphs")
-            if cm.words < 1 or not 1 <= cm.width <= 32:
-                raise ConfigError(f"tile ({x}, {y}): config memory of {cm.words} words of "
-                                  f"{cm.width} bits; need >= 1 word of 1..32 bits")
-            cm = replace(cm, feature=base)
-            for i in range(cm.features):
-                features.append(Feature(base + i, f"mem{i}", (),
-                                        words=min(256, cm.words - 256 * i)))
-        if len(features) > 256:
-            extra = (f" ({cm.features} of them for the {cm.words}-word config memory)"
-                     if cm is not None else "")
-            raise ConfigError(f"tile ({x}, {y}) needs {len(features)} features{extra}; the "
-                              f"config address has 8 feature bits (256); use fewer tracks "
-                              f"or a smaller config memory")
-        for f in features:
-            for fname, nid in f.nodes.items():
-                node_field[nid] = (f.index, fname)
-        out[(x, y)] = TileConfig(x, y, features, node_field, cm)
+            wids = list(map(get_id, mx[w]))
+            ids += wids
+            parts.append((tuple(map(attrs, mx[w])),
+                          tuple(map(len, map(fanins[w].__getitem__, wids)))))
+        sig = (info.core, info.tag, info.ports, info.config_fields, info.external,
+               info.timing_class, info.config_memory, tuple(parts))
+        tmpl = templates.get(sig)
+        if tmpl is None:
+            tc = _tile_config(xy[0], xy[1], info, graphs, widths, mx)
+            templates[sig] = _Template.of(tc, ids)
+        else:
+            tc = tmpl.stamp(xy[0], xy[1], ids)
+        out[xy] = tc
     return out
 
 
@@ -271,15 +371,38 @@ def core_bitstream(configs: dict[tuple[int, int], TileConfig], x: int, y: int,
     return [(config_address(r, 0, x, y), d) for r, d in sorted(regs.items())]
 
 
+def _tile_rows(x: int, y: int, tc: TileConfig) -> list[dict]:
+    return [{"x": x, "y": y, "feature": f.index, "feature_name": f.name, "field": s.name,
+             "node": f.nodes.get(s.name), "reg": s.reg, "lo": s.lo, "width": s.width,
+             "field_lo": s.field_lo, "addr": config_address(s.reg, f.index, x, y)}
+            for f in tc.features for s in f.slices]
+
+
 def config_map_rows(configs: dict[tuple[int, int], TileConfig]) -> list[dict]:
     """Every config field as a row: x, y, feature, feature_name, field, node (graph node id or
-    null for core fields), reg, lo, width (bits), field_lo, addr (of its register)."""
-    rows = []
+    null for core fields), reg, lo, width (bits), field_lo, addr (of its register).
+
+    Tiles whose features have the same index, name, ``slices`` list *object* and ``nodes``
+    keys (the tiles :func:`tile_configs` stamps from one template) share a row template:
+    the same list object holds the same slices, so only x, y, the node ids and the tile
+    bits of ``addr`` differ, and they are filled in per tile. Configs built otherwise get a
+    template per tile (the same rows, computed tile by tile). Address parts out of range
+    raise :class:`ConfigError` from :func:`cgra.config.config_address` as before."""
+    rows: list[dict] = []
+    templates: dict[tuple, list[tuple]] = {}
     for (x, y), tc in configs.items():
-        for f in tc.features:
-            for s in f.slices:
-                rows.append({"x": x, "y": y, "feature": f.index, "feature_name": f.name,
-                             "field": s.name, "node": f.nodes.get(s.name), "reg": s.reg,
-                             "lo": s.lo, "width": s.width, "field_lo": s.field_lo,
-                             "addr": config_address(s.reg, f.index, x, y)})
+        feats = tc.features
+        key = tuple((f.index, f.name, id(f.slices), tuple(f.nodes)) for f in feats)
+        tmpl = templates.get(key)
+        if tmpl is None or not (0 <= x < 256 and 0 <= y < 256):
+            rows += _tile_rows(x, y, tc)          # checks every address part
+            templates[key] = [(j, f.index, f.name, s.name, s.name in f.nodes, s.reg, s.lo,
+                               s.width, s.field_lo, s.reg << 24 | f.index << 16)
+                              for j, f in enumerate(feats) for s in f.slices]
+            continue
+        xy = x << 8 | y
+        rows += [{"x": x, "y": y, "feature": fi, "feature_name": fname, "field": sname,
+                  "node": feats[j].nodes[sname] if has_node else None, "reg": reg, "lo": lo,
+                  "width": width, "field_lo": field_lo, "addr": base | xy}
+                 for j, fi, fname, sname, has_node, reg, lo, width, field_lo, base in tmpl]
     return rows

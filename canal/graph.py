@@ -27,6 +27,7 @@ Coordinates: x is the column (0 = west), y the row (0 = north). Side NORTH of (x
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import enum
 import functools
 import gc
@@ -119,6 +120,42 @@ class Node:
         if self.kind is NodeKind.PORT:
             return f"PORT_{self.name}"
         return f"{self.kind.value}_T{self.track}_{self.side.name}_B{self.width}"
+
+
+_new_object = object.__new__
+_set_attr = object.__setattr__
+
+
+def node_template(kind: NodeKind, width: int, side: Side | None = None,
+                  track: int | None = None, io: IO | None = None, name: str | None = None,
+                  direction: str | None = None) -> dict:
+    """The instance ``__dict__`` of a :class:`Node` of these fields placed at (0, 0), keys in
+    field order, plus an empty ``id`` slot: the template :func:`stamp_nodes` copies."""
+    d = {f.name: f.default for f in dataclasses.fields(Node)}
+    d.update(kind=kind, x=0, y=0, width=width, side=side, track=track, io=io, name=name,
+             direction=direction)
+    d["id"] = ""
+    return d
+
+
+def stamp_nodes(templates: Iterable[dict], x: int, y: int, ids: Iterable[str]) -> list[Node]:
+    """``Node(**fields, x=x, y=y)`` for each template of :func:`node_template`, with its
+    cached :attr:`Node.id` preset to the matching entry of ``ids`` (which must be the id the
+    node would format). The graph builders create hundreds of thousands of nodes: this skips
+    the frozen-dataclass ``__init__`` (one ``object.__setattr__`` per field) and the id
+    formatting. The result is indistinguishable from a constructed node whose ``id`` has been
+    read (as :meth:`InterconnectGraph.add_node` does): same fields, same ``__dict__`` (keys in
+    the same order, ``id`` cached last), so equality, hashing, copying and pickling agree."""
+    out = []
+    for tmpl, nid in zip(templates, ids, strict=True):
+        d = tmpl.copy()
+        d["x"] = x
+        d["y"] = y
+        d["id"] = nid
+        n = _new_object(Node)
+        _set_attr(n, "__dict__", d)
+        out.append(n)
+    return out
 
 
 def sb_id(width: int, x: int, y: int, side: Side, track: int, io: IO) -> str:

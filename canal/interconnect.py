@@ -1,7 +1,7 @@
 """The interconnect of an array: one graph per bit width plus the cores placed on it."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import InitVar, dataclass, field, replace
 from functools import cached_property
 
 from cgra.core import CoreSpec
@@ -18,20 +18,24 @@ class Interconnect:
     """``graphs``: bit width -> :class:`InterconnectGraph` (same tile set in every graph);
     ``cores``: core name -> :class:`~cgra.core.CoreSpec` (needed for RTL only; an
     interconnect loaded from collateral has none); ``timing``: the delay model the edge
-    delays came from (``None`` when unknown)."""
+    delays came from (``None`` when unknown), resolved on the graphs
+    (:meth:`~canal.timing.TimingModel.resolve`: the delay of every path class) unless it
+    already is or ``resolve_timing`` is False (the caller resolves it later, e.g. beside a
+    forked process that does not need it)."""
 
     graphs: dict[int, InterconnectGraph]
     cores: dict[str, CoreSpec] = field(default_factory=dict)
     timing: TimingModel | None = None
+    resolve_timing: InitVar[bool] = True
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, resolve_timing: bool = True) -> None:
         if not self.graphs:
             raise SpecError("Interconnect: no graphs; give at least one bit width")
         tiles = [g.tiles for g in self.graphs.values()]
         if any(t != tiles[0] for t in tiles):
             raise SpecError("Interconnect: the graphs of different widths cover different tiles "
                             "or cores; build them from the same tile records")
-        if self.timing is not None and not self.timing.classes:
+        if resolve_timing and self.timing is not None and not self.timing.classes:
             self.timing.resolve(self.graphs)      # every path class must have a delay
         self._number_config_memories()
 

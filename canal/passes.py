@@ -8,6 +8,9 @@ Composition used by :func:`build_uniform` (and by garnet)::
     g = connect_core_ports(g, CorePortConnections(), timing=tm)
     g = insert_pipeline_registers(g, [(t, side) ...], timing=tm)
 
+(:func:`build_graph` computes this composition in a single pass that yields the same graph,
+orders included, and falls back to the passes themselves for unusual parameters.)
+
 Switch-box topologies (pairs are bidirectional: ``A t <-> B f(t)`` adds
 SB_IN(A, t) -> SB_OUT(B, f(t)) and SB_IN(B, f(t)) -> SB_OUT(A, t)), W = number of tracks:
 
@@ -28,14 +31,17 @@ track in the order given, the SB_IN of (side, track).
 """
 from __future__ import annotations
 
+import itertools
+import operator
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
 from cgra.core import CoreSpec
 from cgra.errors import SpecError
 
-from canal.graph import (IO, InterconnectGraph, Node, NodeKind, Side, TileInfo, iter_sides,
-                         no_gc, port_id, reg_id, rmux_id, sb_id, tile_info_from_core)
+from canal.graph import (_SIDE_NAME, IO, InterconnectGraph, Node, NodeKind, Side, TileInfo,
+                         iter_sides, no_gc, node_template, port_id, reg_id, rmux_id, sb_id,
+                         stamp_nodes, tile_info_from_core)
 from canal.timing import TimingModel
 
 TOPOLOGIES = ("disjoint", "wilton", "imran")
@@ -303,7 +309,25 @@ def build_tiles(params: InterconnectParams, core_fn: CoreFn
 
 def build_graph(params: InterconnectParams, tiles: dict[tuple[int, int], TileInfo],
                 width: int, timing: TimingModel | None = None) -> InterconnectGraph:
-    """The uniform ``width``-bit graph: switch boxes, tracks, core ports, pipeline registers."""
+    """The uniform ``width``-bit graph: switch boxes, tracks, core ports, pipeline registers.
+
+    The result is, by definition, the composition of the passes (module docstring; see
+    :func:`build_graph_by_passes`). It is computed by :func:`_build_graph_fused`, a single
+    pass that produces the same graph (same nodes, fan-in lists and delays, in the same
+    order) several times faster on large arrays; parameters outside the plain cases it
+    handles (or that must raise an error) go through the passes themselves."""
+    tm = timing or TimingModel.load(params.timing_file)
+    g = _build_graph_fused(params, tiles, width, tm)
+    if g is None:
+        g = build_graph_by_passes(params, tiles, width, tm)
+    g.params["array"] = [params.width, params.height]
+    return g
+
+
+def build_graph_by_passes(params: InterconnectParams, tiles: dict[tuple[int, int], TileInfo],
+                          width: int, timing: TimingModel | None = None) -> InterconnectGraph:
+    """:func:`build_graph` as the literal composition of the passes (the reference the fused
+    builder is tested against; also its fallback)."""
     tm = timing or TimingModel.load(params.timing_file)
     g = empty_graph(width, tiles)
     g = add_switch_boxes(g, params.topology, params.tracks, tm)
@@ -318,6 +342,240 @@ def build_graph(params: InterconnectParams, tiles: dict[tuple[int, int], TileInf
     return g
 
 
+def _picker(idx: Sequence[int]) -> Callable[[Sequence], tuple]:
+    """``operator.itemgetter(*idx)`` that always returns a tuple (also for 0 or 1 index)."""
+    idx = tuple(idx)
+    if len(idx) >= 2:
+        return operator.itemgetter(*idx)
+    if idx:
+        i = idx[0]
+        return lambda seq: (seq[i],)
+    return lambda seq: ()
+
+
+#: switch-box node index of a side: ``k = _SIDE_INDEX[side] * tracks + track`` enumerates the
+#: SB nodes of one io in the order add_switch_boxes creates them (NORTH, SOUTH, EAST, WEST)
+_SIDE_INDEX = {s: i for i, s in enumerate(iter_sides())}
+
+
+class _TileIds:
+    """The node ids of one tile (fused builder): SB_IN / SB_OUT ids by switch-box index k,
+    REG / RMUX ids interleaved in register order, the node each SB_OUT's wire is driven by
+    (its RMUX when registered), the neighbour record on each side and the SB_OUT fan-in
+    lists (core outputs are appended to them)."""
+
+    __slots__ = ("x", "y", "info", "ins", "outs", "regs", "drive", "nbrs", "out_fanin")
+
+
+def _build_graph_fused(params: InterconnectParams, tiles: dict[tuple[int, int], TileInfo],
+                       width: int, tm: TimingModel) -> InterconnectGraph | None:
+    """:func:`build_graph_by_passes` (without ``params["array"]``) in one pass, or ``None``
+    when the parameters are outside the cases handled here (an error to raise, odd types,
+    duplicate ports / sides / tracks / registers); the caller then runs the passes.
+
+    Why it is exact. Every tile's switch box has the same nodes and internal wires, so the
+    ids are stamped from per-graph suffix tables and the hop delays are looked up once per
+    timing class; the passes' per-edge checks (node present, edge not yet added) hold by
+    construction once the pre-checks below pass. The passes' *order* is reproduced:
+    ``nodes``/``fanin``: every tile's SB_INs then SB_OUTs (tile order (y, x)), then every
+    tile's core ports, then every tile's REG, RMUX pairs; ``delay``: the switch-box hops of
+    all tiles, then the wires (SB_OUT node order), then the core-port edges, then per register
+    (RMUX -> wire sink), (SB_OUT -> REG), (SB_OUT -> RMUX), (REG -> RMUX) - the position at
+    which :func:`insert_pipeline_registers` re-inserts the wire delay it pops; the wire of a
+    registered SB_OUT is therefore never entered at its wire position, and its sink's fan-in
+    reads the RMUX from the start. Timing-model calls happen in the passes' order of first
+    use (class by class in tile order, hops before connection boxes), so its notes and
+    errors are the same."""
+    w, T, L, topo = width, params.tracks, params.track_length, params.topology
+    if not (type(w) is int and w >= 1 and type(T) is int and T >= 1 and type(L) is int
+            and L >= 1 and isinstance(topo, str) and topo.lower() in TOPOLOGIES
+            and all(type(x) is int and type(y) is int for x, y in tiles)):
+        return None
+    regs = params.pipeline_registers
+    if regs is None:
+        regs = [(t, s) for s in iter_sides() for t in range(T)]
+    try:
+        wanted = [(int(t), Side(s) if not isinstance(s, Side) else s) for t, s in regs]
+    except (TypeError, ValueError):
+        return None
+    reg_k = [_SIDE_INDEX[s] * T + t for t, s in wanted]
+    if any(not 0 <= t < T for t, _ in wanted) or len(set(reg_k)) != len(reg_k):
+        return None
+
+    # core ports of each distinct (ports, external) signature: (name, is input, SB indices,
+    # node template); None when a port needs the general path
+    conn = params.connections or CorePortConnections()
+    sigs: dict = {}
+
+    def port_entries(info: TileInfo) -> list | None:
+        entries, names = [], set()
+        for p in info.ports:
+            if p.name in info.external or p.width != w:
+                continue
+            if p.name in names or p.direction not in ("in", "out"):
+                return None
+            names.add(p.name)
+            sides, trks = conn.per_port.get(
+                p.name, (conn.cb_sides, conn.cb_tracks) if p.direction == "in"
+                else (conn.out_sides, conn.out_tracks))
+            trks = tuple(range(T)) if trks is None else tuple(trks)
+            try:
+                si = [_SIDE_INDEX[s] for s in sides]
+            except (KeyError, TypeError):
+                return None
+            if (any(type(t) is not int or not 0 <= t < T for t in trks)
+                    or len(set(trks)) != len(trks) or len(set(si)) != len(si)):
+                return None
+            ks = [i * T + t for i in si for t in trks]
+            entries.append((p.name, p.direction == "in", ks, _picker(ks),
+                            node_template(NodeKind.PORT, w, name=p.name,
+                                          direction=p.direction)))
+        return entries
+
+    tl = sorted(tiles.items(), key=lambda kv: (kv[0][1], kv[0][0]))
+    tile_ports = []
+    for _, info in tl:
+        key = (info.ports, info.external)
+        if key not in sigs:
+            sigs[key] = port_entries(info)
+        if sigs[key] is None:
+            return None
+        tile_ports.append(sigs[key])
+
+    sides = list(iter_sides())
+    steps = [s.step() for s in sides]
+    opp = [_SIDE_INDEX[s.opposite] for s in sides]
+    in_suf = [f"{_SIDE_NAME[s]}:{t}:IN" for s in sides for t in range(T)]
+    out_suf = [f"{_SIDE_NAME[s]}:{t}:OUT" for s in sides for t in range(T)]
+    reg_suf = [f"{_SIDE_NAME[s]}:{t}" for t, s in wanted]
+    in_tmpl = [node_template(NodeKind.SB, w, s, t, IO.SB_IN) for s in sides for t in range(T)]
+    out_tmpl = [node_template(NodeKind.SB, w, s, t, IO.SB_OUT) for s in sides for t in range(T)]
+    rr_tmpl = [node_template(kind, w, s, t) for t, s in wanted
+               for kind in (NodeKind.REG, NodeKind.RMUX)]
+
+    # switch box: fan-in of SB_OUT k = SB_IN indices, as add_switch_boxes orders them
+    by_out: dict[tuple[Side, int], list[tuple[Side, int]]] = {}
+    for si, ti, so, to in topology_wires(topo, T):
+        by_out.setdefault((so, to), []).append((si, ti))
+    hop_src, hop_in_k, hop_out_k, hop_pairs = [], [], [], []
+    for k, (s, t) in enumerate((s, t) for s in sides for t in range(T)):
+        srcs = sorted(by_out[(s, t)], key=lambda st: (int(st[0]), st[1]))
+        ks = [_SIDE_INDEX[a] * T + b for a, b in srcs]
+        hop_src.append(_picker(ks))
+        hop_in_k += ks
+        hop_out_k += [k] * len(ks)
+        hop_pairs += [(a.name, s.name) for a, _ in srcs]
+    hop_in, hop_out = _picker(hop_in_k), _picker(hop_out_k)
+    hop_delays: dict[str, list[float]] = {}
+    registered = set(reg_k)
+    # per side: the SB_IN indices (of the neighbour, facing back) of all tracks, and of the
+    # tracks whose SB_OUT is not registered with the matching SB_OUT indices (wire pass)
+    facing = [_picker([opp[i] * T + t for t in range(T)]) for i in range(4)]
+    wire_out = [_picker([i * T + t for t in range(T) if i * T + t not in registered])
+                for i in range(4)]
+    wire_in = [_picker([opp[i] * T + t for t in range(T) if i * T + t not in registered])
+               for i in range(4)]
+
+    g = InterconnectGraph(w, dict(tl))
+    nodes, fanin, delay = g.nodes, g.fanin, g.delay
+
+    # ids of every tile
+    recs: dict[tuple[int, int], _TileIds] = {}
+    for (x, y), info in tl:
+        r = _TileIds()
+        r.x, r.y, r.info = x, y, info
+        pre = f"SB:{w}:{x}:{y}:"
+        r.ins = [pre + s for s in in_suf]
+        r.outs = [pre + s for s in out_suf]
+        rp, mp = f"REG:{w}:{x}:{y}:", f"RMUX:{w}:{x}:{y}:"
+        r.regs = [p + s for s in reg_suf for p in (rp, mp)]
+        drive = list(r.outs)
+        for m, k in enumerate(reg_k):
+            drive[k] = r.regs[2 * m + 1]
+        r.drive = drive
+        recs[(x, y)] = r
+    for r in recs.values():
+        x, y = r.x, r.y
+        r.nbrs = [recs.get((x + dx * L, y + dy * L)) for dx, dy in steps]
+
+    # switch boxes and the wires' fan-ins (add_switch_boxes, wire_tracks)
+    for r in recs.values():
+        x, y, ins, outs = r.x, r.y, r.ins, r.outs
+        nodes.update(zip(ins, stamp_nodes(in_tmpl, x, y, ins), strict=True))
+        nodes.update(zip(outs, stamp_nodes(out_tmpl, x, y, outs), strict=True))
+        in_fan: list[list[str]] = []
+        for i, nb in enumerate(r.nbrs):
+            if nb is None:
+                in_fan += [[] for _ in range(T)]
+            else:
+                in_fan += [[d] for d in facing[i](nb.drive)]
+        r.out_fanin = [list(src(ins)) for src in hop_src]
+        fanin.update(zip(ins, in_fan, strict=True))
+        fanin.update(zip(outs, r.out_fanin, strict=True))
+        tclass = r.info.timing_class
+        hd = hop_delays.get(tclass)
+        if hd is None:
+            hd = hop_delays[tclass] = [tm.sb_hop(tclass, w, a, b) for a, b in hop_pairs]
+        delay.update(zip(zip(hop_in(ins), hop_out(outs), strict=True), hd, strict=True))
+    g.params = {"topology": topo.lower(), "tracks": T}
+
+    # wire delays, in SB_OUT node order (unregistered SB_OUTs only, see the docstring)
+    for r in recs.values():
+        outs = r.outs
+        for i, nb in enumerate(r.nbrs):
+            if nb is not None:
+                delay.update(zip(zip(wire_out[i](outs), wire_in[i](nb.ins), strict=True),
+                                 itertools.repeat(0.0)))
+    g.params["track_length"] = L
+
+    # core ports (connect_core_ports)
+    cb_delays: dict[str, float] = {}
+    for r, entries in zip(recs.values(), tile_ports, strict=True):
+        if not entries:
+            continue
+        pre = f"PORT:{w}:{r.x}:{r.y}:"
+        for name, is_in, ks, pick, tmpl in entries:
+            pid = pre + name
+            nodes[pid] = stamp_nodes((tmpl,), r.x, r.y, (pid,))[0]
+            if is_in:
+                tclass = r.info.timing_class
+                cb = cb_delays.get(tclass)
+                if cb is None:
+                    cb = cb_delays[tclass] = tm.connection_box(tclass)
+                srcs = pick(r.ins)
+                fanin[pid] = list(srcs)
+                delay.update(zip(zip(srcs, itertools.repeat(pid)), itertools.repeat(cb)))
+            else:
+                fanin[pid] = []
+                out_fanin = r.out_fanin
+                for k in ks:
+                    out_fanin[k].append(pid)
+                delay.update(zip(zip(itertools.repeat(pid), pick(r.outs)), itertools.repeat(0.0)))
+    g.timing_notes = sorted(set(tm.notes))
+
+    # pipeline registers (insert_pipeline_registers)
+    if regs:
+        reg_mux = tm.register_mux() if recs else 0.0
+        reg_side = [_SIDE_INDEX[s] for _, s in wanted]
+        reg_sink = [opp[_SIDE_INDEX[s]] * T + t for t, s in wanted]
+        for r in recs.values():
+            x, y, rr, outs, nbrs = r.x, r.y, r.regs, r.outs, r.nbrs
+            nodes.update(zip(rr, stamp_nodes(rr_tmpl, x, y, rr), strict=True))
+            for m, k in enumerate(reg_k):
+                reg, rm, out = rr[2 * m], rr[2 * m + 1], outs[k]
+                fanin[reg] = [out]
+                fanin[rm] = [out, reg]
+                nb = nbrs[reg_side[m]]
+                if nb is not None:
+                    delay[(rm, nb.ins[reg_sink[m]])] = 0.0
+                delay[(out, reg)] = 0.0
+                delay[(out, rm)] = 0.0
+                delay[(reg, rm)] = reg_mux
+        g.params["pipeline_registers"] = [list(p) for p in sorted(
+            {(t, s.name) for t, s in wanted})]
+    return g
+
+
 def build_uniform(params: InterconnectParams, core_fn: CoreFn,
                   timing: TimingModel | None = None):
     """Build the :class:`~canal.interconnect.Interconnect` (one graph per width in
@@ -327,6 +585,15 @@ def build_uniform(params: InterconnectParams, core_fn: CoreFn,
     substitutions it made, is kept as ``Interconnect.timing``."""
     from canal.interconnect import Interconnect
 
+    return Interconnect(*uniform_graphs(params, core_fn, timing))
+
+
+def uniform_graphs(params: InterconnectParams, core_fn: CoreFn,
+                   timing: TimingModel | None = None
+                   ) -> tuple[dict[int, InterconnectGraph], dict[str, CoreSpec], TimingModel]:
+    """What :func:`build_uniform` makes its :class:`~canal.interconnect.Interconnect` of:
+    ``(graphs, cores, timing model)``, for a caller that transforms the graphs before
+    (one Interconnect, one config map)."""
     tiles, cores = build_tiles(params, core_fn)
     tm = timing or TimingModel.load(params.timing_file)
     with no_gc():
@@ -338,10 +605,11 @@ def build_uniform(params: InterconnectParams, core_fn: CoreFn,
                                 f"{p.width} bits but the interconnect has widths "
                                 f"{sorted(graphs)}; add width {p.width} or mark the port "
                                 f"external")
-    return Interconnect(graphs, cores, tm)
+    return graphs, cores, tm
 
 
 __all__ = ["topology_pairs", "topology_wires", "empty_graph", "add_switch_boxes",
            "wire_tracks", "CorePortConnections", "connect_core_ports",
            "insert_pipeline_registers", "per_column", "io_on_edges", "InterconnectParams",
-           "build_tiles", "build_graph", "build_uniform", "port_id", "reg_id", "rmux_id"]
+           "build_tiles", "build_graph", "build_graph_by_passes", "build_uniform",
+           "uniform_graphs", "port_id", "reg_id", "rmux_id"]

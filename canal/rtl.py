@@ -51,7 +51,7 @@ from cgra.core import CoreSpec
 from cgra.errors import SpecError
 
 from canal.config import Feature, TileConfig, select_width
-from canal.graph import IO, InterconnectGraph, NodeKind, Side, iter_sides, no_gc
+from canal.graph import _SIDE_NAME, IO, InterconnectGraph, NodeKind, Side, iter_sides, no_gc
 from canal.interconnect import Interconnect
 
 def _t(width: int):
@@ -144,45 +144,110 @@ def tile_shape(ic: Interconnect, x: int, y: int, drop: tuple[str, str] | None = 
     the RTL (test hook). Raises :class:`SpecError` for graph structures the tile RTL cannot
     express (an edge from another tile into anything but an SB_IN, an SB_IN fed from inside
     its tile, a register with fan-in other than 1)."""
+    return _tile_shape(ic, x, y, drop, _ShapeMemo())
+
+
+def tile_shapes(ic: Interconnect) -> dict[tuple[int, int], TileShape]:
+    """(x, y) -> :func:`tile_shape` of every tile (``ic.tiles`` order): equal results and
+    the same first :class:`SpecError`. Tiles whose shapes are equal share one
+    :class:`TileShape` object (so its ``module_name`` hash is computed once per distinct
+    module), and equal :class:`LocalNode` s are one object (:class:`_ShapeMemo`)."""
+    memo = _ShapeMemo()
+    with no_gc():
+        return {xy: _tile_shape(ic, xy[0], xy[1], None, memo) for xy in ic.tiles}
+
+
+class _ShapeMemo:
+    """Shared state of :func:`_tile_shape` calls on one interconnect. ``local_nodes``: the
+    :class:`LocalNode` of every distinct (kind, width, side, track, io, name, direction) --
+    every field of a node but its position, so equal keys give equal local nodes and equal
+    local nodes come from equal keys; ``shapes``: (local-node identities, fan-in, drop) ->
+    the TileShapes built with that structure (the tile records are compared on reuse)."""
+
+    def __init__(self) -> None:
+        self.local_nodes: dict[tuple, LocalNode] = {}
+        self.shapes: dict[tuple, list[TileShape]] = {}
+
+
+def _tile_shape(ic: Interconnect, x: int, y: int, drop: tuple[str, str] | None,
+                memo: _ShapeMemo) -> TileShape:
+    """:func:`tile_shape`, written for speed (a 64x32 array has 340 k nodes): the local
+    node of a graph node comes from ``memo.local_nodes``; the local name of a fan-in source
+    in the same tile is read from a map of the tile's own nodes (a source missing there is
+    looked up in the graph and checked by position, as before); the checks and their order
+    are those of the per-edge loop (first error raised is the same). The result is an
+    earlier equal TileShape of ``memo`` when there is one: the key holds the tile's whole
+    local structure, and the core fields and config memory are compared with ``==``."""
     info = ic.tiles[(x, y)]
+    local_nodes = memo.local_nodes
     nodes: list[LocalNode] = []
     fanin: list[tuple[str, tuple[str, ...]]] = []
     drop_local = None
+    sb, reg, port, sb_in = NodeKind.SB, NodeKind.REG, NodeKind.PORT, IO.SB_IN
+    nbt = ic.nodes_by_tile
     for w in sorted(ic.graphs, reverse=True):
         g = ic.graphs[w]
-        for n in ic.nodes_by_tile[w].get((x, y), []):
-            nodes.append(LocalNode(n.local_name, n.kind, n.width, n.side, n.track, n.io,
-                                   n.name, n.direction))
-            srcs = []
-            for s in g.fanin[n.id]:
-                sn = g.nodes[s]
-                local = (sn.x, sn.y) == (x, y)
-                if n.kind is NodeKind.SB and n.io is IO.SB_IN:
-                    if local:
-                        raise SpecError(f"{n.id} at tile ({x}, {y}) is fed from inside its tile "
+        gnodes, gfanin = g.nodes, g.fanin
+        here = nbt[w].get((x, y), [])
+        names: dict[str, str] = {}           # id -> local name of this tile's nodes
+        locals_: list[LocalNode] = []
+        for n in here:
+            key = (n.kind, n.width, n.side, n.track, n.io, n.name, n.direction)
+            ln = local_nodes.get(key)
+            if ln is None:
+                ln = local_nodes[key] = LocalNode(n.local_name, *key[:5], n.name, n.direction)
+            locals_.append(ln)
+            names[n.id] = ln.name
+        nodes += locals_
+        for n, ln in zip(here, locals_, strict=True):
+            nid = n.id
+            kind = n.kind
+            fi = gfanin[nid]
+            if kind is sb and n.io is sb_in:
+                if fi:
+                    s = fi[0]
+                    sn = gnodes[s]
+                    if (sn.x, sn.y) == (x, y):
+                        raise SpecError(f"{nid} at tile ({x}, {y}) is fed from inside its tile "
                                         f"({s}); an SB_IN can only be fed by a neighbour")
-                    if len(g.fanin[n.id]) > 1:
-                        raise SpecError(f"{n.id} has {len(g.fanin[n.id])} fan-ins; an SB_IN is a "
+                    if len(fi) > 1:
+                        raise SpecError(f"{nid} has {len(fi)} fan-ins; an SB_IN is a "
                                         f"wire with at most one source")
-                    continue          # the array wires it; not part of the tile shape
-                elif not local:
-                    raise SpecError(f"edge {s} -> {n.id} crosses tiles but does not end at an "
-                                    f"SB_IN; route inter-tile wires through switch boxes")
-                else:
-                    srcs.append(sn.local_name)
-                if drop is not None and drop == (s, n.id):
-                    drop_local = (sn.local_name, n.local_name)
-            if n.kind is NodeKind.REG and len(srcs) != 1:
-                raise SpecError(f"pipeline register {n.id} has fan-in {g.fanin[n.id]}; a "
+                fanin.append((ln.name, ()))   # the array wires it; not part of the shape
+                continue
+            srcs = []
+            for s in fi:
+                nm = names.get(s)
+                if nm is None:
+                    sn = gnodes[s]
+                    if (sn.x, sn.y) != (x, y):
+                        raise SpecError(f"edge {s} -> {nid} crosses tiles but does not end at "
+                                        f"an SB_IN; route inter-tile wires through switch boxes")
+                    nm = sn.local_name
+                srcs.append(nm)
+                if drop is not None and drop == (s, nid):
+                    drop_local = (nm, ln.name)
+            if kind is reg and len(srcs) != 1:
+                raise SpecError(f"pipeline register {nid} has fan-in {fi}; a "
                                 f"register has exactly one source")
-            if n.kind is NodeKind.PORT and n.direction == "out" and srcs:
-                raise SpecError(f"core output {n.id} has fan-in {g.fanin[n.id]}; a core output "
+            if kind is port and n.direction == "out" and srcs:
+                raise SpecError(f"core output {nid} has fan-in {fi}; a core output "
                                 f"is driven by the core only")
-            fanin.append((n.local_name, tuple(srcs)))
+            fanin.append((ln.name, tuple(srcs)))
     cm = ic.configs[(x, y)].config_memory
-    return TileShape(info.core, tuple(info.ports), tuple(info.config_fields),
-                     tuple(info.external), tuple(nodes), tuple(fanin), drop_local,
-                     None if cm is None else (cm.feature, cm.words, cm.width))
+    cm_key = None if cm is None else (cm.feature, cm.words, cm.width)
+    fanin_t = tuple(fanin)
+    key = (tuple(map(id, nodes)), fanin_t, drop_local)
+    ports, fields, external = tuple(info.ports), tuple(info.config_fields), tuple(info.external)
+    same = memo.shapes.setdefault(key, [])
+    for shape in same:
+        if (shape.core == info.core and shape.ports == ports and shape.config_fields == fields
+                and shape.external == external and shape.config_memory == cm_key):
+            return shape
+    shape = TileShape(info.core, ports, fields, external, tuple(nodes), fanin_t, drop_local,
+                      cm_key)
+    same.append(shape)
+    return shape
 
 
 _TILE_CACHE: dict[str, object] = {}
@@ -424,10 +489,11 @@ def _array_circuit(ic: Interconnect, name: str, flush_interval: int,
             raise SpecError(f"drop_edge {drop_edge} is not an edge of the interconnect graphs")
     cols, rows = ic.size
     shapes = {}
+    memo = _ShapeMemo()
     for (x, y) in ic.tiles:
         dst_here = drop_edge is not None and _xy(drop_edge[1]) == (x, y) and \
             not _is_sb_in(drop_edge[1])
-        shapes[(x, y)] = tile_shape(ic, x, y, drop_edge if dst_here else None)
+        shapes[(x, y)] = _tile_shape(ic, x, y, drop_edge if dst_here else None, memo)
     wiring = [(nid, tuple(g.fanin[nid])) for w, g in sorted(ic.graphs.items())
               for nid, n in g.nodes.items() if n.kind is NodeKind.SB and n.io is IO.SB_IN]
     key = repr((sorted((xy, s.module_name) for xy, s in shapes.items()), flush_interval,
@@ -533,23 +599,40 @@ def array_netlist(ic: Interconnect, flush_interval: int = 0,
         inputs[(x, y)] = conns
         outputs[(x, y)] = tuple((p.name, top_port_name(p.name, x, y)) for p in info.ports
                                 if p.name in info.external and p.direction != "in")
-    # SB_IN wiring from the graph
+    # SB_IN wiring from the graph. Written for speed (82 k SB_INs at 64x32): port names are
+    # formatted once per (track, side, width), and "the source is the exported node" is
+    # decided on the source's fields: its id is the RMUX / SB_OUT id of its own position,
+    # side and track exactly when its width is the graph's (and, for an SB, it is an SB_OUT
+    # and no RMUX exists on its track) -- what comparing with exported_node() tests.
+    sb, rmux, sb_in, sb_out = NodeKind.SB, NodeKind.RMUX, IO.SB_IN, IO.SB_OUT
     for w, g in ic.graphs.items():
-        for nid, n in g.nodes.items():
-            if n.kind is not NodeKind.SB or n.io is not IO.SB_IN:
-                continue
-            srcs = g.fanin[nid]
+        gnodes, gfanin, gw = g.nodes, g.fanin, g.width
+        names_of: dict[tuple, tuple[str, str]] = {}
+        for nid, n in [(nid, n) for nid, n in gnodes.items()
+                       if n.io is sb_in and n.kind is sb]:
+            srcs = gfanin[nid]
             if not srcs or (drop_edge is not None and drop_edge == (srcs[0], nid)):
                 inputs[(n.x, n.y)].append((n.local_name, ("const", 0, w)))
                 continue
-            src = g.nodes[srcs[0]]
-            side, track = src.side, src.track
-            if src.kind not in (NodeKind.SB, NodeKind.RMUX) or \
-                    exported_node(g, src.x, src.y, side, track) != src.id:
+            src = gnodes[srcs[0]]
+            kind = src.kind
+            if kind is rmux:
+                ok = src.width == gw and src.id in gnodes
+            elif kind is sb:
+                ok = src.io is sb_out and src.width == gw and \
+                    f"RMUX:{gw}:{src.x}:{src.y}:{_SIDE_NAME.get(src.side)}:{src.track}" \
+                    not in gnodes
+            else:
+                ok = False
+            if not ok:
                 raise SpecError(f"edge {src.id} -> {nid}: the source is not the node exported "
-                                f"on its tile's side {side} track {track}")
-            inputs[(n.x, n.y)].append(
-                (n.local_name, ("out", src.x, src.y, f"SB_T{track}_{side.name}_SB_OUT_B{w}", w)))
+                                f"on its tile's side {src.side} track {src.track}")
+            key = (n.track, n.side, n.width, src.track, src.side)
+            names = names_of.get(key)            # (n.local_name, the source's tile port)
+            if names is None:
+                names = names_of[key] = (f"SB_T{n.track}_{n.side.name}_SB_IN_B{n.width}",
+                                         f"SB_T{src.track}_{src.side.name}_SB_OUT_B{w}")
+            inputs[(n.x, n.y)].append((names[0], ("out", src.x, src.y, names[1], w)))
     return ArrayNetlist(tuple(ports), tuple(ic.tiles), tuple(flush_regs),
                         {xy: tuple(c) for xy, c in inputs.items()}, outputs)
 
@@ -612,27 +695,44 @@ def array_verilog(net: ArrayNetlist, name: str, modules: dict[tuple[int, int], s
     lines.append(");")
     widths = {p: w for p, _, w in net.ports}
     widths.update(CLK=1, RESET=1)
-    used: dict[tuple[int, int, str], int] = {}
+    # instance names once per tile; per module its port list as (name, is input, width,
+    # ".name<pad> (" prefix of its connection line): the text is stamped from these
+    inst_of = {xy: tile_instance_name(*xy) for xy in net.tiles}   # (wire() also others)
+    specs: dict[str, list[tuple[str, bool, bool, int, str]]] = {}
+    for mod in dict.fromkeys(modules[xy] for xy in net.tiles):
+        pad = max((len(p["name"]) for p in tile_ports[mod]), default=0)
+        specs[mod] = [(p["name"], p["direction"] == "in", p["direction"] == "out", p["width"],
+                       f"    .{p['name']:<{pad}} (") for p in tile_ports[mod]]
+    used: dict[tuple[int, int], dict[str, int]] = {}    # (x, y) -> {read output: width}
     for xy in net.tiles:
         for _, s in net.inputs[xy]:
             if s[0] == "out":
-                used[(s[1], s[2], s[3])] = s[4]
+                here = used.get((s[1], s[2]))
+                if here is None:
+                    here = used[(s[1], s[2])] = {}
+                here[s[3]] = s[4]
     for xy in net.tiles:
-        used[(xy[0], xy[1], "read_data")] = 32
+        used.setdefault(xy, {})["read_data"] = 32
 
     def wire(x: int, y: int, port: str) -> str:
-        return f"_{tile_instance_name(x, y)}_{port}"
+        return f"_{inst_of.get((x, y)) or tile_instance_name(x, y)}_{port}"
 
+    # per module its output ports as (name, width, "  wire <range> " declaration prefix)
+    out_specs = {mod: [(pn, pw, f"  wire {_vrange(pw):6} _") for pn, _, is_out, pw, _ in spec
+                       if is_out] for mod, spec in specs.items()}
     body: list[str] = []
     for xy in net.tiles:
         mod = modules[xy]
-        for p in tile_ports[mod]:
-            key = (xy[0], xy[1], p["name"])
-            if p["direction"] == "out" and key in used:
-                if used[key] != p["width"]:
-                    raise SpecError(f"array {name}: {wire(*key)} is {used[key]} bits but port "
-                                    f"{p['name']} of {mod} is {p['width']} bits")
-                body.append(f"  wire {_vrange(p['width']):6} {wire(*key)};")
+        x, y = xy
+        inst = inst_of[xy]
+        here = used[xy]
+        for pn, pw, decl_prefix in out_specs[mod]:
+            uw = here.get(pn)
+            if uw is not None:
+                if uw != pw:
+                    raise SpecError(f"array {name}: {wire(x, y, pn)} is {uw} bits but "
+                                    f"port {pn} of {mod} is {pw} bits")
+                body.append(f"{decl_prefix}{inst}_{pn};")
     for reg, _ in net.flush_regs:
         body.append(f"  reg         {reg};")
 
@@ -657,38 +757,44 @@ def array_verilog(net: ArrayNetlist, name: str, modules: dict[tuple[int, int], s
         body.append("  initial begin")
         body += [f"    {reg} = 1'h0;" for reg, _ in net.flush_regs]
         body.append("  end // initial")
+    known_of = {mod: {sp[0] for sp in spec} for mod, spec in specs.items()}
     for xy in net.tiles:
         mod = modules[xy]
-        inst = tile_instance_name(*xy)
+        inst = inst_of[xy]
         ins = dict(net.inputs[xy])
         outs = dict(net.outputs[xy])
-        known = {p["name"] for p in tile_ports[mod]}
-        extra = sorted((set(ins) | set(outs)) - known)
-        if extra:
+        known = known_of[mod]
+        here = used[xy]
+        if not known.issuperset(ins) or not known.issuperset(outs):
+            extra = sorted((set(ins) | set(outs)) - known)
             raise SpecError(f"array {name}: tile {inst} ({mod}) has no port(s) {extra}")
         conns = []
-        for p in tile_ports[mod]:
-            pn = p["name"]
-            if p["direction"] == "in":
-                if pn not in ins:
+        for pn, is_in, _, pw, prefix in specs[mod]:
+            if is_in:
+                s = ins.get(pn)
+                if s is None:
                     raise SpecError(f"array {name}: input {pn} of tile {inst} ({mod}) is not "
                                     f"driven")
-                s = ins[pn]
-                w = s[2] if s[0] == "const" else s[4] if s[0] == "out" else \
-                    widths.get(s[1], 1)
-                if w != p["width"]:
+                tag = s[0]
+                if tag == "out":
+                    w = s[4]
+                    v = f"_{inst_of.get((s[1], s[2])) or tile_instance_name(s[1], s[2])}_{s[3]}"
+                elif tag == "const":
+                    w, v = s[2], f"{s[2]}'h{s[1]:X}"
+                else:                          # a top port or a flush-spine register
+                    w, v = widths.get(s[1], 1), s[1]
+                if w != pw:
                     raise SpecError(f"array {name}: input {pn} of tile {inst} ({mod}) is "
-                                    f"{p['width']} bits but is driven by {w} bits")
-                conns.append((pn, value(s)))
+                                    f"{pw} bits but is driven by {w} bits")
+                conns.append(prefix + v + ")")
             elif pn in outs:
-                conns.append((pn, outs[pn]))
-            elif (xy[0], xy[1], pn) in used:
-                conns.append((pn, wire(xy[0], xy[1], pn)))
+                conns.append(prefix + outs[pn] + ")")
+            elif pn in here:
+                conns.append(f"{prefix}_{inst}_{pn})")
             else:
-                conns.append((pn, ""))
-        pad = max((len(pn) for pn, _ in conns), default=0)
+                conns.append(prefix + ")")
         body.append(f"  {mod} {inst} (")
-        body.append(",\n".join(f"    .{pn:<{pad}} ({v})" for pn, v in conns))
+        body.append(",\n".join(conns))
         body.append("  );")
     reads = [wire(x, y, "read_data") for x, y in net.tiles]
     if not reads:
@@ -732,6 +838,6 @@ def split_verilog(verilog: str | Path, out_dir: str | Path) -> list[Path]:
     return paths
 
 
-__all__ = ["split_verilog", "mux_circuit", "TileShape", "tile_shape", "tile_circuit", "array_circuit",
+__all__ = ["split_verilog", "mux_circuit", "TileShape", "tile_shape", "tile_shapes", "tile_circuit", "array_circuit",
            "ArrayNetlist", "array_netlist", "array_verilog", "compile_array", "exported_node",
            "tile_instance_name", "top_port_name", "iter_sides"]

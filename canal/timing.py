@@ -60,7 +60,7 @@ import json
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from cgra.errors import CollateralError, ConfigError
 
@@ -325,6 +325,40 @@ class TimingModel:
             return f"sb:{tclass}:{graph.width}:{a.side.name[0]}->{b.side.name[0]}"
         return "wire"
 
+    def _new_edge_classes(self, graph: Any, seen: dict[str, float],
+                          edges: list[tuple[str, str]] | None = None) -> Iterator[str]:
+        """The path classes of ``graph``'s edges (fan-in order) not in ``seen``, each once,
+        in order of first occurrence; ``seen`` is read as the caller adds to it.
+
+        :meth:`edge_class` reads only the kinds of the two nodes, their sides, the sink's
+        ``io``, the timing class of the sink's tile and the graph's width, so the class is
+        memoised on those: :meth:`edge_class` runs once per combination, not per edge (the
+        sink's part of the key is taken once per sink). A class first occurs at an edge
+        whose combination is new, so the order (and the first class the table lacks) is
+        the per-edge one. ``edges``: only these edges, in this order (one per combination:
+        :func:`canal.collateral.class_representatives`)."""
+        if edges is not None:
+            for src, dst in edges:
+                key = self.edge_class(graph, src, dst)
+                if key not in seen:
+                    yield key
+            return
+        nodes, tiles = graph.nodes, graph.tiles
+        memo: dict[tuple, dict[tuple, str]] = {}
+        for dst, srcs in graph.fanin.items():
+            if not srcs:
+                continue
+            b = nodes[dst]
+            t = tiles.get((b.x, b.y))
+            by_src = memo.setdefault((b.kind, b.io, b.side, t and t.timing_class), {})
+            for src in srcs:
+                a = nodes[src]
+                k = (a.kind, a.side)
+                if k not in by_src:
+                    key = by_src[k] = self.edge_class(graph, src, dst)
+                    if key not in seen:
+                        yield key
+
     def class_delay(self, key: str) -> float:
         """Delay of a path class key (ps), from the resolved classes or the table."""
         if key in self.classes:
@@ -348,21 +382,23 @@ class TimingModel:
         """Delay (ps) of edge ``src -> dst`` of an :class:`~canal.graph.InterconnectGraph`."""
         return self.class_delay(self.edge_class(graph, src, dst))
 
-    def resolve(self, graphs: Any, tile_classes: set[str] | None = None) -> "TimingModel":
+    def resolve(self, graphs: Any, tile_classes: set[str] | None = None,
+                edges: dict[int, list[tuple[str, str]] | None] | None = None
+                ) -> "TimingModel":
         """Fill :attr:`classes` with the delay of every path class the ``graphs`` (width ->
         InterconnectGraph) produce, the core of every tile class, the clock-skew terms and
         :attr:`pe_ops`; returns ``self``. Raises :class:`ConfigError` naming the first class
-        the table has no delay for."""
+        the table has no delay for. ``edges``: width -> the representative edges of that
+        graph (:func:`canal.collateral.class_representatives`; ``None`` or absent: every
+        edge is read), the same classes in the same order from a few hundred edges."""
+        edges = edges or {}
         classes: dict[str, float] = {"reg": self.register_mux(), "reg_in": 0.0,
                                      "bypass": 0.0, "wire": 0.0, "core_out": 0.0}
         tclasses = set(tile_classes or ())
         for g in graphs.values():
             tclasses |= {t.timing_class for t in g.tiles.values() if t.core is not None}
-            for dst, srcs in g.fanin.items():
-                for src in srcs:
-                    key = self.edge_class(g, src, dst)
-                    if key not in classes:
-                        classes[key] = self.class_delay(key)
+            for key in self._new_edge_classes(g, classes, edges.get(g.width)):
+                classes[key] = self.class_delay(key)
         for tc in sorted(tclasses):
             classes[f"core:{tc}"] = self.core_delay(tc)
         for term in _SKEW_TERMS:

@@ -8,6 +8,7 @@ A :class:`~cgra.errors.CgraError` is printed as one line ``error: <message>`` an
 from __future__ import annotations
 
 import importlib
+import os
 import signal
 import sys
 import warnings
@@ -35,6 +36,23 @@ COMMANDS: dict[str, str] = {
     "layer": "mapper.cli:layer_cmd",
     "dse": "garnet.dse.cli:dse",
 }
+
+
+#: True while :func:`main` (the console entry point) runs a command; False under a test's
+#: ``CliRunner``, where the process must go on
+_ENTRY_POINT = False
+
+
+def end_process() -> None:
+    """End the process now with exit status 0, skipping the interpreter's teardown, when
+    the command runs from the console entry point (else do nothing). For a command that
+    has written, closed and joined everything and holds a large heap: freeing the ~10^6
+    routing-graph objects of a 64x32 ``cgra rtl`` one by one takes ~0.25 s (the RTL worker
+    ends the same way)."""
+    if _ENTRY_POINT:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 class LazyGroup(click.Group):
@@ -82,8 +100,10 @@ def main() -> None:
     # Python 3.9; they work on 3.11 and the warning only clutters every command's output.
     warnings.filterwarnings("ignore", message=r".*generated for \(3, 9\)")
     warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"magma\..*")
+    global _ENTRY_POINT
     interrupt.reset()
     previous = signal.signal(signal.SIGTERM, interrupt.raise_terminated)
+    _ENTRY_POINT = True
     try:
         cli.main(standalone_mode=False)
         interrupt.raise_if_terminated()
@@ -98,4 +118,5 @@ def main() -> None:
         exc.show()
         sys.exit(exc.exit_code)
     finally:
+        _ENTRY_POINT = False
         signal.signal(signal.SIGTERM, previous)

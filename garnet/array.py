@@ -29,6 +29,8 @@ ports:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain, compress, repeat
+from operator import attrgetter, is_
 from typing import Callable
 
 from cgra.core import CoreSpec
@@ -65,70 +67,160 @@ def interconnect_params(params: GarnetParams):
                               params.track_length, tuple(params.widths), regs, conn)
 
 
-def build_interconnect(params: GarnetParams, core_fn: CoreFn | None = None, timing=None):
+def build_interconnect(params: GarnetParams, core_fn: CoreFn | None = None, timing=None,
+                       resolve_timing: bool = True):
     """The :class:`canal.Interconnect` of the array (graphs for every width, core specs).
     ``core_fn(x, y)`` overrides the default layout; ``timing`` (a
-    :class:`canal.timing.TimingModel`) gives the edge delays (default: the project's table).
+    :class:`canal.timing.TimingModel`) gives the edge delays (default: the project's table);
+    ``resolve_timing=False`` leaves its path classes to the caller
+    (``ic.timing.resolve(ic.graphs)``: the same classes; the bypasses the registers lose
+    are of the class ``bypass`` every model has).
     Pipeline registers on sides not in
     ``params.register_bypass_sides`` are made mandatory (:func:`fix_registers`). Raises
     ``SpecError`` from Canal for a core whose ports the interconnect cannot carry."""
     from canal.interconnect import Interconnect
-    from canal.passes import build_uniform
+    from canal.passes import uniform_graphs
 
-    ic = build_uniform(interconnect_params(params), core_fn or default_core_fn(params),
-                       timing)
+    graphs, cores, tm = uniform_graphs(interconnect_params(params),
+                                       core_fn or default_core_fn(params), timing)
     fixed = [s for s in params.pipeline_register_sides if s not in params.register_bypass_sides]
-    graphs = {w: fix_registers(g, fixed) for w, g in ic.graphs.items()}
-    return Interconnect(graphs, ic.cores, ic.timing)
+    # the graphs are this call's own: fix_registers without the copy
+    graphs = {w: _fix_registers(_taken_over(g), fixed) for w, g in graphs.items()}
+    return Interconnect(graphs, cores, tm, resolve_timing)
 
 
 def fix_registers(graph, sides: list[str]):
     """Graph pass: the pipeline registers of SB_OUTs on ``sides`` can no longer be bypassed:
     the bypass edge SB_OUT -> RMUX is removed, so the RMUX has the single fan-in [REG]
     (no select field; every route leaving by such a side passes the register: 1 cycle).
+    Returns a new graph (``graph`` is left as it was).
 
     Why: with a bypassable register on every side, the switch boxes of neighbouring tiles
     form structural combinational cycles (A.EAST -> B.WEST -> A); Verilator 5 schedules such
     cycles with one trigger per cut signal, which makes an 8x8 model tens of MB of C++ that
     takes tens of minutes to compile. A mandatory register on one horizontal and one
-    vertical side breaks every cycle (a closed walk on the grid steps both ways)."""
-    from canal.graph import NodeKind
+    vertical side breaks every cycle (a closed walk on the grid steps both ways).
 
-    g = graph.copy()
-    for nid, n in g.nodes.items():
-        if n.kind is NodeKind.RMUX and n.side.name in sides:
-            srcs = g.fanin[nid]
-            byp = [s for s in srcs if g.nodes[s].kind is not NodeKind.REG]
-            for s in byp:
-                srcs.remove(s)
-                del g.delay[(s, nid)]
+    The copy (170 k fan-in lists per width at 64x32) is made with the cyclic garbage
+    collector paused (:func:`canal.graph.no_gc`): the new lists would trigger collections
+    that rescan every live node of the build."""
+    from canal.graph import no_gc
+
+    with no_gc():
+        return _fix_registers(graph.copy(), sides)
+
+
+def _fix_registers(g, sides: list[str]):
+    """:func:`fix_registers` applied to ``g`` itself (returned): only RMUX nodes are
+    visited; a fan-in list that loses an edge is replaced by a new list, never edited, so
+    a list ``g`` shares with another graph is left intact; ``g.delay`` loses the edges."""
+    from canal.graph import NodeKind, Side
+
+    rmux, reg = NodeKind.RMUX, NodeKind.REG
+    want = {side for side in Side if side.name in sides}
+    nodes, fanin, delay = g.nodes, g.fanin, g.delay
+    rmuxes = compress(nodes.items(), map(is_, map(attrgetter("kind"), nodes.values()),
+                                         repeat(rmux)))
+    for nid, n in list(rmuxes):
+        side = n.side
+        if side in want if side is not None else side.name in sides:
+            srcs = fanin[nid]
+            byp = [s for s in srcs if nodes[s].kind is not reg]
+            if byp:
+                for s in byp:
+                    del delay[(s, nid)]
+                fanin[nid] = [s for s in srcs if s not in byp]
     g.params = {**g.params, "mandatory_register_sides": sorted(sides)}
     return g
+
+
+def _taken_over(graph):
+    """A graph with ``graph``'s fan-in and delay dicts themselves (not copies) and copies
+    of its other containers: for a graph its caller has just built and drops (no copy of
+    the 170 k fan-in lists and 400 k delays of a 64x32 width)."""
+    from canal.graph import InterconnectGraph
+
+    return InterconnectGraph(graph.width, dict(graph.tiles), dict(graph.nodes), graph.fanin,
+                             graph.delay, dict(graph.params), list(graph.timing_notes))
 
 
 class FaninGraph:
     """Every node and fan-in edge of ``graphs`` (bit width -> InterconnectGraph; the widths
     stay disjoint: no edge through a core) as integer arrays for scipy's sparse graph
-    routines: ``ids`` (node id per index), ``index`` (node id -> index), ``src``/``dst``
-    (edge endpoints, int32). Built in one pass; networkx's dict-of-dicts graph took 3 s and
-    its condensation 5 s at 64x32 (1.4 M nodes)."""
+    routines: ``ids`` (node id per index, graph after graph in node order), ``index`` (node
+    id -> index), ``src``/``dst`` (edge endpoints, int32, fan-in order: destinations in
+    ``fanin`` order, sources in select order). Built with C-level maps over the fan-in lists
+    (no Python loop per node or edge); networkx's dict-of-dicts graph took 3 s and its
+    condensation 5 s at 64x32 (1.4 M nodes)."""
 
     def __init__(self, graphs: dict):
         import numpy as np
 
-        self.ids: list[str] = [nid for g in graphs.values() for nid in g.nodes]
-        self.index = {nid: i for i, nid in enumerate(self.ids)}
+        self.ids: list[str] = list(chain.from_iterable(g.nodes for g in graphs.values()))
+        self.index = dict(zip(self.ids, range(len(self.ids)), strict=True))
         idx = self.index
-        src: list[int] = []
-        dst: list[int] = []
+        #: (graph, first index, node count) per graph: its nodes are one index range (when
+        #: no id repeats across the graphs: index then maps each id to its position)
+        self.spans: list[tuple[object, int, int]] = []
+        unique = len(idx) == len(self.ids)
+        self._classes: dict[int, tuple] = {}           # node_classes() per graph
+        src: list = []
+        dst: list = []
+        start = 0
         for g in graphs.values():
-            for d, srcs in g.fanin.items():
-                if srcs:
-                    j = idx[d]
-                    src.extend(idx[s] for s in srcs)
-                    dst.extend([j] * len(srcs))
-        self.src = np.asarray(src, dtype=np.int32)
-        self.dst = np.asarray(dst, dtype=np.int32)
+            if unique:
+                self.spans.append((g, start, len(g.nodes)))
+            start += len(g.nodes)
+            fan = g.fanin
+            lens = np.fromiter(map(len, fan.values()), dtype=np.int64, count=len(fan))
+            if unique and list(fan) == list(g.nodes):    # fan-in keys = nodes, in order
+                heads = np.arange(start - len(g.nodes), start, dtype=np.int64)
+            else:
+                heads = np.fromiter(map(idx.get, fan, repeat(-1)), dtype=np.int64,
+                                    count=len(fan))
+            bad = np.flatnonzero((heads < 0) & (lens > 0))
+            if len(bad):                      # a fan-in list of an unknown node
+                raise KeyError(list(fan)[int(bad[0])])
+            total = int(lens.sum())
+            src.append(np.fromiter(map(idx.__getitem__, chain.from_iterable(fan.values())),
+                                   dtype=np.int32, count=total))
+            dst.append(np.repeat(heads, lens).astype(np.int32))
+        self.src = np.concatenate(src) if src else np.zeros(0, dtype=np.int32)
+        self.dst = np.concatenate(dst) if dst else np.zeros(0, dtype=np.int32)
+
+    def node_classes(self, graph):
+        """(ports, registers) of ``graph`` (one of the graphs this FaninGraph holds):
+        ``ports`` = [(index, id, Node)] of its PORT nodes and ``registers`` = the indices
+        of its REG nodes (int64 array), both in node order. One pass over the nodes per
+        graph, kept for :func:`connectivity` and :func:`combinational_cycle`."""
+        import numpy as np
+
+        from canal.graph import NodeKind
+
+        hit = self._classes.get(id(graph))
+        if hit is not None and hit[0] is graph and hit[1] == len(graph.nodes):
+            return hit[2], hit[3]
+        rng = self.node_range(graph)
+        ids = list(graph.nodes)
+        nodes = list(graph.nodes.values())
+        reg, port = NodeKind.REG, NodeKind.PORT
+        kinds = list(map(attrgetter("kind"), nodes))
+        ports = [(int(rng[i]), ids[i], nodes[i]) for i, k in enumerate(kinds) if k is port]
+        regs = rng[np.asarray([i for i, k in enumerate(kinds) if k is reg], dtype=np.int64)]
+        self._classes[id(graph)] = (graph, len(graph.nodes), ports, regs)
+        return ports, regs
+
+    def node_range(self, graph):
+        """The indices of ``graph``'s nodes (an int64 array, node order): the graph's span
+        when this FaninGraph was built from it (same object, same node count), else looked
+        up one by one."""
+        import numpy as np
+
+        for g, start, count in self.spans:
+            if g is graph and count == len(graph.nodes):
+                return np.arange(start, start + count, dtype=np.int64)
+        return np.fromiter((self.index[n] for n in graph.nodes), dtype=np.int64,
+                           count=len(graph.nodes))
 
     def matrix(self, keep=None, extra: tuple = ((), ())):
         """CSR adjacency (``keep``: boolean mask over the edges; ``extra``: (src, dst)
@@ -168,19 +260,15 @@ def combinational_cycle(ic, dg: FaninGraph | None = None) -> list[str] | None:
     import networkx as nx
     import numpy as np
 
-    from canal.graph import NodeKind
-
     if dg is None:
         dg = fanin_digraph(ic.graphs)
     is_reg = np.zeros(len(dg.ids), dtype=bool)
     ports: dict[tuple[int, int], dict[str, list[int]]] = {}
     for g in ic.graphs.values():           # one graph over all widths: a core may turn a
-        for nid, n in g.nodes.items():     # 16-bit input into a 1-bit output
-            if n.kind is NodeKind.REG:
-                is_reg[dg.index[nid]] = True
-            elif n.kind is NodeKind.PORT:
-                ports.setdefault((n.x, n.y), {}).setdefault(n.direction, []).append(
-                    dg.index[nid])
+        g_ports, g_regs = dg.node_classes(g)    # 16-bit input into a 1-bit output
+        is_reg[g_regs] = True
+        for i, _, n in g_ports:
+            ports.setdefault((n.x, n.y), {}).setdefault(n.direction, []).append(i)
     ex_s: list[int] = []
     ex_d: list[int] = []
     for xy, d in ports.items():
@@ -247,28 +335,29 @@ def connectivity(graph, dg: FaninGraph | None = None, comps=None) -> Connectivit
     ``(ncomp, labels)`` from :func:`_strong_components` (computed when not given)."""
     import numpy as np
 
-    from canal.graph import NodeKind
-
     if dg is None:
         dg = fanin_digraph({graph.width: graph})
     if comps is None:
         comps = _strong_components(dg.matrix())
     ncomp, labels = comps
-    outs = [nid for nid, n in graph.nodes.items()
-            if n.kind is NodeKind.PORT and n.direction == "out"]
-    ins = [nid for nid, n in graph.nodes.items()
-           if n.kind is NodeKind.PORT and n.direction == "in"]
+    ports = dg.node_classes(graph)[0]
+    outs = [nid for _, nid, n in ports if n.direction == "out"]
+    ins = [nid for _, nid, n in ports if n.direction == "in"]
+    out_comp = labels[np.asarray([i for i, _, n in ports if n.direction == "out"],
+                                 dtype=np.int64)].tolist()
+    in_comp = labels[np.asarray([i for i, _, n in ports if n.direction == "in"],
+                                dtype=np.int64)].tolist()
     io_outs = [o for o in outs if graph.tiles[_xy(graph, o)].tag in IO_TAGS]
     # condensation edges (component -> component), restricted to this graph's nodes
-    mine = np.fromiter((dg.index[n] for n in graph.nodes), dtype=np.int64,
-                       count=len(graph.nodes))
+    mine = dg.node_range(graph)
     in_graph = np.zeros(len(dg.ids), dtype=bool)
     in_graph[mine] = True
     e = in_graph[dg.src]
-    cs, cd = labels[dg.src[e]], labels[dg.dst[e]]
+    cs, cd = labels[dg.src[e]].astype(np.int64), labels[dg.dst[e]].astype(np.int64)
     cross = cs != cd
-    pairs = np.unique(np.stack([cs[cross], cd[cross]], axis=1), axis=0) if cross.any() \
-        else np.zeros((0, 2), dtype=np.int64)
+    # unique (a, b) pairs in lexicographic order, as the codes a * ncomp + b (one 1-D sort)
+    codes = np.unique(cs[cross] * ncomp + cd[cross])
+    pairs = np.stack([codes // ncomp, codes % ncomp], axis=1)
     succ: dict[int, list[int]] = {}
     indeg: dict[int, int] = {}
     for a, b in pairs.tolist():
@@ -284,8 +373,7 @@ def connectivity(graph, dg: FaninGraph | None = None, comps=None) -> Connectivit
                 order.append(b)
         k += 1
     bits: dict[int, int] = {}
-    for i, nid in enumerate(ins):
-        c = int(labels[dg.index[nid]])
+    for i, c in enumerate(in_comp):
         bits[c] = bits.get(c, 0) | 1 << i
     reach: dict[int, int] = {}
     for c in reversed(order):
@@ -295,13 +383,14 @@ def connectivity(graph, dg: FaninGraph | None = None, comps=None) -> Connectivit
         reach[c] = b
     full = (1 << len(ins)) - 1
     stuck = []
-    for o in outs:
-        missing = full & ~reach[int(labels[dg.index[o]])]
+    for o, c in zip(outs, out_comp, strict=True):
+        missing = full & ~reach[c]
         if missing:
             stuck.append((o, ins[(missing & -missing).bit_length() - 1]))
+    comp_of = dict(zip(outs, out_comp, strict=True))
     fed = 0
     for o in io_outs:
-        fed |= reach[int(labels[dg.index[o]])]
+        fed |= reach[comp_of[o]]
     unfed = [nid for i, nid in enumerate(ins) if not fed >> i & 1]
     return Connectivity(graph.width, len(outs), len(ins), stuck, unfed)
 
@@ -324,7 +413,16 @@ def check_interconnect(ic, params: GarnetParams, source: str | None = None) -> N
     be fed from an IO tile (:func:`connectivity`, per width), or a structural combinational
     cycle through bypassable pipeline registers (:func:`combinational_cycle`; Verilator
     compiles such a model for many minutes). Raises :class:`ConfigError`: one line naming
-    the TOML field, the problem (counts and an example node) and the fix."""
+    the TOML field, the problem (counts and an example node) and the fix. Runs with the
+    cyclic garbage collector paused (:func:`canal.graph.no_gc`: the index arrays of a 64x32
+    array are built from 1.4 M strings and ints, which would trigger full collections)."""
+    from canal.graph import no_gc
+
+    with no_gc():
+        _check_interconnect(ic, params, source)
+
+
+def _check_interconnect(ic, params: GarnetParams, source: str | None) -> None:
     from cgra.errors import ConfigError
 
     def where(key: str) -> str:
@@ -417,7 +515,7 @@ def array_circuit(ic, params: GarnetParams):
 def core_interface(core: CoreSpec | None) -> tuple:
     """What the routing graphs depend on of a core: tag, timing class, external ports and
     the routable ports (name, width, direction). Not its name or config fields: a PE edit
-    that keeps the ports keeps the graphs (:func:`with_cores` relabels the tiles)."""
+    that keeps the ports keeps the graphs (only the tile records change)."""
     if core is None:
         return ()
     external = tuple(core.info.get("external", ()))
@@ -436,35 +534,12 @@ def core_identity(core: CoreSpec | None) -> tuple:
             core.config_memory)
 
 
-def with_cores(graphs: dict, timing, params: GarnetParams, core_fn: CoreFn | None = None):
-    """An :class:`canal.Interconnect` from previously built ``graphs`` (bit width ->
-    graph, e.g. from the build cache) whose cores had the same :func:`core_interface`:
-    every tile record is recomputed from ``core_fn`` (default layout), so renamed cores (a
-    PE spec edit) and new config fields are taken over without rebuilding the graphs."""
-    from canal.graph import tile_info_from_core
-    from canal.interconnect import Interconnect
-
-    fn = core_fn or default_core_fn(params)
-    first = next(iter(graphs.values()))
-    tiles = {}
-    cores: dict[str, CoreSpec] = {}
-    for (x, y) in first.tiles:
-        core = fn(x, y)
-        tiles[(x, y)] = tile_info_from_core(x, y, core)
-        if core is not None:
-            cores.setdefault(core.name, core)
-    for g in graphs.values():
-        g.tiles = dict(tiles)
-    return Interconnect(graphs, cores, timing)
-
-
 def tile_shapes(ic) -> dict:
-    """(x, y) -> :class:`canal.rtl.TileShape` of every tile."""
-    from canal.graph import no_gc
-    from canal.rtl import tile_shape
+    """(x, y) -> :class:`canal.rtl.TileShape` of every tile (:func:`canal.rtl.tile_shapes`:
+    tiles of equal shape share one object)."""
+    from canal.rtl import tile_shapes as canal_tile_shapes
 
-    with no_gc():
-        return {xy: tile_shape(ic, *xy) for xy in ic.tiles}
+    return canal_tile_shapes(ic)
 
 
 def top_name(ic, shapes: dict, params: GarnetParams, name: str = "Garnet") -> str:

@@ -48,8 +48,10 @@ A group whose key equals the previous design's (and whose files pass the manifes
 hard-linked from it; when every key is unchanged nothing is written at all ("nothing
 rebuilt"). Below a group, the build cache ``<out>/.cache`` (or ``--cache-dir``) keeps
 
-* the validated interconnect graphs per interconnect key (a pickle; after a PE edit the
-  tile records are recomputed from the new cores, :func:`garnet.array.with_cores`), and
+* which interconnect keys passed :func:`garnet.array.check_interconnect` (a marker per key:
+  the graphs are a function of the key and are rebuilt, in about the time loading them
+  took -- 1 s at 64x32 -- without the check; after a PE edit they carry the new cores'
+  tile records), and
 * the Verilog per module, keyed by content: each distinct tile module is compiled by
   magma -> CIRCT on its own (``Tile_<core>_<hash>`` and its sub-modules; key = its name,
   which hashes the tile shape, + the core's spec hash + the RTL generator source), and the
@@ -69,6 +71,7 @@ dead ``pid``) are cleaned up by the next run (:func:`clean_stale_siblings`).
 """
 from __future__ import annotations
 
+import gc as pygc
 import hashlib
 import json
 import os
@@ -96,6 +99,20 @@ ROOT = Path(__file__).resolve().parents[1]
 Step = Callable[[str], None]
 
 
+def stage_durations(marks: list[tuple[str, float]], end: float) -> list[tuple[str, float]]:
+    """``[(stage, wall seconds)]`` from ``marks`` = ``[(stage, perf_counter at its start)]``
+    in order; each stage lasts until the next one starts, the last until ``end``. A stage
+    announced twice in a row (the same message) is merged."""
+    out: list[tuple[str, float]] = []
+    for i, (msg, t) in enumerate(marks):
+        dt = (marks[i + 1][1] if i + 1 < len(marks) else end) - t
+        if out and out[-1][0] == msg:
+            out[-1] = (msg, out[-1][1] + dt)
+        else:
+            out.append((msg, dt))
+    return out
+
+
 @dataclass
 class BuildResult:
     """What :func:`generate` produced. Times in seconds, sizes in bytes.
@@ -105,6 +122,9 @@ class BuildResult:
     compiled in this run (tile and top modules; empty when the RTL came from the previous
     design or the cache), ``cached``: those taken from the build cache; ``changed``: why
     the groups were rebuilt (one phrase each).
+    ``stages``: (stage, wall seconds) in the order they ran: this process's stages (the
+    ``step`` messages), then the RTL worker's, named ``worker: <stage>``; they overlap in time
+    with the stages of this process after ``Verilog (CIRCT)`` (``cgra rtl --timings``).
     ``circuit`` (a magma declaration of the top: its ports, for a fault testbench; the
     Verilog is in rtl/) and ``interconnect`` are
     built on first access when this run did not need them."""
@@ -123,6 +143,7 @@ class BuildResult:
     compiled: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     cached: list[str] = field(default_factory=list)
+    stages: list[tuple[str, float]] = field(default_factory=list)
     _circuit: Any = field(repr=False, default=None)
     _interconnect: Any = field(repr=False, default=None)
     _lazy: dict[str, Callable[[], Any]] = field(repr=False, default_factory=dict)
@@ -412,13 +433,13 @@ def compute_keys(inp: Inputs, rules: bool, config_file: str | None) -> Keys:
 
 # ---------------------------------------------------------------------- build cache
 class BuildCache:
-    """The build cache of ``cgra rtl`` (module docstring): ``interconnect/<key>.pickle``
-    (validated graphs and timing model) and ``rtl/<module>-<key>.json`` (CIRCT output of one
+    """The build cache of ``cgra rtl`` (module docstring): ``interconnect/<key>.json``
+    (the interconnect of this key passed the check) and ``rtl/<module>-<key>.json`` (CIRCT output of one
     module with its sub-modules, and its ports). Entries are written atomically and checked
     on read (schema, key, sha256 of the Verilog); a bad entry is a miss. Old entries are
     pruned (:meth:`prune`): the newest :data:`KEEP` per kind, :data:`MAX_BYTES` at most."""
 
-    KEEP = {"interconnect": 3, "rtl": 64}
+    KEEP = {"interconnect": 16, "rtl": 64}
     MAX_BYTES = 128 << 20
 
     def __init__(self, root: str | Path):
@@ -444,29 +465,26 @@ class BuildCache:
             pass                      # a read-only cache still serves hits
 
     # -- interconnect
-    def interconnect(self, key: str) -> tuple[dict, Any] | None:
-        """``(graphs, timing)`` stored under ``key``, or None."""
-        path = self.root / "interconnect" / f"{key[:32]}.pickle"
-        if not path.is_file():
-            return None
-        from canal.graph import no_gc
-        try:
-            with no_gc():
-                doc = pickle.loads(path.read_bytes())
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError,
-                IndexError, TypeError, ValueError):
-            path.unlink(missing_ok=True)          # unreadable (another version): a miss
-            return None
-        if not isinstance(doc, dict) or doc.get("schema") != CACHE_SCHEMA \
-                or doc.get("key") != key:
-            return None
-        self._touch(path)
-        return doc["graphs"], doc["timing"]
+    def _interconnect_path(self, key: str) -> Path:
+        return self.root / "interconnect" / f"{key[:32]}.json"
 
-    def put_interconnect(self, key: str, graphs: dict, timing: Any) -> None:
-        doc = {"schema": CACHE_SCHEMA, "key": key, "graphs": graphs, "timing": timing}
-        self._write(self.root / "interconnect" / f"{key[:32]}.pickle",
-                    pickle.dumps(doc, protocol=pickle.HIGHEST_PROTOCOL))
+    def interconnect_validated(self, key: str) -> bool:
+        """Whether the interconnect of ``key`` passed :func:`garnet.array.check_interconnect`
+        before (an unreadable or foreign entry: no)."""
+        path = self._interconnect_path(key)
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return False
+        if not isinstance(doc, dict) or doc.get("schema") != CACHE_SCHEMA \
+                or doc.get("key") != key or doc.get("validated") is not True:
+            return False
+        self._touch(path)
+        return True
+
+    def put_interconnect_validated(self, key: str) -> None:
+        self._write(self._interconnect_path(key), json.dumps(
+            {"schema": CACHE_SCHEMA, "key": key, "validated": True}).encode())
 
     # -- modules
     def _module_path(self, module: str, key: str) -> Path:
@@ -576,6 +594,7 @@ class RtlOutput:
     compiled: list[str]                     # tile / top modules compiled in this run
     cached: list[str]                       # tile / top modules taken from the cache
     tile_ports: dict[str, list[dict]]       # tile module -> its ports
+    stages: list[tuple[str, float]] = field(default_factory=list)  # (stage, wall seconds)
 
 
 def _core_content(inp: Inputs, core) -> str | None:
@@ -599,6 +618,7 @@ def generate_rtl(ic, inp: Inputs, cache: BuildCache, workdir: Path,
     from garnet.array import array_top, port_list, tile_shapes, top_name
 
     src = source_hash("rtl")
+    say("tile shapes")
     shapes = tile_shapes(ic)
     first: dict[str, tuple[int, int]] = {}
     for xy in ic.tiles:
@@ -660,7 +680,8 @@ class RtlWorker:
 
         ctx = multiprocessing.get_context("fork")
         recv, send = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_rtl_worker, args=(send, ic, inp, cache.root, workdir),
+        proc = ctx.Process(target=_rtl_worker,
+                           args=(send, ic, inp, cache.root, workdir),
                            name="garnet-rtl", daemon=True)
         proc.start()
         send.close()
@@ -708,8 +729,11 @@ def _rtl_worker(conn, ic, inp: Inputs, cache_root: Path, workdir: Path) -> None:
     from canal.graph import no_gc
 
     try:
+        marks: list[tuple[str, float]] = []
         with no_gc():       # the child ends with os._exit: no garbage left to collect
-            rtl = generate_rtl(ic, inp, BuildCache(cache_root), workdir)
+            rtl = generate_rtl(ic, inp, BuildCache(cache_root), workdir,
+                               lambda msg: marks.append((msg, time.perf_counter())))
+        rtl.stages = stage_durations(marks, time.perf_counter())
         conn.send(("ok", rtl))
     except CgraError as exc:
         try:
@@ -797,7 +821,12 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
     from garnet.rules import ir_hash, provide_rules, rules_key
 
     t0 = time.perf_counter()
-    say = step or (lambda msg: None)
+    marks: list[tuple[str, float]] = []
+
+    def say(msg: str) -> None:
+        marks.append((msg, time.perf_counter()))
+        if step is not None:
+            step(msg)
     jobs = jobs or os.cpu_count() or 1
     validate(params)
     out = Path(out)
@@ -836,6 +865,7 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
             "skipped" if not rules else "previous design", sh.pe_hash, counts,
             time.perf_counter() - t0, None, dict(prev_rules.get("counts") or {}),
             {"interconnect": "reused", "rtl": "reused", "fabric": "reused", "docs": "reused"},
+            stages=stage_durations(marks, time.perf_counter()),
             _lazy={"interconnect": lazy_ic,
                    "circuit": lambda: _top_declaration(d["top"], d["ports"])})
 
@@ -865,20 +895,29 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
     if cache_dir is None and not out.exists():
         cache = BuildCache(tmp / CACHE_DIR_NAME)      # moves into place with the design
     old = None
+    frozen = False
     worker: RtlWorker | None = None
     moved: list[tuple[Path, Path]] = []
     from canal.graph import no_gc
     try:
-        # -- interconnect (validated before anything else is written)
+        # -- RTL: CIRCT in a worker process, forked as soon as the graphs exist, while
+        # this one checks the interconnect and writes the other collateral
+        def start_worker(ic) -> None:
+            nonlocal worker
+            if not reuse["rtl"]:
+                say("Verilog (CIRCT)")
+                worker = RtlWorker.start(ic, inp, cache, tmp / "_circt")
+
+        # -- interconnect (validated before anything else is written to the design)
         if not (reuse["fabric"] and reuse["rtl"]):
             with no_gc():           # graphs of ~10^6 objects: full collections rescan them
-                ic, status["interconnect"] = _interconnect(params, inp, keys, cache, say, cfg)
-
-        # -- RTL: CIRCT in a worker process, while this one writes the other collateral
-        worker = None
-        if not reuse["rtl"]:
-            say("Verilog (CIRCT)")
-            worker = RtlWorker.start(ic, inp, cache, tmp / "_circt")
+                ic, status["interconnect"] = _interconnect(params, inp, keys, cache, say, cfg,
+                                                           False, start_worker)
+                # and would, at the first collection after this block (0.35 s at 64x32):
+                # the graphs live until the end of the run, so the collector skips them
+                # (gc.freeze; unfrozen, not collected, when this function returns)
+                pygc.freeze()
+                frozen = True
 
         # -- routing collateral (graphs, layout, timing, config map)
         if reuse["fabric"]:
@@ -889,6 +928,8 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
                 _write_routing(tmp, params, ic)
         for name, data in docs.items():
             (tmp / name).write_bytes(data)
+        if ic is not None and not ic.timing.classes:
+            ic.timing.resolve(ic.graphs)        # (the routing collateral was reused)
 
         # -- rules
         if rules:
@@ -908,9 +949,11 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
             top_ports = d["ports"]
             compiled: list[str] = []
             cached: list[str] = []
+            worker_stages = []
         else:
             say("Verilog (CIRCT): waiting for the worker")
             rtl = worker.result()
+            worker_stages = [(f"worker: {name}", s) for name, s in rtl.stages]
             worker = None
             shutil.rmtree(tmp / "_circt", ignore_errors=True)
             (tmp / "rtl").mkdir()
@@ -954,12 +997,19 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
         for a, b in moved:              # the old design stays: give it its caches back
             if b.exists() and not a.exists() and a.parent.is_dir():
                 b.rename(a)
+        if frozen:
+            pygc.unfreeze()
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    if frozen:
+        pygc.unfreeze()
+    say("cache prune")
     BuildCache(out / CACHE_DIR_NAME if cache_dir is None else cache_dir).prune()
+    t_end = time.perf_counter()
     result = BuildResult(out, top, names, vbytes, rules_source, inp.pe_hash, counts,
-                         time.perf_counter() - t0, None, rule_counts, status, compiled, changed,
-                         cached, _interconnect=ic)
+                         t_end - t0, None, rule_counts, status, compiled, changed,
+                         cached, stage_durations(marks, t_end) + worker_stages,
+                         _interconnect=ic)
     final_cache = BuildCache(out / CACHE_DIR_NAME if cache_dir is None else cache_dir)
     result._lazy = {"interconnect": lambda: _interconnect(params, inp, keys, final_cache,
                                                           lambda msg: None)[0],
@@ -992,23 +1042,30 @@ def _reasons(prev: _Previous | None, why_not: str, params: GarnetParams, inp: In
 
 
 def _interconnect(params: GarnetParams, inp: Inputs, keys: Keys, cache: BuildCache,
-                  say: Step, source: str | None = None):
-    """``(Interconnect, "reused" | "regenerated")``: the validated graphs of
-    ``keys.interconnect`` from ``cache`` (tile records recomputed for the current cores), or
-    built, validated (:func:`garnet.array.check_interconnect`) and cached."""
+                  say: Step, source: str | None = None, resolve_timing: bool = True,
+                  built: Callable[[Any], None] | None = None):
+    """``(Interconnect, "reused" | "regenerated")``: the graphs of ``keys.interconnect``,
+    built (:func:`garnet.array.build_interconnect`) and validated
+    (:func:`garnet.array.check_interconnect`, whose pass the cache records), or, when the
+    cache says this key passed before, built without the check ("reused": the graphs are
+    a function of the key, so they are the ones that passed). ``built(ic)`` is called as
+    soon as the graphs exist, before the check (the caller forks its RTL worker there; a
+    failed check raises and the caller stops it). ``resolve_timing=False`` leaves the timing
+    model's path classes to the caller (``ic.timing.resolve(ic.graphs)``)."""
     from canal.timing import TimingModel
-    from garnet.array import build_interconnect, check_interconnect, with_cores
+    from garnet.array import build_interconnect, check_interconnect
 
-    hit = cache.interconnect(keys.interconnect)
-    if hit is not None:
-        say("interconnect graphs (cached)")
-        graphs, timing = hit
-        return with_cores(graphs, timing, params), "reused"
-    say("interconnect graphs")
-    ic = build_interconnect(params, timing=TimingModel.load(params.timing or None))
+    validated = cache.interconnect_validated(keys.interconnect)
+    say("interconnect graphs (validated before)" if validated else "interconnect graphs")
+    ic = build_interconnect(params, timing=TimingModel.load(params.timing or None),
+                            resolve_timing=resolve_timing)
+    if built is not None:
+        built(ic)
+    if validated:
+        return ic, "reused"
     say("interconnect check")
     check_interconnect(ic, params, source)
-    cache.put_interconnect(keys.interconnect, ic.graphs, ic.timing)
+    cache.put_interconnect_validated(keys.interconnect)
     return ic, "regenerated"
 
 
@@ -1102,37 +1159,25 @@ def write_fabric(dest: Path, params: GarnetParams, ic, spec: type, pe) -> None:
 
 def _write_routing(dest: Path, params: GarnetParams, ic) -> None:
     """The routing graphs (JSON and text), layout, ``timing.json`` and ``config_map.json``
-    of ``ic`` (the ``fabric`` group)."""
+    of ``ic`` (the ``fabric`` group); resolves ``ic.timing`` first when it is not (from the
+    representative edges the graph dumps return)."""
     from canal import collateral as canal_coll
     from garnet.cores import tags
 
     routing = Path(dest) / "routing"
     routing.mkdir(parents=True, exist_ok=True)
+    reps = {}
     for w, g in sorted(ic.graphs.items(), reverse=True):
-        canal_coll.dump_json(g, routing / f"graph_{w}.json", ic.timing)
-        canal_coll.dump_text(g, routing / f"graph_{w}.txt")
+        reps[w] = canal_coll.dump_graph(g, routing / f"graph_{w}.json",
+                                        routing / f"graph_{w}.txt", ic.timing)
+    if not ic.timing.classes:   # from the dumps' columns: a few hundred edges per width
+        ic.timing.resolve(ic.graphs, edges=reps)
     rows = canal_coll.layout(next(iter(ic.graphs.values())))
     (routing / "layout.txt").write_text("\n".join(rows) + "\n")
     gc.write_json(routing / "layout.json",
                   gc.layout_doc(params.width, params.height, rows, tags(params.data_width)))
     ic.timing.save(Path(dest) / "timing.json")
-    cmap_rows = []
-    for row in ic.config_map_rows():
-        info = ic.tiles[(row["x"], row["y"])]
-        cmap_rows.append({"x": row["x"], "y": row["y"], "tag": info.tag or None,
-                          "core": info.core, **{k: v for k, v in row.items()
-                                                if k not in ("x", "y")}})
-    doc = gc.config_map_doc(cmap_rows, [
-        {"x": x, "y": y, "features": [
-            {"feature": f.index, "name": f.name, "registers": f.words or f.num_regs}
-            for f in tc.features],
-         **({} if tc.config_memory is None else {"config_memory": {
-             "feature": tc.config_memory.feature, "words": tc.config_memory.words,
-             "width": tc.config_memory.width}})}
-        for (x, y), tc in ic.configs.items()])
-    # compact: json's C encoder (indented output goes through its pure-Python encoder,
-    # ~5x slower on the 130 000 rows of a 64x32 array)
-    gc.write_json(Path(dest) / "config_map.json", doc, compact=True)
+    gc.write_config_map(Path(dest) / "config_map.json", ic.tiles, ic.configs)
 
 
 def _pe_doc(spec, pe) -> dict:

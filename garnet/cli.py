@@ -19,8 +19,11 @@ import click
 @click.option("--cache-dir", default=None, type=click.Path(file_okay=False),
               help="build cache (interconnect graphs, Verilog per module)  "
                    "[default: OUT/.cache]")
+@click.option("--timings", is_flag=True,
+              help="print the wall time of every stage (the RTL worker's run beside the "
+                   "stages after 'Verilog (CIRCT)')")
 def rtl(config: str, out: str, rules_dir: str | None, no_rules: bool, jobs: int | None,
-        cache_dir: str | None) -> None:
+        cache_dir: str | None, timings: bool) -> None:
     """Generate the array RTL and the compiler collateral into OUT, incrementally: what did
     not change since the design in OUT was generated is reused (summary line)."""
     import time
@@ -28,6 +31,7 @@ def rtl(config: str, out: str, rules_dir: str | None, no_rules: bool, jobs: int 
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    from cgra.cli import end_process
     from cgra.interrupt import raise_if_terminated
     from garnet.build import generate
     from garnet.params import load_toml
@@ -47,7 +51,13 @@ def rtl(config: str, out: str, rules_dir: str | None, no_rules: bool, jobs: int 
         result = generate(params, out, rules=not no_rules, rules_dir=rules_dir,
                           jobs=jobs, step=step, config_file=config, cache_dir=cache_dir)
     result.seconds = time.perf_counter() - t0       # the whole command, TOML included
+    if timings:
+        for name, seconds in result.stages:
+            click.echo(f"{seconds:8.2f} s  {name}")
+        click.echo(f"{result.seconds:8.2f} s  total (cgra rtl, wall)")
     click.echo(result.summary())
+    raise_if_terminated()
+    end_process()           # from the console: no teardown of the graphs (cgra.cli)
 
 
 @click.command("lint")

@@ -137,3 +137,47 @@ def test_bitstream_decodes_to_the_chosen_selects(ic4, data):
             values = decode_fields(f.fields, regs.get((x, y, f.index), {}))
             for fname, nid in f.nodes.items():
                 assert values[fname] == want.get(nid, 0)
+
+
+def _config_items(configs):
+    """Everything of a config map, with dict orders, as comparable lists."""
+    return [(xy, tc.x, tc.y, tc.config_memory, list(tc.node_field.items()),
+             [(f.index, f.name, f.fields, list(f.nodes.items()), f.words, f.slices, f.num_regs)
+              for f in tc.features])
+            for xy, tc in configs.items()]
+
+
+def _irregular_graphs():
+    """A 6x5 wilton array with 4 tracks and registers on two tracks of two sides only,
+    where tile (2, 2) has one extra switch-box edge (a 5-input mux: wider select, so every
+    later field of its sb16 feature moves)."""
+    from canal_testutil import io_west_east
+
+    from canal.graph import Side
+    from canal.passes import InterconnectParams, build_uniform
+    regs = [(t, s) for t in (0, 2) for s in (Side.NORTH, Side.EAST)]
+    ic = build_uniform(InterconnectParams(6, 5, tracks=4, topology="wilton",
+                                          pipeline_registers=regs), io_west_east(6, 5))
+    graphs = {w: g.copy() for w, g in ic.graphs.items()}
+    g = graphs[16]
+    dst = "SB:16:2:2:NORTH:0:OUT"
+    src = next(f"SB:16:2:2:{s}:{t}:IN" for s in ("WEST", "EAST", "SOUTH") for t in range(4)
+               if f"SB:16:2:2:{s}:{t}:IN" not in g.fanin[dst])
+    g.add_edge(src, dst, 10.0)
+    return graphs
+
+
+def test_templated_config_map_equals_tile_by_tile():
+    from canal.config import _general_tile_configs, _tile_rows, config_map_rows
+    graphs = _irregular_graphs()
+    fast, general = tile_configs(graphs), _general_tile_configs(graphs)
+    assert _config_items(fast) == _config_items(general)
+    odd, plain = fast[(2, 2)], fast[(3, 2)]
+    assert odd.feature("sb16").fields[0].width == 3          # the extra edge: 5 inputs
+    assert plain.feature("sb16").fields[0].width == 2
+    assert plain.node_field["SB:16:3:2:NORTH:0:OUT"] == (1, "SB_T0_NORTH_SB_OUT_B16_sel")
+    assert all(nid.split(":")[2:4] == ["3", "2"] for nid in plain.node_field)
+    # rows: templated (shared slices) == unshared configs == tile by tile, key order too
+    want = [list(r.items()) for (x, y), tc in general.items() for r in _tile_rows(x, y, tc)]
+    assert [list(r.items()) for r in config_map_rows(fast)] == want
+    assert [list(r.items()) for r in config_map_rows(general)] == want

@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 import pytest
-from canal_testutil import PT_CORE, io_west_east
+from canal_testutil import IO_CORE, PT_CORE, io_west_east
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from canal.graph import IO, NodeKind, Side
-from canal.passes import (CorePortConnections, InterconnectParams, add_switch_boxes,
-                          build_uniform, empty_graph, insert_pipeline_registers,
-                          topology_wires, wire_tracks)
+from canal.graph import IO, Node, NodeKind, Side, node_template, stamp_nodes
+from canal.passes import (CorePortConnections, InterconnectParams, _build_graph_fused,
+                          add_switch_boxes, build_graph, build_graph_by_passes, build_tiles,
+                          build_uniform, connect_core_ports, empty_graph,
+                          insert_pipeline_registers, topology_wires, wire_tracks)
+from canal.timing import TimingModel
 from cgra.errors import SpecError
 
 N, S, E, W = Side.NORTH, Side.SOUTH, Side.EAST, Side.WEST
@@ -175,3 +177,90 @@ def test_deterministic_build():
     b = build_uniform(InterconnectParams(3, 2), io_west_east(3, 2))
     assert a.graphs[16] == b.graphs[16] and a.graphs[1] == b.graphs[1]
     assert list(a.graphs[16].nodes) == list(b.graphs[16].nodes)
+
+
+def _graph_state(g):
+    """Everything of a graph, orders included (dict insertion orders, each node's __dict__)."""
+    return (g.width, list(g.tiles.items()),
+            [(k, n, list(n.__dict__.items())) for k, n in g.nodes.items()],
+            list(g.fanin.items()), list(g.delay.items()), list(g.params.items()),
+            g.timing_notes)
+
+
+FUSED_CASES = {
+    "default": dict(),
+    "wilton_partial_regs": dict(topology="wilton", tracks=3,
+                                pipeline_registers=[(2, E), (0, N), (1, W)]),
+    "disjoint_len2_holes": dict(topology="disjoint", tracks=4, track_length=2,
+                                pipeline_registers=[(t, s) for s in (N, E) for t in range(4)]),
+    "per_port_no_regs": dict(tracks=3, track_length=3, pipeline_registers=[],
+                             connections=CorePortConnections(
+                                 cb_sides=(W, S), cb_tracks=(2, 0), out_sides=(E, N),
+                                 out_tracks=(1,),
+                                 per_port={"bit_in": ((E,), (0,)), "data_out": ((S, W), None),
+                                           "io2f_16": ((N,), (2, 1)), "f2io_1": ((), None)})),
+    "one_track_int_sides": dict(topology="Wilton", tracks=1,
+                                pipeline_registers=[(0, 3), (0, S)]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FUSED_CASES))
+def test_fused_build_graph_equals_the_passes(case):
+    """build_graph's single-pass builder == the composition of the passes, orders included,
+    on 6x5 arrays with IO, pass-through and empty tiles (and holes in the grid)."""
+    params = InterconnectParams(6, 5, **FUSED_CASES[case])
+
+    def core_fn(x, y):
+        if (x, y) in ((2, 1), (3, 3), (4, 4)):
+            return None
+        return IO_CORE if x in (0, 5) else PT_CORE
+    tiles, _ = build_tiles(params, core_fn)
+    if "holes" in case:
+        del tiles[(3, 2)], tiles[(5, 0)]
+        tiles = dict(reversed(tiles.items()))          # the builders sort the tiles
+    for w in params.widths:
+        assert _build_graph_fused(params, tiles, w, TimingModel.load()) is not None
+        tm_fused, tm_passes = TimingModel.load(), TimingModel.load()
+        fused = build_graph(params, tiles, w, tm_fused)
+        passes = build_graph_by_passes(params, tiles, w, tm_passes)
+        assert fused == passes
+        assert _graph_state(fused) == _graph_state(passes)
+        assert tm_fused.notes == tm_passes.notes and tm_fused.notes
+    # and the passes by hand (as build_graph documents), registers included
+    if params.pipeline_registers:
+        tm = TimingModel.load()
+        g = add_switch_boxes(empty_graph(16, tiles), params.topology, params.tracks, tm)
+        g = wire_tracks(g, params.track_length)
+        g = connect_core_ports(g, params.connections, tm)
+        g = insert_pipeline_registers(g, params.pipeline_registers, tm)
+        g.params["array"] = [6, 5]
+        assert _graph_state(g) == _graph_state(build_graph(params, tiles, 16, tm))
+
+
+def test_build_graph_odd_parameters_take_the_passes():
+    tiles, _ = build_tiles(InterconnectParams(3, 2), io_west_east(3, 2))
+    dup_reg = InterconnectParams(3, 2, pipeline_registers=[(0, N), (0, N)])
+    assert _build_graph_fused(dup_reg, tiles, 16, TimingModel.load()) is None
+    with pytest.raises(SpecError, match="inserted twice"):
+        build_graph(dup_reg, tiles, 16)
+    with pytest.raises(SpecError, match="no such SB_OUT"):
+        build_graph(InterconnectParams(3, 2, pipeline_registers=[(5, N)]), tiles, 16)
+    with pytest.raises(SpecError, match="added twice"):
+        build_graph(InterconnectParams(3, 2, connections=CorePortConnections(
+            cb_sides=(N, N))), tiles, 16)
+    with pytest.raises(SpecError, match="track 5 does not exist"):
+        build_graph(InterconnectParams(3, 2, connections=CorePortConnections(
+            out_tracks=(5,))), tiles, 16)
+
+
+def test_stamped_nodes_equal_constructed_nodes():
+    made = [Node(NodeKind.SB, 3, 4, 16, E, 2, IO.SB_OUT), Node(NodeKind.REG, 3, 4, 16, W, 0),
+            Node(NodeKind.PORT, 3, 4, 16, name="data_in", direction="in")]
+    tmpls = [node_template(NodeKind.SB, 16, E, 2, IO.SB_OUT), node_template(NodeKind.REG, 16, W, 0),
+             node_template(NodeKind.PORT, 16, name="data_in", direction="in")]
+    stamped = stamp_nodes(tmpls, 3, 4, [n.id for n in made])    # reading .id caches it
+    for a, b in zip(made, stamped, strict=True):
+        assert type(b) is Node and a == b and hash(a) == hash(b)
+        assert list(a.__dict__.items()) == list(b.__dict__.items())
+        assert a.local_name == b.local_name
+    assert tmpls[0]["x"] == 0 and tmpls[0]["id"] == ""                  # templates untouched

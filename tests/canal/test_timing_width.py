@@ -63,3 +63,95 @@ def test_delays_32_are_derived_from_the_16_bit_figures():
     assert tm.sb_hop("io", 32, "NORTH", "SOUTH") == round(184.89 * 1.15, 2)   # io -> pe alias
     with pytest.raises(ConfigError, match="has no width 16"):
         tm.sb_hop("pe", 16, "NORTH", "SOUTH")
+
+
+def _resolve_per_edge(tm, graphs):
+    """Reference of :meth:`TimingModel.resolve`'s edge classes: ``edge_class`` per edge."""
+    classes = {"reg": tm.register_mux(), "reg_in": 0.0, "bypass": 0.0, "wire": 0.0,
+               "core_out": 0.0}
+    for g in graphs.values():
+        for dst, srcs in g.fanin.items():
+            for src in srcs:
+                key = tm.edge_class(g, src, dst)
+                if key not in classes:
+                    classes[key] = tm.class_delay(key)
+    return classes
+
+
+def test_memoised_resolve_equals_edge_by_edge():
+    """``resolve`` memoises the path class on what ``edge_class`` reads: the same classes
+    in the same order, the same notes and the same first missing class as edge by edge, on
+    a 6x5 array with the odd settings and a copy with edges of other kinds added."""
+    from garnet.array import build_interconnect
+    from garnet.params import GarnetParams
+
+    ic = build_interconnect(GarnetParams(
+        width=6, height=5, tracks=4, topology="wilton", mem_ratio=3,
+        io_sides=["NORTH", "SOUTH"], register_bypass_sides=["SOUTH", "WEST"],
+        cb_sides=["NORTH", "EAST", "WEST"]))
+    graphs = {w: g.copy() for w, g in ic.graphs.items()}
+    g = graphs[16]
+    port = next(n for n, v in g.nodes.items() if v.kind.value == "PORT" and v.x == 2
+                and v.y == 2 and v.direction == "in")
+    g.add_edge("SB:16:2:2:NORTH:0:OUT", port, 5.0)        # SB_OUT -> PORT: cb class
+    g.add_edge("SB:16:1:2:WEST:0:IN", "SB:16:2:2:WEST:3:IN", 1.0)   # SB_IN -> SB_IN: wire
+    for table_edit in (None, "mem"):
+        table = json.loads(default_table_text())
+        if table_edit:
+            del table["switch_box_hop"][table_edit]
+        fast, slow = TimingModel(table, "t", {"io": "pe"}), TimingModel(table, "t", {"io": "pe"})
+        try:
+            ref = _resolve_per_edge(slow, graphs)
+        except ConfigError as exc:
+            with pytest.raises(ConfigError) as got:
+                fast.resolve(graphs)
+            assert str(got.value) == str(exc) and table_edit
+            continue
+        fast.resolve(graphs)
+        assert list(fast.classes.items())[:len(ref)] == list(ref.items())
+        assert fast.notes == slow.notes and fast.notes
+
+
+def test_resolve_from_representative_edges_equals_every_edge():
+    """``resolve(edges=class_representatives)`` reads one edge per combination of source
+    fields, sink fields and sink tile class: the same classes in the same order, the same
+    notes and the same first missing class as reading every edge, on the odd 6x5 array, a
+    copy with edges of other kinds added and a node off the tiles; the representatives are
+    few, and a graph whose fan-in dict is not in node order gets none (every edge read)."""
+    from canal.collateral import class_representatives
+    from garnet.array import build_interconnect
+    from garnet.params import GarnetParams
+
+    ic = build_interconnect(GarnetParams(
+        width=6, height=5, tracks=4, topology="wilton", mem_ratio=3,
+        io_sides=["NORTH", "SOUTH"], register_bypass_sides=["SOUTH", "WEST"],
+        cb_sides=["NORTH", "EAST", "WEST"]))
+    plain = {w: g.copy() for w, g in ic.graphs.items()}
+    edited = {w: g.copy() for w, g in ic.graphs.items()}
+    g = edited[16]
+    port = next(n for n, v in g.nodes.items() if v.kind.value == "PORT" and v.x == 2
+                and v.y == 2 and v.direction == "in")
+    g.add_edge("SB:16:2:2:NORTH:0:OUT", port, 5.0)
+    g.add_edge("SB:16:1:2:WEST:0:IN", "SB:16:2:2:WEST:3:IN", 1.0)
+    for graphs in (plain, edited):
+        reps = {w: class_representatives(g) for w, g in graphs.items()}
+        assert all(r is not None for r in reps.values())
+        assert sum(map(len, reps.values())) < sum(g.num_edges() for g in graphs.values()) / 5
+        for table_edit in (None, "mem", "pe"):
+            table = json.loads(default_table_text())
+            if table_edit:
+                del table["switch_box_hop"][table_edit]
+            fast, slow = (TimingModel(table, "t", {"io": "pe"}) for _ in range(2))
+            try:
+                slow.resolve(graphs)
+            except ConfigError as exc:
+                with pytest.raises(ConfigError) as got:
+                    fast.resolve(graphs, edges=reps)
+                assert str(got.value) == str(exc) and table_edit
+                continue
+            fast.resolve(graphs, edges=reps)
+            assert list(fast.classes.items()) == list(slow.classes.items())
+            assert fast.notes == slow.notes
+    shuffled = plain[1].copy()
+    shuffled.fanin = dict(reversed(list(shuffled.fanin.items())))
+    assert class_representatives(shuffled) is None

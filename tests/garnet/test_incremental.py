@@ -34,15 +34,47 @@ def _stat(d: Path) -> dict[str, tuple[int, int]]:
             if p.is_file() and ".cache" not in p.relative_to(d).parts}
 
 
+def _timings(output: str) -> list[tuple[str, float]]:
+    """The ``--timings`` lines of ``cgra rtl``: [(stage, seconds)], the total last."""
+    import re
+
+    return [(m.group(2), float(m.group(1))) for m in
+            (re.match(r"\s*([0-9]+\.[0-9]{2}) s  (.+)$", ln) for ln in output.splitlines())
+            if m]
+
+
 def test_unchanged_8x8_rebuilds_nothing(tmp_path):
     out = tmp_path / "small"
     args = ["rtl", "--config", str(ROOT / "configs" / "small.toml"), "--out", str(out),
             "--no-rules"]
-    first = _run(args)
+    res = CliRunner().invoke(cli, args + ["--timings"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    first = res.output.strip().splitlines()[-1]
     assert "interconnect regenerated" in first and "no previous design" in first
+    # --timings: every stage of this process in order, then the RTL worker's (one per
+    # compiled tile module, the top last), then the whole command
+    stages = _timings(res.output)
+    names = [n for n, _ in stages]
+    main = [n for n in names if not n.startswith("worker: ")][:-1]
+    assert main == ["keys", "interconnect graphs", "Verilog (CIRCT)", "interconnect check",
+                    "routing graphs",
+                    "Verilog (CIRCT): waiting for the worker", "collateral", "install",
+                    "cache prune"], names
+    worker = [n[len("worker: "):] for n in names if n.startswith("worker: ")]
+    assert worker[0] == "tile shapes" and worker[-1] == "Verilog (top level)"
+    assert sorted(w.split(": ")[1].split("_")[1] for w in worker[1:-1]) == \
+        ["PECore", "io", "lake"], worker
+    assert names[-1] == "total (cgra rtl, wall)"
+    total = stages[-1][1]
+    assert all(s >= 0 for _, s in stages)
+    assert sum(s for n, s in stages[:-1] if not n.startswith("worker: ")) <= total + 0.02
+    marker = [json.loads(p.read_text()) for p in (out / ".cache" / "interconnect").iterdir()]
+    assert [m["validated"] for m in marker] == [True]
     before = _stat(out)
-    second = _run(args)
+    res = CliRunner().invoke(cli, args + ["--timings"], catch_exceptions=False)
+    second = res.output.strip().splitlines()[-1]
     assert "nothing rebuilt" in second, second
+    assert [n for n, _ in _timings(res.output)] == ["keys", "total (cgra rtl, wall)"]
     assert _stat(out) == before                 # not one file rewritten (inode and mtime)
     design = json.loads((out / "design.json").read_text())
     assert set(design["build"]["keys"]) == {"interconnect", "fabric", "rtl", "design", "all"}
@@ -278,8 +310,8 @@ def test_corrupt_cache_entry_is_a_miss(tmp_path):
     assert entries
     for e in entries:
         e.write_text(e.read_text().replace("endmodule", "endmodule // tampered", 1))
-    ic_pickles = list((tmp_path / "c" / ".cache" / "interconnect").glob("*.pickle"))
-    ic_pickles[0].write_bytes(b"not a pickle")
+    ic_markers = list((tmp_path / "c" / ".cache" / "interconnect").glob("*.json"))
+    ic_markers[0].write_bytes(b"not json")
     p2 = GarnetParams(name="c", width=3, height=2, tracks=2, pe=TOY, mem_ratio=0,
                       flush_interval=2)
     res = generate(p2, tmp_path / "c", rules=False)
