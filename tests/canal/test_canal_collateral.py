@@ -71,18 +71,6 @@ def test_malformed_dumps_raise_collateral_error(ic2, tmp_path):
         load_json(tmp_path / "bad.json")
 
 
-def _odd_interconnect():
-    """6x5 array with the odd settings: wilton, 4 tracks, IO north and south, MEM tiles,
-    register bypass on two sides, connection boxes on three sides."""
-    from garnet.array import build_interconnect
-    from garnet.params import GarnetParams
-
-    return build_interconnect(GarnetParams(
-        width=6, height=5, tracks=4, topology="wilton", mem_ratio=3,
-        io_sides=["NORTH", "SOUTH"], register_bypass_sides=["SOUTH", "WEST"],
-        cb_sides=["NORTH", "EAST", "WEST"]))
-
-
 def _irregular(g):
     """A copy of ``g`` with irregular tiles: an extra switch-box edge in (2, 2), odd delays
     (a long fraction, -0.0 where the other tiles have 0.0), a fan-in source swapped for
@@ -121,11 +109,11 @@ def _reference_text(g):
     return "\n".join(lines[:cut] + c._tiles_text(g, g.by_tile())) + "\n"
 
 
-def test_stamped_dumps_equal_the_reference_writers(tmp_path):
+def test_stamped_dumps_equal_the_reference_writers(tmp_path, odd_interconnect):
     """The stamped JSON and text writers give the text of ``json.dumps`` of the document
     built node by node and of the node-by-node text writer, on a non-uniform array, on a
     copy with irregular tiles, and (declining) on graphs with values they do not stamp."""
-    ic = _odd_interconnect()
+    ic = odd_interconnect
     for g in [*ic.graphs.values(), *(_irregular(g) for g in ic.graphs.values())]:
         assert collateral._nodes_json_stamped(g) is not None          # the fast path runs
         assert collateral._tiles_text_stamped(g) is not None
@@ -156,14 +144,14 @@ def test_stamped_dumps_equal_the_reference_writers(tmp_path):
                                                             separators=(",", ":"))
 
 
-def test_dump_graph_equals_the_two_dumps(tmp_path):
+def test_dump_graph_equals_the_two_dumps(tmp_path, odd_interconnect):
     """``dump_graph`` (the text writer permuting the JSON writer's columns into tile order)
     writes the bytes of ``dump_json`` and ``dump_text``: on a non-uniform array, on irregular
     copies (extra edge, swapped source, a node off the tiles) and on a graph the stamped
     writers decline (an int delay)."""
     from canal.collateral import dump_graph
 
-    ic = _odd_interconnect()
+    ic = odd_interconnect
     graphs = [*ic.graphs.values(), *(_irregular(g) for g in ic.graphs.values())]
     declined = _irregular(ic.graphs[16])
     declined.delay[next(iter(declined.delay))] = 5

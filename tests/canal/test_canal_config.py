@@ -147,7 +147,7 @@ def _config_items(configs):
             for xy, tc in configs.items()]
 
 
-def _irregular_graphs():
+def _irregular_graphs(extra_sb_edge):
     """A 6x5 wilton array with 4 tracks and registers on two tracks of two sides only,
     where tile (2, 2) has one extra switch-box edge (a 5-input mux: wider select, so every
     later field of its sb16 feature moves)."""
@@ -159,17 +159,13 @@ def _irregular_graphs():
     ic = build_uniform(InterconnectParams(6, 5, tracks=4, topology="wilton",
                                           pipeline_registers=regs), io_west_east(6, 5))
     graphs = {w: g.copy() for w, g in ic.graphs.items()}
-    g = graphs[16]
-    dst = "SB:16:2:2:NORTH:0:OUT"
-    src = next(f"SB:16:2:2:{s}:{t}:IN" for s in ("WEST", "EAST", "SOUTH") for t in range(4)
-               if f"SB:16:2:2:{s}:{t}:IN" not in g.fanin[dst])
-    g.add_edge(src, dst, 10.0)
+    extra_sb_edge(graphs[16], "SB:16:2:2:NORTH:0:OUT")
     return graphs
 
 
-def test_templated_config_map_equals_tile_by_tile():
+def test_templated_config_map_equals_tile_by_tile(extra_sb_edge):
     from canal.config import _general_tile_configs, _tile_rows, config_map_rows
-    graphs = _irregular_graphs()
+    graphs = _irregular_graphs(extra_sb_edge)
     fast, general = tile_configs(graphs), _general_tile_configs(graphs)
     assert _config_items(fast) == _config_items(general)
     odd, plain = fast[(2, 2)], fast[(3, 2)]

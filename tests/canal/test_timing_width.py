@@ -78,17 +78,11 @@ def _resolve_per_edge(tm, graphs):
     return classes
 
 
-def test_memoised_resolve_equals_edge_by_edge():
+def test_memoised_resolve_equals_edge_by_edge(odd_interconnect):
     """``resolve`` memoises the path class on what ``edge_class`` reads: the same classes
     in the same order, the same notes and the same first missing class as edge by edge, on
     a 6x5 array with the odd settings and a copy with edges of other kinds added."""
-    from garnet.array import build_interconnect
-    from garnet.params import GarnetParams
-
-    ic = build_interconnect(GarnetParams(
-        width=6, height=5, tracks=4, topology="wilton", mem_ratio=3,
-        io_sides=["NORTH", "SOUTH"], register_bypass_sides=["SOUTH", "WEST"],
-        cb_sides=["NORTH", "EAST", "WEST"]))
+    ic = odd_interconnect
     graphs = {w: g.copy() for w, g in ic.graphs.items()}
     g = graphs[16]
     port = next(n for n, v in g.nodes.items() if v.kind.value == "PORT" and v.x == 2
@@ -112,20 +106,15 @@ def test_memoised_resolve_equals_edge_by_edge():
         assert fast.notes == slow.notes and fast.notes
 
 
-def test_resolve_from_representative_edges_equals_every_edge():
+def test_resolve_from_representative_edges_equals_every_edge(odd_interconnect):
     """``resolve(edges=class_representatives)`` reads one edge per combination of source
     fields, sink fields and sink tile class: the same classes in the same order, the same
     notes and the same first missing class as reading every edge, on the odd 6x5 array, a
     copy with edges of other kinds added and a node off the tiles; the representatives are
     few, and a graph whose fan-in dict is not in node order gets none (every edge read)."""
     from canal.collateral import class_representatives
-    from garnet.array import build_interconnect
-    from garnet.params import GarnetParams
 
-    ic = build_interconnect(GarnetParams(
-        width=6, height=5, tracks=4, topology="wilton", mem_ratio=3,
-        io_sides=["NORTH", "SOUTH"], register_bypass_sides=["SOUTH", "WEST"],
-        cb_sides=["NORTH", "EAST", "WEST"]))
+    ic = odd_interconnect
     plain = {w: g.copy() for w, g in ic.graphs.items()}
     edited = {w: g.copy() for w, g in ic.graphs.items()}
     g = edited[16]

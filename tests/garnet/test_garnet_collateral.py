@@ -190,7 +190,7 @@ def test_all_bypassable_registers_make_a_cycle():
     assert combinational_cycle(one) is not None       # vertical cycles remain
 
 
-def test_config_map_json_equals_the_document(tmp_path):
+def test_config_map_json_equals_the_document(tmp_path, odd_interconnect, extra_sb_edge):
     """The templated config_map.json text is the compact dump of the document built row by
     row: on a 6x5 array with the odd settings (wilton, 4 tracks, IO north and south, MEM
     tiles with a config memory, bypass on two sides) and with one irregular tile (an extra
@@ -198,21 +198,12 @@ def test_config_map_json_equals_the_document(tmp_path):
     from dataclasses import replace
 
     from canal.config import _general_tile_configs, config_map_rows, tile_configs
-    from garnet.array import build_interconnect
     from garnet.collateral import (config_map_json, config_map_tiles_doc, write_config_map,
                                    write_json)
-    from garnet.params import GarnetParams
 
-    ic = build_interconnect(GarnetParams(
-        width=6, height=5, tracks=4, topology="wilton", mem_ratio=3,
-        io_sides=["NORTH", "SOUTH"], register_bypass_sides=["SOUTH", "WEST"],
-        cb_sides=["NORTH", "EAST", "WEST"]))
+    ic = odd_interconnect
     graphs = {w: g.copy() for w, g in ic.graphs.items()}
-    g = graphs[16]
-    dst = "SB:16:2:2:NORTH:1:OUT"
-    src = next(f"SB:16:2:2:{s}:{t}:IN" for s in ("WEST", "EAST", "SOUTH") for t in range(4)
-               if f"SB:16:2:2:{s}:{t}:IN" not in g.fanin[dst])
-    g.add_edge(src, dst, 10.0)
+    extra_sb_edge(graphs[16], "SB:16:2:2:NORTH:1:OUT")
     cases = [ic.configs, tile_configs(graphs), _general_tile_configs(graphs)]
     assert any(tc.config_memory is not None for tc in ic.configs.values())
     twin = next(xy for xy, t in ic.tiles.items()
