@@ -444,6 +444,11 @@ def json_text(graph: InterconnectGraph, timing: TimingModel | None = None) -> st
     return "".join(_json_pieces(graph, timing))
 
 
+_new_node = object.__new__
+_set_dict = object.__setattr__
+_NODE_ID = Node.id.func           # the function behind the cached property
+
+
 def from_json(doc: dict, source: str = "<json>") -> InterconnectGraph:
     """Inverse of :func:`to_json`. Raises :class:`CollateralError` naming ``source`` and the
     offending entry when the document is malformed."""
@@ -462,15 +467,29 @@ def from_json(doc: dict, source: str = "<json>") -> InterconnectGraph:
                 _config_memory(t.get("config_memory")))
         g = InterconnectGraph(doc["width"], tiles, params=doc["params"],
                               timing_notes=list(doc["timing_notes"]))
+        # the nodes as InterconnectGraph.add_node would add Node(...) with its id read (a
+        # 64x32 width has 700 000 of them): the instance dict made directly, the id formatted
+        # by Node.id's own function and cached, duplicates ignored, a wrong width refused
+        nodes, fanin, gw = g.nodes, g.fanin, g.width
+        kinds = {k.value: k for k in NodeKind}
+        sides, ios = Side.__members__, IO.__members__
         for d in doc["nodes"]:
-            kind = NodeKind(d["kind"])
-            node = Node(kind, d["x"], d["y"], d["width"],
-                        Side[d["side"]] if "side" in d else None, d.get("track"),
-                        IO[d["io"]] if "io" in d else None, d.get("port"), d.get("direction"))
-            if node.id != d["id"]:
+            kind = kinds.get(d["kind"]) or NodeKind(d["kind"])
+            fields = {"kind": kind, "x": d["x"], "y": d["y"], "width": d["width"],
+                      "side": sides[d["side"]] if "side" in d else None,
+                      "track": d.get("track"), "io": ios[d["io"]] if "io" in d else None,
+                      "name": d.get("port"), "direction": d.get("direction")}
+            node = _new_node(Node)
+            _set_dict(node, "__dict__", fields)
+            nid = fields["id"] = _NODE_ID(node)
+            if nid != d["id"]:
                 raise CollateralError(f"{source}: node id {d['id']} does not match its fields "
-                                      f"({node.id})")
-            g.add_node(node)
+                                      f"({nid})")
+            if fields["width"] != gw:
+                g.add_node(node)            # raises its SpecError
+            if nid not in nodes:
+                nodes[nid] = node
+                fanin[nid] = []
         for d in doc["nodes"]:
             for src, delay in zip(d["fanin"], d["delay_ps"], strict=True):
                 g.fanin[d["id"]].append(src)

@@ -170,3 +170,33 @@ def test_dump_graph_equals_the_two_dumps(tmp_path, odd_interconnect):
     for f in ("pos", "counts", "src", "delays", "edges", "tile_counts"):
         assert (getattr(seg, f) == getattr(ref, f)).all(), f
     assert seg.eoff == ref.eoff and seg.fanin == ref.fanin
+
+
+def test_from_json_nodes_equal_constructed_nodes_and_bad_nodes_are_refused(odd_interconnect):
+    """``from_json`` makes each node's instance dict directly: the nodes equal (and hash
+    as) ``Node(...)`` with its id read, the id cached; a node whose id does not match its
+    fields is a CollateralError naming both, one of another width the graph's SpecError."""
+    import copy
+
+    from canal.collateral import from_json
+    from cgra.errors import SpecError
+
+    g = odd_interconnect.graphs[16]
+    doc = to_json(g, odd_interconnect.timing)
+    back = from_json(doc, "g.json")
+    assert back == g and list(back.nodes) == list(g.nodes)
+    for nid, n in back.nodes.items():
+        ref = g.nodes[nid]
+        assert n.__dict__ == {**{k: getattr(ref, k) for k in ref.__dataclass_fields__},
+                              "id": nid}
+        assert hash(n) == hash(ref)
+    bad = copy.deepcopy(doc)
+    entry = next(d for d in bad["nodes"] if d["kind"] == "SB")
+    entry["track"] += 1
+    with pytest.raises(CollateralError, match=rf"g.json: node id {entry['id']} does not match"):
+        from_json(bad, "g.json")
+    wide = copy.deepcopy(doc)
+    entry = next(d for d in wide["nodes"] if d["kind"] == "PORT")
+    entry["width"], entry["id"] = 1, entry["id"].replace("PORT:16:", "PORT:1:")
+    with pytest.raises(SpecError, match="has width 1 but graph is 16-bit"):
+        from_json(wide, "g.json")
