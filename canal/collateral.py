@@ -54,7 +54,7 @@ from cgra.config import ConfigField
 from cgra.core import ConfigMemory, PortSpec
 from cgra.errors import CollateralError
 
-from canal.graph import IO, InterconnectGraph, Node, NodeKind, Side, TileInfo
+from canal.graph import IO, InterconnectGraph, Node, NodeKind, Side, TileInfo, node_from_fields
 from canal.passes import topology_wires
 from canal.timing import TimingModel
 
@@ -221,14 +221,21 @@ class _Segments:
         counts = list(map(len, fl))
         self.counts = np.array(counts, np.int64)
         e = int(self.counts.sum())
-        self.src = src = np.fromiter(map(self.index.__getitem__, chain.from_iterable(fl)),
-                                     np.int64, e)
+        self.src = np.fromiter(map(self.index.__getitem__, chain.from_iterable(fl)),
+                               np.int64, e)
         if not set(map(type, delay.values())) <= {float}:
             raise _NotStampable("a delay that is not a float")
         dsts = chain.from_iterable(map(repeat, order, counts))
         edges = zip(chain.from_iterable(fl), dsts, strict=True)
         self.delays = d = np.fromiter(map(delay.__getitem__, edges), np.float64, e)
         self.finite = bool(np.isfinite(d).all())
+        self._edge_columns()
+
+    def _edge_columns(self) -> None:
+        """``edges`` (per edge: the source's code, its offset from the sink, the delay's
+        bits) and ``eoff`` (each node's first edge) from ``src``, ``delays``, ``pos`` and
+        ``counts``."""
+        src, d = self.src, self.delays
         dpos = np.repeat(self.pos, self.counts)
         self.edges = np.column_stack([self.code[src], self.x[src] - self.x[dpos],
                                       self.y[src] - self.y[dpos], d.view(np.int64)])
@@ -251,12 +258,8 @@ class _Segments:
         off = np.concatenate([[0], np.cumsum(counts)])
         e = int(off[-1])
         idx = np.repeat(starts - off[:-1], counts) + np.arange(e, dtype=np.int64)
-        self.src = src = base.src[idx]
-        self.delays = d = base.delays[idx]
-        dpos = np.repeat(self.pos, counts)
-        self.edges = np.column_stack([self.code[src], self.x[src] - self.x[dpos],
-                                      self.y[src] - self.y[dpos], d.view(np.int64)])
-        self.eoff = off.tolist()
+        self.src, self.delays = base.src[idx], base.delays[idx]
+        self._edge_columns()
 
     def _by_tile(self, graph: InterconnectGraph) -> tuple[np.ndarray, np.ndarray]:
         """The node positions in the order of ``graph.by_tile()`` over ``graph.tiles`` (the
@@ -444,11 +447,6 @@ def json_text(graph: InterconnectGraph, timing: TimingModel | None = None) -> st
     return "".join(_json_pieces(graph, timing))
 
 
-_new_node = object.__new__
-_set_dict = object.__setattr__
-_NODE_ID = Node.id.func           # the function behind the cached property
-
-
 def from_json(doc: dict, source: str = "<json>") -> InterconnectGraph:
     """Inverse of :func:`to_json`. Raises :class:`CollateralError` naming ``source`` and the
     offending entry when the document is malformed."""
@@ -468,8 +466,8 @@ def from_json(doc: dict, source: str = "<json>") -> InterconnectGraph:
         g = InterconnectGraph(doc["width"], tiles, params=doc["params"],
                               timing_notes=list(doc["timing_notes"]))
         # the nodes as InterconnectGraph.add_node would add Node(...) with its id read (a
-        # 64x32 width has 700 000 of them): the instance dict made directly, the id formatted
-        # by Node.id's own function and cached, duplicates ignored, a wrong width refused
+        # 64x32 width has 700 000 of them: canal.graph.node_from_fields), duplicates
+        # ignored, a wrong width refused
         nodes, fanin, gw = g.nodes, g.fanin, g.width
         kinds = {k.value: k for k in NodeKind}
         sides, ios = Side.__members__, IO.__members__
@@ -479,9 +477,8 @@ def from_json(doc: dict, source: str = "<json>") -> InterconnectGraph:
                       "side": sides[d["side"]] if "side" in d else None,
                       "track": d.get("track"), "io": ios[d["io"]] if "io" in d else None,
                       "name": d.get("port"), "direction": d.get("direction")}
-            node = _new_node(Node)
-            _set_dict(node, "__dict__", fields)
-            nid = fields["id"] = _NODE_ID(node)
+            node = node_from_fields(fields)
+            nid = node.id
             if nid != d["id"]:
                 raise CollateralError(f"{source}: node id {d['id']} does not match its fields "
                                       f"({nid})")

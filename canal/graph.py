@@ -158,6 +158,20 @@ def stamp_nodes(templates: Iterable[dict], x: int, y: int, ids: Iterable[str]) -
     return out
 
 
+def node_from_fields(fields: dict) -> Node:
+    """``Node(**fields)`` with its cached :attr:`Node.id` read, made as :func:`stamp_nodes`
+    makes nodes: ``fields`` (the nine fields in field order; the dict is taken over) becomes
+    the instance dict and the id, formatted by :attr:`Node.id`'s own function, is cached in
+    it. For readers of large graphs (:func:`canal.collateral.from_json`)."""
+    n = _new_object(Node)
+    _set_attr(n, "__dict__", fields)
+    fields["id"] = _NODE_ID(n)
+    return n
+
+
+_NODE_ID = Node.id.func             # the function behind the cached property
+
+
 def sb_id(width: int, x: int, y: int, side: Side, track: int, io: IO) -> str:
     return f"SB:{width}:{x}:{y}:{_SIDE_NAME[side]}:{track}:{_IO_NAME[io]}"
 

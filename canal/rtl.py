@@ -51,7 +51,7 @@ from cgra.core import CoreSpec
 from cgra.errors import SpecError
 
 from canal.config import Feature, TileConfig, select_width
-from canal.graph import _SIDE_NAME, IO, InterconnectGraph, NodeKind, Side, iter_sides, no_gc
+from canal.graph import IO, InterconnectGraph, NodeKind, Side, iter_sides, no_gc, rmux_id
 from canal.interconnect import Interconnect
 
 def _t(width: int):
@@ -620,8 +620,7 @@ def array_netlist(ic: Interconnect, flush_interval: int = 0,
                 ok = src.width == gw and src.id in gnodes
             elif kind is sb:
                 ok = src.io is sb_out and src.width == gw and \
-                    f"RMUX:{gw}:{src.x}:{src.y}:{_SIDE_NAME.get(src.side)}:{src.track}" \
-                    not in gnodes
+                    rmux_id(gw, src.x, src.y, src.side, src.track) not in gnodes
             else:
                 ok = False
             if not ok:
@@ -630,7 +629,7 @@ def array_netlist(ic: Interconnect, flush_interval: int = 0,
             key = (n.track, n.side, n.width, src.track, src.side)
             names = names_of.get(key)            # (n.local_name, the source's tile port)
             if names is None:
-                names = names_of[key] = (f"SB_T{n.track}_{n.side.name}_SB_IN_B{n.width}",
+                names = names_of[key] = (n.local_name,
                                          f"SB_T{src.track}_{src.side.name}_SB_OUT_B{w}")
             inputs[(n.x, n.y)].append((names[0], ("out", src.x, src.y, names[1], w)))
     return ArrayNetlist(tuple(ports), tuple(ic.tiles), tuple(flush_regs),

@@ -85,7 +85,7 @@ def build_interconnect(params: GarnetParams, core_fn: CoreFn | None = None, timi
                                        core_fn or default_core_fn(params), timing)
     fixed = [s for s in params.pipeline_register_sides if s not in params.register_bypass_sides]
     # the graphs are this call's own: fix_registers without the copy
-    graphs = {w: _fix_registers(_taken_over(g), fixed) for w, g in graphs.items()}
+    graphs = {w: _fix_registers(g, fixed) for w, g in graphs.items()}
     return Interconnect(graphs, cores, tm, resolve_timing)
 
 
@@ -132,16 +132,6 @@ def _fix_registers(g, sides: list[str]):
                 fanin[nid] = [s for s in srcs if s not in byp]
     g.params = {**g.params, "mandatory_register_sides": sorted(sides)}
     return g
-
-
-def _taken_over(graph):
-    """A graph with ``graph``'s fan-in and delay dicts themselves (not copies) and copies
-    of its other containers: for a graph its caller has just built and drops (no copy of
-    the 170 k fan-in lists and 400 k delays of a 64x32 width)."""
-    from canal.graph import InterconnectGraph
-
-    return InterconnectGraph(graph.width, dict(graph.tiles), dict(graph.nodes), graph.fanin,
-                             graph.delay, dict(graph.params), list(graph.timing_notes))
 
 
 class FaninGraph:

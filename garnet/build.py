@@ -680,8 +680,7 @@ class RtlWorker:
 
         ctx = multiprocessing.get_context("fork")
         recv, send = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_rtl_worker,
-                           args=(send, ic, inp, cache.root, workdir),
+        proc = ctx.Process(target=_rtl_worker, args=(send, ic, inp, cache.root, workdir),
                            name="garnet-rtl", daemon=True)
         proc.start()
         send.close()
