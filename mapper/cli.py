@@ -384,17 +384,7 @@ def layer_cmd(layer: str, design: Path | None, size: int | None, channels: int |
     from mapper.apps import dnn
     from mapper.halide_export import run_halide_outputs
 
-    if layer not in dnn.LAYERS:
-        raise MappingError(f"unknown layer '{layer}'; layers: {', '.join(sorted(dnn.LAYERS))}")
-    kw: dict[str, Any] = {}
-    if layer == "gemm":
-        kw.update({k: v for k, v in (("m", size), ("n", size), ("k", channels),
-                                     ("tile", block)) if v is not None})
-    else:
-        kw.update({k: v for k, v in (("width", size), ("height", size), ("c_in", channels),
-                                     ("c_out", channels), ("block_in", block),
-                                     ("block_out", block)) if v is not None})
-    pipe = dnn.LAYERS[layer](**kw)
+    pipe = dnn.build_layer(layer, size, channels, block)
     res = dnn_plan.Resources.from_design(design) if design else dnn_plan.DEFAULT_32X16
     plan = dnn_plan.plan_layer(pipe, res)
     ins = dnn.layer_inputs(pipe, seed, image)

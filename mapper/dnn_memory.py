@@ -93,6 +93,9 @@ class OperandMem:
     #: an intermediate buffer's words in write order (producer coordinates, one row per
     #: write); ``None``: loaded from the host in address order
     write_coords: np.ndarray | None = None
+    #: an intermediate buffer's writer: the producer reduction's output lane (index into its
+    #: step kernel's ``out_lanes``) whose requantised sums it stores
+    writer_lane: int | None = None
 
     @property
     def words(self) -> int:
@@ -124,6 +127,8 @@ class LayerMemories:
     start: int
     mems: dict[str, list[OperandMem]]
     box: tensor.Domain = ()
+    #: steps between two updates of one partial sum (the pixels of a tile)
+    distance: int = 1
 
     @property
     def steps(self) -> int:
@@ -197,14 +202,14 @@ def _coordinate(a: dsl.Affine, f: dsl.Func, st: dnn_step.Stream, counters: list[
     return b, coef
 
 
-def _last_pass(lm: LayerMemories, f: dsl.Func) -> np.ndarray:
+def last_pass(lm: LayerMemories, f: dsl.Func) -> np.ndarray:
     """:meth:`LayerMemories.pass_mask` of reduction ``f``'s last pass (every RDom counter at
     its last value): the steps that finish a sum."""
     rnames = {rv.name for rv in f.rdom.vars}
     return lm.pass_mask({c.name: c.extent - 1 for c in lm.counters if c.origin in rnames})
 
 
-def _step_coords(lm: LayerMemories, f: dsl.Func, lane: dict[str, int],
+def step_coords(lm: LayerMemories, f: dsl.Func, lane: dict[str, int],
                  keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(cycles, coords)`` of reduction ``f``'s steps selected by ``keep``
     (:meth:`LayerMemories.pass_mask`) for output lane ``lane``: each step's cycle and the
@@ -222,7 +227,7 @@ def _step_coords(lm: LayerMemories, f: dsl.Func, lane: dict[str, int],
     return cycles, np.stack(coords, axis=1)
 
 
-def _fit(points: np.ndarray, values: np.ndarray, who: str) -> tuple[list[int], int]:
+def fit_affine(points: np.ndarray, values: np.ndarray, who: str) -> tuple[list[int], int]:
     """``(strides, offset)`` of the affine function of loop-nest ``points`` (N, d) that gives
     ``values``, checked on every point. Raises :class:`MappingError`."""
     offset = int(values[0])
@@ -236,13 +241,20 @@ def _fit(points: np.ndarray, values: np.ndarray, who: str) -> tuple[list[int], i
     return strides, offset
 
 
-def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None
-              ) -> list[LayerMemories]:
+def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
+              loop_cycles: int | None = None, min_start: int = 0) -> list[LayerMemories]:
     """The memories of every reduction of ``pipe`` in order (module docstring) for a MEM with
     ``preset`` facts (``capacity`` words, ``max_dimensionality``, ``read_latency``; default
     the dual-port 2048 x 16). Reduction ``j + 1`` starts after reduction ``j``'s last write;
     an operand read from a pure Func of reduction ``j`` (its requantisation) is an
-    intermediate buffer written on ``j``'s last pass. Raises :class:`MappingError`."""
+    intermediate buffer written on ``j``'s last pass.
+
+    ``loop_cycles`` (the array, :mod:`mapper.dnn_array`): cycles an accumulation MEM's
+    read-add-write loop may take from the read word to its write; the stall is then at
+    least ``ceil((read_latency + loop_cycles) / distance)`` (``None``: the plan's own
+    estimate, :func:`mapper.dnn_plan.accumulation_of`). ``min_start``: the earliest cycle of
+    every reduction's step 0 (the array's load phase through shared IO lanes). Raises
+    :class:`MappingError`."""
     from mapper.dnn_plan import accumulation_of, reductions
 
     mem = {"capacity": 2048, "max_dimensionality": 6, "read_latency": 1, **(preset or {})}
@@ -252,8 +264,10 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None
         raise MappingError(f"tensor program {pipe.name}: no reduction to map")
     doms = tensor.domains(pipe)
     last = reds[-1].name
-    stalls = {r.func: accumulation_of(r, r.func == last and r.tiles > 1, lat)["stall"]
-              for r in reductions(pipe)}
+    accs = {r.func: accumulation_of(r, r.func == last and r.tiles > 1, lat)
+            for r in reductions(pipe)}
+    stalls = {name: max(a["stall"], 1 if loop_cycles is None else
+                        -(-(lat + loop_cycles) // a["distance"])) for name, a in accs.items()}
     funcs = {f.name: f for f in pipe.funcs}
     made: dict[str, tuple[LayerMemories, dsl.Func]] = {}   # pure Func -> its reduction
     out: list[LayerMemories] = []
@@ -297,9 +311,10 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None
                                        f"more lanes or smaller tiles")
                 boxes.append((prod, st, tuple(bs), tuple(gs), tuple(es), strides))
         host = [math.prod(e) for p, _, _, _, e, _ in boxes if p not in made]
-        start = max([w + lat for w in host] + [prev_end + lat + 1])
+        start = max([w + lat for w in host] + [prev_end + lat + 1, min_start])
         extents = [c.extent for c in nest] or [1]
-        lm = LayerMemories(f.name, sk, nest, stall, start, {}, doms[f.name])
+        lm = LayerMemories(f.name, sk, nest, stall, start, {}, doms[f.name],
+                           accs[f.name]["distance"])
         sched = lm.schedule_strides
         for prod, st, bs, gs, es, strides in boxes:
             n = math.prod(es)
@@ -308,7 +323,8 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None
                     "schedule": {"strides": sched, "offset": start - lat}}
             om = OperandMem(st, {}, bs, gs, es)
             if prod in made:
-                om.write_coords, write = _intermediate_writes(om, made[prod], prod)
+                om.write_coords, write, om.writer_lane = _intermediate_writes(
+                    om, made[prod], prod)
             else:
                 write = {"dimensionality": 1, "extents": [n],
                          "address": {"strides": [1], "offset": 0},
@@ -324,34 +340,34 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None
 
 
 def _intermediate_writes(om: OperandMem, producer: tuple[LayerMemories, dsl.Func],
-                         prod: str) -> tuple[np.ndarray, dict]:
+                         prod: str) -> tuple[np.ndarray, dict, int]:
     """The write program of an intermediate buffer: the producer reduction's last-pass steps
     that finish a word of ``om``'s box, written a cycle after the step, in time order (one
     output lane; addresses fitted as an affine function of the producer's counters)."""
     lm, f = producer
     rnames = {rv.name for rv in f.rdom.vars}
-    last = _last_pass(lm, f)
+    last = last_pass(lm, f)
     box = om.box_coords()
     index = {tuple(c): u for u, c in enumerate(box.tolist())}
     found = []
-    for lane in lm.step.out_lanes:
-        cycles, coords = _step_coords(lm, f, lane, last)
+    for o, lane in enumerate(lm.step.out_lanes):
+        cycles, coords = step_coords(lm, f, lane, last)
         addrs = np.array([index.get(tuple(c), -1) for c in coords.tolist()])
         if (addrs >= 0).any():
-            found.append((lane, cycles, coords, addrs))
+            found.append((o, cycles, coords, addrs))
     if len(found) != 1 or (found[0][3] < 0).any() or len(found[0][3]) != len(box):
         raise MappingError(f"buffer {prod}: its words come from {len(found)} output lanes of "
                            f"{f.name} (or not one each); an intermediate buffer fed by one lane "
                            f"is mapped, not this one")
-    lane, cycles, coords, addrs = found[0]
+    o, cycles, coords, addrs = found[0]
     kept = [c for c in lm.counters if c.origin not in rnames]
     pts = counters([c.extent for c in kept] or [1])
-    a_str, a_off = _fit(pts, addrs, f"buffer {prod}")
-    s_str, s_off = _fit(pts, cycles + 1, f"buffer {prod}")
+    a_str, a_off = fit_affine(pts, addrs, f"buffer {prod}")
+    s_str, s_off = fit_affine(pts, cycles + 1, f"buffer {prod}")
     program = {"dimensionality": len(pts[0]), "extents": [c.extent for c in kept] or [1],
                "address": {"strides": a_str, "offset": a_off},
                "schedule": {"strides": s_str, "offset": s_off}}
-    return coords, program
+    return coords, program, o
 
 
 def map_operands(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None) -> LayerMemories:
@@ -489,9 +505,9 @@ def _run_phase(pipe: dsl.Pipeline, f: dsl.Func, lm: LayerMemories,
             last[o][i] = v
     # the final sums: the values written on the last reduction pass
     acc = np.array(tensor._eval_func(f, doms, arrays, update=False))
-    final = _last_pass(lm, f)
+    final = last_pass(lm, f)
     for o, lane in enumerate(sk.out_lanes):
-        _, coords = _step_coords(lm, f, lane, final)
+        _, coords = step_coords(lm, f, lane, final)
         idx = [coords[:, j] - doms[f.name][j][0] for j in range(coords.shape[1])]
         acc[tuple(reversed(idx))] = last[o][final] & 0xFFFF
     return acc & 0xFFFF

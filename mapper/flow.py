@@ -88,6 +88,13 @@ class AppParams:
     threshold: int = DEFAULT_SR_THRESHOLD
     vectors: int = 0
     seed: int = 0
+    #: DNN layers (:data:`mapper.apps.dnn.LAYERS`; ``width`` is the input side): channels
+    #: (c_in = c_out; gemm: k) and block (channels in parallel; gemm: the tile side),
+    #: ``None`` = the layer's default; the accumulation loop's cycle budget
+    #: (:mod:`mapper.dnn_array`)
+    channels: int | None = None
+    block: int | None = None
+    loop_cycles: int = 12
 
 
 @dataclass
@@ -115,6 +122,34 @@ def is_coreir(app: str) -> bool:
     return app.endswith(".json") or Path(app).is_file()
 
 
+def is_layer(app: str) -> bool:
+    """A DNN layer (:data:`mapper.apps.dnn.LAYERS`), compiled by :mod:`mapper.dnn_array`."""
+    from mapper.apps.dnn import LAYERS
+    return app in LAYERS
+
+
+def layer_pipeline(p: AppParams):
+    """The tensor program of DNN layer ``p.app`` at ``p``'s sizes."""
+    from mapper.apps.dnn import build_layer
+    return build_layer(p.app, p.width, p.channels, p.block)
+
+
+def _map_layer(p: AppParams, coll: Collateral, times: dict[str, float]):
+    """A DNN layer's netlist (:func:`mapper.dnn_array.layer_netlist`) with its kernels
+    compute-mapped: ``(netlist, kernels, LayerNetlist)``."""
+    from mapper.dnn_array import layer_netlist
+
+    t = time.perf_counter()
+    pipe = layer_pipeline(p)
+    io_tiles = sum(site_capacity(coll).get(("I",), {}).values())
+    ln = layer_netlist(pipe, coll.require("mem"), io_tiles, p.loop_cycles)
+    times["memory mapping"] = time.perf_counter() - t
+    t = time.perf_counter()
+    compute = map_compute(ln.netlist, coll.require("rules"), coll.require("pe"), mem=coll.mem)
+    times["compute mapping"] = time.perf_counter() - t
+    return compute, ln
+
+
 def map_app(p: AppParams, coll: Collateral) -> AppMapping:
     """Front end, memory mapping (DSL apps, with ``mem.json``) and compute mapping (the rule
     table) of ``p.app`` onto ``coll``; a CoreIR file maps each kernel stand-alone with IO
@@ -125,7 +160,10 @@ def map_app(p: AppParams, coll: Collateral) -> AppMapping:
     times: dict[str, float] = {}
     rules, pe_doc = coll.require("rules"), coll.require("pe")
     memory = compute = None
-    if is_coreir(p.app):
+    if is_layer(p.app):
+        compute, _ln = _map_layer(p, coll, times)
+        nl, kernels, name = compute.netlist, compute.kernels, p.app
+    elif is_coreir(p.app):
         from mapper.frontend.coreir import import_coreir
         path = Path(p.app)
         if not path.is_file():
@@ -197,7 +235,8 @@ def run_map(run_dir: str | Path, coll: Collateral, p: AppParams) -> AppMapping:
     doc: dict[str, Any] = {
         "schema": st.APP_SCHEMA, "name": res.name, "params": asdict(p),
         "design": str(coll.root) if coll.root else coll.name, "design_name": coll.name,
-        "design_id": coll.design_id, "kind": "coreir" if res.memory is None else "dsl",
+        "design_id": coll.design_id,
+        "kind": "dnn" if is_layer(p.app) else "coreir" if res.memory is None else "dsl",
         "counts": res.counts(), "seconds": {k: round(v, 4) for k, v in res.times.items()},
         "pes_per_stage": res.compute.pe_counts() if res.compute else {},
         "netlist_sha256": file_sha256(net_path)}
@@ -710,10 +749,13 @@ class SimOptions:
     """Options of the sim stage: ``image`` (a shipped scikit-image sample,
     :func:`mapper.images.shipped_samples`, or an image file path; read grey or colour by the
     app's input convention, :func:`mapper.apps.load_app_image`) and the Verilator build/run
-    options."""
+    options. A DNN layer takes ``image`` as its first input's channels (``"random"``: a seeded
+    random tensor, as every other input) and ``tensor_seed`` for its random tensors
+    (:func:`mapper.apps.dnn.layer_inputs`)."""
 
     image: str = "camera"
     sim: Any = None
+    tensor_seed: int = 0
 
 
 @dataclass
@@ -950,6 +992,9 @@ def run_sim(run_dir: str | Path, coll: Collateral, opts: SimOptions | None = Non
     opts = opts or SimOptions()
     run_dir = Path(run_dir)
     app = read_app(run_dir)
+    if app.get("kind") == "dnn":
+        from mapper.dnn_array import run_layer_sim
+        return run_layer_sim(run_dir, coll, app, opts, say, seconds)
     if app.get("kind") != "dsl":
         raise SimulationError(f"{app['name']}: only DSL apps can be simulated (a CoreIR file "
                               f"has no stream schedule and no golden); use `cgra run <app>` "

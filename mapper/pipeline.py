@@ -295,8 +295,12 @@ def _mem_groups(packed: PackedDesign, inst: str, in_ports: list[str], out_ports:
 
 
 def _mem_slack(packed: PackedDesign, inst: str, out_port: str, read_latency: int = 1) -> int:
-    """Cycles a read port's delay can grow while its delay line still holds the word."""
+    """Cycles a read port's delay can grow while its delay line still holds the word (a MEM
+    whose config states ``read_slack``, cycles: that; a DNN operand or accumulation MEM holds
+    its words until the layer ends, :mod:`mapper.dnn_array`)."""
     cfg = packed.instances[inst].config
+    if "read_slack" in cfg:
+        return int(cfg["read_slack"])
     segs = cfg.get("segments")
     if segs and "balance_delay" in cfg and out_port == "data_out_0":
         # a balancing delay line (mapper.absorb): its words beyond its shortest delay
@@ -358,11 +362,16 @@ class _Design:
                 self.out_ports[n.source[0]].append(n.source[1])
             for inst, port in n.sinks:
                 self.in_ports[inst].append(port)
+        #: accumulation MEMs (config ``accumulator``): their read port does not follow their
+        #: write port, so the loop MEM -> PEs -> MEM is cut at the write
+        self.feedback = {i for i, inst in packed.instances.items()
+                         if inst.tag == "m" and "accumulator" in inst.config}
         dag = nx.DiGraph()
         dag.add_nodes_from(packed.instances)
         for n in packed.nets:
             for s in n.sinks:
-                dag.add_edge(n.source[0], s[0])
+                if s[0] not in self.feedback:
+                    dag.add_edge(n.source[0], s[0])
         try:
             self.order = list(nx.lexicographical_topological_sort(dag))
         except nx.NetworkXUnfeasible:
@@ -431,6 +440,12 @@ class _Design:
 
         for inst in self.order:
             pi = packed.instances[inst]
+            if inst in self.feedback:
+                # an accumulation MEM's read is scheduled by its own program, later only by
+                # the delay balancing gives it; its write port's arrival comes after the PEs
+                for o in self.out_ports[inst]:
+                    sigma_out[(inst, o)] = st.absorbed.get((inst, o), 0)
+                continue
             ins = self.in_ports[inst]
             arr = {q: arrival((inst, q)) for q in ins}
             if pi.tag == "p" or is_lut(packed, inst):
@@ -456,7 +471,30 @@ class _Design:
             else:
                 for o in self.out_ports[inst]:
                     sigma_out[(inst, o)] = 0
+        for inst in sorted(self.feedback):
+            for q in self.in_ports[inst]:
+                arrival((inst, q))
         return sigma_in, sigma_out, target
+
+    def loop_excess(self, st: _State) -> list[tuple[str, int, int]]:
+        """``(MEM, loop cycles, budget)`` of every accumulation MEM whose read-add-write loop
+        is longer than its schedule allows: the cycles from its read word (``data_out_0``)
+        to the write of the new sum (``data_in_0``) over the nominal schedule's zero must
+        stay within ``config['accumulator']['loop_cycles']`` (a partial sum's next read comes
+        that many cycles after its write at the earliest; :mod:`mapper.dnn_array`)."""
+        if not self.feedback:
+            return []
+        sigma_in, _, _ = self.arrivals(st)
+        out = []
+        for inst in sorted(self.feedback):
+            cfg = self.packed.instances[inst].config
+            budget = int(cfg["accumulator"]["loop_cycles"])
+            write = max((sigma_in[(inst, q)] for q in self.in_ports[inst]), default=0)
+            read = min((st.absorbed.get((inst, o), 0) for o in self.out_ports[inst]),
+                       default=0)
+            if write - read > budget:
+                out.append((inst, write - read, budget))
+        return out
 
     def deficits(self, st: _State) -> dict[Terminal, int]:
         sigma_in, _, target = self.arrivals(st)
@@ -480,7 +518,7 @@ class _Design:
         for _round in range(self.p.max_reroutes + 1):
             deficit = self.deficits(st)
             if not deficit:
-                return
+                break
             if self.p.absorb_into_mem:
                 self._absorb_mem(st, deficit)
             self._pe_input_regs(st, deficit)
@@ -492,15 +530,24 @@ class _Design:
                 break
             self._reroute(st, deficit)
         deficit = self.deficits(st)
-        if deficit:
-            (inst, port), k = sorted(deficit.items())[0]
-            net = self.driver[(inst, port)]
-            raise BalanceError(
-                f"branch-delay matching: net {net} reaches {inst}.{port} {k} cycle(s) "
-                f"earlier than the PE's other operands; no MEM schedule, PE input register, "
-                f"free register site on its route or latency-constrained re-route "
-                f"({st.reroutes} tried) can delay it ({len(deficit)} sink(s) short by "
-                f"{sum(deficit.values())} cycle(s) in all)")
+        if not deficit:
+            long = self.loop_excess(st)
+            if long:
+                inst, cyc, budget = long[0]
+                raise BalanceError(
+                    f"branch-delay matching: the read-add-write loop of accumulation MEM "
+                    f"{inst} takes {cyc} cycles (read word to write), its schedule allows "
+                    f"{budget} ({len(long)} such MEM(s)); map the layer with a larger loop "
+                    f"budget (`cgra run --loop-cycles {cyc}`) or place it again")
+            return
+        (inst, port), k = sorted(deficit.items())[0]
+        net = self.driver[(inst, port)]
+        raise BalanceError(
+            f"branch-delay matching: net {net} reaches {inst}.{port} {k} cycle(s) "
+            f"earlier than the PE's other operands; no MEM schedule, PE input register, "
+            f"free register site on its route or latency-constrained re-route "
+            f"({st.reroutes} tried) can delay it ({len(deficit)} sink(s) short by "
+            f"{sum(deficit.values())} cycle(s) in all)")
 
     def _absorb_mem(self, st: _State, deficit: dict[Terminal, int]) -> None:
         """Read MEM taps later where every consumer can take it: the delay ``e`` of a tap is
@@ -517,8 +564,8 @@ class _Design:
             tag = packed.instances[inst].tag
             if tag == "p":
                 return deficit.get(term, 0), [term]
-            if tag in ("I", "i"):
-                return 1 << 30, []            # an output stream just starts later
+            if tag in ("I", "i") or inst in self.feedback:
+                return 1 << 30, []            # an output stream (a sum's write) just starts later
             if inst in seen or tag not in ("r", "m"):
                 return 0, []
             if tag == "r":
@@ -943,6 +990,9 @@ def pipeline(packed: PackedDesign, placement: Placement, routing: RoutingResult,
             if d.deficits(st):
                 raise InternalError(f"ALAP: delaying PE {inst} unbalanced "
                                     f"{sorted(d.deficits(st))[:3]}")
+            if d.loop_excess(st):
+                st.restore(saved)           # it lengthens an accumulation loop past its budget
+                continue
             new = result()
             bound = res.timing.period_ps if p.target_period_ps is None else \
                 max(p.target_period_ps, res.timing.period_ps)
@@ -1006,6 +1056,8 @@ def _result(d: _Design, st: _State, routing: RoutingResult, seconds: float,
             for port, prog in pi.config["ports"].items():
                 if port.startswith(("in", "data_in")):         # a write port
                     delta = sig.get((inst, port), 0)
+                elif inst in d.feedback:                       # its own read schedule
+                    delta = st.absorbed.get((inst, port), 0)
                 else:
                     src = d.mem_group[inst].get(port)
                     base = sig.get((inst, src), 0) if src else \

@@ -150,6 +150,28 @@ LAYERS: dict[str, Callable[..., Pipeline]] = {
 }
 
 
+#: each layer's default input side (pixels; gemm: m = n), for a command line's --size
+DEFAULT_SIZE = {"resnet_layer": 18, "resnet_stride2": 17, "mobilenet_layer": 18, "gemm": 16}
+
+
+def build_layer(layer: str, size: int | None = None, channels: int | None = None,
+                block: int | None = None) -> Pipeline:
+    """Layer ``layer`` of :data:`LAYERS` with input side ``size`` (width = height; gemm: m =
+    n), ``channels`` (c_in = c_out; gemm: the reduction k) and ``block`` (channels in
+    parallel in and out; gemm: the output tile side); ``None``: the layer's default. Raises
+    :class:`MappingError` for an unknown layer or a block that does not divide."""
+    if layer not in LAYERS:
+        raise MappingError(f"unknown layer '{layer}'; layers: {', '.join(sorted(LAYERS))}")
+    if layer == "gemm":
+        kw = {k: v for k, v in (("m", size), ("n", size), ("k", channels), ("tile", block))
+              if v is not None}
+    else:
+        kw = {k: v for k, v in (("width", size), ("height", size), ("c_in", channels),
+                                ("c_out", channels), ("block_in", block),
+                                ("block_out", block)) if v is not None}
+    return LAYERS[layer](**kw)
+
+
 def image_tensor(source: str, width: int, height: int, channels: int) -> np.ndarray:
     """A real image as a ``(channels, height, width)`` uint16 activation tensor (values
     0..255): channel ``c`` = colour plane ``c % 3`` (R, G, B) of :func:`mapper.images.load_rgb`

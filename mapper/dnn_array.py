@@ -1,0 +1,541 @@
+"""DNN layers on the array: the netlist of a tensor program (step-kernel PEs, operand,
+accumulation and flag MEMs, requantisation PEs, IO tiles) for the stencil flow's back end, and
+its stimulus and sampling on the generated RTL (the array path of tensor programs, steps 4
+and 5: docs/mapper.md "DNN layers").
+
+**Memories** are :func:`mapper.dnn_memory.map_layer`'s, with the array's two additions:
+
+- *Load phase through the IO tiles.* Every host-loaded MEM (an operand stream's compressed
+  box, a reduction's first-pass flag) is written through one input IO tile; when there are
+  more such MEMs than free IO tiles, an IO tile feeds several MEMs one after the other (the
+  longest-first greedy assignment to the least-loaded IO tile; a MEM's write program starts
+  at its offset in that IO tile's stream, so one broadcast net feeds them all). Every
+  reduction starts after the longest IO stream plus the MEM's read latency.
+- *The accumulation loop* MEM -> restart mux -> adders -> MEM is a cycle in the netlist: its
+  MEM is marked ``accumulator`` with a ``loop_cycles`` budget (cycles from the read word to
+  the write of the new sum that the schedule allows: ``stall * distance - read_latency``, a
+  partial sum being read again ``distance`` steps of ``stall`` cycles after its update).
+  :mod:`mapper.pipeline` cuts the loop at the MEM's write port, reads the MEM later when the
+  other operands arrive later, shifts its write by the loop's latency and refuses
+  (:class:`~mapper.pipeline.BalanceError`, so the flow places again) a loop over its
+  budget; ``loop_cycles`` (:class:`mapper.flow.AppParams`) sets the budget a layer is
+  scheduled for (the stall ``ceil((read_latency + loop_cycles) / distance)``).
+
+**Nominal schedule** (the pipelining pass's zero): step ``i`` at cycle ``start + stall i``
+reads every operand word at that cycle (MEM read programs fire ``read_latency`` earlier) and
+writes its sums (accumulation MEMs, intermediate buffers, output IO) at the same cycle; the
+pipelining pass shifts each program by the latency the routes and PEs add.
+
+**Outputs**: one IO tile per output lane, valid on the last reduction pass only (its program
+is the last-pass steps, an affine function of the pixel and tile counters); the requantisation
+(a pure Func reading the reduction at its own point) is one PE cluster per lane between the
+step kernel and the IO (or the intermediate MEM a later reduction reads).
+
+Errors: :class:`~cgra.errors.MappingError` (a pure Func that is not a pointwise
+requantisation of a reduction, fewer IO tiles than output lanes plus one, and
+:func:`mapper.dnn_memory.map_layer`'s); :class:`~cgra.errors.SimulationError` when a sampled
+output is missing or differs from a golden model.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cgra.errors import MappingError, SimulationError
+from lake.affine import counters
+from mapper import dnn_memory, dnn_step, ir, tensor
+from mapper.frontend import dsl
+from mapper.memory import kernel_instance
+from mapper.netlist import Netlist
+
+#: cycles a read-add-write loop may take by default (read word to the write of its sum): a
+#: 2 x 2 lane block takes 4-7 on the default array with compute pipelining
+DEFAULT_LOOP_CYCLES = 12
+#: read slack of a MEM that holds its words for the whole layer (cycles; any delay is fine)
+HOLD = 1 << 20
+
+
+@dataclass(frozen=True)
+class Load:
+    """One host-loaded MEM on an input IO tile: ``mem`` (instance), ``offset`` (cycle of its
+    first word in the IO stream), ``words``; ``producer`` and ``stream`` (``(reduction,
+    producer, index)`` of an operand MEM, ``(reduction, "first", 0)`` of a flag MEM)."""
+
+    mem: str
+    offset: int
+    words: int
+    key: tuple[str, str, int]
+
+
+@dataclass
+class LayerNetlist:
+    """:func:`layer_netlist`'s result: the memory-side ``netlist`` (kernel placeholders for
+    the step kernels and requantisations), the reductions' memories ``lms``, the IO loads
+    (IO instance -> :class:`Load` list), ``outputs`` (io_out instance -> ``(reduction, output
+    Func, lane)``) and the ``loop_cycles`` budget."""
+
+    netlist: Netlist
+    lms: list[dnn_memory.LayerMemories]
+    loads: dict[str, list[Load]]
+    outputs: dict[str, tuple[str, str, int]]
+    loop_cycles: int
+    multipliers: int = 0
+
+    @property
+    def load_cycles(self) -> int:
+        """Cycles of the longest IO load stream."""
+        return max((ld.offset + ld.words for lst in self.loads.values() for ld in lst),
+                   default=0)
+
+
+def _requantisations(pipe: dsl.Pipeline) -> dict[str, dsl.Func]:
+    """Reduction name -> the pure Func reading it at its own point (its requantisation).
+    Raises :class:`MappingError` for any other pure Func."""
+    reds = {f.name for f in pipe.funcs if f.update_expr is not None}
+    out: dict[str, dsl.Func] = {}
+    for g in pipe.funcs:
+        if g.update_expr is not None:
+            continue
+        reads = [n for n in dsl._walk(g.pure) if isinstance(n, dsl.Access)]
+        targets = {n.target.name for n in reads}
+        own = all(len(n.idx) == len(g.vars) and all(
+            len(a.terms) == 1 and a.terms[0] is v and a.const == 0 and a.scale == 1 and
+            a.div == 1 and a.pre == 0 for a, v in zip(n.idx, g.vars, strict=True))
+            for n in reads)
+        if len(targets) != 1 or not targets <= reds or not own:
+            raise MappingError(f"Func {g.name}: the array maps a pure Func only as the "
+                               f"pointwise requantisation of one reduction (it reads "
+                               f"{sorted(targets)}); compute it in a reduction's update")
+        red = next(iter(targets))
+        if red in out:
+            raise MappingError(f"Func {g.name}: reduction {red} already has the "
+                               f"requantisation {out[red].name}; one per reduction is mapped")
+        out[red] = g
+    return out
+
+
+def _assign(sizes: list[tuple[Any, int]], lanes: int) -> list[list[tuple[Any, int, int]]]:
+    """Longest first, each to the least-loaded of ``lanes`` IO streams: per lane, ``(item,
+    offset, words)`` in stream order."""
+    out: list[list[tuple[Any, int, int]]] = [[] for _ in range(lanes)]
+    used = [0] * lanes
+    for k in sorted(range(len(sizes)), key=lambda k: (-sizes[k][1], k)):
+        j = min(range(lanes), key=lambda j: (used[j], j))
+        out[j].append((sizes[k][0], used[j], sizes[k][1]))
+        used[j] += sizes[k][1]
+    return [sorted(lst, key=lambda t: t[1]) for lst in out]
+
+
+def _program(extents: list[int], sched: list[int], offset: int,
+             strides: list[int] | None = None) -> dict[str, Any]:
+    return {"dimensionality": len(extents), "extents": list(extents),
+            "address": {"strides": list(strides or [0] * len(extents)), "offset": 0},
+            "schedule": {"strides": list(sched), "offset": int(offset)}}
+
+
+def _load_program(offset: int, words: int) -> dict[str, Any]:
+    return _program([words], [1], offset, [1])
+
+
+def output_program(lm: dnn_memory.LayerMemories, f: dsl.Func, o: int) -> dict[str, Any]:
+    """The nominal output program of output lane ``o`` of reduction ``f``: its last-pass
+    steps (module docstring) as an affine schedule of the pixel and tile counters."""
+    rnames = {rv.name for rv in f.rdom.vars}
+    cycles, _ = dnn_memory.step_coords(lm, f, lm.step.out_lanes[o],
+                                       dnn_memory.last_pass(lm, f))
+    kept = [c for c in lm.counters if c.origin not in rnames]
+    pts = counters([c.extent for c in kept] or [1])
+    strides, offset = dnn_memory.fit_affine(pts, cycles, f"output lane {o} of {f.name}")
+    return _program([c.extent for c in kept] or [1], strides, offset)
+
+
+def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
+                  loop_cycles: int = DEFAULT_LOOP_CYCLES) -> LayerNetlist:
+    """The memory-side netlist of tensor program ``pipe`` (module docstring) for a MEM with
+    ``mem`` facts (``mem.json``: ``preset``, ``capacity``, ``max_dimensionality``,
+    ``read_latency``) on an array with ``io_tiles`` 16-bit IO tiles. Raises
+    :class:`MappingError`."""
+    facts = {"capacity": int(mem["capacity"]),
+             "max_dimensionality": int(mem["max_dimensionality"]),
+             "read_latency": int(mem.get("read_latency", 1))}
+    lat = facts["read_latency"]
+    preset = str(mem.get("preset", mem.get("name")))
+    if loop_cycles < 1:
+        raise MappingError(f"{pipe.name}: loop_cycles {loop_cycles} must be >= 1 (the read-"
+                           f"add-write loop takes at least a cycle)")
+    requant = _requantisations(pipe)
+    funcs = {f.name: f for f in pipe.funcs}
+    out_func = pipe.output
+    last = [f.name for f in pipe.funcs if f.update_expr is not None][-1]
+    out_red = out_func.name if out_func.update_expr is not None else next(
+        (r for r, g in requant.items() if g is out_func), None)
+    if out_red != last:
+        raise MappingError(f"{pipe.name}: the output {out_func.name} is neither the last "
+                           f"reduction nor its requantisation; not mapped on the array")
+    # first pass: sizes of the host loads, to schedule the IO streams
+    lms = dnn_memory.map_layer(pipe, facts, loop_cycles)
+    n_out = len(lms[-1].step.out_lanes)
+    lanes_free = io_tiles - n_out
+    sizes: list[tuple[tuple[str, str, int], int]] = []
+    for lm in lms:
+        for prod, lst in lm.mems.items():
+            for om in lst:
+                if om.write_coords is None:
+                    sizes.append(((lm.func, prod, om.stream.index), om.words))
+        rn = math.prod(c.extent for c in lm.counters
+                       if c.origin in {rv.name for rv in funcs[lm.func].rdom.vars})
+        sizes.append(((lm.func, "first", 0), rn))
+    if lanes_free < 1:
+        raise MappingError(f"{pipe.name}: {n_out} output lanes leave {lanes_free} of the "
+                           f"design's {io_tiles} IO tiles to load the MEMs; use fewer output "
+                           f"lanes (a smaller block) or a design with more IO tiles")
+    assign = _assign(sizes, min(lanes_free, len(sizes)))
+    longest = max(off + n for lst in assign for _, off, n in lst)
+    lms = dnn_memory.map_layer(pipe, facts, loop_cycles, longest + lat)
+
+    nl = Netlist(pipe.name)
+    where: dict[tuple[str, str, int], tuple[int, int]] = {}    # key -> (IO lane, offset)
+    loads: dict[str, list[Load]] = {}
+    for j, lst in enumerate(assign):
+        total = sum(n for _, _, n in lst)
+        name = f"io_in_load{j}"
+        nl.add_instance(name, "io_in", "I", {"program": _load_program(0, total),
+                                             "loads": [[list(k), off, n] for k, off, n in lst]})
+        for k, off, _n in lst:
+            where[k] = (j, off)
+    sink_of: dict[int, list[tuple[str, str]]] = {j: [] for j in range(len(assign))}
+    nets: list[tuple[tuple[str, str], list[tuple[str, str]]]] = []
+    outputs: dict[str, tuple[str, str, int]] = {}
+    multipliers = 0
+    prev_writers: dict[tuple[str, int], list[tuple[str, str]]] = {}   # (Func, lane) -> sinks
+    for lm in lms:
+        f = funcs[lm.func]
+        sk = dnn_step.step_kernel(pipe, f.name, init=True)
+        multipliers += sum(1 for n in sk.kernel.live_nodes() if n.op == "coreir.mul")
+        stage = f"hstep_{f.name}"
+        kinst = kernel_instance(stage)
+        nl.add_instance(kinst, "kernel", None, {"stage": stage, "signed": False,
+                                               "dag": sk.kernel.to_dict()})
+        for prod, lst in lm.mems.items():
+            for om in lst:
+                name = f"mem_{f.name}_{prod}_s{om.stream.index}"
+                ports = dict(om.programs)
+                cfg: dict[str, Any] = {"preset": preset, "read_slack": HOLD,
+                                       "role": "operand", "reduction": f.name,
+                                       "stream": [prod, om.stream.index]}
+                if om.write_coords is None:
+                    j, off = where[(lm.func, prod, om.stream.index)]
+                    ports["data_in_0"] = _load_program(off, om.words)
+                    sink_of[j].append((name, "data_in_0"))
+                else:                      # an intermediate buffer, written a cycle after
+                    w = dict(ports["data_in_0"])         # its step in dnn_memory's timing
+                    w["schedule"] = dict(w["schedule"])
+                    w["schedule"]["offset"] = int(w["schedule"]["offset"]) - 1
+                    ports["data_in_0"] = w
+                    cfg["role"] = "intermediate"
+                    # written by lane writer_lane of the requantisation ``prod``
+                    prev_writers.setdefault((prod, int(om.writer_lane)), []).append(
+                        (name, "data_in_0"))
+                cfg["ports"] = dict(sorted(ports.items()))
+                nl.add_instance(name, "mem", "m", cfg)
+                nets.append(((name, "data_out_0"), [(kinst, f"{prod}.{om.stream.index}")]))
+        acc, flag, _words = dnn_memory.accumulator_programs(lm, f, lat)
+        budget = lm.stall * lm.distance - lat
+        for o in range(len(sk.out_lanes)):
+            name = f"acc_{f.name}_o{o}"
+            w = dict(acc["data_in_0"], schedule=dict(acc["data_in_0"]["schedule"]))
+            w["schedule"]["offset"] = int(w["schedule"]["offset"]) - 1   # nominal: the step
+            nl.add_instance(name, "mem", "m", {
+                "preset": preset, "ports": {"data_in_0": w, "data_out_0": acc["data_out_0"]},
+                "read_slack": HOLD, "role": "accumulation", "reduction": f.name,
+                "accumulator": {"loop_cycles": budget, "stall": lm.stall,
+                                "distance": lm.distance}})
+            nets.append(((name, "data_out_0"), [(kinst, f"acc.{o}")]))
+        fname = f"flag_{f.name}"
+        j, off = where[(lm.func, "first", 0)]
+        nl.add_instance(fname, "mem", "m", {
+            "preset": preset, "read_slack": HOLD, "role": "flag", "reduction": f.name,
+            "ports": {"data_in_0": _load_program(off, len(_words)),
+                      "data_out_0": flag["data_out_0"]}})
+        sink_of[j].append((fname, "data_in_0"))
+        nets.append(((fname, "data_out_0"), [(kinst, "first.0")]))
+        g = requant.get(f.name)
+        for o in range(len(sk.out_lanes)):
+            sinks = [(f"acc_{f.name}_o{o}", "data_in_0")]
+            if g is not None:
+                qstage = f"{g.name}_o{o}"
+                qinst = kernel_instance(qstage)
+                dag = dsl.func_kernel(g, _read_reduction)
+                nl.add_instance(qinst, "kernel", None, {"stage": qstage, "signed": False,
+                                                       "dag": dag.to_dict()})
+                sinks.append((qinst, f"{f.name}.0"))
+                qsinks = list(prev_writers.get((g.name, o), []))
+                if g is out_func:
+                    io = f"io_out_{g.name}_o{o}"
+                    nl.add_instance(io, "io_out", "I", {
+                        "stage": g.name, "lane": o, "program": output_program(lm, f, o)})
+                    outputs[io] = (f.name, g.name, o)
+                    qsinks.append((io, "in"))
+                if qsinks:
+                    nets.append(((qinst, "out"), qsinks))
+            elif f is out_func:
+                io = f"io_out_{f.name}_o{o}"
+                nl.add_instance(io, "io_out", "I", {
+                    "stage": f.name, "lane": o, "program": output_program(lm, f, o)})
+                outputs[io] = (f.name, f.name, o)
+                sinks.append((io, "in"))
+            nets.append(((kinst, f"out{o}"), sinks))
+    # an intermediate buffer exists once its reader's reduction is mapped: its writer (a lane
+    # of an earlier requantisation) is wired now
+    for (gname, o), sinks in prev_writers.items():
+        qinst = kernel_instance(f"{gname}_o{o}")
+        for k, (src, ss) in enumerate(nets):
+            if src == (qinst, "out"):
+                nets[k] = (src, ss + [s for s in sinks if s not in ss])
+                break
+        else:
+            nets.append(((qinst, "out"), sinks))
+    for j in range(len(assign)):
+        nets.append(((f"io_in_load{j}", "out"), sink_of[j]))
+        for k, off, n in assign[j]:
+            loads.setdefault(f"io_in_load{j}", []).append(Load(
+                f"mem_{k[0]}_{k[1]}_s{k[2]}" if k[1] != "first" else f"flag_{k[0]}",
+                off, n, tuple(k)))
+    word = int(mem.get("word_width", 16))
+    for src, ss in nets:
+        nl.add_net(src, ss, word, f"{src[0]}_{src[1]}".replace(".", "_"))
+    nl.validate()
+    return LayerNetlist(nl, lms, loads, outputs, loop_cycles, multipliers)
+
+
+def _read_reduction(k: ir.Kernel, e: dsl.Access, env: dict) -> int:
+    """A requantisation's read of its reduction: kernel input ``<reduction>.0``."""
+    k.declare_input(e.target.name, 1, 16)
+    return k.input(e.target.name, 0)
+
+
+# ---------------------------------------------------------------------------- stimulus
+@dataclass
+class LayerStreams:
+    """Top-port stimulus and sampling of a layer run: ``inputs`` port -> words per cycle,
+    ``outputs``: [(io_out instance, port, cycles ``[n]``, coordinates ``[n, dims]``)],
+    ``cycles`` (last sampled cycle + 1), ``first_output``, ``compute_start`` (cycle of the
+    first step, nominal), ``output`` (the output Func) and its ``domain``."""
+
+    inputs: dict[str, np.ndarray]
+    outputs: list[tuple[str, str, np.ndarray, np.ndarray]]
+    cycles: int
+    first_output: int
+    compute_start: int
+    output: str
+    domain: tensor.Domain
+
+    def assemble(self, samples: dict[str, np.ndarray], name: str) -> np.ndarray:
+        """The output tensor (int64, coordinates reversed, over :attr:`domain`) from
+        ``samples`` (top port -> words per cycle). Raises :class:`SimulationError` when a
+        value is never sampled."""
+        shape = tuple(hi - lo for lo, hi in reversed(self.domain))
+        res = np.zeros(shape, np.int64)
+        seen = np.zeros(shape, bool)
+        for _inst, port, cyc, coords in self.outputs:
+            idx = tuple(coords[:, j] - self.domain[j][0]
+                        for j in reversed(range(coords.shape[1])))
+            res[idx] = samples[port][cyc]
+            seen[idx] = True
+        if not seen.all():
+            raise SimulationError(f"{name}: {int((~seen).sum())} values of output "
+                                  f"{self.output} were never sampled (the output programs do "
+                                  f"not cover its domain)")
+        return res
+
+
+def layer_streams(ln: LayerNetlist, pipe: dsl.Pipeline, packed, sites: dict[str, tuple],
+                  inputs: dict[str, np.ndarray]) -> LayerStreams:
+    """Stimulus and sampling for a placed and pipelined layer (``packed``: the pipelined
+    design, whose output programs carry the pipelining latency; ``sites``: instance -> IO
+    tile): every IO load stream in its MEMs' order, each output lane sampled on its program's
+    cycles at the coordinates of its last-pass steps. Raises :class:`SimulationError` for a
+    missing input tensor or an output program that does not match its steps."""
+    from mapper.flow import io_port
+    from mapper.streams import program_events
+
+    arrays = tensor._check_inputs(pipe, inputs)
+    doms = tensor.domains(pipe)
+    funcs = {f.name: f for f in pipe.funcs}
+    by_key = {}
+    for lm in ln.lms:
+        for prod, lst in lm.mems.items():
+            for om in lst:
+                by_key[(lm.func, prod, om.stream.index)] = om
+    flags = {lm.func: dnn_memory.accumulator_programs(lm, funcs[lm.func])[2] for lm in ln.lms}
+    ins: dict[str, np.ndarray] = {}
+    for inst, lst in ln.loads.items():
+        vals = np.zeros(max(ld.offset + ld.words for ld in lst), np.int64)
+        for ld in lst:
+            red, prod, idx = ld.key
+            words = flags[red] if prod == "first" else \
+                by_key[(red, prod, idx)].writes(arrays[prod], doms[prod])
+            vals[ld.offset:ld.offset + ld.words] = words
+        ins[io_port("I", "in", sites[inst])] = vals
+    outs = []
+    lms = {lm.func: lm for lm in ln.lms}
+    for inst, (red, _out, o) in sorted(ln.outputs.items()):
+        lm, f = lms[red], funcs[red]
+        cyc, _ = program_events(packed.instances[inst].config["program"])
+        _, coords = dnn_memory.step_coords(lm, f, lm.step.out_lanes[o],
+                                           dnn_memory.last_pass(lm, f))
+        if len(cyc) != len(coords):
+            raise SimulationError(f"output {inst}: its program has {len(cyc)} events for "
+                                  f"{len(coords)} sums")
+        outs.append((inst, io_port("I", "out", sites[inst]), cyc, coords))
+    cycles = max(int(o[2].max()) for o in outs) + 1
+    for p, v in ins.items():
+        if len(v) < cycles:
+            ins[p] = np.concatenate([v, np.zeros(cycles - len(v), np.int64)])
+    return LayerStreams(ins, outs, cycles, min(int(o[2].min()) for o in outs),
+                        ln.lms[0].start, pipe.output.name, doms[pipe.output.name])
+
+
+def first_difference(got: np.ndarray, want: np.ndarray) -> tuple[tuple[int, ...], int, int]:
+    """``(coordinates (x, y, ...), expected, got)`` of the first differing value in memory
+    order of two equal-shape tensors (coordinates reversed in the arrays)."""
+    i = tuple(int(v) for v in np.argwhere(got.astype(np.int64) != want.astype(np.int64))[0])
+    return tuple(reversed(i)), int(want[i]), int(got[i])
+
+
+__all__ = ["DEFAULT_LOOP_CYCLES", "LayerNetlist", "LayerStreams", "Load", "first_difference",
+           "layer_netlist", "layer_report", "layer_streams", "output_program",
+           "LayerRun", "run_layer_sim"]
+
+
+# ---------------------------------------------------------------------------- sim stage
+@dataclass
+class LayerRun:
+    """Everything one layer run produced (:func:`run_layer_sim`): the ``output`` tensor as
+    simulated (coordinates reversed), both goldens, the ``inputs``, the flow, the streams,
+    ``report`` (``run_report.json``) and the run directory."""
+
+    app: str
+    inputs: dict[str, np.ndarray]
+    output: np.ndarray
+    golden_numpy: np.ndarray
+    golden_halide: np.ndarray
+    flow: Any
+    streams: LayerStreams
+    report: dict[str, Any]
+    out_dir: Any
+    coll: Any
+
+
+def layer_report(ln: LayerNetlist, pipe: dsl.Pipeline, streams: LayerStreams
+                 ) -> dict[str, Any]:
+    """The layer figures of a run: MACs, multipliers, the load phase, cycles (the last output
+    + 1), ideal cycles (MACs / multipliers), occupancy (MACs / (multipliers x cycles): busy
+    multiplier-cycles over all), and the same over the compute phase alone; MEMs by role."""
+    macs = sum(tensor.macs(pipe).values())
+    mul = max(ln.multipliers, 1)
+    compute = streams.cycles - streams.compute_start
+    roles: dict[str, int] = {}
+    for inst in ln.netlist.instances.values():
+        if inst.kind == "mem":
+            roles[inst.config["role"]] = roles.get(inst.config["role"], 0) + 1
+    return {"macs": macs, "multipliers": ln.multipliers, "load_cycles": ln.load_cycles,
+            "compute_start": streams.compute_start, "cycles": streams.cycles,
+            "compute_cycles": compute, "ideal_cycles": -(-macs // mul),
+            "occupancy": round(macs / (mul * streams.cycles), 4),
+            "compute_occupancy": round(macs / (mul * compute), 4),
+            "stall": [lm.stall for lm in ln.lms], "loop_cycles": ln.loop_cycles,
+            "mems": roles}
+
+
+def run_layer_sim(run_dir, coll, app: dict[str, Any], opts, say, seconds=None) -> LayerRun:
+    """The sim stage of a DNN layer: prove the bitstream, run the generated RTL in Verilator
+    on the layer's input tensors (:class:`mapper.flow.SimOptions`), compare its output with
+    :func:`mapper.tensor.evaluate` and real Halide bit for bit, write ``run_report.json``
+    (:func:`layer_report` under ``layer``). Raises :class:`SimulationError` naming the first
+    differing output value and the golden."""
+    import time
+    from pathlib import Path
+
+    from mapper import stages as st
+    from mapper.apps.dnn import layer_inputs
+    from mapper.flow import RUN_SCHEMA, AppParams, layer_pipeline, load_bitstream, load_flow
+    from mapper.halide_export import run_halide_outputs
+    from mapper.place import site_capacity
+    from mapper.report import report as pnr_report
+    from mapper.simulate import SimParams, build_harness, run_harness
+    from mapper.verify import verify
+
+    run_dir = Path(run_dir)
+    secs = dict(seconds or {})
+    ap = AppParams(**app["params"])
+    pipe = layer_pipeline(ap)
+    io_tiles = sum(site_capacity(coll).get(("I",), {}).values())
+    ln = layer_netlist(pipe, coll.require("mem"), io_tiles, ap.loop_cycles)
+    flow = load_flow(run_dir, coll)
+    flow.bitstream = load_bitstream(run_dir, coll)
+    say("prove bitstream")
+    t = time.perf_counter()
+    proof = verify(flow.bitstream.pairs(), flow.pipelined, coll)
+    secs["proof"] = time.perf_counter() - t
+    ins = layer_inputs(pipe, opts.tensor_seed, None if opts.image == "random" else opts.image)
+    streams = layer_streams(ln, pipe, flow.pipelined.packed, flow.placement.sites, ins)
+    sim_params = opts.sim or SimParams()
+    say("verilator build")
+    harness = build_harness(coll.root, sim_params, progress=say)
+    secs["verilator_build"] = harness.build_seconds
+    say("simulate")
+    ports = [o[1] for o in streams.outputs]
+    sim = run_harness(harness, flow.bitstream.pairs(), streams.inputs, ports, streams.cycles,
+                      run_dir, sim_params)
+    secs["simulation"] = sim.seconds
+    if sim.readback_mismatches:
+        a, e, g = sim.readback_mismatches[0]
+        raise SimulationError(f"{app['name']}: config read-back differs at "
+                              f"{len(sim.readback_mismatches)} address(es); first: address "
+                              f"{a:08X} wrote {e:08X}, read {g:08X}")
+    got = streams.assemble(sim.outputs, app["name"])
+    say("golden models")
+    t = time.perf_counter()
+    name = pipe.output.name
+    g_np = tensor.evaluate(pipe, ins)[name]
+    secs["golden_numpy"] = time.perf_counter() - t
+    t = time.perf_counter()
+    g_hl = run_halide_outputs(pipe, ins)[name]
+    secs["golden_halide"] = time.perf_counter() - t
+    out = got.astype(np.uint16)
+    if g_np.dtype == np.int16:
+        out = out.view(np.int16)
+    for gname, g in (("numpy", g_np), ("Halide", g_hl)):
+        if g.shape != out.shape:
+            raise SimulationError(f"{app['name']}: simulated output has shape "
+                                  f"{out.shape[::-1]}, the {gname} golden {g.shape[::-1]}")
+        if not np.array_equal(out, g):
+            at, want, have = first_difference(out, g)
+            n = int(np.count_nonzero(out.astype(np.int64) != g.astype(np.int64)))
+            raise SimulationError(f"{app['name']}: RTL output differs from the {gname} golden "
+                                  f"at {n} of {out.size} values; first at {name}{list(at)}: "
+                                  f"expected {want}, got {have} (files in {run_dir})")
+    pr = pnr_report(flow, coll)
+    rep = {"schema": RUN_SCHEMA, "app": app["name"], "kind": "dnn", "design": str(coll.root),
+           "seed": flow.placement.seed, "image": opts.image, "tensor_seed": opts.tensor_seed,
+           "shapes": {i.name: list(i.shape) for i in pipe.inputs},
+           "output_shape": list(reversed(out.shape)),
+           "match": {"numpy": True, "halide": True}, "resources": pr["resources"],
+           "wirelength_total": pr["wirelength_total"], "registers": pr["registers"],
+           "timing": {k: v for k, v in pr["timing"].items() if k != "critical_path"},
+           "layer": layer_report(ln, pipe, streams),
+           "latency": {"first_output_cycle": streams.first_output,
+                       "per_output": pr["extra_output_latency_cycles"]},
+           "verilator": {"key": harness.key, "cached": harness.cached,
+                         "build_seconds": round(harness.build_seconds, 3),
+                         "cycles": streams.cycles},
+           "bitstream_proof": proof.to_dict(),
+           "stage_seconds": {k: round(v, 4) for k, v in secs.items()}}
+    np.save(run_dir / f"{app['name']}_output.npy", out)
+    st.write_doc(st.stage_file(run_dir, "sim"),
+                 {**rep, **st.header(RUN_SCHEMA, coll, run_dir, "sim")})
+    return LayerRun(app["name"], ins, out, g_np, g_hl, flow, streams, rep, run_dir, coll)
