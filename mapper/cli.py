@@ -70,6 +70,28 @@ def _design_opt(required: bool = False) -> Callable:
 _RUN_DIR = click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
 
 
+def _layer_opts(fn: Callable) -> Callable:
+    """``--channels``, ``--block``, ``--loop-cycles``: a DNN layer's sizes and schedule."""
+    fn = click.option("--loop-cycles", "loop_cycles", default=12, show_default=True,
+                      type=click.IntRange(1, 4096),
+                      help="DNN layers: cycles an accumulation MEM's read-add-write loop may "
+                           "take on the array (read word to the write of its sum); a pass "
+                           "over fewer pixel steps stalls to fit")(fn)
+    fn = click.option("--block", default=None, type=click.IntRange(1, 64),
+                      help="DNN layers: channels in parallel, in and out (gemm: the output "
+                           "tile side); default the layer's (8, the paper's)")(fn)
+    return click.option("--channels", default=None, type=click.IntRange(1, 4096),
+                        help="DNN layers: input = output channels (gemm: the reduction k); "
+                             "default the layer's")(fn)
+
+
+def _side(app: str, size: int | None, default: int = 64) -> int:
+    """The input side: ``size``, else a DNN layer's default (mapper.apps.dnn.DEFAULT_SIZE),
+    else ``default``."""
+    from mapper.apps.dnn import DEFAULT_SIZE
+    return size if size is not None else DEFAULT_SIZE.get(app, default)
+
+
 # ---------------------------------------------------------------------------- map
 @click.command("map")
 @click.argument("app")
@@ -86,20 +108,26 @@ _RUN_DIR = click.argument("run_dir", type=click.Path(file_okay=False, path_type=
 @click.option("--vectors", default=1000, show_default=True,
               help="random vectors per kernel for the equivalence check (0 = skip)")
 @click.option("--seed", default=0, show_default=True, help="seed of the random vectors")
+@_layer_opts
 def map_cmd(app: str, design: Path, out: Path | None, size: int | None, width: int,
-            height: int, unroll: int, threshold: int, vectors: int, seed: int) -> None:
-    """Map APP (a shipped app name or a CoreIR JSON file) onto a generated design."""
+            height: int, unroll: int, threshold: int, vectors: int, seed: int,
+            channels: int | None, block: int | None, loop_cycles: int) -> None:
+    """Map APP (a shipped app name, a DNN layer or a CoreIR JSON file) onto a generated
+    design."""
     from rich.console import Console
     from rich.table import Table
 
     from mapper.collateral import load_collateral
     from mapper.flow import AppParams, default_run_dir, run_map
 
-    if size is not None:
-        width = height = size
+    from mapper.flow import is_layer
+
+    if size is not None or is_layer(app):
+        width = height = _side(app, size)
     coll = load_collateral(design)
     out = out if out is not None else default_run_dir(app)
-    res = run_map(out, coll, AppParams(app, width, height, unroll, threshold, vectors, seed))
+    res = run_map(out, coll, AppParams(app, width, height, unroll, threshold, vectors, seed,
+                                       channels, block, loop_cycles))
     console = Console()
     c = res.counts()
     table = Table(title=f"cgra map {res.name} onto {design}")
@@ -313,9 +341,14 @@ def _summary(run, t0: float) -> None:
               help="a scikit-image sample shipped with it (camera, astronaut, coffee, chelsea, "
                    "coins, ...) or an image file path; colour apps take its RGB planes or "
                    "RGGB mosaic (the app's input convention)")
-@click.option("--size", default=64, show_default=True, type=click.IntRange(1, 4096),
-              help="square input image side (pixels)")
+@click.option("--size", default=None, type=click.IntRange(1, 4096),
+              help="square input image side (pixels; default 64, a DNN layer's own: "
+                   "resnet_layer 18, gemm m = n = 16)")
 @click.option("--unroll", default=1, show_default=True, help="pixels per cycle (lanes)")
+@_layer_opts
+@click.option("--tensor-seed", "tensor_seed", default=0, show_default=True,
+              help="DNN layers: seed of the random tensors (`--image random`: the first "
+                   "input too)")
 @click.option("--from", "resume_from", default="map", show_default=True,
               type=click.Choice(ORDER[:-1]),
               help="first stage to run; the files of earlier stages in the run directory "
@@ -331,22 +364,47 @@ def _summary(run, t0: float) -> None:
                    "balancing registers get a MEM delay line placed around the kept "
                    "placement, and the design is routed and pipelined again (kept when it "
                    "uses fewer registers; reported in pnr_report.json); 0 = off")
-def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str, size: int,
-            unroll: int, resume_from: str, fmax: float | None, alphas: str | None,
-            absorb: int) -> None:
-    """Map APP onto the design, simulate it on the RTL and compare with both golden models."""
-    from mapper.flow import AppParams, FlowParams, RunParams, SimOptions, run_app
+def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
+            size: int | None, unroll: int, channels: int | None, block: int | None,
+            loop_cycles: int, tensor_seed: int, resume_from: str, fmax: float | None,
+            alphas: str | None, absorb: int) -> None:
+    """Map APP (a shipped app or a DNN layer: resnet_layer, resnet_stride2, mobilenet_layer,
+    gemm) onto the design, simulate it on the RTL and compare with both golden models."""
+    from mapper.flow import AppParams, FlowParams, RunParams, SimOptions, is_layer, run_app
     from mapper.place import PlaceParams
 
     t0 = time.perf_counter()
-    params = RunParams(AppParams(app, size, size, unroll), design, out,
+    side = _side(app, size)
+    params = RunParams(AppParams(app, side, side, unroll, channels=channels, block=block,
+                                 loop_cycles=loop_cycles), design, out,
                        FlowParams(place=PlaceParams(seed=seed), pipeline=_pipeline_params(fmax),
                                   alphas=_alphas(alphas), absorb_chains=absorb),
-                       SimOptions(image), resume_from)
+                       SimOptions(image, tensor_seed=tensor_seed), resume_from)
     progress, step = _progress(app)
     with progress:
         run = run_app(params, step)
-    _summary(run, t0)
+    if is_layer(app):
+        _layer_summary(run, t0)
+    else:
+        _summary(run, t0)
+
+
+def _layer_summary(run, t0: float) -> None:
+    r = run.report
+    lay = r["layer"]
+    res = r["resources"]["used"]
+    w, h = run.coll.size
+    shapes = ", ".join(f"{n} {'x'.join(map(str, s))}" for n, s in r["shapes"].items())
+    click.echo(f"{run.app} on design {run.coll.name} ({run.coll.root}, {w}x{h}): {shapes} -> "
+               f"{'x'.join(map(str, r['output_shape']))} matches numpy and Halide "
+               f"bit-exactly; {', '.join(f'{n} {k}' for k, n in sorted(res.items()))} "
+               f"(MEMs: {', '.join(f'{n} {k}' for k, n in sorted(lay['mems'].items()))}); "
+               f"{r['timing']['fmax_mhz']:.0f} MHz")
+    click.echo(f"cycles {lay['cycles']} (load {lay['load_cycles']}, compute "
+               f"{lay['compute_cycles']}), ideal {lay['ideal_cycles']} ({lay['macs']} MACs / "
+               f"{lay['multipliers']} multipliers); occupancy {lay['occupancy']:.2f} "
+               f"({lay['compute_occupancy']:.2f} in the compute phase); "
+               f"{time.perf_counter() - t0:.1f} s -> {run.out_dir}")
 
 
 # ---------------------------------------------------------------------------- layer
@@ -379,7 +437,7 @@ def layer_cmd(layer: str, design: Path | None, size: int | None, channels: int |
 
     import numpy as np
 
-    from cgra.errors import MappingError, SimulationError
+    from cgra.errors import SimulationError
     from mapper import dnn_plan, tensor
     from mapper.apps import dnn
     from mapper.halide_export import run_halide_outputs

@@ -252,7 +252,7 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
                 "preset": preset, "ports": {"data_in_0": w, "data_out_0": acc["data_out_0"]},
                 "read_slack": HOLD, "role": "accumulation", "reduction": f.name,
                 "accumulator": {"loop_cycles": budget, "stall": lm.stall,
-                                "distance": lm.distance}})
+                                "distance": lm.distance, "read_latency": lat}})
             nets.append(((name, "data_out_0"), [(kinst, f"acc.{o}")]))
         fname = f"flag_{f.name}"
         j, off = where[(lm.func, "first", 0)]
@@ -407,7 +407,7 @@ def first_difference(got: np.ndarray, want: np.ndarray) -> tuple[tuple[int, ...]
 
 
 __all__ = ["DEFAULT_LOOP_CYCLES", "LayerNetlist", "LayerStreams", "Load", "first_difference",
-           "layer_netlist", "layer_report", "layer_streams", "output_program",
+           "layer_netlist", "layer_report", "loop_latencies", "layer_streams", "output_program",
            "LayerRun", "run_layer_sim"]
 
 
@@ -430,14 +430,33 @@ class LayerRun:
     coll: Any
 
 
-def layer_report(ln: LayerNetlist, pipe: dsl.Pipeline, streams: LayerStreams
-                 ) -> dict[str, Any]:
+def loop_latencies(packed) -> dict[str, list[int]]:
+    """Accumulation MEM -> ``[loop cycles, budget]`` of a pipelined design: the cycles from
+    its read word to the write of the new sum (write offset - read offset - read latency of
+    its shifted programs; 0 in the nominal schedule) and its ``loop_cycles`` budget."""
+    out = {}
+    for name, inst in packed.instances.items():
+        acc = inst.config.get("accumulator")
+        if acc is None:
+            continue
+        ports = inst.config["ports"]
+        w = int(ports["data_in_0"]["schedule"]["offset"])
+        r = int(ports["data_out_0"]["schedule"]["offset"])
+        out[name] = [w - r - int(acc.get("read_latency", 1)), int(acc["loop_cycles"])]
+    return out
+
+
+def layer_report(ln: LayerNetlist, pipe: dsl.Pipeline, streams: LayerStreams,
+                 packed=None) -> dict[str, Any]:
     """The layer figures of a run: MACs, multipliers, the load phase, cycles (the last output
     + 1), ideal cycles (MACs / multipliers), occupancy (MACs / (multipliers x cycles): busy
-    multiplier-cycles over all), and the same over the compute phase alone; MEMs by role."""
+    multiplier-cycles over all), and the same over the compute phase alone; MEMs by role;
+    with the pipelined ``packed`` design, the longest accumulation loop and its budget
+    (:func:`loop_latencies`)."""
     macs = sum(tensor.macs(pipe).values())
     mul = max(ln.multipliers, 1)
     compute = streams.cycles - streams.compute_start
+    loops = loop_latencies(packed) if packed is not None else {}
     roles: dict[str, int] = {}
     for inst in ln.netlist.instances.values():
         if inst.kind == "mem":
@@ -448,7 +467,9 @@ def layer_report(ln: LayerNetlist, pipe: dsl.Pipeline, streams: LayerStreams
             "occupancy": round(macs / (mul * streams.cycles), 4),
             "compute_occupancy": round(macs / (mul * compute), 4),
             "stall": [lm.stall for lm in ln.lms], "loop_cycles": ln.loop_cycles,
-            "mems": roles}
+            "mems": roles,
+            **({"loop_latency": max(v[0] for v in loops.values()),
+                "loop_budget": min(v[1] for v in loops.values())} if loops else {})}
 
 
 def run_layer_sim(run_dir, coll, app: dict[str, Any], opts, say, seconds=None) -> LayerRun:
@@ -527,7 +548,7 @@ def run_layer_sim(run_dir, coll, app: dict[str, Any], opts, say, seconds=None) -
            "match": {"numpy": True, "halide": True}, "resources": pr["resources"],
            "wirelength_total": pr["wirelength_total"], "registers": pr["registers"],
            "timing": {k: v for k, v in pr["timing"].items() if k != "critical_path"},
-           "layer": layer_report(ln, pipe, streams),
+           "layer": layer_report(ln, pipe, streams, flow.pipelined.packed),
            "latency": {"first_output_cycle": streams.first_output,
                        "per_output": pr["extra_output_latency_cycles"]},
            "verilator": {"key": harness.key, "cached": harness.cached,
