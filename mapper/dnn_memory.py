@@ -411,13 +411,15 @@ def accumulator_programs(lm: LayerMemories, f: dsl.Func, read_latency: int = 1
     return acc, flag, [1] + [0] * (nr - 1)
 
 
-def simulate(pipe: dsl.Pipeline, inputs: dict[str, Any], preset: str = "dualport_2048x16"
+def simulate(pipe: dsl.Pipeline, inputs: dict[str, Any], preset: str = "dualport_2048x16",
+             loop_cycles: int | None = None, min_start: int = 0
              ) -> tuple[dict[str, np.ndarray], list[LayerMemories]]:
     """Run ``pipe`` on Lake MEM models (module docstring), one reduction after the other:
     operand streams from their MEMs (host-loaded, or intermediate buffers written on the
     previous reduction's last pass), partial sums in one accumulation MEM per output lane,
     read, updated by the step kernel (with its restart on the first pass) and written back
-    every step, cycle by cycle. Returns every Func by name (as :func:`mapper.tensor.evaluate`
+    every step, cycle by cycle (``loop_cycles``, ``min_start``: :func:`map_layer`'s, the
+    array's schedule). Returns every Func by name (as :func:`mapper.tensor.evaluate`
     with ``all_funcs``) and the :class:`LayerMemories` of each reduction. Raises
     :class:`MappingError`, :class:`SimulationError`."""
     from lake.spec import preset as lake_preset
@@ -425,7 +427,7 @@ def simulate(pipe: dsl.Pipeline, inputs: dict[str, Any], preset: str = "dualport
     spec = lake_preset(preset)
     lat = spec.storage.read_latency
     lms = map_layer(pipe, {"capacity": spec.storage.words, "max_dimensionality": spec.max_dims,
-                           "read_latency": lat})
+                           "read_latency": lat}, loop_cycles, min_start)
     doms = tensor.domains(pipe)
     arrays = tensor._check_inputs(pipe, inputs)
     funcs = {f.name: f for f in pipe.funcs}

@@ -98,8 +98,8 @@ def test_intermediate_buffer_of_mobilenet():
 def test_a_stream_off_its_cycles_is_caught(monkeypatch):
     real = dnn_memory.map_layer
 
-    def late(pipe, preset=None):
-        lms = real(pipe, preset)
+    def late(pipe, preset=None, *args):
+        lms = real(pipe, preset, *args)
         lms[0].mems["input"][0].programs["data_out_0"]["schedule"]["offset"] += 1
         return lms
     monkeypatch.setattr(dnn_memory, "map_layer", late)
