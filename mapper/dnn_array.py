@@ -189,8 +189,8 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
                        if c.origin in {rv.name for rv in funcs[lm.func].rdom.vars})
         sizes.append(((lm.func, "first", 0), rn))
     if lanes_free < 1:
-        raise MappingError(f"{pipe.name}: {n_out} output lanes leave {lanes_free} of the "
-                           f"design's {io_tiles} IO tiles to load the MEMs; use fewer output "
+        raise MappingError(f"{pipe.name}: {n_out} output lanes and a load stream need "
+                           f"{n_out + 1} IO tiles, the design has {io_tiles}; use fewer output "
                            f"lanes (a smaller block) or a design with more IO tiles")
     assign = _assign(sizes, min(lanes_free, len(sizes)))
     longest = max(off + n for lst in assign for _, off, n in lst)

@@ -112,3 +112,56 @@ def test_gemm_loop_budget_trades_stall_for_frequency(default_design, default_har
     assert fast.report["layer"]["cycles"] < slow.report["layer"]["cycles"]
     for r in (fast, slow):
         assert r.report["layer"]["loop_latency"] <= r.report["layer"]["loop_budget"]
+
+
+def test_a_loop_over_its_budget_is_refused(default_design, tmp_path):
+    """The pipelining pass measures every accumulation loop (read word to the write of its
+    sum) against its MEM's budget: the same placed and routed design with a budget one cycle
+    short of what compute pipelining needs is refused with a one-line BalanceError naming the
+    MEM (the flow then places again), and the budget it had is met exactly or better."""
+    from mapper.collateral import load_collateral
+    from mapper.dnn_array import loop_latencies
+    from mapper.flow import (AppParams, RunParams, load_packed, load_placement, load_routing,
+                             run_stages)
+    from mapper.pipeline import BalanceError, PipelineParams, pipeline
+
+    side, channels, block = SMALL["resnet_layer"]
+    run_stages(RunParams(AppParams("resnet_layer", side, side, channels=channels,
+                                   block=block), default_design, tmp_path), until="route")
+    coll = load_collateral(default_design)
+    packed, placement = load_packed(tmp_path, coll), load_placement(tmp_path, coll)
+    routing = load_routing(tmp_path, coll)
+    params = PipelineParams(register_pe_inputs=True)
+    loops = loop_latencies(pipeline(packed, placement, routing, coll, params).packed)
+    assert all(0 < lat <= budget == 15 for lat, budget in loops.values())
+    acc, (lat, _budget) = max(loops.items(), key=lambda kv: kv[1][0])
+    for name in loops:
+        packed.instances[name].config["accumulator"]["loop_cycles"] = lat - 1
+    with pytest.raises(BalanceError) as err:
+        pipeline(packed, placement, routing, coll, params)
+    msg = str(err.value)
+    assert "\n" not in msg and "read-add-write loop of accumulation MEM acc_conv_o" in msg
+    assert f"its schedule allows {lat - 1}" in msg and "--loop-cycles" in msg
+
+
+def test_cgra_run_layer_prints_occupancy_and_refuses_bad_blocks(default_design,
+                                                                default_harness, tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    cgra = str(Path(sys.executable).parent / "cgra")
+    r = subprocess.run([cgra, "run", "gemm", "--design", str(default_design), "--size", "4",
+                        "--channels", "8", "--block", "2", "--out", str(tmp_path / "g")],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "4x4 matches numpy and Halide bit-exactly" in r.stdout
+    assert "ideal 32 (128 MACs / 4 multipliers); occupancy 0." in r.stdout
+    r = subprocess.run([cgra, "run", "resnet_layer", "--design", str(default_design),
+                        "--size", "6", "--channels", "4", "--block", "3", "--out",
+                        str(tmp_path / "bad")], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 2
+    assert [ln for ln in r.stderr.splitlines() if ln.startswith("error:")] == [
+        "error: resnet_layer: c_in = 4 channels is not a multiple of the block 3; choose a "
+        "block that divides it"]
+    assert not (tmp_path / "bad").exists()          # nothing written

@@ -120,7 +120,7 @@ def test_mobilenet_intermediate_buffers_are_written_by_the_requantisation():
 
 
 def test_refusals():
-    with pytest.raises(MappingError, match="2 output lanes leave 0 of the design's 2 IO"):
+    with pytest.raises(MappingError, match="2 output lanes and a load stream need 3 IO tiles, the design has 2"):
         dnn_array.layer_netlist(_resnet(), MEM, 2)
     with pytest.raises(MappingError, match="loop_cycles 0 must be >= 1"):
         dnn_array.layer_netlist(_resnet(), MEM, 32, 0)

@@ -1,0 +1,106 @@
+"""DNN layers on the array (issue 15): the four layers at the paper's channel blocking, compiled
+by mapper.dnn_array onto the default 32x16 design (``build/default``, generated when missing),
+placed, routed, pipelined, run on the generated RTL in Verilator and checked bit for bit
+against numpy and real Halide (the bench stops otherwise).
+
+Per layer: PEs, MEMs (by role), IO tiles, registers, the load phase, cycles (last output + 1)
+against the ideal (MACs / multipliers), occupancy (MACs / (multipliers x cycles)) over the
+run and over the compute phase, the longest accumulation loop against its budget, the timing
+model's Fmax, each stage's seconds and the Verilator simulation's seconds.
+
+Sizes: resnet_layer 18x18x16 -> 16x16x16 and resnet_stride2 17x17x16 -> 8x8x16 at 8 x 8
+lanes (the paper's), mobilenet_layer 18x18x16 at 8 x 8, gemm 16x16 (k = 32) at a 4 x 4 output
+tile: the paper's 8 x 8 tile needs 64 output IO tiles, the default array has 32.
+``--fmax F`` pipelines to F MHz (compute pipelining + register insertion); default: no
+target (the balance pass only).
+
+Prints one JSON line per figure and appends rows to ``bench/results/dnn_array.csv``.
+Run: ``.venv/bin/python bench/bench_dnn_array.py [--layers resnet_layer,gemm] [--fmax 600]``.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import benchlib  # noqa: E402  (bench/benchlib.py: JSON lines and results CSV)
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+#: layer -> (side, channels, block)
+CASES = {"resnet_layer": (18, 16, 8), "resnet_stride2": (17, 16, 8),
+         "mobilenet_layer": (18, 16, 8), "gemm": (16, 32, 4)}
+
+
+def design() -> Path:
+    d = ROOT / "build" / "default"
+    if not (d / "design.json").is_file():
+        from garnet.build import generate
+        from garnet.params import load_toml
+        generate(load_toml(ROOT / "configs" / "default.toml"), d, rules=True,
+                 rules_dir=ROOT / "build" / "rules", jobs=2, config_file="configs/default.toml")
+    return d
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--layers", default=",".join(CASES))
+    ap.add_argument("--fmax", type=float, default=None)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+
+    from mapper.flow import AppParams, FlowParams, RunParams, SimOptions, run_app
+    from mapper.pipeline import PipelineParams
+    from mapper.place import PlaceParams
+
+    d = design()
+    rows: list[dict] = []
+    for layer in args.layers.split(","):
+        side, channels, block = CASES[layer]
+        p = {"layer": layer, "size": side, "channels": channels, "block": block,
+             "array": "32x16", "fmax_target": args.fmax, "seed": args.seed}
+        pipe = PipelineParams() if args.fmax is None else PipelineParams(
+            register_pe_inputs=True, target_period_ps=1e6 / args.fmax)
+        with tempfile.TemporaryDirectory() as tmp:
+            t = time.perf_counter()
+            run = run_app(RunParams(AppParams(layer, side, side, channels=channels,
+                                              block=block), d, tmp,
+                                    FlowParams(place=PlaceParams(seed=args.seed),
+                                               pipeline=pipe), SimOptions("camera")))
+            wall = time.perf_counter() - t
+        rep = run.report                       # run_app raised unless bit-exact
+        lay = rep["layer"]
+        used = rep["resources"]["used"]
+
+        def emit(figure: str, value, unit: str) -> None:
+            rows.append(benchlib.row("dnn_array", figure, value, unit, p))
+
+        emit("pe", used.get("p", 0), "PEs")
+        emit("mem", used.get("m", 0), "MEMs")
+        for role, n in sorted(lay["mems"].items()):
+            emit(f"mem_{role}", n, "MEMs")
+        emit("io", used.get("I", 0), "IO tiles")
+        regs = rep["registers"]        # pipeline registers in use, as each pass counts them
+        emit("registers", regs["balancing"] + regs["compute_pipelining"] +
+             regs["pe_input_balancing"], "registers")
+        emit("load_cycles", lay["load_cycles"], "cycles")
+        emit("cycles", lay["cycles"], "cycles")
+        emit("ideal_cycles", lay["ideal_cycles"], "cycles")
+        emit("cycles_over_ideal", round(lay["cycles"] / lay["ideal_cycles"], 3), "ratio")
+        emit("occupancy", lay["occupancy"], "fraction")
+        emit("compute_occupancy", lay["compute_occupancy"], "fraction")
+        emit("stall", max(lay["stall"]), "cycles/step")
+        emit("loop_latency", lay["loop_latency"], "cycles")
+        emit("loop_budget", lay["loop_budget"], "cycles")
+        emit("fmax", rep["timing"]["fmax_mhz"], "MHz")
+        for stage, s in rep["stage_seconds"].items():
+            emit(f"{stage}_s", s, "s")
+        emit("wall_s", round(wall, 2), "s")
+    benchlib.save_rows("dnn_array", rows)
+
+
+if __name__ == "__main__":
+    main()
