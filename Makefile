@@ -36,13 +36,17 @@ rules: install
 	$(BIN)/cgra rules --pe peak.examples.cgra_pe:PE --out build/rules --jobs $(JOBS)
 
 # `make app` runs an app on the design it fits (harris needs 80 PEs: more than the 8x8 has;
-# laplacian_pyramid 9 MEMs and 36 PEs;
+# laplacian_pyramid 9 MEMs and 36 PEs; the DNN layers 81-106 MEMs;
 # the BFloat16 apps *_bf16 need the FP PE: configs/bf16.toml); APP_DESIGN=<name> overrides.
 # The design is brought up to date first, every time: the
 # incremental `cgra rtl` regenerates what a PE spec or TOML edit changed and costs ~1 s
 # when nothing did (FORCE: make cannot see the spec files a design depends on).
 APP_DESIGN_harris := default
 APP_DESIGN_laplacian_pyramid := default
+APP_DESIGN_resnet_layer := default
+APP_DESIGN_resnet_stride2 := default
+APP_DESIGN_mobilenet_layer := default
+APP_DESIGN_gemm := default
 APP_DESIGN ?= $(or $(APP_DESIGN_$(APP)),$(if $(filter %_bf16,$(APP)),bf16,small))
 
 app: install build/$(APP_DESIGN)/design.json

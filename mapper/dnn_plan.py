@@ -1,6 +1,6 @@
 """A DNN layer's mapping plan before place and route: lanes, PEs, MEM tiles, a coarse-grained
-tile schedule and its occupancy (an architect's sizing model; the array does not run tensor
-programs yet, see :mod:`mapper.tensor`).
+tile schedule and its occupancy (an architect's sizing model before place and route; the
+array runs the layers through :mod:`mapper.dnn_array`).
 
 Source: the unified-buffer paper (Liu et al., TACO 2023), section 4.4 (coarse-grained
 double-buffered pipelines, loop perfection and flattening: :mod:`mapper.coarse`) and its ResNet

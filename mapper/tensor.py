@@ -25,8 +25,8 @@ array over the Func's domain. Values are 16-bit words (wrap-around arithmetic); 
 indexed in reverse coordinate order (``[c, y, x]``, ``[n, c, y, x]``), as numpy views of
 Halide buffers are.
 
-The array has no mapping for tensor programs yet: ``cgra map`` refuses them
-(:meth:`mapper.frontend.dsl.Pipeline.check_stencil`); golden model 2 is real Halide
+The stencil flow refuses tensor programs (:meth:`mapper.frontend.dsl.Pipeline.check_stencil`);
+the array runs the shipped layers through :mod:`mapper.dnn_array`; golden model 2 is real Halide
 (:func:`mapper.halide_export.run_halide_outputs`, the same domains).
 
 Errors: :class:`~cgra.errors.MappingError` for a read outside its producer, a pure Var that no

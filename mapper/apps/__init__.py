@@ -68,9 +68,9 @@ def build_app(name: str, width: int = 64, height: int = 64, unroll: int = 1) -> 
     if name not in APPS:
         from mapper.apps.dnn import LAYERS
         if name in LAYERS:
-            raise MappingError(f"'{name}' is a DNN layer (a tensor program): the array has "
-                               f"no mapping for tensor programs yet; `cgra layer {name}` "
-                               f"checks it against Halide and prints its mapping plan")
+            raise MappingError(f"'{name}' is a DNN layer (a tensor program), not a stencil "
+                               f"app: `cgra run {name} --design build/default` compiles it "
+                               f"(mapper.dnn_array), `cgra layer {name}` prints its plan")
         raise MappingError(f"unknown app '{name}'; shipped apps: {', '.join(sorted(APPS))}")
     return APPS[name](width, height, unroll)
 
