@@ -75,7 +75,7 @@ def main() -> None:
         lay = rep["layer"]
         used = rep["resources"]["used"]
 
-        def emit(figure: str, value, unit: str) -> None:
+        def emit(figure: str, value, unit: str, p=p) -> None:
             rows.append(benchlib.row("dnn_array", figure, value, unit, p))
 
         emit("pe", used.get("p", 0), "PEs")
