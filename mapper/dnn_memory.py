@@ -8,7 +8,14 @@ array path of tensor programs, step 3: docs/mapper.md "DNN layers").
 .accumulation`) over counters, innermost first: the pixel loops (pure Vars that are not lanes),
 the temporal RDom vars, the outer parts of the input-lane splits, then the tiles (outer parts
 of the output-lane splits); counters of extent 1 are dropped. Step ``i`` runs at cycle
-``start + stall * i`` (``i`` the lexicographic index).
+``start + stall * i`` (``i`` the lexicographic index). A partial sum is read again
+``distance`` steps after its read (the pixels of a tile); ``stall`` is the plan's, at least
+``ceil((read_latency + loop) / distance)`` with ``loop`` the cycles from its read word to its
+write (1 here, the array's budget with :mod:`mapper.dnn_array`). On the array, when that
+stalls (no pixel loop, as GEMM's output tile), the tiles move inside the reduction counters
+if that shortens the stall and every tile's sums fit one MEM (loop perfection, the
+unified-buffer paper section 4.4: ``LayerMemories.tiles_inner``; the accumulation MEMs then
+address pixels and tiles, and every output leaves on the last pass).
 
 **One MEM per operand stream** (:func:`map_operands`). A stream reads ``P[c_0, c_1, ...]`` with
 each coordinate affine in the counters: ``c_j = b_j + sum_k a_jk i_k``. Its MEM stores the
@@ -127,8 +134,11 @@ class LayerMemories:
     start: int
     mems: dict[str, list[OperandMem]]
     box: tensor.Domain = ()
-    #: steps between two updates of one partial sum (the pixels of a tile)
+    #: steps between two updates of one partial sum (the pixels of a tile; with
+    #: ``tiles_inner`` every tile's)
     distance: int = 1
+    #: the tile loop runs inside the reduction counters (:func:`loop_nest`)
+    tiles_inner: bool = False
 
     @property
     def steps(self) -> int:
@@ -165,23 +175,46 @@ class LayerMemories:
         return keep
 
 
-def loop_nest(f: dsl.Func, sk: dnn_step.StepKernel, dom: tensor.Domain) -> list[Counter]:
-    """The compute loop nest of reduction ``f`` (module docstring), innermost first."""
+def loop_nest(f: dsl.Func, sk: dnn_step.StepKernel, dom: tensor.Domain,
+              tiles_inner: bool = False) -> list[Counter]:
+    """The compute loop nest of reduction ``f`` (module docstring), innermost first;
+    ``tiles_inner``: the tiles (output-lane outers) run right after the pixel loops, inside
+    the reduction counters (every tile's partial sums stay in the accumulation MEMs)."""
     lanes = {ln.origin: ln for ln in sk.lanes}
-    out: list[Counter] = []
+    pix: list[Counter] = []
+    red: list[Counter] = []
+    tiles: list[Counter] = []
     for v, (lo, hi) in zip(f.vars, dom, strict=True):
         if v.name not in lanes:
-            out.append(Counter(v.name, hi - lo, v.name, 1))
+            pix.append(Counter(v.name, hi - lo, v.name, 1))
     for rv in f.rdom.vars:
         if rv.name not in lanes:
-            out.append(Counter(rv.name, rv.extent, rv.name, 1))
+            red.append(Counter(rv.name, rv.extent, rv.name, 1))
     for ln in sk.lanes:
         if not ln.output:
-            out.append(Counter(f"{ln.origin}/outer", ln.outer, ln.origin, ln.factor))
+            red.append(Counter(f"{ln.origin}/outer", ln.outer, ln.origin, ln.factor))
     for ln in sk.lanes:
         if ln.output:
-            out.append(Counter(f"{ln.origin}/outer", ln.outer, ln.origin, ln.factor))
+            tiles.append(Counter(f"{ln.origin}/outer", ln.outer, ln.origin, ln.factor))
+    out = pix + tiles + red if tiles_inner else pix + red + tiles
     return [c for c in out if c.extent > 1]
+
+
+def _sum_counters(f: dsl.Func, sk: dnn_step.StepKernel, nest: list[Counter],
+                  tiles_inner: bool) -> list[bool]:
+    """Per counter of ``nest``: does it select the partial sum (a pixel loop, or with
+    ``tiles_inner`` a tile loop) rather than a reduction step?"""
+    rnames = {rv.name for rv in f.rdom.vars}
+    outs = {ln.origin for ln in sk.lanes if ln.output}
+    return [c.origin not in rnames and (tiles_inner or c.origin not in outs) for c in nest]
+
+
+def _distance(f: dsl.Func, sk: dnn_step.StepKernel, nest: list[Counter],
+              tiles_inner: bool) -> int:
+    """Steps between two updates of one partial sum: the extent of the counters inside the
+    first reduction counter (the pixels, with ``tiles_inner`` the tiles too)."""
+    sel = _sum_counters(f, sk, nest, tiles_inner)
+    return math.prod(c.extent for c, s in zip(nest, sel, strict=True) if s)
 
 
 def _coordinate(a: dsl.Affine, f: dsl.Func, st: dnn_step.Stream, counters: list[Counter],
@@ -266,8 +299,9 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
     last = reds[-1].name
     accs = {r.func: accumulation_of(r, r.func == last and r.tiles > 1, lat)
             for r in reductions(pipe)}
-    stalls = {name: max(a["stall"], 1 if loop_cycles is None else
-                        -(-(lat + loop_cycles) // a["distance"])) for name, a in accs.items()}
+    # a sum is read again ``distance`` steps after its read: the loop (read word to write,
+    # 1 cycle on Lake's models, ``loop_cycles`` on the array) plus the read latency must fit
+    need = lat + (1 if loop_cycles is None else loop_cycles)
     funcs = {f.name: f for f in pipe.funcs}
     made: dict[str, tuple[LayerMemories, dsl.Func]] = {}   # pure Func -> its reduction
     out: list[LayerMemories] = []
@@ -278,11 +312,20 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
             raise MappingError(f"Func {f.name}: accumulation by {sk.op!r}; the memory "
                                f"simulation sums contributions (+ only)")
         nest = loop_nest(f, sk, doms[f.name])
+        dist = _distance(f, sk, nest, False)
+        stall = max(accs[f.name]["stall"], -(-need // dist))
+        tiles_inner = False
+        if loop_cycles is not None and stall > 1:
+            # loop perfection (the unified-buffer paper, section 4.4): the tiles inside the
+            # reduction counters when that shortens the stall and the sums of every tile fit
+            inner = loop_nest(f, sk, doms[f.name], tiles_inner=True)
+            d_in = _distance(f, sk, inner, True)
+            if -(-need // d_in) < stall and d_in <= mem["capacity"]:
+                nest, dist, stall, tiles_inner = inner, d_in, -(-need // d_in), True
         if len(nest) > mem["max_dimensionality"]:
             raise MappingError(f"Func {f.name}: {len(nest)} loop counters "
                                f"({', '.join(c.name for c in nest)}) but the MEM's address "
                                f"generators have {mem['max_dimensionality']} dimensions")
-        stall = stalls[f.name]
         base = {v.name: lo for v, (lo, _) in zip(f.vars, doms[f.name], strict=True)}
         base.update({rv.name: rv.lo for rv in f.rdom.vars})
         boxes = []
@@ -313,8 +356,8 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
         host = [math.prod(e) for p, _, _, _, e, _ in boxes if p not in made]
         start = max([w + lat for w in host] + [prev_end + lat + 1, min_start])
         extents = [c.extent for c in nest] or [1]
-        lm = LayerMemories(f.name, sk, nest, stall, start, {}, doms[f.name],
-                           accs[f.name]["distance"])
+        lm = LayerMemories(f.name, sk, nest, stall, start, {}, doms[f.name], dist,
+                           tiles_inner)
         sched = lm.schedule_strides
         for prod, st, bs, gs, es, strides in boxes:
             n = math.prod(es)
@@ -399,10 +442,11 @@ def accumulator_programs(lm: LayerMemories, f: dsl.Func, read_latency: int = 1
     sched = lm.schedule_strides
     pix, red = [0] * len(extents), [0] * len(extents)
     np_, nr = 1, 1
+    sums = _sum_counters(f, lm.step, lm.counters, lm.tiles_inner)
     for k, c in enumerate(lm.counters):
         if c.origin in rnames:
             red[k], nr = nr, nr * c.extent
-        elif c.origin not in {ln.origin for ln in lm.step.lanes if ln.output}:
+        elif sums[k]:
             pix[k], np_ = np_, np_ * c.extent
     acc = {"data_in_0": _program(extents, pix, sched, lm.start + 1),
            "data_out_0": _program(extents, pix, sched, lm.start - read_latency)}

@@ -103,12 +103,13 @@ def test_resnet_seed_sweep(default_design, default_harness, tmp_path, seed):
 
 def test_gemm_loop_budget_trades_stall_for_frequency(default_design, default_harness,
                                                      tmp_path):
-    """gemm's 2 x 2 output tile has no pixel loop: a partial sum is read again the next step,
-    so the stall is the loop budget itself (ceil((1 + loop_cycles) / 1)); a smaller budget
-    runs in fewer cycles, and every loop stays within its budget, bit-exact."""
+    """gemm's 2 x 2 output tile has no pixel loop: its 4 tiles run inside the reduction, a
+    partial sum is read again 4 steps after its read, so the stall is ceil((1 + loop_cycles)
+    / 4); a smaller budget runs in fewer cycles, and every loop stays within its budget,
+    bit-exact."""
     fast = _run(default_design, tmp_path / "fast", "gemm", loop_cycles=4)
     slow = _run(default_design, tmp_path / "slow", "gemm", loop_cycles=12)
-    assert fast.report["layer"]["stall"] == [5] and slow.report["layer"]["stall"] == [13]
+    assert fast.report["layer"]["stall"] == [2] and slow.report["layer"]["stall"] == [4]
     assert fast.report["layer"]["cycles"] < slow.report["layer"]["cycles"]
     for r in (fast, slow):
         assert r.report["layer"]["loop_latency"] <= r.report["layer"]["loop_budget"]

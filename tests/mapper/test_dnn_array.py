@@ -93,20 +93,29 @@ def test_nominal_programs_reproduce_the_layer_on_lake_models():
     ins = dnn.layer_inputs(pipe, 5)
     got, lms = dnn_memory.simulate(pipe, ins, loop_cycles=4, min_start=ln.load_cycles + 1)
     assert [(lm.start, lm.stall) for lm in lms] == [(lm.start, lm.stall) for lm in ln.lms]
-    assert lms[0].start == ln.load_cycles + 1 and lms[0].stall == 5
+    # the 2 x 2 tiles run inside the reduction (loop perfection): 4 steps between updates
+    assert lms[0].start == ln.load_cycles + 1 and lms[0].stall == 2 and lms[0].tiles_inner
     np.testing.assert_array_equal(got[pipe.output.name],
                                   tensor.evaluate(pipe, ins)[pipe.output.name])
 
 
 def test_loop_budget_sets_the_stall():
-    """gemm 4x4 at a 2 x 2 tile: one output per lane per tile, no pixel loop (distance 1):
-    the stall is read latency + loop budget."""
+    """gemm 4x4 at a 2 x 2 tile: one output per lane per tile, no pixel loop: with the tiles
+    outside the reduction a sum is read again the next step (stall = read latency + budget);
+    the 4 tiles move inside it (loop perfection), 4 steps apart, and the stall is
+    ceil((1 + budget) / 4); the accumulation MEMs then hold the 4 tiles' sums."""
     pipe = dnn.build_layer("gemm", 4, 8, 2)
-    for budget, stall in ((1, 2), (4, 5), (12, 13)):
+    for budget, stall in ((1, 1), (4, 2), (12, 4)):
         ln = dnn_array.layer_netlist(pipe, MEM, 32, budget)
-        assert ln.lms[0].stall == stall
-        acc = ln.netlist.instances["acc_gemm_o0"].config["accumulator"]
-        assert acc["loop_cycles"] == stall - 1 >= budget
+        (lm,) = ln.lms
+        assert (lm.stall, lm.distance, lm.tiles_inner) == (stall, 4, True)
+        assert [c.name for c in lm.counters] == ["x/outer", "y/outer", "r.x"]
+        acc = ln.netlist.instances["acc_gemm_o0"].config
+        assert acc["accumulator"]["loop_cycles"] == 4 * stall - 1 >= budget
+        assert acc["ports"]["data_out_0"]["address"]["strides"] == [1, 2, 0]
+    # a pixel loop long enough: the tiles stay outside (resnet's 16 pixels per tile)
+    (lm,) = dnn_array.layer_netlist(_resnet(), MEM, 32, 12).lms
+    assert (lm.stall, lm.distance, lm.tiles_inner) == (1, 16, False)
 
 
 def test_mobilenet_intermediate_buffers_are_written_by_the_requantisation():
