@@ -294,16 +294,23 @@ def verify_cmd(design: Path, bitstream: Path, netlist: Path | None) -> None:
               help="a scikit-image sample shipped with it (camera, astronaut, coffee, chelsea, "
                    "coins, ...) or an image file path; colour apps take its RGB planes or "
                    "RGGB mosaic (the app's input convention)")
-def sim_cmd(run_dir: Path, design: Path | None, image: str) -> None:
+@click.option("--tensor-seed", "tensor_seed", default=0, show_default=True,
+              help="DNN layers: seed of the random tensors (`--image random`: the first "
+                   "input too)")
+def sim_cmd(run_dir: Path, design: Path | None, image: str, tensor_seed: int) -> None:
     """Simulate the bitstream of RUN_DIR on the design's RTL (Verilator) and compare with
     both golden models."""
+    from mapper.dnn_array import LayerRun
     from mapper.flow import SimOptions, run_sim
     coll = _open(run_dir, design)
     progress, step = _progress(run_dir.name)
     t0 = time.perf_counter()
     with progress:
-        run = run_sim(run_dir, coll, SimOptions(image), step)
-    _summary(run, t0)
+        run = run_sim(run_dir, coll, SimOptions(image, tensor_seed=tensor_seed), step)
+    if isinstance(run, LayerRun):
+        _layer_summary(run, t0)
+    else:
+        _summary(run, t0)
 
 
 def _summary(run, t0: float) -> None:
