@@ -34,6 +34,8 @@ import sys
 import time
 from pathlib import Path
 
+import benchlib  # noqa: E402  (bench/benchlib.py: the default design)
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -49,13 +51,7 @@ def emit(rows: list[dict], figure: str, value, unit: str, params: dict) -> None:
 
 
 def design() -> Path:
-    d = ROOT / "build" / "default"
-    if not (d / "design.json").is_file():
-        from garnet.build import generate
-        from garnet.params import load_toml
-        generate(load_toml(ROOT / "configs" / "default.toml"), d, rules=True,
-                 rules_dir=ROOT / "build" / "rules", jobs=2, config_file="configs/default.toml")
-    return d
+    return benchlib.default_design()
 
 
 def alap_gain(pr) -> tuple[int, int]:

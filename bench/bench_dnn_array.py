@@ -36,13 +36,7 @@ CASES = {"resnet_layer": (18, 16, 8), "resnet_stride2": (17, 16, 8),
 
 
 def design() -> Path:
-    d = ROOT / "build" / "default"
-    if not (d / "design.json").is_file():
-        from garnet.build import generate
-        from garnet.params import load_toml
-        generate(load_toml(ROOT / "configs" / "default.toml"), d, rules=True,
-                 rules_dir=ROOT / "build" / "rules", jobs=2, config_file="configs/default.toml")
-    return d
+    return benchlib.default_design()
 
 
 def main() -> None:

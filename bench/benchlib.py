@@ -35,3 +35,15 @@ def save_rows(name: str, rows: list[dict]) -> Path:
             wr.writerow([stamp, r["bench"], r["figure"], r["value"], r["unit"],
                          json.dumps(r["params"], sort_keys=True)])
     return path
+
+
+def default_design():
+    """``build/default`` (configs/default.toml with its rules), generated when missing."""
+    root = Path(__file__).resolve().parents[1]
+    d = root / "build" / "default"
+    if not (d / "design.json").is_file():
+        from garnet.build import generate
+        from garnet.params import load_toml
+        generate(load_toml(root / "configs" / "default.toml"), d, rules=True,
+                 rules_dir=root / "build" / "rules", jobs=2, config_file="configs/default.toml")
+    return d

@@ -263,6 +263,15 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
         sink_of[j].append((fname, "data_in_0"))
         nets.append(((fname, "data_out_0"), [(kinst, "first.0")]))
         g = requant.get(f.name)
+
+        def output_io(func: str, o: int, lm=lm, f=f) -> tuple[str, str]:
+            """The IO output of lane ``o`` of the output Func ``func`` (its sink)."""
+            io = f"io_out_{func}_o{o}"
+            nl.add_instance(io, "io_out", "I", {"stage": func, "lane": o,
+                                                "program": output_program(lm, f, o)})
+            outputs[io] = (f.name, func, o)
+            return (io, "in")
+
         for o in range(len(sk.out_lanes)):
             sinks = [(f"acc_{f.name}_o{o}", "data_in_0")]
             if g is not None:
@@ -274,19 +283,11 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
                 sinks.append((qinst, f"{f.name}.0"))
                 qsinks = list(prev_writers.get((g.name, o), []))
                 if g is out_func:
-                    io = f"io_out_{g.name}_o{o}"
-                    nl.add_instance(io, "io_out", "I", {
-                        "stage": g.name, "lane": o, "program": output_program(lm, f, o)})
-                    outputs[io] = (f.name, g.name, o)
-                    qsinks.append((io, "in"))
+                    qsinks.append(output_io(g.name, o))
                 if qsinks:
                     nets.append(((qinst, "out"), qsinks))
             elif f is out_func:
-                io = f"io_out_{f.name}_o{o}"
-                nl.add_instance(io, "io_out", "I", {
-                    "stage": f.name, "lane": o, "program": output_program(lm, f, o)})
-                outputs[io] = (f.name, f.name, o)
-                sinks.append((io, "in"))
+                sinks.append(output_io(f.name, o))
             nets.append(((kinst, f"out{o}"), sinks))
     # an intermediate buffer exists once its reader's reduction is mapped: its writer (a lane
     # of an earlier requantisation) is wired now
@@ -483,41 +484,20 @@ def run_layer_sim(run_dir, coll, app: dict[str, Any], opts, say, seconds=None) -
 
     from mapper import stages as st
     from mapper.apps.dnn import layer_inputs
-    from mapper.flow import RUN_SCHEMA, AppParams, layer_pipeline, load_bitstream, load_flow
+    from mapper.flow import (RUN_SCHEMA, AppParams, layer_mapping, proved_flow,
+                             simulate_on_rtl)
     from mapper.halide_export import run_halide_outputs
-    from mapper.place import site_capacity
     from mapper.report import report as pnr_report
-    from mapper.simulate import SimParams, build_harness, run_harness
-    from mapper.verify import verify
 
     run_dir = Path(run_dir)
     secs = dict(seconds or {})
-    ap = AppParams(**app["params"])
-    pipe = layer_pipeline(ap)
-    io_tiles = sum(site_capacity(coll).get(("I",), {}).values())
-    ln = layer_netlist(pipe, coll.require("mem"), io_tiles, ap.loop_cycles)
-    flow = load_flow(run_dir, coll)
-    flow.bitstream = load_bitstream(run_dir, coll)
-    say("prove bitstream")
-    t = time.perf_counter()
-    proof = verify(flow.bitstream.pairs(), flow.pipelined, coll)
-    secs["proof"] = time.perf_counter() - t
+    pipe, ln = layer_mapping(AppParams(**app["params"]), coll)
+    flow, proof = proved_flow(run_dir, coll, say, secs)
     ins = layer_inputs(pipe, opts.tensor_seed, None if opts.image == "random" else opts.image)
     streams = layer_streams(ln, pipe, flow.pipelined.packed, flow.placement.sites, ins)
-    sim_params = opts.sim or SimParams()
-    say("verilator build")
-    harness = build_harness(coll.root, sim_params, progress=say)
-    secs["verilator_build"] = harness.build_seconds
-    say("simulate")
-    ports = [o[1] for o in streams.outputs]
-    sim = run_harness(harness, flow.bitstream.pairs(), streams.inputs, ports, streams.cycles,
-                      run_dir, sim_params)
-    secs["simulation"] = sim.seconds
-    if sim.readback_mismatches:
-        a, e, g = sim.readback_mismatches[0]
-        raise SimulationError(f"{app['name']}: config read-back differs at "
-                              f"{len(sim.readback_mismatches)} address(es); first: address "
-                              f"{a:08X} wrote {e:08X}, read {g:08X}")
+    harness, sim = simulate_on_rtl(run_dir, coll, flow, streams.inputs,
+                                   [o[1] for o in streams.outputs], streams.cycles, opts, say,
+                                   secs, app["name"])
     got = streams.assemble(sim.outputs, app["name"])
     say("golden models")
     t = time.perf_counter()

@@ -134,15 +134,21 @@ def layer_pipeline(p: AppParams):
     return build_layer(p.app, p.width, p.channels, p.block)
 
 
-def _map_layer(p: AppParams, coll: Collateral, times: dict[str, float]):
-    """A DNN layer's netlist (:func:`mapper.dnn_array.layer_netlist`) with its kernels
-    compute-mapped: ``(netlist, kernels, LayerNetlist)``."""
+def layer_mapping(p: AppParams, coll: Collateral):
+    """``(tensor program, LayerNetlist)`` of DNN layer ``p.app`` on ``coll``
+    (:func:`mapper.dnn_array.layer_netlist` with the design's MEM and IO tiles)."""
     from mapper.dnn_array import layer_netlist
 
-    t = time.perf_counter()
     pipe = layer_pipeline(p)
     io_tiles = sum(site_capacity(coll).get(("I",), {}).values())
-    ln = layer_netlist(pipe, coll.require("mem"), io_tiles, p.loop_cycles)
+    return pipe, layer_netlist(pipe, coll.require("mem"), io_tiles, p.loop_cycles)
+
+
+def _map_layer(p: AppParams, coll: Collateral, times: dict[str, float]):
+    """A DNN layer's netlist (:func:`layer_mapping`) with its kernels compute-mapped:
+    ``(ComputeMapping, LayerNetlist)``."""
+    t = time.perf_counter()
+    _pipe, ln = layer_mapping(p, coll)
     times["memory mapping"] = time.perf_counter() - t
     t = time.perf_counter()
     compute = map_compute(ln.netlist, coll.require("rules"), coll.require("pe"), mem=coll.mem)
@@ -972,6 +978,45 @@ def check_output(app: str, got: np.ndarray, goldens: dict[str, np.ndarray],
     return stats
 
 
+def proved_flow(run_dir: Path, coll: Collateral, say: Step, secs: dict[str, float]):
+    """``(FlowResult with its bitstream, proof)``: the run's pipelined design and bitstream,
+    the bitstream proved to realise the routing with pipelining's latencies
+    (:func:`mapper.verify.verify`; ``secs['proof']``)."""
+    flow = load_flow(run_dir, coll)
+    flow.bitstream = load_bitstream(run_dir, coll)
+    say("prove bitstream")
+    t = time.perf_counter()
+    proof = verify(flow.bitstream.pairs(), flow.pipelined, coll)
+    secs["proof"] = time.perf_counter() - t
+    return flow, proof
+
+
+def simulate_on_rtl(run_dir: Path, coll: Collateral, flow: FlowResult,
+                    inputs: dict[str, np.ndarray], ports: list[str], cycles: int,
+                    opts: SimOptions, say: Step, secs: dict[str, float], name: str):
+    """Build (or reuse) the design's Verilator harness and run ``flow``'s bitstream on it for
+    ``cycles`` cycles with ``inputs`` (top port -> words per cycle), sampling ``ports``;
+    ``secs`` gets ``verilator_build`` and ``simulation``. Returns ``(harness, SimRun)``.
+    Raises :class:`SimulationError` when a config register does not read back its bits."""
+    from mapper.simulate import SimParams, build_harness, run_harness
+
+    sim_params = opts.sim or SimParams()
+    say("verilator build")
+    harness = build_harness(coll.root, sim_params, progress=say)
+    secs["verilator_build"] = harness.build_seconds
+    say("simulate")
+    sim = run_harness(harness, flow.bitstream.pairs(), inputs, ports, cycles, run_dir,
+                      sim_params)
+    secs["simulation"] = sim.seconds
+    if sim.readback_mismatches:
+        a, e, g = sim.readback_mismatches[0]
+        raise SimulationError(f"{name}: config read-back differs at "
+                              f"{len(sim.readback_mismatches)} address(es); first: address "
+                              f"{a:08X} wrote {e:08X}, read {g:08X} (a config register that "
+                              f"does not hold its bits)")
+    return harness, sim
+
+
 def run_sim(run_dir: str | Path, coll: Collateral, opts: SimOptions | None = None,
             step: Step | None = None, seconds: dict[str, float] | None = None) -> AppRun:
     """bitstream + pipelined design -> Verilator simulation of the design's RTL on the image,
@@ -986,8 +1031,6 @@ def run_sim(run_dir: str | Path, coll: Collateral, opts: SimOptions | None = Non
     from mapper.halide_export import run_halide_outputs
     from mapper.images import save_comparison, save_png
     from mapper.interp import run_outputs
-    from mapper.simulate import SimParams, build_harness, run_harness
-
     say = step or (lambda _m: None)
     opts = opts or SimOptions()
     run_dir = Path(run_dir)
@@ -1001,32 +1044,15 @@ def run_sim(run_dir: str | Path, coll: Collateral, opts: SimOptions | None = Non
                               f"with one of the shipped apps")
     ap = AppParams(**app["params"])
     secs = dict(seconds or {})
-    flow = load_flow(run_dir, coll)
-    flow.bitstream = load_bitstream(run_dir, coll)
-    say("prove bitstream")
-    t = time.perf_counter()
-    proof = verify(flow.bitstream.pairs(), flow.pipelined, coll)
-    secs["proof"] = time.perf_counter() - t
+    flow, proof = proved_flow(run_dir, coll, say, secs)
     dsl_p = build_app(ap.app, ap.width, ap.height, ap.unroll)
     source = load_app_image(dsl_p, opts.image, (ap.height, ap.width))
     images = app_images(dsl_p, source)  # planes / mosaic / bf16 encodings by convention
     img = images[dsl_p.inputs[0].name] if dsl_p.image != "grey" else source
     plan = stream_plan(flow, images, dsl_p.output.name)
-    sim_params = opts.sim or SimParams()
-    say("verilator build")
-    harness = build_harness(coll.root, sim_params, progress=say)
-    secs["verilator_build"] = harness.build_seconds
-    say("simulate")
-    ports = [o[1] for o in plan.outputs]
-    sim = run_harness(harness, flow.bitstream.pairs(), plan.inputs, ports, plan.cycles,
-                      run_dir, sim_params)
-    secs["simulation"] = sim.seconds
-    if sim.readback_mismatches:
-        a, e, g = sim.readback_mismatches[0]
-        raise SimulationError(f"{app['name']}: config read-back differs at "
-                              f"{len(sim.readback_mismatches)} address(es); first: address "
-                              f"{a:08X} wrote {e:08X}, read {g:08X} (a config register that "
-                              f"does not hold its bits)")
+    harness, sim = simulate_on_rtl(run_dir, coll, flow, plan.inputs,
+                                   [o[1] for o in plan.outputs], plan.cycles, opts, say, secs,
+                                   app["name"])
     res = plan.assemble(sim.outputs, app["name"])
     say("golden models")
     t = time.perf_counter()
