@@ -61,8 +61,8 @@ HOLD = 1 << 20
 @dataclass(frozen=True)
 class Load:
     """One host-loaded MEM on an input IO tile: ``mem`` (instance), ``offset`` (cycle of its
-    first word in the IO stream), ``words``; ``producer`` and ``stream`` (``(reduction,
-    producer, index)`` of an operand MEM, ``(reduction, "first", 0)`` of a flag MEM)."""
+    first word in the IO stream), ``words`` and ``key``: ``(reduction, producer, stream
+    index)`` of an operand MEM, ``(reduction, "first", 0)`` of a flag MEM."""
 
     mem: str
     offset: int
