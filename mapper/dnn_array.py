@@ -46,7 +46,8 @@ import numpy as np
 
 from cgra.errors import MappingError, SimulationError
 from lake.affine import counters
-from mapper import dnn_memory, dnn_step, ir, tensor
+from mapper import dnn_memory, dnn_step, tensor
+from mapper.dnn_plan import read_one
 from mapper.frontend import dsl
 from mapper.memory import kernel_instance
 from mapper.netlist import Netlist
@@ -140,6 +141,20 @@ def _load_program(offset: int, words: int) -> dict[str, Any]:
     return _program([words], [1], offset, [1])
 
 
+def _nominal_write(prog: dict[str, Any]) -> dict[str, Any]:
+    """``prog`` a cycle earlier: dnn_memory writes a step's sums a cycle after the step, the
+    array's nominal schedule at the step (module docstring)."""
+    return dict(prog, schedule=dict(prog["schedule"],
+                                    offset=int(prog["schedule"]["offset"]) - 1))
+
+
+def _mem_name(key: tuple[str, str, int]) -> str:
+    """The MEM instance of a host load ``(reduction, producer, stream)`` (``producer``
+    ``"first"``: the reduction's flag MEM)."""
+    red, prod, idx = key
+    return f"flag_{red}" if prod == "first" else f"mem_{red}_{prod}_s{idx}"
+
+
 def output_program(lm: dnn_memory.LayerMemories, f: dsl.Func, o: int) -> dict[str, Any]:
     """The nominal output program of output lane ``o`` of reduction ``f``: its last-pass
     steps (module docstring) as an affine schedule of the pixel and tile counters."""
@@ -207,7 +222,7 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
         for k, off, _n in lst:
             where[k] = (j, off)
     sink_of: dict[int, list[tuple[str, str]]] = {j: [] for j in range(len(assign))}
-    nets: list[tuple[tuple[str, str], list[tuple[str, str]]]] = []
+    nets: dict[tuple[str, str], list[tuple[str, str]]] = {}          # source -> sinks
     outputs: dict[str, tuple[str, str, int]] = {}
     multipliers = 0
     prev_writers: dict[tuple[str, int], list[tuple[str, str]]] = {}   # (Func, lane) -> sinks
@@ -221,7 +236,7 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
                                                "dag": sk.kernel.to_dict()})
         for prod, lst in lm.mems.items():
             for om in lst:
-                name = f"mem_{f.name}_{prod}_s{om.stream.index}"
+                name = _mem_name((f.name, prod, om.stream.index))
                 ports = dict(om.programs)
                 cfg: dict[str, Any] = {"preset": preset, "read_slack": HOLD,
                                        "role": "operand", "reduction": f.name,
@@ -230,38 +245,34 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
                     j, off = where[(lm.func, prod, om.stream.index)]
                     ports["data_in_0"] = _load_program(off, om.words)
                     sink_of[j].append((name, "data_in_0"))
-                else:                      # an intermediate buffer, written a cycle after
-                    w = dict(ports["data_in_0"])         # its step in dnn_memory's timing
-                    w["schedule"] = dict(w["schedule"])
-                    w["schedule"]["offset"] = int(w["schedule"]["offset"]) - 1
-                    ports["data_in_0"] = w
+                else:                      # an intermediate buffer
+                    ports["data_in_0"] = _nominal_write(ports["data_in_0"])
                     cfg["role"] = "intermediate"
                     # written by lane writer_lane of the requantisation ``prod``
                     prev_writers.setdefault((prod, int(om.writer_lane)), []).append(
                         (name, "data_in_0"))
                 cfg["ports"] = dict(sorted(ports.items()))
                 nl.add_instance(name, "mem", "m", cfg)
-                nets.append(((name, "data_out_0"), [(kinst, f"{prod}.{om.stream.index}")]))
+                nets[(name, "data_out_0")] = [(kinst, f"{prod}.{om.stream.index}")]
         acc, flag, _words = dnn_memory.accumulator_programs(lm, f, lat)
         budget = lm.stall * lm.distance - lat
         for o in range(len(sk.out_lanes)):
             name = f"acc_{f.name}_o{o}"
-            w = dict(acc["data_in_0"], schedule=dict(acc["data_in_0"]["schedule"]))
-            w["schedule"]["offset"] = int(w["schedule"]["offset"]) - 1   # nominal: the step
             nl.add_instance(name, "mem", "m", {
-                "preset": preset, "ports": {"data_in_0": w, "data_out_0": acc["data_out_0"]},
+                "preset": preset, "ports": {"data_in_0": _nominal_write(acc["data_in_0"]),
+                                           "data_out_0": acc["data_out_0"]},
                 "read_slack": HOLD, "role": "accumulation", "reduction": f.name,
                 "accumulator": {"loop_cycles": budget, "stall": lm.stall,
                                 "distance": lm.distance, "read_latency": lat}})
-            nets.append(((name, "data_out_0"), [(kinst, f"acc.{o}")]))
-        fname = f"flag_{f.name}"
+            nets[(name, "data_out_0")] = [(kinst, f"acc.{o}")]
+        fname = _mem_name((f.name, "first", 0))
         j, off = where[(lm.func, "first", 0)]
         nl.add_instance(fname, "mem", "m", {
             "preset": preset, "read_slack": HOLD, "role": "flag", "reduction": f.name,
             "ports": {"data_in_0": _load_program(off, len(_words)),
                       "data_out_0": flag["data_out_0"]}})
         sink_of[j].append((fname, "data_in_0"))
-        nets.append(((fname, "data_out_0"), [(kinst, "first.0")]))
+        nets[(fname, "data_out_0")] = [(kinst, "first.0")]
         g = requant.get(f.name)
 
         def output_io(func: str, o: int, lm=lm, f=f) -> tuple[str, str]:
@@ -277,7 +288,7 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
             if g is not None:
                 qstage = f"{g.name}_o{o}"
                 qinst = kernel_instance(qstage)
-                dag = dsl.func_kernel(g, _read_reduction)
+                dag = dsl.func_kernel(g, read_one)
                 nl.add_instance(qinst, "kernel", None, {"stage": qstage, "signed": False,
                                                        "dag": dag.to_dict()})
                 sinks.append((qinst, f"{f.name}.0"))
@@ -285,37 +296,24 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
                 if g is out_func:
                     qsinks.append(output_io(g.name, o))
                 if qsinks:
-                    nets.append(((qinst, "out"), qsinks))
+                    nets[(qinst, "out")] = qsinks
             elif f is out_func:
                 sinks.append(output_io(f.name, o))
-            nets.append(((kinst, f"out{o}"), sinks))
+            nets[(kinst, f"out{o}")] = sinks
     # an intermediate buffer exists once its reader's reduction is mapped: its writer (a lane
     # of an earlier requantisation) is wired now
     for (gname, o), sinks in prev_writers.items():
-        qinst = kernel_instance(f"{gname}_o{o}")
-        for k, (src, ss) in enumerate(nets):
-            if src == (qinst, "out"):
-                nets[k] = (src, ss + [s for s in sinks if s not in ss])
-                break
-        else:
-            nets.append(((qinst, "out"), sinks))
+        ss = nets.setdefault((kernel_instance(f"{gname}_o{o}"), "out"), [])
+        ss.extend(s for s in sinks if s not in ss)
     for j in range(len(assign)):
-        nets.append(((f"io_in_load{j}", "out"), sink_of[j]))
+        nets[(f"io_in_load{j}", "out")] = sink_of[j]
         for k, off, n in assign[j]:
-            loads.setdefault(f"io_in_load{j}", []).append(Load(
-                f"mem_{k[0]}_{k[1]}_s{k[2]}" if k[1] != "first" else f"flag_{k[0]}",
-                off, n, tuple(k)))
+            loads.setdefault(f"io_in_load{j}", []).append(Load(_mem_name(k), off, n, tuple(k)))
     word = int(mem.get("word_width", 16))
-    for src, ss in nets:
+    for src, ss in nets.items():
         nl.add_net(src, ss, word, f"{src[0]}_{src[1]}".replace(".", "_"))
     nl.validate()
     return LayerNetlist(nl, lms, loads, outputs, loop_cycles, multipliers)
-
-
-def _read_reduction(k: ir.Kernel, e: dsl.Access, env: dict) -> int:
-    """A requantisation's read of its reduction: kernel input ``<reduction>.0``."""
-    k.declare_input(e.target.name, 1, 16)
-    return k.input(e.target.name, 0)
 
 
 # ---------------------------------------------------------------------------- stimulus

@@ -230,7 +230,9 @@ def _consumers(pipe: dsl.Pipeline, red: Reduction) -> list[str]:
         n.target.name == red.func for n in dsl._walk(f.pure))]
 
 
-def _read_one(k: ir.Kernel, e: dsl.Access, env: dict) -> int:
+def read_one(k: ir.Kernel, e: dsl.Access, env: dict) -> int:
+    """A pointwise read of a Func (its requantisation's of the reduction): kernel input
+    ``<Func>.0`` (16 bits)."""
     k.declare_input(e.target.name, 1, 16)
     return k.input(e.target.name, 0)
 
@@ -239,7 +241,7 @@ def _post_ops(pipe: dsl.Pipeline, red: Reduction) -> int:
     """Ops per output lane of the pure Funcs that read ``red`` at its own point (the
     requantisation), counted on their op DAGs (:func:`mapper.frontend.dsl.func_kernel`)."""
     funcs = {f.name: f for f in pipe.funcs}
-    return sum(sum(1 for n in dsl.func_kernel(funcs[name], _read_one).live_nodes()
+    return sum(sum(1 for n in dsl.func_kernel(funcs[name], read_one).live_nodes()
                    if n.op not in (ir.INPUT, *ir.CONST_OPS))
                for name in _consumers(pipe, red))
 
