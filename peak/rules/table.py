@@ -289,12 +289,18 @@ def _terminate(ex: ProcessPoolExecutor) -> None:
         stop()
         return
     procs = list((getattr(ex, "_processes", None) or {}).values())
+    manager = getattr(ex, "_executor_manager_thread", None)
     for p in procs:
         if p.is_alive():
             p.terminate()
     ex.shutdown(wait=False, cancel_futures=True)
     for p in procs:
         p.join(5)
+    # Wait for the pool's manager thread to close its wake-up pipe: if it were still
+    # closing it at interpreter exit, concurrent.futures' exit hook could write to the
+    # half-closed pipe and print an OSError traceback after "aborted" (Python 3.11).
+    if manager is not None:
+        manager.join(5)
 
 
 # ---------------------------------------------------------------------------- loading

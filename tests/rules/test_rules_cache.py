@@ -258,3 +258,25 @@ def test_garnet_takes_only_a_complete_entry_from_the_cache(tmp_path):
     assert calls == [shared] and r.source == "synthesised"
     assert (tmp_path / "d" / "rules" / "ToyPE8.rules.json").is_file()
     assert r.files[0] == "ToyPE8.rules.json" and "ToyPE8/coreir.add.json" in r.files
+
+
+def test_terminate_leaves_no_pool_thread_behind():
+    """After `_terminate` the pool's workers are dead and its manager thread has closed its
+    wake-up pipe (else Python 3.11's exit hook can race it and print an OSError traceback
+    after "aborted": seen once in CI on the SIGTERM test above)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from peak.rules.table import _terminate
+    for _ in range(5):
+        ex = ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("fork"))
+        futs = [ex.submit(time.sleep, 30) for _ in range(4)]
+        time.sleep(0.2)
+        procs = list(ex._processes.values())
+        manager, wakeup = ex._executor_manager_thread, ex._executor_manager_thread_wakeup
+        assert manager.is_alive() and len(procs) == 2
+        _terminate(ex)
+        assert not manager.is_alive()
+        assert wakeup._closed
+        assert not any(p.is_alive() for p in procs)
+        assert all(f.cancelled() or f.done() for f in futs)
