@@ -71,7 +71,13 @@ _RUN_DIR = click.argument("run_dir", type=click.Path(file_okay=False, path_type=
 
 
 def _layer_opts(fn: Callable) -> Callable:
-    """``--channels``, ``--block``, ``--loop-cycles``: a DNN layer's sizes and schedule."""
+    """``--channels``, ``--block``, ``--loop-cycles``, ``--double-buffer``: a DNN layer's
+    sizes and schedule."""
+    fn = click.option("--double-buffer/--no-double-buffer", "double_buffer", default=True,
+                      show_default=True,
+                      help="DNN layers: operand MEMs hold two halves of one iteration's "
+                           "share, reloaded behind the compute (else each holds its whole "
+                           "box, loaded before the compute)")(fn)
     fn = click.option("--loop-cycles", "loop_cycles", default=12, show_default=True,
                       type=click.IntRange(1, 4096),
                       help="DNN layers: cycles an accumulation MEM's read-add-write loop may "
@@ -111,7 +117,8 @@ def _side(app: str, size: int | None, default: int = 64) -> int:
 @_layer_opts
 def map_cmd(app: str, design: Path, out: Path | None, size: int | None, width: int,
             height: int, unroll: int, threshold: int, vectors: int, seed: int,
-            channels: int | None, block: int | None, loop_cycles: int) -> None:
+            channels: int | None, block: int | None, loop_cycles: int,
+            double_buffer: bool) -> None:
     """Map APP (a shipped app name, a DNN layer or a CoreIR JSON file) onto a generated
     design."""
     from rich.console import Console
@@ -127,7 +134,7 @@ def map_cmd(app: str, design: Path, out: Path | None, size: int | None, width: i
     coll = load_collateral(design)
     out = out if out is not None else default_run_dir(app)
     res = run_map(out, coll, AppParams(app, width, height, unroll, threshold, vectors, seed,
-                                       channels, block, loop_cycles))
+                                       channels, block, loop_cycles, double_buffer))
     console = Console()
     c = res.counts()
     table = Table(title=f"cgra map {res.name} onto {design}")
@@ -373,8 +380,8 @@ def _summary(run, t0: float) -> None:
                    "uses fewer registers; reported in pnr_report.json); 0 = off")
 def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
             size: int | None, unroll: int, channels: int | None, block: int | None,
-            loop_cycles: int, tensor_seed: int, resume_from: str, fmax: float | None,
-            alphas: str | None, absorb: int) -> None:
+            loop_cycles: int, double_buffer: bool, tensor_seed: int, resume_from: str,
+            fmax: float | None, alphas: str | None, absorb: int) -> None:
     """Map APP (a shipped app or a DNN layer: resnet_layer, resnet_stride2, mobilenet_layer,
     gemm) onto the design, simulate it on the RTL and compare with both golden models."""
     from mapper.flow import AppParams, FlowParams, RunParams, SimOptions, is_layer, run_app
@@ -383,7 +390,8 @@ def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
     t0 = time.perf_counter()
     side = _side(app, size)
     params = RunParams(AppParams(app, side, side, unroll, channels=channels, block=block,
-                                 loop_cycles=loop_cycles), design, out,
+                                 loop_cycles=loop_cycles, double_buffer=double_buffer),
+                       design, out,
                        FlowParams(place=PlaceParams(seed=seed), pipeline=_pipeline_params(fmax),
                                   alphas=_alphas(alphas), absorb_chains=absorb),
                        SimOptions(image, tensor_seed=tensor_seed), resume_from)
@@ -407,7 +415,9 @@ def _layer_summary(run, t0: float) -> None:
                f"bit-exactly; {', '.join(f'{n} {k}' for k, n in sorted(res.items()))} "
                f"(MEMs: {', '.join(f'{n} {k}' for k, n in sorted(lay['mems'].items()))}); "
                f"{r['timing']['fmax_mhz']:.0f} MHz")
-    click.echo(f"cycles {lay['cycles']} (load {lay['load_cycles']}, compute "
+    db = lay.get("double_buffers", 0)
+    click.echo(f"cycles {lay['cycles']} (load {lay['load_cycles']}"
+               f"{f', {db} double-buffered operand MEMs' if db else ''}, compute "
                f"{lay['compute_cycles']}), ideal {lay['ideal_cycles']} ({lay['macs']} MACs / "
                f"{lay['multipliers']} multipliers); occupancy {lay['occupancy']:.2f} "
                f"({lay['compute_occupancy']:.2f} in the compute phase); "

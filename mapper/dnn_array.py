@@ -39,7 +39,7 @@ output is missing or differs from a golden model.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -84,6 +84,10 @@ class LayerNetlist:
     outputs: dict[str, tuple[str, str, int]]
     loop_cycles: int
     multipliers: int = 0
+    #: :func:`mapper.dnn_memory.map_layer`'s schedule arguments of these memories
+    #: (``loop_cycles``, ``min_start``, ``double_buffer``, ``leads``, ``hold``): the same
+    #: programs on Lake's models with ``dnn_memory.simulate(pipe, inputs, **schedule)``
+    schedule: dict[str, Any] = field(default_factory=dict)
 
     @property
     def load_cycles(self) -> int:
@@ -167,8 +171,55 @@ def output_program(lm: dnn_memory.LayerMemories, f: dsl.Func, o: int) -> dict[st
     return _program([c.extent for c in kept] or [1], strides, offset)
 
 
+def _load_plan(pipe: dsl.Pipeline, facts: dict[str, int], loop_cycles: int, io_tiles: int,
+               double_buffer: bool, hold: frozenset
+               ) -> tuple[list[list[tuple[tuple[str, str, int], int, int]]],
+                          dict[tuple[str, str, int], int], dict[tuple[str, str, int], int]]:
+    """The IO load lanes of the host-loaded MEMs (module docstring): per lane ``(key,
+    offset, words)`` with the whole boxes first and the double buffers' shares after them,
+    every lane ending at the same cycle (the longest lane's length); the double buffers'
+    ``leads`` (cycles from the start of their share to the end of the lane) and
+    ``periods`` (cycles of one iteration). Raises :class:`MappingError`."""
+    funcs = {f.name: f for f in pipe.funcs}
+    lms = dnn_memory.map_layer(pipe, facts, loop_cycles, 0, double_buffer, None, hold)
+    n_out = len(lms[-1].step.out_lanes)
+    lanes_free = io_tiles - n_out
+    sizes: list[tuple[tuple[str, str, int], int]] = []
+    periods: dict[tuple[str, str, int], int] = {}
+    for lm in lms:
+        for prod, lst in lm.mems.items():
+            for om in lst:
+                if om.write_coords is None:
+                    key = (lm.func, prod, om.stream.index)
+                    sizes.append((key, om.burst))
+                    if om.double:
+                        periods[key] = om.double.period
+        rn = math.prod(c.extent for c in lm.counters
+                       if c.origin in {rv.name for rv in funcs[lm.func].rdom.vars})
+        sizes.append(((lm.func, "first", 0), rn))
+    if lanes_free < 1:
+        raise MappingError(f"{pipe.name}: {n_out} output lanes and a load stream need "
+                           f"{n_out + 1} IO tiles, the design has {io_tiles}; use fewer output "
+                           f"lanes (a smaller block) or a design with more IO tiles")
+    assign = _assign(sizes, min(lanes_free, len(sizes)))
+    longest = max(off + n for lst in assign for _, off, n in lst)
+    out, leads = [], {}
+    for lst in assign:
+        lst = sorted(lst, key=lambda t: (t[0] in periods, t[1]))    # whole boxes first
+        tot = sum(n for _, _, n in lst)
+        lane, off = [], longest - tot
+        for k, _o, n in lst:
+            lane.append((k, off, n))
+            if k in periods:
+                leads[k] = longest - off
+            off += n
+        out.append(lane)
+    return out, leads, periods
+
+
 def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
-                  loop_cycles: int = DEFAULT_LOOP_CYCLES) -> LayerNetlist:
+                  loop_cycles: int = DEFAULT_LOOP_CYCLES,
+                  double_buffer: bool = True) -> LayerNetlist:
     """The memory-side netlist of tensor program ``pipe`` (module docstring) for a MEM with
     ``mem`` facts (``mem.json``: ``preset``, ``capacity``, ``max_dimensionality``,
     ``read_latency``) on an array with ``io_tiles`` 16-bit IO tiles. Raises
@@ -191,25 +242,18 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
         raise MappingError(f"{pipe.name}: the output {out_func.name} is neither the last "
                            f"reduction nor its requantisation; not mapped on the array")
     # first pass: sizes of the host loads, to schedule the IO streams
-    lms = dnn_memory.map_layer(pipe, facts, loop_cycles)
-    n_out = len(lms[-1].step.out_lanes)
-    lanes_free = io_tiles - n_out
-    sizes: list[tuple[tuple[str, str, int], int]] = []
-    for lm in lms:
-        for prod, lst in lm.mems.items():
-            for om in lst:
-                if om.write_coords is None:
-                    sizes.append(((lm.func, prod, om.stream.index), om.words))
-        rn = math.prod(c.extent for c in lm.counters
-                       if c.origin in {rv.name for rv in funcs[lm.func].rdom.vars})
-        sizes.append(((lm.func, "first", 0), rn))
-    if lanes_free < 1:
-        raise MappingError(f"{pipe.name}: {n_out} output lanes and a load stream need "
-                           f"{n_out + 1} IO tiles, the design has {io_tiles}; use fewer output "
-                           f"lanes (a smaller block) or a design with more IO tiles")
-    assign = _assign(sizes, min(lanes_free, len(sizes)))
-    longest = max(off + n for lst in assign for _, off, n in lst)
-    lms = dnn_memory.map_layer(pipe, facts, loop_cycles, longest + lat)
+    hold: set[tuple[str, str, int]] = set()
+    while True:
+        assign, leads, periods = _load_plan(pipe, facts, loop_cycles, io_tiles, double_buffer,
+                                            frozenset(hold))
+        longest = max((off + n for lst in assign for _, off, n in lst), default=0)
+        late = {k for lst in assign for k, _o, _n in lst if k in leads and any(
+            leads[k] > periods[k2] for k2, _o2, _n2 in lst if k2 in periods)}
+        if not late:
+            break
+        hold |= late             # a lane's shares do not fit its shortest iteration
+    lms = dnn_memory.map_layer(pipe, facts, loop_cycles, longest + lat, double_buffer, leads,
+                               frozenset(hold))
 
     nl = Netlist(pipe.name)
     where: dict[tuple[str, str, int], tuple[int, int]] = {}    # key -> (IO lane, offset)
@@ -241,7 +285,14 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
                 cfg: dict[str, Any] = {"preset": preset, "read_slack": HOLD,
                                        "role": "operand", "reduction": f.name,
                                        "stream": [prod, om.stream.index]}
-                if om.write_coords is None:
+                if om.double is not None:      # written by its IO lane every iteration
+                    j, _off = where[(lm.func, prod, om.stream.index)]
+                    cfg["read_slack"] = om.double.read_slack(lm.stall)
+                    cfg["double_buffer"] = {"share": om.double.share,
+                                            "period": om.double.period,
+                                            "lead": om.double.lead}
+                    sink_of[j].append((name, "data_in_0"))
+                elif om.write_coords is None:
                     j, off = where[(lm.func, prod, om.stream.index)]
                     ports["data_in_0"] = _load_program(off, om.words)
                     sink_of[j].append((name, "data_in_0"))
@@ -305,15 +356,22 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
     for (gname, o), sinks in prev_writers.items():
         ss = nets.setdefault((kernel_instance(f"{gname}_o{o}"), "out"), [])
         ss.extend(s for s in sinks if s not in ss)
+    from mapper.streams import program_events
     for j in range(len(assign)):
         nets[(f"io_in_load{j}", "out")] = sink_of[j]
         for k, off, n in assign[j]:
             loads.setdefault(f"io_in_load{j}", []).append(Load(_mem_name(k), off, n, tuple(k)))
+        # the lane's stream: the load phase, then the double buffers' shares every iteration
+        span = max(int(program_events(nl.instances[_mem_name(k)].config["ports"][
+            "data_in_0"])[0].max()) + 1 for k, _o, _n in assign[j])
+        nl.instances[f"io_in_load{j}"].config["program"] = _load_program(0, span)
     word = int(mem.get("word_width", 16))
     for src, ss in nets.items():
         nl.add_net(src, ss, word, f"{src[0]}_{src[1]}".replace(".", "_"))
     nl.validate()
-    return LayerNetlist(nl, lms, loads, outputs, loop_cycles, multipliers)
+    schedule = {"loop_cycles": loop_cycles, "min_start": longest + lat,
+                "double_buffer": double_buffer, "leads": leads, "hold": frozenset(hold)}
+    return LayerNetlist(nl, lms, loads, outputs, loop_cycles, multipliers, schedule)
 
 
 # ---------------------------------------------------------------------------- stimulus
@@ -372,12 +430,20 @@ def layer_streams(ln: LayerNetlist, pipe: dsl.Pipeline, packed, sites: dict[str,
     flags = {lm.func: dnn_memory.accumulator_programs(lm, funcs[lm.func])[2] for lm in ln.lms}
     ins: dict[str, np.ndarray] = {}
     for inst, lst in ln.loads.items():
-        vals = np.zeros(max(ld.offset + ld.words for ld in lst), np.int64)
+        events = []
         for ld in lst:
             red, prod, idx = ld.key
             words = flags[red] if prod == "first" else \
                 by_key[(red, prod, idx)].writes(arrays[prod], doms[prod])
-            vals[ld.offset:ld.offset + ld.words] = words
+            # the MEM's nominal write cycles (a double buffer's: every iteration's share)
+            cyc, _ = program_events(ln.netlist.instances[ld.mem].config["ports"]["data_in_0"])
+            if len(cyc) != len(words):
+                raise SimulationError(f"MEM {ld.mem}: its write program has {len(cyc)} "
+                                      f"events for {len(words)} host words")
+            events.append((cyc, np.asarray(words, np.int64)))
+        vals = np.zeros(max(int(c.max()) for c, _ in events) + 1, np.int64)
+        for cyc, words in events:
+            vals[cyc] = words
         ins[io_port("I", "in", sites[inst])] = vals
     outs = []
     lms = {lm.func: lm for lm in ln.lms}
@@ -449,7 +515,8 @@ def layer_report(ln: LayerNetlist, pipe: dsl.Pipeline, streams: LayerStreams,
                  packed=None) -> dict[str, Any]:
     """The layer figures of a run: MACs, multipliers, the load phase, cycles (the last output
     + 1), ideal cycles (MACs / multipliers), occupancy (MACs / (multipliers x cycles): busy
-    multiplier-cycles over all), and the same over the compute phase alone; MEMs by role;
+    multiplier-cycles over all), and the same over the compute phase alone; MEMs by role and
+    how many operand MEMs are double buffers;
     with the pipelined ``packed`` design, the longest accumulation loop and its budget
     (:func:`loop_latencies`)."""
     macs = sum(tensor.macs(pipe).values())
@@ -457,10 +524,13 @@ def layer_report(ln: LayerNetlist, pipe: dsl.Pipeline, streams: LayerStreams,
     compute = streams.cycles - streams.compute_start
     loops = loop_latencies(packed) if packed is not None else {}
     roles: dict[str, int] = {}
+    double = 0
     for inst in ln.netlist.instances.values():
         if inst.kind == "mem":
             roles[inst.config["role"]] = roles.get(inst.config["role"], 0) + 1
+            double += "double_buffer" in inst.config
     return {"macs": macs, "multipliers": ln.multipliers, "load_cycles": ln.load_cycles,
+            "double_buffers": double,
             "compute_start": streams.compute_start, "cycles": streams.cycles,
             "compute_cycles": compute, "ideal_cycles": -(-macs // mul),
             "occupancy": round(macs / (mul * streams.cycles), 4),

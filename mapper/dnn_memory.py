@@ -21,12 +21,27 @@ address pixels and tiles, and every output leaves on the last pass).
 each coordinate affine in the counters: ``c_j = b_j + sum_k a_jk i_k``. Its MEM stores the
 *compressed box* ``u_j = (c_j - b_j) / g_j`` with ``g_j = gcd_k a_jk`` (an input lane's channel
 ``8 rzo + i`` becomes ``rzo``), ``u_0`` fastest: ``prod_j E_j`` words, ``E_j = 1 + sum_k (a_jk /
-g_j)(e_k - 1)``; one copy for every tile (the whole layer's share of the stream; double
-buffering a tile's share against the next is the following step). Write port ``data_in_0``:
+g_j)(e_k - 1)``; one copy for every tile (the whole layer's share of the stream), or a
+double buffer (below). Write port ``data_in_0``:
 the box in address order, one word per cycle from cycle 0 (the load phase; the host streams
 ``P[b + g u]``). Read port ``data_out_0``: the loop nest, address strides ``sum_j (a_jk / g_j)
 pitch_j``, schedule strides of one step per ``stall`` cycles, firing ``read_latency`` cycles
 before the step that uses the word; ``start`` = the longest load + read latency.
+
+**Double buffers** (``map_layer(double_buffer=True)``, the array's default; the unified-buffer
+paper section 4.4). A host stream whose outermost moving counter ``t`` (the outermost with a
+non-zero coefficient: the tile loop for weights, the input-lane outer for activations) has an
+even extent keeps only one iteration's *share* (the compressed box of the counters inside
+``t``) per half: iteration ``i_t`` reads half ``i_t mod 2`` (counter ``t`` split into ``2 x
+extent/2``, address ``share`` per step of the inner part, so the address offset toggles per
+iteration), and the host writes iteration ``n``'s share into its half during iteration ``n -
+1``, beginning ``lead`` cycles before iteration ``n``'s first read event (``share <= lead <=
+period``, the cycles of one iteration; iteration 0's share in the load phase). The counters
+outside ``t`` do not move the stream, so their iterations re-stream the same shares (an
+input plane per output-channel tile). Reads may lag the writes by
+:meth:`DoubleBuffer.read_slack` cycles. Programs are compacted (extent-1 dimensions dropped,
+contiguous ones merged); a stream whose split programs need more dimensions than the MEM
+has, with an odd extent of ``t`` or a share longer than ``lead`` keeps the whole box.
 
 **Accumulation** (:func:`accumulator_programs`): one MEM per output lane holds a partial sum
 per pixel of the tile (address = the pixel counters' linear index, reused by every pass and
@@ -86,6 +101,25 @@ class Counter:
     step: int
 
 
+@dataclass(frozen=True)
+class DoubleBuffer:
+    """A host-loaded operand MEM as two halves (module docstring): iterations of nest
+    counter ``counter`` alternate between them; ``share`` words per iteration (one half),
+    ``period`` cycles between two iterations, and the write of an iteration's share begins
+    ``lead`` cycles before its first read event (``share <= lead <= period``)."""
+
+    counter: int
+    share: int
+    period: int
+    lead: int
+
+    def read_slack(self, stall: int) -> int:
+        """Cycles the MEM's reads may be delayed behind its writes: the last read of
+        iteration ``n`` must come before the write of iteration ``n + 2``'s share into the
+        same half begins."""
+        return self.period + stall - self.lead - 1
+
+
 @dataclass
 class OperandMem:
     """The MEM tile of one operand stream: its ``programs`` (Lake port programs, dict form),
@@ -96,20 +130,33 @@ class OperandMem:
     programs: dict[str, dict]
     base: tuple[int, ...]
     gcd: tuple[int, ...]
+    #: the stored box per coordinate (a double buffer: one iteration's share, per half)
     extents: tuple[int, ...]
     #: an intermediate buffer's words in write order (producer coordinates, one row per
-    #: write); ``None``: loaded from the host in address order
+    #: write); ``None``: loaded from the host
     write_coords: np.ndarray | None = None
     #: an intermediate buffer's writer: the producer reduction's output lane (index into its
     #: step kernel's ``out_lanes``) whose requantised sums it stores
     writer_lane: int | None = None
+    #: a host-loaded double buffer (module docstring); ``None``: the whole box, loaded once
+    double: DoubleBuffer | None = None
+    #: a double buffer's host words in write order (producer coordinates, one row per write:
+    #: every iteration's share)
+    load_coords: np.ndarray | None = None
 
     @property
     def words(self) -> int:
+        """Words the MEM stores: the box, or both halves of a double buffer."""
+        return math.prod(self.extents) * (2 if self.double else 1)
+
+    @property
+    def burst(self) -> int:
+        """Words of one host load burst: the whole box, or one share of a double buffer."""
         return math.prod(self.extents)
 
     def box_coords(self) -> np.ndarray:
-        """Producer coordinates of the stored words in address order, shape (words, dims)."""
+        """Producer coordinates of the stored words in address order, shape (words, dims)
+        (a double buffer: of its first share)."""
         idx = np.indices(tuple(reversed(self.extents))).reshape(len(self.extents), -1)[::-1]
         return np.stack([self.base[j] + self.gcd[j] * idx[j]
                          for j in range(len(self.extents))], axis=1)
@@ -117,7 +164,8 @@ class OperandMem:
     def writes(self, array: np.ndarray, domain: tensor.Domain) -> list[int]:
         """The write stream: the stored words of ``array`` (the producer, coordinates
         reversed, over ``domain``) in write order, as 16-bit words."""
-        coords = self.box_coords() if self.write_coords is None else self.write_coords
+        coords = self.write_coords if self.write_coords is not None else (
+            self.load_coords if self.load_coords is not None else self.box_coords())
         idx = [coords[:, j] - domain[j][0] for j in range(coords.shape[1])]
         return [int(v) & 0xFFFF for v in array[tuple(reversed(idx))]]
 
@@ -274,8 +322,77 @@ def fit_affine(points: np.ndarray, values: np.ndarray, who: str) -> tuple[list[i
     return strides, offset
 
 
+def _compact(dims: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """Loop dimensions ``(extent, address stride, schedule stride)``, innermost first, with
+    extent-1 dimensions dropped and each dimension that continues the one inside it (both
+    strides ``extent`` times the inner's) merged into it: the same address and cycle
+    sequence in fewer address-generator dimensions."""
+    out: list[tuple[int, int, int]] = []
+    for e, a, t in dims:
+        if e == 1:
+            continue
+        if out and a == out[-1][1] * out[-1][0] and t == out[-1][2] * out[-1][0]:
+            e0, a0, t0 = out.pop()
+            out.append((e0 * e, a0, t0))
+        else:
+            out.append((e, a, t))
+    return out or [(1, 0, dims[0][2] if dims else 1)]
+
+
+def _as_program(dims: list[tuple[int, int, int]], offset: int) -> dict[str, Any]:
+    return _program([d[0] for d in dims], [d[1] for d in dims], [d[2] for d in dims], offset)
+
+
+def _double_buffer(nest: list[Counter], sched: list[int], coefs: list[list[int]],
+                   bases: tuple[int, ...], start: int, lat: int, lead: int | None,
+                   max_dims: int) -> tuple[OperandMem, DoubleBuffer] | None:
+    """The double-buffered layout of a host stream whose coordinate ``j`` is ``bases[j] +
+    sum_k coefs[j][k] i_k`` over ``nest`` (module docstring), or ``None`` when it has none:
+    no counter moves it, the outermost that does has an odd extent, or the split programs
+    need more than ``max_dims`` dimensions. Its write of an iteration's share begins
+    ``lead`` cycles (default: the share) before the iteration's first read event."""
+    moving = [k for k in range(len(nest)) if any(c[k] for c in coefs)]
+    if not moving or nest[moving[-1]].extent % 2:
+        return None
+    t = moving[-1]
+    gs, es, strides, pitch = [], [], [0] * t, 1
+    for c in coefs:
+        g = math.gcd(*c[:t]) if any(c[:t]) else 0
+        e = 1 + (sum(c[k] // g * (nest[k].extent - 1) for k in range(t)) if g else 0)
+        for k in range(t):
+            if g:
+                strides[k] += c[k] // g * pitch
+        gs.append(g)
+        es.append(e)
+        pitch *= e
+    share, period = pitch, sched[t]
+    lead = share if lead is None else lead
+    if not share <= lead <= period:
+        return None
+    half = nest[t].extent // 2
+    swap = [(2, share, period), (half, 0, 2 * period)]
+    outer = [(nest[k].extent, 0, sched[k]) for k in range(t + 1, len(nest))]
+    read = _compact([(nest[k].extent, strides[k], sched[k]) for k in range(t)] + swap + outer)
+    write = _compact([(share, 1, 1)] + swap + outer)
+    if max(len(read), len(write)) > max_dims:
+        return None
+    db = DoubleBuffer(t, share, period, lead)
+    om = OperandMem(None, {"data_in_0": _as_program(write, start - lat - lead),
+                           "data_out_0": _as_program(read, start - lat)},
+                    bases, tuple(gs), tuple(es), double=db)
+    # host coordinates in write order: per iteration (time order, counter t fastest) the
+    # share box moved by counter t's coefficients (the outer counters move nothing)
+    its = counters([nest[k].extent for k in range(t, len(nest))])[:, 0]
+    move = np.array([c[t] for c in coefs], dtype=np.int64)
+    coord = (om.box_coords()[None, :, :] + its[:, None, None] * move).reshape(-1, len(coefs))
+    om.load_coords = coord
+    return om, db
+
+
 def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
-              loop_cycles: int | None = None, min_start: int = 0) -> list[LayerMemories]:
+              loop_cycles: int | None = None, min_start: int = 0,
+              double_buffer: bool = False, leads: dict[tuple, int] | None = None,
+              hold: frozenset = frozenset()) -> list[LayerMemories]:
     """The memories of every reduction of ``pipe`` in order (module docstring) for a MEM with
     ``preset`` facts (``capacity`` words, ``max_dimensionality``, ``read_latency``; default
     the dual-port 2048 x 16). Reduction ``j + 1`` starts after reduction ``j``'s last write;
@@ -286,8 +403,13 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
     read-add-write loop may take from the read word to its write; the stall is then at
     least ``ceil((read_latency + loop_cycles) / distance)`` (``None``: the plan's own
     estimate, :func:`mapper.dnn_plan.accumulation_of`). ``min_start``: the earliest cycle of
-    every reduction's step 0 (the array's load phase through shared IO lanes). Raises
-    :class:`MappingError`."""
+    every reduction's step 0 (the array's load phase through shared IO lanes).
+
+    ``double_buffer``: every host stream that can (module docstring, "Double buffers") is
+    held as two halves of one iteration's share instead of the whole box, except the streams
+    in ``hold`` (keys ``(reduction, producer, stream index)``); ``leads`` (same keys): cycles
+    before an iteration's first read event at which its share's write begins (default: the
+    share, the MEM's own load stream). Raises :class:`MappingError`."""
     from mapper.dnn_plan import accumulation_of, reductions
 
     mem = {"capacity": 2048, "max_dimensionality": 6, "read_latency": 1, **(preset or {})}
@@ -329,12 +451,13 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
         base = {v.name: lo for v, (lo, _) in zip(f.vars, doms[f.name], strict=True)}
         base.update({rv.name: rv.lo for rv in f.rdom.vars})
         boxes = []
+        sched = LayerMemories(f.name, sk, nest, stall, 0, {}).schedule_strides
         for prod, streams in sk.streams.items():
             if prod in funcs and prod not in made:
                 raise MappingError(f"Func {f.name}: reads Func {prod}, which is not the "
                                    f"requantisation of an earlier reduction; not mapped")
             for st in streams:
-                bs, gs, es, strides = [], [], [], [0] * len(nest)
+                bs, gs, es, strides, coefs = [], [], [], [0] * len(nest), []
                 pitch = 1
                 for a in st.access:
                     b, coef = _coordinate(a, f, st, nest, base, prod)
@@ -347,24 +470,38 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
                     bs.append(b)
                     gs.append(g)
                     es.append(ext)
+                    coefs.append(coef)
                     pitch *= ext
-                if pitch > mem["capacity"]:
-                    raise MappingError(f"Func {f.name}: a stream of {prod} needs {pitch} "
-                                       f"words, more than one MEM ({mem['capacity']}); use "
-                                       f"more lanes or smaller tiles")
-                boxes.append((prod, st, tuple(bs), tuple(gs), tuple(es), strides))
-        host = [math.prod(e) for p, _, _, _, e, _ in boxes if p not in made]
+                db = None
+                key = (f.name, prod, st.index)
+                if double_buffer and prod not in made and key not in hold:
+                    db = _double_buffer(nest, sched, coefs, tuple(bs), 0, lat,
+                                        (leads or {}).get(key), mem["max_dimensionality"])
+                if (db[0].words if db else pitch) > mem["capacity"]:
+                    raise MappingError(f"Func {f.name}: a stream of {prod} needs "
+                                       f"{db[0].words if db else pitch} words, more than one "
+                                       f"MEM ({mem['capacity']}); use more lanes or smaller "
+                                       f"tiles")
+                boxes.append((prod, st, tuple(bs), tuple(gs), tuple(es), strides, coefs,
+                              db[1].lead if db else None))
+        host = [lead if lead is not None else math.prod(e)
+                for p, _, _, _, e, _, _, lead in boxes if p not in made]
         start = max([w + lat for w in host] + [prev_end + lat + 1, min_start])
         extents = [c.extent for c in nest] or [1]
         lm = LayerMemories(f.name, sk, nest, stall, start, {}, doms[f.name], dist,
                            tiles_inner)
-        sched = lm.schedule_strides
-        for prod, st, bs, gs, es, strides in boxes:
+        for prod, st, bs, gs, es, strides, coefs, lead in boxes:
             n = math.prod(es)
             read = {"dimensionality": len(extents), "extents": extents,
                     "address": {"strides": strides or [0], "offset": 0},
                     "schedule": {"strides": sched, "offset": start - lat}}
             om = OperandMem(st, {}, bs, gs, es)
+            if lead is not None:
+                om, _db = _double_buffer(nest, sched, coefs, bs, start, lat, lead,
+                                         mem["max_dimensionality"])
+                om.stream = st
+                lm.mems.setdefault(prod, []).append(om)
+                continue
             if prod in made:
                 om.write_coords, write, om.writer_lane = _intermediate_writes(
                     om, made[prod], prod)
@@ -456,14 +593,15 @@ def accumulator_programs(lm: LayerMemories, f: dsl.Func, read_latency: int = 1
 
 
 def simulate(pipe: dsl.Pipeline, inputs: dict[str, Any], preset: str = "dualport_2048x16",
-             loop_cycles: int | None = None, min_start: int = 0
+             loop_cycles: int | None = None, min_start: int = 0, double_buffer: bool = False,
+             leads: dict[tuple, int] | None = None, hold: frozenset = frozenset()
              ) -> tuple[dict[str, np.ndarray], list[LayerMemories]]:
     """Run ``pipe`` on Lake MEM models (module docstring), one reduction after the other:
     operand streams from their MEMs (host-loaded, or intermediate buffers written on the
     previous reduction's last pass), partial sums in one accumulation MEM per output lane,
     read, updated by the step kernel (with its restart on the first pass) and written back
-    every step, cycle by cycle (``loop_cycles``, ``min_start``: :func:`map_layer`'s, the
-    array's schedule). Returns every Func by name (as :func:`mapper.tensor.evaluate`
+    every step, cycle by cycle (``loop_cycles``, ``min_start``, ``double_buffer``, ``leads``,
+    ``hold``: :func:`map_layer`'s, the array's schedule). Returns every Func by name (as :func:`mapper.tensor.evaluate`
     with ``all_funcs``) and the :class:`LayerMemories` of each reduction. Raises
     :class:`MappingError`, :class:`SimulationError`."""
     from lake.spec import preset as lake_preset
@@ -471,7 +609,8 @@ def simulate(pipe: dsl.Pipeline, inputs: dict[str, Any], preset: str = "dualport
     spec = lake_preset(preset)
     lat = spec.storage.read_latency
     lms = map_layer(pipe, {"capacity": spec.storage.words, "max_dimensionality": spec.max_dims,
-                           "read_latency": lat}, loop_cycles, min_start)
+                           "read_latency": lat}, loop_cycles, min_start, double_buffer,
+                    leads, hold)
     doms = tensor.domains(pipe)
     arrays = tensor._check_inputs(pipe, inputs)
     funcs = {f.name: f for f in pipe.funcs}

@@ -4,7 +4,7 @@ through the IO tiles, accumulation MEMs in a read-add-write loop the pipelining 
 inside its budget, a first-pass flag MEM, the requantisation on PEs), run on the generated
 RTL in Verilator and match numpy (mapper.tensor) and real Halide bit for bit; the figures the
 run reports (cycles, ideal cycles, occupancy, MEMs by role) are checked against their
-definitions. Sizes are CI's (2 x 2 channel blocks); the paper's 8 x 8 blocking is in
+definitions; double-buffered operand MEMs (the default) against whole boxes. Sizes are CI's (2 x 2 channel blocks); the paper's 8 x 8 blocking is in
 bench/bench_dnn.py."""
 from __future__ import annotations
 
@@ -75,20 +75,26 @@ def test_layer_runs_bit_exact_on_verilator(default_design, default_harness, tmp_
     assert rep["bitstream_proof"]["proved"] is True
 
 
-def test_resnet_known_answer_figures(default_design, default_harness, tmp_path):
+@pytest.mark.parametrize("double", [True, False], ids=["double", "whole"])
+def test_resnet_known_answer_figures(default_design, default_harness, tmp_path, double):
     """resnet_layer 6x6x4 -> 4x4x4 at 2 x 2 lanes: 2304 MACs on 4 multipliers (ideal 576
     cycles); the 16 pixels of a tile are a pass, so the schedule runs one step a cycle (stall
-    1) and a partial sum is read again 16 cycles after its read: a 15-cycle loop budget;
-    loads: the 72-word input streams are the longest (6 x 6 x 2 channels), so compute starts
-    at cycle 73 and its 576 steps end at 649; the last output leaves the array after the
+    1) and a partial sum is read again 16 cycles after its read: a 15-cycle loop budget.
+    Loads: whole boxes (``--no-double-buffer``): the 72-word input streams (6 x 6 x 2
+    channels) are the longest, so compute starts at cycle 73; double buffers (the default):
+    only the first channel's 36 words come before the compute (start 37), the 6 operand MEMs
+    reload behind it. The 576 steps follow; the last output leaves the array after the
     pipelining latency."""
-    run = _run(default_design, tmp_path, "resnet_layer", image="random")
+    run = _run(default_design, tmp_path, "resnet_layer", image="random",
+               double_buffer=double)
     lay = run.report["layer"]
     assert (lay["macs"], lay["multipliers"], lay["ideal_cycles"]) == (2304, 4, 576)
     assert (lay["stall"], lay["loop_budget"]) == ([1], 15)
-    assert (lay["load_cycles"], lay["compute_start"]) == (72, 73)
-    assert lay["cycles"] >= 73 + 576
-    assert lay["cycles"] - (73 + 576) == max(run.flow.pipelined.output_latency.values())
+    load = 36 if double else 72
+    assert (lay["load_cycles"], lay["compute_start"]) == (load, load + 1)
+    assert lay["double_buffers"] == (6 if double else 0)
+    assert lay["cycles"] - (load + 1 + 576) == max(run.flow.pipelined.output_latency.values())
+    assert run.report["match"] == {"numpy": True, "halide": True}
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

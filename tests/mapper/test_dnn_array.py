@@ -33,26 +33,57 @@ def _roles(ln):
     return out
 
 
-def test_resnet_netlist_known_answer():
-    ln = dnn_array.layer_netlist(_resnet(), MEM, 32)
+@pytest.mark.parametrize("double", [False, True], ids=["whole", "double"])
+def test_resnet_netlist_known_answer(double):
+    ln = dnn_array.layer_netlist(_resnet(), MEM, 32, double_buffer=double)
     c = ln.netlist.counts()
     # 2 input + 4 weight streams and the flag, one IO tile each; 2 output lanes
     assert (c["io_in"], c["io_out"], c["mem"], c["kernel"]) == (7, 2, 9, 3)
     assert _roles(ln) == {"operand": 6, "accumulation": 2, "flag": 1}
-    assert ln.load_cycles == 72                      # 6 x 6 pixels x 2 channels per stream
+    # an input stream holds 6 x 6 pixels x 2 channels (rzo), a double buffer one channel
+    # per half and only the first is loaded before the compute
+    load = 36 if double else 72
+    assert ln.load_cycles == load
     (lm,) = ln.lms
-    assert (lm.start, lm.stall, lm.distance, lm.steps) == (73, 1, 16, 576)
+    start = load + 1
+    assert (lm.start, lm.stall, lm.distance, lm.steps) == (start, 1, 16, 576)
     acc = ln.netlist.instances["acc_conv_o0"].config
     assert acc["accumulator"]["loop_cycles"] == 15    # read again 16 cycles after its read
     # nominal: the sum of step i is written at step i's cycle, its word read a cycle before
     w, r = acc["ports"]["data_in_0"], acc["ports"]["data_out_0"]
-    assert w["schedule"]["offset"] == 73 and r["schedule"]["offset"] == 72
+    assert w["schedule"]["offset"] == start and r["schedule"]["offset"] == start - 1
     assert w["schedule"]["strides"] == r["schedule"]["strides"] == [1, 4, 16, 48, 144, 288]
     # outputs: the last reduction pass (r.x = r.y = 2, rzo = 1) of every pixel and tile
     prog = ln.netlist.instances["io_out_resnet_layer_o0"].config["program"]
     cyc, _ = program_events(prog)
     assert len(cyc) == 16 * 2
-    assert cyc[0] == 73 + 2 * 16 + 2 * 48 + 144 and cyc[16] == cyc[0] + 288
+    assert cyc[0] == start + 2 * 16 + 2 * 48 + 144 and cyc[16] == cyc[0] + 288
+    inp = ln.netlist.instances["mem_conv_input_s0"].config
+    wgt = ln.netlist.instances["mem_conv_weights_s0"].config
+    if not double:
+        assert "double_buffer" not in inp and inp["read_slack"] == dnn_array.HOLD
+        return
+    # input: the outermost counter moving it is rzo (144 cycles an iteration); a channel
+    # (36 words) per half, re-streamed for the second tile: 4 shares of 36 words, each
+    # written in the 36 cycles before its iteration; read at x + r.x, y + r.y, half rzo
+    assert inp["double_buffer"] == {"share": 36, "period": 144, "lead": 36}
+    assert inp["read_slack"] == 144 + 1 - 36 - 1
+    wi, ri = inp["ports"]["data_in_0"], inp["ports"]["data_out_0"]
+    assert wi["extents"] == [36, 2, 2] and wi["address"]["strides"] == [1, 36, 0]
+    assert wi["schedule"] == {"strides": [1, 144, 288], "offset": 0}
+    assert ri["extents"] == [4, 4, 3, 3, 2, 2]
+    assert ri["address"]["strides"] == [1, 6, 1, 6, 36, 0]
+    # weights: moved by the tile counter (288 cycles); 3 x 3 x 2 words per half, held over
+    # the 16 pixels (merged into one dimension), loaded in the 18 cycles before each tile
+    assert wgt["double_buffer"] == {"share": 18, "period": 288, "lead": 18}
+    ww, rw = wgt["ports"]["data_in_0"], wgt["ports"]["data_out_0"]
+    assert ww["extents"] == [18, 2] and ww["schedule"] == {"strides": [1, 288],
+                                                           "offset": 37 - 1 - 18}
+    assert rw["extents"] == [16, 36] and rw["address"]["strides"] == [0, 1]
+    assert rw["schedule"]["strides"] == [1, 16]
+    # the host stream of an input lane: channel 0 then 1, then again for the second tile
+    cyc_in, _ = program_events(wi)
+    assert cyc_in[:2].tolist() == [0, 1] and cyc_in[36] == 144 and cyc_in[108] == 3 * 144
     # the step kernel reads every operand MEM once, the accumulator and the flag
     sinks = {s for n in ln.netlist.nets for s in n.sinks if s[0] == "kernel_hstep_conv"}
     assert sinks == {("kernel_hstep_conv", p) for p in
@@ -61,15 +92,16 @@ def test_resnet_netlist_known_answer():
 
 
 def test_io_tiles_are_shared_when_mems_outnumber_them():
-    """4 IO tiles, 2 taken by the outputs: the 7 loads share 2 streams back to back."""
-    ln = dnn_array.layer_netlist(_resnet(), MEM, 4)
+    """4 IO tiles, 2 taken by the outputs: the 7 loads share 2 streams back to back, both
+    ending where the compute starts."""
+    ln = dnn_array.layer_netlist(_resnet(), MEM, 4, double_buffer=False)
     assert len(ln.loads) == 2
     loads = [ld for lst in ln.loads.values() for ld in lst]
     assert sorted(ld.mem for ld in loads) == sorted(
         n for n, i in ln.netlist.instances.items() if i.kind == "mem" and
         i.config["role"] in ("operand", "flag"))
     for inst, lst in ln.loads.items():
-        end = 0
+        end = ln.load_cycles - sum(ld.words for ld in lst)   # every lane ends at one cycle
         for ld in lst:
             assert ld.offset == end                    # back to back, no overlap
             end += ld.words
@@ -84,15 +116,66 @@ def test_io_tiles_are_shared_when_mems_outnumber_them():
     assert ln.lms[0].start == 163
 
 
-def test_nominal_programs_reproduce_the_layer_on_lake_models():
-    """The array's nominal schedule (loads through shared IO streams, later start) is still
-    the schedule dnn_memory checks on Lake's cycle-accurate models: the same programs run
-    there give the golden output."""
+def _lane_events(ln):
+    """IO load lane -> (cycles, MEM) of every write its MEMs take from it."""
+    out = {}
+    for inst, lst in ln.loads.items():
+        ev = []
+        for ld in lst:
+            cyc, _ = program_events(ln.netlist.instances[ld.mem].config["ports"]["data_in_0"])
+            ev += [(int(c), ld.mem) for c in cyc]
+        out[inst] = sorted(ev)
+    return out
+
+
+@pytest.mark.parametrize("layer,args", [("resnet_layer", (6, 4, 2)),
+                                        ("mobilenet_layer", (6, 4, 2)),
+                                        ("resnet_stride2", (7, 4, 2))])
+def test_double_buffers_share_io_lanes_without_collisions(layer, args):
+    """4 IO tiles (2 load lanes): the whole boxes first on a lane, then the shares; every
+    lane ends where the compute starts; over the whole run no two MEMs take a word from one
+    lane in the same cycle, and a MEM takes each host word exactly once."""
+    pipe = dnn.build_layer(layer, *args)
+    ln = dnn_array.layer_netlist(pipe, MEM, 4)
+    lms = {lm.func: lm for lm in ln.lms}
+    assert len(ln.loads) == 2
+    for inst, ev in _lane_events(ln).items():
+        cycles = [c for c, _ in ev]
+        assert len(cycles) == len(set(cycles)), inst            # one word per cycle
+        lst = ln.loads[inst]
+        assert max(ld.offset + ld.words for ld in lst) == ln.load_cycles   # aligned ends
+        kinds = [("double_buffer" in ln.netlist.instances[ld.mem].config) for ld in lst]
+        assert kinds == sorted(kinds)                           # whole boxes first
+        for ld in lst:
+            cfg = ln.netlist.instances[ld.mem].config
+            if "double_buffer" in cfg:
+                red = lms[cfg["reduction"]]
+                db = cfg["double_buffer"]
+                assert db["lead"] == ln.load_cycles - ld.offset <= db["period"]
+                assert cfg["read_slack"] == db["period"] + red.stall - db["lead"] - 1
+    # the double buffers' MEMs hold half of the whole boxes' words or less
+    whole = dnn_array.layer_netlist(pipe, MEM, 4, double_buffer=False)
+    assert whole.load_cycles > ln.load_cycles
+
+
+@pytest.mark.parametrize("double", [False, True], ids=["whole", "double"])
+def test_nominal_programs_reproduce_the_layer_on_lake_models(double):
+    """The array's nominal schedule (loads through shared IO streams, later start, double
+    buffers reloaded behind the compute) is the schedule dnn_memory checks on Lake's
+    cycle-accurate models: the same programs run there give the golden output."""
     pipe = dnn.build_layer("gemm", 4, 8, 2)
-    ln = dnn_array.layer_netlist(pipe, MEM, 6, 4)   # 4 outputs, 2 shared load streams
+    ln = dnn_array.layer_netlist(pipe, MEM, 6, 4, double)   # 4 outputs, 2 load lanes
     ins = dnn.layer_inputs(pipe, 5)
-    got, lms = dnn_memory.simulate(pipe, ins, loop_cycles=4, min_start=ln.load_cycles + 1)
+    got, lms = dnn_memory.simulate(pipe, ins, **ln.schedule)
     assert [(lm.start, lm.stall) for lm in lms] == [(lm.start, lm.stall) for lm in ln.lms]
+    for lm in lms:
+        for prod, lst in lm.mems.items():
+            for om in lst:
+                cfg = ln.netlist.instances[f"mem_{lm.func}_{prod}_s{om.stream.index}"].config
+                assert cfg["ports"]["data_out_0"] == om.programs["data_out_0"]
+                assert (om.double is not None) == double == ("double_buffer" in cfg)
+                if double:
+                    assert cfg["ports"]["data_in_0"] == om.programs["data_in_0"]
     # the 2 x 2 tiles run inside the reduction (loop perfection): 4 steps between updates
     assert lms[0].start == ln.load_cycles + 1 and lms[0].stall == 2 and lms[0].tiles_inner
     np.testing.assert_array_equal(got[pipe.output.name],
