@@ -3,7 +3,9 @@ by mapper.dnn_array onto the default 32x16 design (``build/default``, generated 
 placed, routed, pipelined, run on the generated RTL in Verilator and checked bit for bit
 against numpy and real Halide (the bench stops otherwise).
 
-Per layer: PEs, MEMs (by role), IO tiles, registers, the load phase, cycles (last output + 1)
+Per layer and operand MEM layout (``--buffers``: double buffers, the default, against whole
+boxes, side by side): PEs, MEMs (by role), IO tiles, registers, the load phase, the double
+buffers and the words the operand MEMs store, cycles (last output + 1)
 against the ideal (MACs / multipliers), occupancy (MACs / (multipliers x cycles)) over the
 run and over the compute phase, the longest accumulation loop against its budget, the timing
 model's Fmax, each stage's seconds and the Verilator simulation's seconds.
@@ -44,6 +46,9 @@ def main() -> None:
     ap.add_argument("--layers", default=",".join(CASES))
     ap.add_argument("--fmax", type=float, default=None)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--buffers", default="double,whole",
+                    help="operand MEM layouts, side by side: double (double buffers, the "
+                         "default) and/or whole (each MEM holds its whole box)")
     args = ap.parse_args()
 
     from mapper.flow import AppParams, FlowParams, RunParams, SimOptions, run_app
@@ -52,16 +57,19 @@ def main() -> None:
 
     d = design()
     rows: list[dict] = []
-    for layer in args.layers.split(","):
+    for layer, buffers in [(la, b) for la in args.layers.split(",")
+                           for b in args.buffers.split(",")]:
         side, channels, block = CASES[layer]
         p = {"layer": layer, "size": side, "channels": channels, "block": block,
-             "array": "32x16", "fmax_target": args.fmax, "seed": args.seed}
+             "array": "32x16", "fmax_target": args.fmax, "seed": args.seed,
+             "buffers": buffers}
         pipe = PipelineParams() if args.fmax is None else PipelineParams(
             register_pe_inputs=True, target_period_ps=1e6 / args.fmax)
         with tempfile.TemporaryDirectory() as tmp:
             t = time.perf_counter()
             run = run_app(RunParams(AppParams(layer, side, side, channels=channels,
-                                              block=block), d, tmp,
+                                              block=block,
+                                              double_buffer=buffers == "double"), d, tmp,
                                     FlowParams(place=PlaceParams(seed=args.seed),
                                                pipeline=pipe), SimOptions("camera")))
             wall = time.perf_counter() - t
@@ -81,6 +89,8 @@ def main() -> None:
         emit("registers", regs["balancing"] + regs["compute_pipelining"] +
              regs["pe_input_balancing"], "registers")
         emit("load_cycles", lay["load_cycles"], "cycles")
+        emit("double_buffers", lay["double_buffers"], "MEMs")
+        emit("operand_words", lay["operand_words"], "words")
         emit("cycles", lay["cycles"], "cycles")
         emit("ideal_cycles", lay["ideal_cycles"], "cycles")
         emit("cycles_over_ideal", round(lay["cycles"] / lay["ideal_cycles"], 3), "ratio")

@@ -49,12 +49,15 @@ from lake.affine import counters
 from mapper import dnn_memory, dnn_step, tensor
 from mapper.dnn_plan import read_one
 from mapper.frontend import dsl
-from mapper.memory import kernel_instance
+from mapper.memory import kernel_instance, merge_banks
 from mapper.netlist import Netlist
 
 #: cycles a read-add-write loop may take by default (read word to the write of its sum): a
 #: 2 x 2 lane block takes 4-7 on the default array with compute pipelining
 DEFAULT_LOOP_CYCLES = 12
+#: a host-loaded MEM: ``(reduction, producer, stream index, bank)``; a flag MEM's producer is
+#: ``"first"``
+MemKey = tuple[str, str, int, int]
 #: read slack of a MEM that holds its words for the whole layer (cycles; any delay is fine)
 HOLD = 1 << 20
 
@@ -62,13 +65,12 @@ HOLD = 1 << 20
 @dataclass(frozen=True)
 class Load:
     """One host-loaded MEM on an input IO tile: ``mem`` (instance), ``offset`` (cycle of its
-    first word in the IO stream), ``words`` and ``key``: ``(reduction, producer, stream
-    index)`` of an operand MEM, ``(reduction, "first", 0)`` of a flag MEM."""
+    first word in the IO stream), ``words`` and ``key`` (:data:`MemKey`)."""
 
     mem: str
     offset: int
     words: int
-    key: tuple[str, str, int]
+    key: MemKey
 
 
 @dataclass
@@ -152,11 +154,13 @@ def _nominal_write(prog: dict[str, Any]) -> dict[str, Any]:
                                     offset=int(prog["schedule"]["offset"]) - 1))
 
 
-def _mem_name(key: tuple[str, str, int]) -> str:
-    """The MEM instance of a host load ``(reduction, producer, stream)`` (``producer``
-    ``"first"``: the reduction's flag MEM)."""
-    red, prod, idx = key
-    return f"flag_{red}" if prod == "first" else f"mem_{red}_{prod}_s{idx}"
+def _mem_name(key: MemKey) -> str:
+    """The MEM instance of ``(reduction, producer, stream, bank)`` (``producer`` ``"first"``:
+    the reduction's flag MEM; bank 0 carries no suffix)."""
+    red, prod, idx, bank = key
+    if prod == "first":
+        return f"flag_{red}"
+    return f"mem_{red}_{prod}_s{idx}" + (f"_b{bank}" if bank else "")
 
 
 def output_program(lm: dnn_memory.LayerMemories, f: dsl.Func, o: int) -> dict[str, Any]:
@@ -173,8 +177,8 @@ def output_program(lm: dnn_memory.LayerMemories, f: dsl.Func, o: int) -> dict[st
 
 def _load_plan(pipe: dsl.Pipeline, facts: dict[str, int], loop_cycles: int, io_tiles: int,
                double_buffer: bool, hold: frozenset
-               ) -> tuple[list[list[tuple[tuple[str, str, int], int, int]]],
-                          dict[tuple[str, str, int], int], dict[tuple[str, str, int], int]]:
+               ) -> tuple[list[list[tuple[MemKey, int, int]]], dict[MemKey, int],
+                          dict[MemKey, int]]:
     """The IO load lanes of the host-loaded MEMs (module docstring): per lane ``(key,
     offset, words)`` with the whole boxes first and the double buffers' shares after them,
     every lane ending at the same cycle (the longest lane's length); the double buffers'
@@ -184,19 +188,19 @@ def _load_plan(pipe: dsl.Pipeline, facts: dict[str, int], loop_cycles: int, io_t
     lms = dnn_memory.map_layer(pipe, facts, loop_cycles, 0, double_buffer, None, hold)
     n_out = len(lms[-1].step.out_lanes)
     lanes_free = io_tiles - n_out
-    sizes: list[tuple[tuple[str, str, int], int]] = []
-    periods: dict[tuple[str, str, int], int] = {}
+    sizes: list[tuple[MemKey, int]] = []
+    periods: dict[MemKey, int] = {}
     for lm in lms:
         for prod, lst in lm.mems.items():
             for om in lst:
                 if om.write_coords is None:
-                    key = (lm.func, prod, om.stream.index)
+                    key = (lm.func, prod, om.stream.index, om.bank)
                     sizes.append((key, om.burst))
                     if om.double:
                         periods[key] = om.double.period
         rn = math.prod(c.extent for c in lm.counters
                        if c.origin in {rv.name for rv in funcs[lm.func].rdom.vars})
-        sizes.append(((lm.func, "first", 0), rn))
+        sizes.append(((lm.func, "first", 0, 0), rn))
     if lanes_free < 1:
         raise MappingError(f"{pipe.name}: {n_out} output lanes and a load stream need "
                            f"{n_out + 1} IO tiles, the design has {io_tiles}; use fewer output "
@@ -251,12 +255,12 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
             leads[k] > periods[k2] for k2, _o2, _n2 in lst if k2 in periods)}
         if not late:
             break
-        hold |= late             # a lane's shares do not fit its shortest iteration
+        hold |= {k[:3] for k in late}   # a lane's shares exceed its shortest iteration
     lms = dnn_memory.map_layer(pipe, facts, loop_cycles, longest + lat, double_buffer, leads,
                                frozenset(hold))
 
     nl = Netlist(pipe.name)
-    where: dict[tuple[str, str, int], tuple[int, int]] = {}    # key -> (IO lane, offset)
+    where: dict[MemKey, tuple[int, int]] = {}    # key -> (IO lane, offset)
     loads: dict[str, list[Load]] = {}
     for j, lst in enumerate(assign):
         total = sum(n for _, _, n in lst)
@@ -267,6 +271,7 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
             where[k] = (j, off)
     sink_of: dict[int, list[tuple[str, str]]] = {j: [] for j in range(len(assign))}
     nets: dict[tuple[str, str], list[tuple[str, str]]] = {}          # source -> sinks
+    bits: dict[tuple[str, str], list[tuple[str, str]]] = {}          # 1-bit nets (valid)
     outputs: dict[str, tuple[str, str, int]] = {}
     multipliers = 0
     prev_writers: dict[tuple[str, int], list[tuple[str, str]]] = {}   # (Func, lane) -> sinks
@@ -276,24 +281,35 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
         multipliers += sum(1 for n in sk.kernel.live_nodes() if n.op == "coreir.mul")
         stage = f"hstep_{f.name}"
         kinst = kernel_instance(stage)
-        nl.add_instance(kinst, "kernel", None, {"stage": stage, "signed": False,
-                                               "dag": sk.kernel.to_dict()})
+        kernel, banked = sk.kernel, []
+        for prod, lst in lm.mems.items():         # a stream over several MEMs: a mux chain
+            for om in lst:
+                if om.banks > 1 and om.bank == 0:
+                    kernel, din, vin = merge_banks(kernel, prod, om.stream.index, om.banks)
+                    banked.append([din, vin])
+        kcfg: dict[str, Any] = {"stage": stage, "signed": False, "dag": kernel.to_dict()}
+        if banked:
+            kcfg["banked"] = banked
+        nl.add_instance(kinst, "kernel", None, kcfg)
         for prod, lst in lm.mems.items():
             for om in lst:
-                name = _mem_name((f.name, prod, om.stream.index))
+                key = (f.name, prod, om.stream.index, om.bank)
+                name = _mem_name(key)
                 ports = dict(om.programs)
                 cfg: dict[str, Any] = {"preset": preset, "read_slack": HOLD,
                                        "role": "operand", "reduction": f.name,
                                        "stream": [prod, om.stream.index]}
+                if om.banks > 1:
+                    cfg["bank"] = [om.bank, om.banks]
                 if om.double is not None:      # written by its IO lane every iteration
-                    j, _off = where[(lm.func, prod, om.stream.index)]
+                    j, _off = where[key]
                     cfg["read_slack"] = om.double.read_slack(lm.stall)
                     cfg["double_buffer"] = {"share": om.double.share,
                                             "period": om.double.period,
                                             "lead": om.double.lead}
                     sink_of[j].append((name, "data_in_0"))
                 elif om.write_coords is None:
-                    j, off = where[(lm.func, prod, om.stream.index)]
+                    j, off = where[key]
                     ports["data_in_0"] = _load_program(off, om.words)
                     sink_of[j].append((name, "data_in_0"))
                 else:                      # an intermediate buffer
@@ -304,7 +320,13 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
                         (name, "data_in_0"))
                 cfg["ports"] = dict(sorted(ports.items()))
                 nl.add_instance(name, "mem", "m", cfg)
-                nets[(name, "data_out_0")] = [(kinst, f"{prod}.{om.stream.index}")]
+                if om.banks > 1:
+                    i = om.stream.index
+                    nets[(name, "data_out_0")] = [(kinst, f"{prod}_bank{i}.{om.bank}")]
+                    if om.bank:                # the mux chain never reads bank 0's valid
+                        bits[(name, "valid_out_0")] = [(kinst, f"{prod}_valid{i}.{om.bank}")]
+                else:
+                    nets[(name, "data_out_0")] = [(kinst, f"{prod}.{om.stream.index}")]
         acc, flag, _words = dnn_memory.accumulator_programs(lm, f, lat)
         budget = lm.stall * lm.distance - lat
         for o in range(len(sk.out_lanes)):
@@ -316,8 +338,8 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
                 "accumulator": {"loop_cycles": budget, "stall": lm.stall,
                                 "distance": lm.distance, "read_latency": lat}})
             nets[(name, "data_out_0")] = [(kinst, f"acc.{o}")]
-        fname = _mem_name((f.name, "first", 0))
-        j, off = where[(lm.func, "first", 0)]
+        fname = _mem_name((f.name, "first", 0, 0))
+        j, off = where[(lm.func, "first", 0, 0)]
         nl.add_instance(fname, "mem", "m", {
             "preset": preset, "read_slack": HOLD, "role": "flag", "reduction": f.name,
             "ports": {"data_in_0": _load_program(off, len(_words)),
@@ -368,6 +390,8 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
     word = int(mem.get("word_width", 16))
     for src, ss in nets.items():
         nl.add_net(src, ss, word, f"{src[0]}_{src[1]}".replace(".", "_"))
+    for src, ss in bits.items():
+        nl.add_net(src, ss, 1, f"{src[0]}_{src[1]}".replace(".", "_"))
     nl.validate()
     schedule = {"loop_cycles": loop_cycles, "min_start": longest + lat,
                 "double_buffer": double_buffer, "leads": leads, "hold": frozenset(hold)}
@@ -426,15 +450,15 @@ def layer_streams(ln: LayerNetlist, pipe: dsl.Pipeline, packed, sites: dict[str,
     for lm in ln.lms:
         for prod, lst in lm.mems.items():
             for om in lst:
-                by_key[(lm.func, prod, om.stream.index)] = om
+                by_key[(lm.func, prod, om.stream.index, om.bank)] = om
     flags = {lm.func: dnn_memory.accumulator_programs(lm, funcs[lm.func])[2] for lm in ln.lms}
     ins: dict[str, np.ndarray] = {}
     for inst, lst in ln.loads.items():
         events = []
         for ld in lst:
-            red, prod, idx = ld.key
+            red, prod = ld.key[:2]
             words = flags[red] if prod == "first" else \
-                by_key[(red, prod, idx)].writes(arrays[prod], doms[prod])
+                by_key[ld.key].writes(arrays[prod], doms[prod])
             # the MEM's nominal write cycles (a double buffer's: every iteration's share)
             cyc, _ = program_events(ln.netlist.instances[ld.mem].config["ports"]["data_in_0"])
             if len(cyc) != len(words):
@@ -516,7 +540,7 @@ def layer_report(ln: LayerNetlist, pipe: dsl.Pipeline, streams: LayerStreams,
     """The layer figures of a run: MACs, multipliers, the load phase, cycles (the last output
     + 1), ideal cycles (MACs / multipliers), occupancy (MACs / (multipliers x cycles): busy
     multiplier-cycles over all), and the same over the compute phase alone; MEMs by role and
-    how many operand MEMs are double buffers;
+    how many operand MEMs are double buffers and the words all operand MEMs store;
     with the pipelined ``packed`` design, the longest accumulation loop and its budget
     (:func:`loop_latencies`)."""
     macs = sum(tensor.macs(pipe).values())
@@ -531,6 +555,8 @@ def layer_report(ln: LayerNetlist, pipe: dsl.Pipeline, streams: LayerStreams,
             double += "double_buffer" in inst.config
     return {"macs": macs, "multipliers": ln.multipliers, "load_cycles": ln.load_cycles,
             "double_buffers": double,
+            "operand_words": sum(om.words for lm in ln.lms for lst in lm.mems.values()
+                                 for om in lst),
             "compute_start": streams.compute_start, "cycles": streams.cycles,
             "compute_cycles": compute, "ideal_cycles": -(-macs // mul),
             "occupancy": round(macs / (mul * streams.cycles), 4),

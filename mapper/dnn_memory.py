@@ -43,6 +43,15 @@ input plane per output-channel tile). Reads may lag the writes by
 contiguous ones merged); a stream whose split programs need more dimensions than the MEM
 has, with an odd extent of ``t`` or a share longer than ``lead`` keeps the whole box.
 
+**Banks** (chaining a stream over several MEMs). A stream whose MEM would exceed the
+capacity is split over the iterations of ``t``: with double buffers, when both halves do not
+fit but one share does, a *ping-pong* pair (MEM ``i_t mod 2`` holds iteration ``i_t``'s share,
+reloaded during the iteration before); without, the fewest ``k`` banks (``k`` dividing
+``t``'s extent) whose shares fit, bank ``b`` holding the iterations ``i_t = k j + b``, loaded
+once. Each bank reads only on its own iterations; the step kernel merges a stream's banks by
+a mux chain on their ``valid_out`` (:func:`mapper.memory.merge_banks`, as the stencil flow's
+column banks). A stream whose one share exceeds a MEM is refused.
+
 **Accumulation** (:func:`accumulator_programs`): one MEM per output lane holds a partial sum
 per pixel of the tile (address = the pixel counters' linear index, reused by every pass and
 tile); it is read ``read_latency`` cycles before each step and the step kernel's result is
@@ -72,9 +81,8 @@ blocking uses 64 + 8 operand MEMs, 8 accumulation MEMs and the flag MEM: 81, as
 Errors: :class:`~cgra.errors.MappingError` for a program without a reduction, a reduction
 reading a Func that is not an earlier reduction's requantisation, an intermediate buffer fed
 by several lanes or not affinely, a floor-division read, more counters than
-the MEM's address generators have dimensions, a box larger than one MEM (chaining is the
-stencil flow's, not yet this one's), a non-``+`` accumulation, a pure definition that is not
-a constant; :class:`~cgra.errors.SimulationError` when a MEM's stream misses its cycles.
+the MEM's address generators have dimensions, a stream no split of which fits one MEM, a
+non-``+`` accumulation, a pure definition that is not a constant; :class:`~cgra.errors.SimulationError` when a MEM's stream misses its cycles.
 """
 from __future__ import annotations
 
@@ -138,21 +146,27 @@ class OperandMem:
     #: an intermediate buffer's writer: the producer reduction's output lane (index into its
     #: step kernel's ``out_lanes``) whose requantised sums it stores
     writer_lane: int | None = None
-    #: a host-loaded double buffer (module docstring); ``None``: the whole box, loaded once
+    #: a host-loaded double buffer (module docstring); ``None``: loaded once
     double: DoubleBuffer | None = None
-    #: a double buffer's host words in write order (producer coordinates, one row per write:
-    #: every iteration's share)
+    #: the host words in write order when they are not the box in address order (producer
+    #: coordinates, one row per write): a double buffer's every share, a bank's shares
     load_coords: np.ndarray | None = None
+    #: boxes of :attr:`extents` the MEM stores: 1; 2 for a double buffer's halves; a bank's
+    #: iterations (module docstring, "Banks")
+    copies: int = 1
+    #: this MEM's index among the ``banks`` MEMs of its stream
+    bank: int = 0
+    banks: int = 1
 
     @property
     def words(self) -> int:
-        """Words the MEM stores: the box, or both halves of a double buffer."""
-        return math.prod(self.extents) * (2 if self.double else 1)
+        """Words the MEM stores."""
+        return math.prod(self.extents) * self.copies
 
     @property
     def burst(self) -> int:
-        """Words of one host load burst: the whole box, or one share of a double buffer."""
-        return math.prod(self.extents)
+        """Words of one host load burst: all it stores, or one share of a double buffer."""
+        return math.prod(self.extents) if self.double else self.words
 
     def box_coords(self) -> np.ndarray:
         """Producer coordinates of the stored words in address order, shape (words, dims)
@@ -343,16 +357,25 @@ def _as_program(dims: list[tuple[int, int, int]], offset: int) -> dict[str, Any]
     return _program([d[0] for d in dims], [d[1] for d in dims], [d[2] for d in dims], offset)
 
 
-def _double_buffer(nest: list[Counter], sched: list[int], coefs: list[list[int]],
-                   bases: tuple[int, ...], start: int, lat: int, lead: int | None,
-                   max_dims: int) -> tuple[OperandMem, DoubleBuffer] | None:
-    """The double-buffered layout of a host stream whose coordinate ``j`` is ``bases[j] +
-    sum_k coefs[j][k] i_k`` over ``nest`` (module docstring), or ``None`` when it has none:
-    no counter moves it, the outermost that does has an odd extent, or the split programs
-    need more than ``max_dims`` dimensions. Its write of an iteration's share begins
-    ``lead`` cycles (default: the share) before the iteration's first read event."""
+@dataclass(frozen=True)
+class _Share:
+    """The box of one iteration of counter ``t`` (the outermost that moves a stream): per
+    coordinate ``gcd`` and ``extents`` over the counters inside ``t``, their address
+    ``strides``, ``words``, and ``move``: the coordinates one iteration of ``t`` adds."""
+
+    t: int
+    gcd: tuple[int, ...]
+    extents: tuple[int, ...]
+    strides: tuple[int, ...]
+    words: int
+    move: tuple[int, ...]
+
+
+def _share(nest: list[Counter], coefs: list[list[int]]) -> _Share | None:
+    """:class:`_Share` of a stream whose coordinate ``j`` is ``b_j + sum_k coefs[j][k] i_k``
+    over ``nest``; ``None`` when no counter moves it."""
     moving = [k for k in range(len(nest)) if any(c[k] for c in coefs)]
-    if not moving or nest[moving[-1]].extent % 2:
+    if not moving:
         return None
     t = moving[-1]
     gs, es, strides, pitch = [], [], [0] * t, 1
@@ -365,28 +388,84 @@ def _double_buffer(nest: list[Counter], sched: list[int], coefs: list[list[int]]
         gs.append(g)
         es.append(e)
         pitch *= e
-    share, period = pitch, sched[t]
-    lead = share if lead is None else lead
-    if not share <= lead <= period:
+    return _Share(t, tuple(gs), tuple(es), tuple(strides), pitch, tuple(c[t] for c in coefs))
+
+
+def _layout(nest: list[Counter], sched: list[int], sh: _Share, bases: tuple[int, ...],
+            banks: int, double: bool, start: int, lat: int, leads: list[int | None],
+            max_dims: int) -> list[OperandMem] | None:
+    """The MEMs of a host stream split over the iterations of counter ``t = sh.t``
+    (module docstring, "Double buffers" and "Banks"), ``None`` when the programs need more
+    than ``max_dims`` dimensions or a lead is out of range:
+
+    - ``banks == 1, double``: one MEM of two halves, iteration ``i_t`` in half ``i_t mod 2``,
+      each share reloaded during the iteration before its own;
+    - ``banks == 2, double``: two MEMs of one share each (a ping-pong: MEM ``i_t mod 2``);
+    - ``not double``: ``banks`` MEMs, MEM ``b`` holding the shares of the iterations ``i_t =
+      banks j + b``, loaded once before the compute.
+
+    ``leads[b]``: cycles before an iteration's first read event at which MEM ``b``'s share
+    write begins (double buffers; default the share)."""
+    e_t, period = nest[sh.t].extent, sched[sh.t]
+    if e_t % (2 if double and banks == 1 else banks):
         return None
-    half = nest[t].extent // 2
-    swap = [(2, share, period), (half, 0, 2 * period)]
-    outer = [(nest[k].extent, 0, sched[k]) for k in range(t + 1, len(nest))]
-    read = _compact([(nest[k].extent, strides[k], sched[k]) for k in range(t)] + swap + outer)
-    write = _compact([(share, 1, 1)] + swap + outer)
-    if max(len(read), len(write)) > max_dims:
+    inner = [(nest[k].extent, sh.strides[k], sched[k]) for k in range(sh.t)]
+    outer = [(nest[k].extent, 0, sched[k]) for k in range(sh.t + 1, len(nest))]
+    its = counters([nest[k].extent for k in range(sh.t, len(nest))])[:, 0]  # time order
+    out = []
+    for b in range(banks):
+        om = OperandMem(None, {}, bases, sh.gcd, sh.extents, bank=b, banks=banks)
+        if double and banks == 1:
+            swap = [(2, sh.words, period), (e_t // 2, 0, 2 * period)]
+            om.copies = 2
+        else:
+            swap = [(e_t // banks, 0 if double else sh.words, banks * period)]
+            om.copies = 1 if double else e_t // banks
+        mine = its[its % banks == b]            # bank b's iterations of t, in time order
+        read = _compact(inner + swap + outer)
+        if double:
+            lead = sh.words if leads[b] is None else leads[b]
+            if not sh.words <= lead <= period:
+                return None
+            write = _compact([(sh.words, 1, 1)] + swap + outer)
+            om.double = DoubleBuffer(sh.t, sh.words, period, lead)
+            w_off = start - lat - lead + b * period
+        else:                                   # each of its iterations once, in order
+            mine = np.arange(b, e_t, banks)
+            write = [(om.copies * sh.words, 1, 1)]
+            w_off = 0
+        if max(len(read), len(write)) > max_dims:
+            return None
+        om.programs = {"data_in_0": _as_program(write, w_off),
+                       "data_out_0": _as_program(read, start - lat + b * period)}
+        # host coordinates in write order: per iteration its share, moved by counter t
+        om.load_coords = (om.box_coords()[None, :, :] + mine[:, None, None] *
+                          np.array(sh.move, dtype=np.int64)).reshape(-1, len(bases))
+        out.append(om)
+    return out
+
+
+def _choose_layout(nest: list[Counter], sched: list[int], sh: _Share, bases: tuple[int, ...],
+                   whole: int, lat: int, mem: dict[str, Any], double: bool,
+                   leads: list[int | None]) -> list[OperandMem] | None:
+    """The MEMs of a host stream (module docstring, "Double buffers" and "Banks"): with
+    ``double``, one double buffer when both halves fit a MEM, else a ping-pong pair when one
+    share does; the whole box (``None``) when it fits ``whole <= capacity``; else the fewest
+    banks whose shares fit; ``None`` also when nothing fits (the caller refuses)."""
+    cap, dims = mem["capacity"], mem["max_dimensionality"]
+    big = 1 << 40                      # offsets are placed later: only the layout is chosen
+    if double:
+        for banks in (1, 2):
+            lay = _layout(nest, sched, sh, bases, banks, True, big, lat, leads, dims)
+            if lay and lay[0].words <= cap:
+                return lay
+    if whole <= cap:
         return None
-    db = DoubleBuffer(t, share, period, lead)
-    om = OperandMem(None, {"data_in_0": _as_program(write, start - lat - lead),
-                           "data_out_0": _as_program(read, start - lat)},
-                    bases, tuple(gs), tuple(es), double=db)
-    # host coordinates in write order: per iteration (time order, counter t fastest) the
-    # share box moved by counter t's coefficients (the outer counters move nothing)
-    its = counters([nest[k].extent for k in range(t, len(nest))])[:, 0]
-    move = np.array([c[t] for c in coefs], dtype=np.int64)
-    coord = (om.box_coords()[None, :, :] + its[:, None, None] * move).reshape(-1, len(coefs))
-    om.load_coords = coord
-    return om, db
+    e_t = nest[sh.t].extent
+    for banks in range(2, e_t + 1):
+        if e_t % banks == 0 and e_t // banks * sh.words <= cap:
+            return _layout(nest, sched, sh, bases, banks, False, big, lat, leads, dims)
+    return None
 
 
 def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
@@ -407,9 +486,9 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
 
     ``double_buffer``: every host stream that can (module docstring, "Double buffers") is
     held as two halves of one iteration's share instead of the whole box, except the streams
-    in ``hold`` (keys ``(reduction, producer, stream index)``); ``leads`` (same keys): cycles
-    before an iteration's first read event at which its share's write begins (default: the
-    share, the MEM's own load stream). Raises :class:`MappingError`."""
+    in ``hold`` (keys ``(reduction, producer, stream index)``); ``leads`` (keys ``(reduction,
+    producer, stream index, bank)``): cycles before an iteration's first read event at which
+    a double buffer's share write begins (default: the share, the MEM's own load stream). Raises :class:`MappingError`."""
     from mapper.dnn_plan import accumulation_of, reductions
 
     mem = {"capacity": 2048, "max_dimensionality": 6, "read_latency": 1, **(preset or {})}
@@ -472,35 +551,42 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
                     es.append(ext)
                     coefs.append(coef)
                     pitch *= ext
-                db = None
+                layout = None
                 key = (f.name, prod, st.index)
-                if double_buffer and prod not in made and key not in hold:
-                    db = _double_buffer(nest, sched, coefs, tuple(bs), 0, lat,
-                                        (leads or {}).get(key), mem["max_dimensionality"])
-                if (db[0].words if db else pitch) > mem["capacity"]:
-                    raise MappingError(f"Func {f.name}: a stream of {prod} needs "
-                                       f"{db[0].words if db else pitch} words, more than one "
-                                       f"MEM ({mem['capacity']}); use more lanes or smaller "
-                                       f"tiles")
-                boxes.append((prod, st, tuple(bs), tuple(gs), tuple(es), strides, coefs,
-                              db[1].lead if db else None))
-        host = [lead if lead is not None else math.prod(e)
-                for p, _, _, _, e, _, _, lead in boxes if p not in made]
-        start = max([w + lat for w in host] + [prev_end + lat + 1, min_start])
+                sh = _share(nest, coefs) if prod not in made else None
+                if sh is not None:
+                    layout = _choose_layout(nest, sched, sh, tuple(bs), pitch, lat, mem,
+                                            double_buffer and key not in hold,
+                                            [(leads or {}).get((*key, b)) for b in range(2)])
+                if layout is None and pitch > mem["capacity"]:
+                    per = (f" ({sh.words} per iteration of {nest[sh.t].name})"
+                           if sh is not None else "")
+                    raise MappingError(f"Func {f.name}: a stream of {prod} needs {pitch} "
+                                       f"words{per}, more than one MEM ({mem['capacity']}) "
+                                       f"holds, and no split over its outermost moving "
+                                       f"counter fits; use a smaller input or more lanes")
+                boxes.append((prod, st, tuple(bs), tuple(gs), tuple(es), strides, sh, layout))
+        host = [math.prod(e) + lat for p, _, _, _, e, _, _, lay in boxes
+                if p not in made and lay is None]
+        host += [(om.double.lead - om.bank * om.double.period if om.double else om.words) + lat
+                 for *_, lay in boxes if lay for om in lay]
+        start = max(host + [prev_end + lat + 1, min_start])
         extents = [c.extent for c in nest] or [1]
         lm = LayerMemories(f.name, sk, nest, stall, start, {}, doms[f.name], dist,
                            tiles_inner)
-        for prod, st, bs, gs, es, strides, coefs, lead in boxes:
+        for prod, st, bs, gs, es, strides, sh, layout in boxes:
             n = math.prod(es)
             read = {"dimensionality": len(extents), "extents": extents,
                     "address": {"strides": strides or [0], "offset": 0},
                     "schedule": {"strides": sched, "offset": start - lat}}
             om = OperandMem(st, {}, bs, gs, es)
-            if lead is not None:
-                om, _db = _double_buffer(nest, sched, coefs, bs, start, lat, lead,
-                                         mem["max_dimensionality"])
-                om.stream = st
-                lm.mems.setdefault(prod, []).append(om)
+            if layout is not None:
+                lay = _layout(nest, sched, sh, bs, layout[0].banks, layout[0].double is not None,
+                              start, lat, [om.double.lead if om.double else None
+                                           for om in layout], mem["max_dimensionality"])
+                for om in lay:
+                    om.stream = st
+                lm.mems.setdefault(prod, []).extend(lay)
                 continue
             if prod in made:
                 om.write_coords, write, om.writer_lane = _intermediate_writes(
@@ -594,21 +680,24 @@ def accumulator_programs(lm: LayerMemories, f: dsl.Func, read_latency: int = 1
 
 def simulate(pipe: dsl.Pipeline, inputs: dict[str, Any], preset: str = "dualport_2048x16",
              loop_cycles: int | None = None, min_start: int = 0, double_buffer: bool = False,
-             leads: dict[tuple, int] | None = None, hold: frozenset = frozenset()
+             leads: dict[tuple, int] | None = None, hold: frozenset = frozenset(),
+             capacity: int | None = None
              ) -> tuple[dict[str, np.ndarray], list[LayerMemories]]:
     """Run ``pipe`` on Lake MEM models (module docstring), one reduction after the other:
     operand streams from their MEMs (host-loaded, or intermediate buffers written on the
     previous reduction's last pass), partial sums in one accumulation MEM per output lane,
     read, updated by the step kernel (with its restart on the first pass) and written back
     every step, cycle by cycle (``loop_cycles``, ``min_start``, ``double_buffer``, ``leads``,
-    ``hold``: :func:`map_layer`'s, the array's schedule). Returns every Func by name (as :func:`mapper.tensor.evaluate`
+    ``hold``: :func:`map_layer`'s, the array's schedule; ``capacity``: the words a MEM's
+    layout may use, default the preset's). Returns every Func by name (as :func:`mapper.tensor.evaluate`
     with ``all_funcs``) and the :class:`LayerMemories` of each reduction. Raises
     :class:`MappingError`, :class:`SimulationError`."""
     from lake.spec import preset as lake_preset
 
     spec = lake_preset(preset)
     lat = spec.storage.read_latency
-    lms = map_layer(pipe, {"capacity": spec.storage.words, "max_dimensionality": spec.max_dims,
+    lms = map_layer(pipe, {"capacity": capacity or spec.storage.words,
+                           "max_dimensionality": spec.max_dims,
                            "read_latency": lat}, loop_cycles, min_start, double_buffer,
                     leads, hold)
     doms = tensor.domains(pipe)
@@ -643,14 +732,18 @@ def _run_phase(pipe: dsl.Pipeline, f: dsl.Func, lm: LayerMemories,
     want = lm.start + lm.stall * np.arange(n)
     ops: dict[str, list[np.ndarray]] = {}
     for prod, lst in lm.mems.items():
+        streams: dict[int, list[tuple[int, int]]] = {}     # a stream's banks, merged
         for om in lst:
             config = configure(preset, om.programs)
             stim = make_stimulus(preset, om.programs,
                                  {"data_in_0": om.writes(arrays[prod], doms[prod])})
-            got = run_model(preset, config, stim)["data_out_0"]
+            streams.setdefault(om.stream.index, []).extend(
+                run_model(preset, config, stim)["data_out_0"])
+        for idx, got in sorted(streams.items()):
+            got.sort()
             cycles = np.array([c for c, _ in got])
             if len(got) != n or not np.array_equal(cycles, want):
-                raise SimulationError(f"operand MEM of {prod} stream {om.stream.index}: "
+                raise SimulationError(f"operand MEM of {prod} stream {idx}: "
                                       f"{len(got)} words at cycles {cycles[:4].tolist()}..., "
                                       f"expected {n} at {want[:4].tolist()}...")
             ops.setdefault(prod, []).append(np.array([v for _, v in got], dtype=np.int64))

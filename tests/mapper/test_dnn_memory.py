@@ -117,8 +117,10 @@ def test_gemm_steps_stall_for_the_accumulation():
 def test_refusals():
     with pytest.raises(MappingError, match="2 reductions; use map_layer"):
         dnn_memory.map_operands(dnn.mobilenet_layer())
-    with pytest.raises(MappingError, match="needs 4624 words, more than one MEM"):
-        dnn_memory.map_operands(dnn.resnet_layer(34, 34, 32, 32))
+    with pytest.raises(MappingError, match=r"a stream of input needs 4608 words \(2304 per "
+                                           r"iteration of r.z/outer\), more than one MEM "
+                                           r"\(2048\) holds, and no split"):
+        dnn_memory.map_operands(dnn.resnet_layer(48, 48, 16, 16))
     with pytest.raises(MappingError, match=r"6 loop counters \(x, y, r.x, r.y, r.z/outer, "
                                            r"k/outer\) but the MEM's address generators "
                                            r"have 5 dimensions"):
@@ -141,3 +143,51 @@ def test_random_convolutions_on_lake_models(w, h, c_in, c_out, bi, bo, stride, s
     for name in ref:
         np.testing.assert_array_equal(got[name], ref[name])
         np.testing.assert_array_equal(steps[name], ref[name])
+
+
+def test_streams_over_several_mems_by_hand():
+    """ResNet 34x34x32 at 8 x 8 lanes: an input stream's 4 channels (rzo) of 34 x 34 = 4624
+    words exceed a MEM; one channel (1156) fits, so 4 banks (bank b holds rzo = b, read only
+    on its 2304-step iterations); double-buffered, both halves (2312) do not fit either: a
+    ping-pong pair of 1156 words, MEM rzo mod 2 reloaded during the iteration before."""
+    pipe = dnn.resnet_layer(34, 34, 32, 32)
+    (lm,) = dnn_memory.map_layer(pipe)
+    ins = lm.mems["input"]
+    assert len(ins) == 8 * 4 and {(om.bank, om.banks, om.words) for om in ins} == {
+        (b, 4, 1156) for b in range(4)}
+    assert all(om.words == 36 * 4 for om in lm.mems["weights"])   # 3x3x4 per tile, 4 tiles
+    period = 32 * 32 * 9
+    b2 = next(om for om in ins if om.stream.index == 0 and om.bank == 2)
+    r = b2.programs["data_out_0"]
+    assert r["extents"] == [32, 32, 3, 3, 4]           # rzo taken by the bank; 4 tiles
+    assert r["address"]["strides"] == [1, 34, 1, 34, 0]
+    assert r["schedule"]["strides"] == [1, 32, 1024, 3072, 4 * period]
+    assert r["schedule"]["offset"] == lm.start - 1 + 2 * period
+    (lm,) = dnn_memory.map_layer(pipe, double_buffer=True)
+    ins = lm.mems["input"]
+    assert {(om.bank, om.banks, om.words, om.double.share) for om in ins} == {
+        (b, 2, 1156, 1156) for b in range(2)}
+    w = next(om for om in ins if om.bank == 1).programs["data_in_0"]
+    # every other iteration of rzo (2 of 4 per tile) over the 4 tiles: 8 shares, one per
+    # 2 periods (the rzo and tile dimensions merged)
+    assert w["extents"] == [1156, 8] and w["address"]["strides"] == [1, 0]
+    assert w["schedule"]["strides"] == [1, 2 * period]
+    assert w["schedule"]["offset"] == lm.start - 1 - 1156 + period
+
+
+@pytest.mark.parametrize("layer", ["resnet_layer", "mobilenet_layer"])
+@pytest.mark.parametrize("double", [False, True], ids=["whole", "double"])
+def test_banked_streams_reproduce_the_golden_model(layer, double):
+    """MEMs of 40 words: the 60-word input streams (6 x 5 x 2 channels) go over two banks
+    (a ping-pong pair with double buffers), merged per step; bit-exact on Lake's models."""
+    pipe = dnn.LAYERS[layer](**SMALL[layer])
+    ins = dnn.layer_inputs(pipe, 2)
+    got, lms = dnn_memory.simulate(pipe, ins, double_buffer=double, capacity=40)
+    banked = [om for om in lms[0].mems["input"]]
+    assert sorted((om.stream.index, om.bank, om.banks, om.words) for om in banked) == [
+        (i, b, 2, 30) for i in range(2) for b in range(2)]
+    assert all((om.double is not None) == double for om in banked)
+    assert all(om.words <= 40 for lm in lms for lst in lm.mems.values() for om in lst)
+    ref = tensor.evaluate(pipe, ins, all_funcs=True)
+    for name in ref:
+        np.testing.assert_array_equal(got[name], ref[name])
