@@ -12,7 +12,8 @@ model's Fmax, each stage's seconds and the Verilator simulation's seconds.
 
 Sizes: resnet_layer 18x18x16 -> 16x16x16 and resnet_stride2 17x17x16 -> 8x8x16 at 8 x 8
 lanes (the paper's), mobilenet_layer 18x18x16 at 8 x 8, gemm 16x16 (k = 32) at a 4 x 4 output
-tile: the paper's 8 x 8 tile needs 64 output IO tiles, the default array has 32.
+tile: the paper's 8 x 8 tile needs 64 output IO tiles, the default array has 32;
+``resnet_layer_c32``: 34x34x32 -> 32x32x32 at 8 x 8 (its input streams go over several MEMs).
 ``--fmax F`` pipelines to F MHz (compute pipelining + register insertion); default: no
 target (the balance pass only).
 
@@ -32,9 +33,12 @@ import benchlib  # noqa: E402  (bench/benchlib.py: JSON lines and results CSV)
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-#: layer -> (side, channels, block)
-CASES = {"resnet_layer": (18, 16, 8), "resnet_stride2": (17, 16, 8),
-         "mobilenet_layer": (18, 16, 8), "gemm": (16, 32, 4)}
+#: case -> (layer, side, channels, block); ``resnet_layer_c32``: C_in = C_out = 32 on a
+#: 34x34 input, whose input streams (4 channel planes of 1156 words) exceed one MEM: banks
+CASES = {"resnet_layer": ("resnet_layer", 18, 16, 8),
+         "resnet_stride2": ("resnet_stride2", 17, 16, 8),
+         "mobilenet_layer": ("mobilenet_layer", 18, 16, 8), "gemm": ("gemm", 16, 32, 4),
+         "resnet_layer_c32": ("resnet_layer", 34, 32, 8)}
 
 
 def design() -> Path:
@@ -57,9 +61,9 @@ def main() -> None:
 
     d = design()
     rows: list[dict] = []
-    for layer, buffers in [(la, b) for la in args.layers.split(",")
-                           for b in args.buffers.split(",")]:
-        side, channels, block = CASES[layer]
+    for case, buffers in [(la, b) for la in args.layers.split(",")
+                          for b in args.buffers.split(",")]:
+        layer, side, channels, block = CASES[case]
         p = {"layer": layer, "size": side, "channels": channels, "block": block,
              "array": "32x16", "fmax_target": args.fmax, "seed": args.seed,
              "buffers": buffers}

@@ -97,6 +97,25 @@ def test_resnet_known_answer_figures(default_design, default_harness, tmp_path, 
     assert run.report["match"] == {"numpy": True, "halide": True}
 
 
+def test_input_streams_over_two_mems_each(default_design, default_harness, tmp_path):
+    """resnet_layer 33x33x4 at 2 x 2 lanes: an input stream's two 1089-word channel planes
+    exceed one MEM, so each stream is a ping-pong pair of MEMs (one plane each, reloaded per
+    tile) merged in the step kernel by a mux on the second MEM's valid_out: bit-exact on the
+    RTL, 4 + 4 operand MEMs double-buffered, one step a cycle (34596 ideal cycles)."""
+    from mapper.flow import AppParams, RunParams, SimOptions, run_app
+
+    run = run_app(RunParams(AppParams("resnet_layer", 33, 33, channels=4, block=2),
+                            default_design, tmp_path, sim=SimOptions("random")))
+    lay = run.report["layer"]
+    assert run.report["match"] == {"numpy": True, "halide": True}
+    assert lay["mems"] == {"operand": 8, "accumulation": 2, "flag": 1}
+    assert lay["double_buffers"] == 8 and lay["stall"] == [1]
+    assert (lay["ideal_cycles"], lay["load_cycles"]) == (34596, 1089)
+    assert lay["compute_cycles"] - lay["ideal_cycles"] == max(
+        run.flow.pipelined.output_latency.values())
+    assert lay["operand_words"] == 4 * 1089 + 4 * 2 * 18
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_resnet_seed_sweep(default_design, default_harness, tmp_path, seed):
     """Other placements and other tensors (weights and activations from the seed, the first

@@ -201,6 +201,50 @@ def test_loop_budget_sets_the_stall():
     assert (lm.stall, lm.distance, lm.tiles_inner) == (1, 16, False)
 
 
+@pytest.mark.parametrize("double", [False, True], ids=["whole", "double"])
+def test_a_stream_over_two_mems_is_merged_in_the_step_kernel(double):
+    """resnet 33x33x4 at 2 x 2 lanes: an input stream's 2 channels of 33 x 33 = 1089 words
+    exceed a MEM (and so do a double buffer's two halves): two MEMs per stream (banks over
+    rzo; with double buffers a ping-pong pair reloaded per tile), each loaded through its own
+    IO lane, read on its own rzo iteration (8649 cycles apart), merged by one mux on bank 1's
+    1-bit valid_out."""
+    ln = dnn_array.layer_netlist(dnn.build_layer("resnet_layer", 33, 4, 2), MEM, 32,
+                                 double_buffer=double)
+    insts = ln.netlist.instances
+    banks = sorted(n for n, i in insts.items() if i.config.get("bank"))
+    assert banks == ["mem_conv_input_s0", "mem_conv_input_s0_b1", "mem_conv_input_s1",
+                     "mem_conv_input_s1_b1"]
+    period = 31 * 31 * 9
+    (lm,) = ln.lms
+    for n in banks:
+        cfg = insts[n].config
+        b = cfg["bank"][0]
+        assert cfg["bank"] == [b, 2]
+        assert cfg["ports"]["data_out_0"]["schedule"]["offset"] == lm.start - 1 + b * period
+        if double:
+            assert cfg["double_buffer"] == {"share": 1089, "period": period, "lead": 1089}
+            assert cfg["ports"]["data_in_0"]["extents"] == [1089, 2]    # once per tile
+        else:
+            assert "double_buffer" not in cfg and cfg["ports"]["data_in_0"]["extents"] == [1089]
+    kcfg = insts["kernel_hstep_conv"].config
+    assert kcfg["banked"] == [["input_bank0", "input_valid0"], ["input_bank1", "input_valid1"]]
+    plain = dnn_array.layer_netlist(_resnet(), MEM, 32).netlist.instances[
+        "kernel_hstep_conv"].config["dag"]          # the same 2 x 2 step kernel, no banks
+
+    def muxes(dag):
+        return sum(1 for nd in dag["nodes"] if nd["op"] == "coreir.mux")
+    assert muxes(kcfg["dag"]) == muxes(plain) + 2    # one merge per banked stream
+    valid = {n.source: (n.sinks, n.width) for n in ln.netlist.nets
+             if n.source[1] == "valid_out_0"}
+    assert valid == {(f"mem_conv_input_s{i}_b1", "valid_out_0"):
+                     ([("kernel_hstep_conv", f"input_valid{i}.1")], 1) for i in range(2)}
+    data = {n.source: n.sinks for n in ln.netlist.nets if n.source[0] in banks}
+    assert data[("mem_conv_input_s1_b1", "data_out_0")] == [("kernel_hstep_conv",
+                                                             "input_bank1.1")]
+    lanes = {ld.mem: inst for inst, lst in ln.loads.items() for ld in lst}
+    assert len({lanes[n] for n in banks}) == 4
+
+
 def test_mobilenet_intermediate_buffers_are_written_by_the_requantisation():
     ln = dnn_array.layer_netlist(dnn.build_layer("mobilenet_layer", 6, 4, 2), MEM, 32)
     assert _roles(ln) == {"operand": 8, "accumulation": 4, "flag": 2, "intermediate": 2}
