@@ -18,7 +18,8 @@ tile: the paper's 8 x 8 tile needs 64 output IO tiles, the default array has 32;
 target (the balance pass only).
 
 Prints one JSON line per figure and appends rows to ``bench/results/dnn_array.csv``.
-Run: ``.venv/bin/python bench/bench_dnn_array.py [--layers resnet_layer,gemm] [--fmax 600]``.
+Run: ``.venv/bin/python bench/bench_dnn_array.py [--layers resnet_layer,gemm] [--fmax 600]
+[--buffers double,whole] [--flatten on,off]``.
 """
 from __future__ import annotations
 
@@ -53,6 +54,9 @@ def main() -> None:
     ap.add_argument("--buffers", default="double,whole",
                     help="operand MEM layouts, side by side: double (double buffers, the "
                          "default) and/or whole (each MEM holds its whole box)")
+    ap.add_argument("--flatten", default="on",
+                    help="loop perfection on and/or off (on,off: the Fig. 13 ablation with "
+                         "--buffers double,whole)")
     args = ap.parse_args()
 
     from mapper.flow import AppParams, FlowParams, RunParams, SimOptions, run_app
@@ -61,19 +65,21 @@ def main() -> None:
 
     d = design()
     rows: list[dict] = []
-    for case, buffers in [(la, b) for la in args.layers.split(",")
-                          for b in args.buffers.split(",")]:
+    for case, buffers, flat in [(la, b, fl) for la in args.layers.split(",")
+                                for b in args.buffers.split(",")
+                                for fl in args.flatten.split(",")]:
         layer, side, channels, block = CASES[case]
         p = {"layer": layer, "size": side, "channels": channels, "block": block,
              "array": "32x16", "fmax_target": args.fmax, "seed": args.seed,
-             "buffers": buffers}
+             "buffers": buffers, "flatten": flat}
         pipe = PipelineParams() if args.fmax is None else PipelineParams(
             register_pe_inputs=True, target_period_ps=1e6 / args.fmax)
         with tempfile.TemporaryDirectory() as tmp:
             t = time.perf_counter()
             run = run_app(RunParams(AppParams(layer, side, side, channels=channels,
                                               block=block,
-                                              double_buffer=buffers == "double"), d, tmp,
+                                              double_buffer=buffers == "double",
+                                              flatten=flat == "on"), d, tmp,
                                     FlowParams(place=PlaceParams(seed=args.seed),
                                                pipeline=pipe), SimOptions("camera")))
             wall = time.perf_counter() - t

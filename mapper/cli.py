@@ -71,8 +71,12 @@ _RUN_DIR = click.argument("run_dir", type=click.Path(file_okay=False, path_type=
 
 
 def _layer_opts(fn: Callable) -> Callable:
-    """``--channels``, ``--block``, ``--loop-cycles``, ``--double-buffer``: a DNN layer's
-    sizes and schedule."""
+    """``--channels``, ``--block``, ``--loop-cycles``, ``--double-buffer``, ``--flatten``: a
+    DNN layer's sizes and schedule."""
+    fn = click.option("--flatten/--no-flatten", "flatten", default=True, show_default=True,
+                      help="DNN layers: when a reduction stalls (a pass shorter than the "
+                           "loop), run its tiles inside the reduction counters if that "
+                           "shortens the stall (loop perfection)")(fn)
     fn = click.option("--double-buffer/--no-double-buffer", "double_buffer", default=True,
                       show_default=True,
                       help="DNN layers: operand MEMs hold two halves of one iteration's "
@@ -118,7 +122,7 @@ def _side(app: str, size: int | None, default: int = 64) -> int:
 def map_cmd(app: str, design: Path, out: Path | None, size: int | None, width: int,
             height: int, unroll: int, threshold: int, vectors: int, seed: int,
             channels: int | None, block: int | None, loop_cycles: int,
-            double_buffer: bool) -> None:
+            double_buffer: bool, flatten: bool) -> None:
     """Map APP (a shipped app name, a DNN layer or a CoreIR JSON file) onto a generated
     design."""
     from rich.console import Console
@@ -134,7 +138,8 @@ def map_cmd(app: str, design: Path, out: Path | None, size: int | None, width: i
     coll = load_collateral(design)
     out = out if out is not None else default_run_dir(app)
     res = run_map(out, coll, AppParams(app, width, height, unroll, threshold, vectors, seed,
-                                       channels, block, loop_cycles, double_buffer))
+                                       channels, block, loop_cycles, double_buffer,
+                                       flatten))
     console = Console()
     c = res.counts()
     table = Table(title=f"cgra map {res.name} onto {design}")
@@ -380,8 +385,8 @@ def _summary(run, t0: float) -> None:
                    "uses fewer registers; reported in pnr_report.json); 0 = off")
 def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
             size: int | None, unroll: int, channels: int | None, block: int | None,
-            loop_cycles: int, double_buffer: bool, tensor_seed: int, resume_from: str,
-            fmax: float | None, alphas: str | None, absorb: int) -> None:
+            loop_cycles: int, double_buffer: bool, flatten: bool, tensor_seed: int,
+            resume_from: str, fmax: float | None, alphas: str | None, absorb: int) -> None:
     """Map APP (a shipped app or a DNN layer: resnet_layer, resnet_stride2, mobilenet_layer,
     gemm) onto the design, simulate it on the RTL and compare with both golden models."""
     from mapper.flow import AppParams, FlowParams, RunParams, SimOptions, is_layer, run_app
@@ -390,7 +395,8 @@ def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
     t0 = time.perf_counter()
     side = _side(app, size)
     params = RunParams(AppParams(app, side, side, unroll, channels=channels, block=block,
-                                 loop_cycles=loop_cycles, double_buffer=double_buffer),
+                                 loop_cycles=loop_cycles, double_buffer=double_buffer,
+                                 flatten=flatten),
                        design, out,
                        FlowParams(place=PlaceParams(seed=seed), pipeline=_pipeline_params(fmax),
                                   alphas=_alphas(alphas), absorb_chains=absorb),

@@ -87,7 +87,8 @@ class LayerNetlist:
     loop_cycles: int
     multipliers: int = 0
     #: :func:`mapper.dnn_memory.map_layer`'s schedule arguments of these memories
-    #: (``loop_cycles``, ``min_start``, ``double_buffer``, ``leads``, ``hold``): the same
+    #: (``loop_cycles``, ``min_start``, ``double_buffer``, ``leads``, ``hold``,
+    #: ``flatten``): the same
     #: programs on Lake's models with ``dnn_memory.simulate(pipe, inputs, **schedule)``
     schedule: dict[str, Any] = field(default_factory=dict)
 
@@ -176,7 +177,7 @@ def output_program(lm: dnn_memory.LayerMemories, f: dsl.Func, o: int) -> dict[st
 
 
 def _load_plan(pipe: dsl.Pipeline, facts: dict[str, int], loop_cycles: int, io_tiles: int,
-               double_buffer: bool, hold: frozenset
+               double_buffer: bool, hold: frozenset, flatten: bool
                ) -> tuple[list[list[tuple[MemKey, int, int]]], dict[MemKey, int],
                           dict[MemKey, int]]:
     """The IO load lanes of the host-loaded MEMs (module docstring): per lane ``(key,
@@ -185,7 +186,8 @@ def _load_plan(pipe: dsl.Pipeline, facts: dict[str, int], loop_cycles: int, io_t
     ``leads`` (cycles from the start of their share to the end of the lane) and
     ``periods`` (cycles of one iteration). Raises :class:`MappingError`."""
     funcs = {f.name: f for f in pipe.funcs}
-    lms = dnn_memory.map_layer(pipe, facts, loop_cycles, 0, double_buffer, None, hold)
+    lms = dnn_memory.map_layer(pipe, facts, loop_cycles, 0, double_buffer, None, hold,
+                               flatten)
     n_out = len(lms[-1].step.out_lanes)
     lanes_free = io_tiles - n_out
     sizes: list[tuple[MemKey, int]] = []
@@ -223,7 +225,7 @@ def _load_plan(pipe: dsl.Pipeline, facts: dict[str, int], loop_cycles: int, io_t
 
 def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
                   loop_cycles: int = DEFAULT_LOOP_CYCLES,
-                  double_buffer: bool = True) -> LayerNetlist:
+                  double_buffer: bool = True, flatten: bool = True) -> LayerNetlist:
     """The memory-side netlist of tensor program ``pipe`` (module docstring) for a MEM with
     ``mem`` facts (``mem.json``: ``preset``, ``capacity``, ``max_dimensionality``,
     ``read_latency``) on an array with ``io_tiles`` 16-bit IO tiles. Raises
@@ -249,7 +251,7 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
     hold: set[tuple[str, str, int]] = set()
     while True:
         assign, leads, periods = _load_plan(pipe, facts, loop_cycles, io_tiles, double_buffer,
-                                            frozenset(hold))
+                                            frozenset(hold), flatten)
         longest = max((off + n for lst in assign for _, off, n in lst), default=0)
         late = {k for lst in assign for k, _o, _n in lst if k in leads and any(
             leads[k] > periods[k2] for k2, _o2, _n2 in lst if k2 in periods)}
@@ -257,7 +259,7 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
             break
         hold |= {k[:3] for k in late}   # a lane's shares exceed its shortest iteration
     lms = dnn_memory.map_layer(pipe, facts, loop_cycles, longest + lat, double_buffer, leads,
-                               frozenset(hold))
+                               frozenset(hold), flatten)
 
     nl = Netlist(pipe.name)
     where: dict[MemKey, tuple[int, int]] = {}    # key -> (IO lane, offset)
@@ -394,7 +396,8 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
         nl.add_net(src, ss, 1, f"{src[0]}_{src[1]}".replace(".", "_"))
     nl.validate()
     schedule = {"loop_cycles": loop_cycles, "min_start": longest + lat,
-                "double_buffer": double_buffer, "leads": leads, "hold": frozenset(hold)}
+                "double_buffer": double_buffer, "leads": leads, "hold": frozenset(hold),
+                "flatten": flatten}
     return LayerNetlist(nl, lms, loads, outputs, loop_cycles, multipliers, schedule)
 
 

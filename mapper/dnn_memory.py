@@ -471,7 +471,7 @@ def _choose_layout(nest: list[Counter], sched: list[int], sh: _Share, bases: tup
 def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
               loop_cycles: int | None = None, min_start: int = 0,
               double_buffer: bool = False, leads: dict[tuple, int] | None = None,
-              hold: frozenset = frozenset()) -> list[LayerMemories]:
+              hold: frozenset = frozenset(), flatten: bool = True) -> list[LayerMemories]:
     """The memories of every reduction of ``pipe`` in order (module docstring) for a MEM with
     ``preset`` facts (``capacity`` words, ``max_dimensionality``, ``read_latency``; default
     the dual-port 2048 x 16). Reduction ``j + 1`` starts after reduction ``j``'s last write;
@@ -488,7 +488,9 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
     held as two halves of one iteration's share instead of the whole box, except the streams
     in ``hold`` (keys ``(reduction, producer, stream index)``); ``leads`` (keys ``(reduction,
     producer, stream index, bank)``): cycles before an iteration's first read event at which
-    a double buffer's share write begins (default: the share, the MEM's own load stream). Raises :class:`MappingError`."""
+    a double buffer's share write begins (default: the share, the MEM's own load stream).
+    ``flatten=False`` (with ``loop_cycles``) keeps the tiles outside the reduction counters
+    (no loop perfection: the ablation of the paper's Fig. 13). Raises :class:`MappingError`."""
     from mapper.dnn_plan import accumulation_of, reductions
 
     mem = {"capacity": 2048, "max_dimensionality": 6, "read_latency": 1, **(preset or {})}
@@ -516,7 +518,7 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
         dist = _distance(f, sk, nest, False)
         stall = max(accs[f.name]["stall"], -(-need // dist))
         tiles_inner = False
-        if loop_cycles is not None and stall > 1:
+        if loop_cycles is not None and stall > 1 and flatten:
             # loop perfection (the unified-buffer paper, section 4.4): the tiles inside the
             # reduction counters when that shortens the stall and the sums of every tile fit
             inner = loop_nest(f, sk, doms[f.name], tiles_inner=True)
@@ -681,14 +683,14 @@ def accumulator_programs(lm: LayerMemories, f: dsl.Func, read_latency: int = 1
 def simulate(pipe: dsl.Pipeline, inputs: dict[str, Any], preset: str = "dualport_2048x16",
              loop_cycles: int | None = None, min_start: int = 0, double_buffer: bool = False,
              leads: dict[tuple, int] | None = None, hold: frozenset = frozenset(),
-             capacity: int | None = None
+             capacity: int | None = None, flatten: bool = True
              ) -> tuple[dict[str, np.ndarray], list[LayerMemories]]:
     """Run ``pipe`` on Lake MEM models (module docstring), one reduction after the other:
     operand streams from their MEMs (host-loaded, or intermediate buffers written on the
     previous reduction's last pass), partial sums in one accumulation MEM per output lane,
     read, updated by the step kernel (with its restart on the first pass) and written back
     every step, cycle by cycle (``loop_cycles``, ``min_start``, ``double_buffer``, ``leads``,
-    ``hold``: :func:`map_layer`'s, the array's schedule; ``capacity``: the words a MEM's
+    ``hold``, ``flatten``: :func:`map_layer`'s, the array's schedule; ``capacity``: the words a MEM's
     layout may use, default the preset's). Returns every Func by name (as :func:`mapper.tensor.evaluate`
     with ``all_funcs``) and the :class:`LayerMemories` of each reduction. Raises
     :class:`MappingError`, :class:`SimulationError`."""
@@ -699,7 +701,7 @@ def simulate(pipe: dsl.Pipeline, inputs: dict[str, Any], preset: str = "dualport
     lms = map_layer(pipe, {"capacity": capacity or spec.storage.words,
                            "max_dimensionality": spec.max_dims,
                            "read_latency": lat}, loop_cycles, min_start, double_buffer,
-                    leads, hold)
+                    leads, hold, flatten)
     doms = tensor.domains(pipe)
     arrays = tensor._check_inputs(pipe, inputs)
     funcs = {f.name: f for f in pipe.funcs}

@@ -91,12 +91,14 @@ class AppParams:
     #: DNN layers (:data:`mapper.apps.dnn.LAYERS`; ``width`` is the input side): channels
     #: (c_in = c_out; gemm: k) and block (channels in parallel; gemm: the tile side),
     #: ``None`` = the layer's default; the accumulation loop's cycle budget
-    #: (:mod:`mapper.dnn_array`) and whether host-loaded operand MEMs double-buffer their
-    #: shares (:mod:`mapper.dnn_memory`, "Double buffers"; else each holds its whole box)
+    #: (:mod:`mapper.dnn_array`), whether host-loaded operand MEMs double-buffer their
+    #: shares (:mod:`mapper.dnn_memory`, "Double buffers"; else each holds its whole box) and
+    #: whether a stalling reduction runs its tiles inside (loop perfection)
     channels: int | None = None
     block: int | None = None
     loop_cycles: int = 12
     double_buffer: bool = True
+    flatten: bool = True
 
 
 @dataclass
@@ -144,7 +146,7 @@ def layer_mapping(p: AppParams, coll: Collateral):
     pipe = layer_pipeline(p)
     io_tiles = sum(site_capacity(coll).get(("I",), {}).values())
     return pipe, layer_netlist(pipe, coll.require("mem"), io_tiles, p.loop_cycles,
-                               p.double_buffer)
+                               p.double_buffer, p.flatten)
 
 
 def _map_layer(p: AppParams, coll: Collateral, times: dict[str, float]):

@@ -196,6 +196,16 @@ def test_loop_budget_sets_the_stall():
         acc = ln.netlist.instances["acc_gemm_o0"].config
         assert acc["accumulator"]["loop_cycles"] == 4 * stall - 1 >= budget
         assert acc["ports"]["data_out_0"]["address"]["strides"] == [1, 2, 0]
+    # without loop perfection (--no-flatten) a sum is read again the next step: the stall
+    # is the read latency + the budget, and the programs still run on Lake's models
+    ln = dnn_array.layer_netlist(pipe, MEM, 32, 12, flatten=False)
+    (lm,) = ln.lms
+    assert (lm.stall, lm.distance, lm.tiles_inner) == (13, 1, False)
+    assert [c.name for c in lm.counters] == ["r.x", "x/outer", "y/outer"]
+    ins = dnn.layer_inputs(pipe, 1)
+    got, _ = dnn_memory.simulate(pipe, ins, **ln.schedule)
+    np.testing.assert_array_equal(got[pipe.output.name],
+                                  tensor.evaluate(pipe, ins)[pipe.output.name])
     # a pixel loop long enough: the tiles stay outside (resnet's 16 pixels per tile)
     (lm,) = dnn_array.layer_netlist(_resnet(), MEM, 32, 12).lms
     assert (lm.stall, lm.distance, lm.tiles_inner) == (1, 16, False)

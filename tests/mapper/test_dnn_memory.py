@@ -191,3 +191,38 @@ def test_banked_streams_reproduce_the_golden_model(layer, double):
     ref = tensor.evaluate(pipe, ins, all_funcs=True)
     for name in ref:
         np.testing.assert_array_equal(got[name], ref[name])
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(w=st.integers(4, 7), h=st.integers(4, 6), c_in=st.sampled_from([2, 4, 6]),
+       c_out=st.sampled_from([2, 4]), bi=st.sampled_from([1, 2]), bo=st.sampled_from([1, 2]),
+       stride=st.sampled_from([1, 2]), double=st.booleans(), loop=st.sampled_from([None, 6]),
+       capacity=st.integers(8, 200), seed=st.integers(0, 99))
+def test_random_layouts_on_lake_models(w, h, c_in, c_out, bi, bo, stride, double, loop,
+                                       capacity, seed):
+    """Any small convolution with any MEM capacity, double buffers or not, the Lake-model
+    or the array's loop budget: every MEM within the capacity, a stream's banks partition
+    its reads, bit-exact on Lake's models, or one typed refusal naming the stream when no
+    split fits."""
+    build = dnn.resnet_layer if stride == 1 else dnn.resnet_stride2
+    pipe = build(w, h, c_in, c_out, bi, bo)
+    ins = dnn.layer_inputs(pipe, seed)
+    try:
+        got, lms = dnn_memory.simulate(pipe, ins, loop_cycles=loop, double_buffer=double,
+                                       capacity=capacity)
+    except MappingError as e:
+        msg = str(e)
+        assert "\n" not in msg and "more than one MEM" in msg and f"({capacity})" in msg
+        return
+    oms = [om for lm in lms for lst in lm.mems.values() for om in lst]
+    assert all(om.words <= capacity for om in oms)
+    assert all(0 <= om.bank < om.banks for om in oms)
+    assert double or all(om.double is None for om in oms)
+    for lm in lms:                      # a stream's banks: one of each, as many as it says
+        for lst in lm.mems.values():
+            for idx in {om.stream.index for om in lst}:
+                banks = sorted(om.bank for om in lst if om.stream.index == idx)
+                assert banks == list(range(len(banks)))
+    ref = tensor.evaluate(pipe, ins, all_funcs=True)
+    for name in ref:
+        np.testing.assert_array_equal(got[name], ref[name])
