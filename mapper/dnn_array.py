@@ -10,7 +10,14 @@ and 5: docs/mapper.md "DNN layers").
   more such MEMs than free IO tiles, an IO tile feeds several MEMs one after the other (the
   longest-first greedy assignment to the least-loaded IO tile; a MEM's write program starts
   at its offset in that IO tile's stream, so one broadcast net feeds them all). Every
-  reduction starts after the longest IO stream plus the MEM's read latency.
+  reduction starts after the longest IO stream plus the MEM's read latency. Double buffers
+  (the default; :mod:`mapper.dnn_memory`, "Double buffers") load only their first share
+  then: a lane carries its whole boxes first and its shares last, all lanes end at the
+  compute start, and each later share arrives on its lane at the same distance (``lead``)
+  before its own iteration, so a lane never carries two words in one cycle (a lane whose
+  shares exceed its shortest iteration keeps those MEMs whole). A stream over several MEMs
+  (banks, ping-pong pairs) is merged in the step kernel by a mux chain on the banks'
+  ``valid_out`` (1-bit nets).
 - *The accumulation loop* MEM -> restart mux -> adders -> MEM is a cycle in the netlist: its
   MEM is marked ``accumulator`` with a ``loop_cycles`` budget (cycles from the read word to
   the write of the new sum that the schedule allows: ``stall * distance - read_latency``, a
@@ -88,8 +95,8 @@ class LayerNetlist:
     multipliers: int = 0
     #: :func:`mapper.dnn_memory.map_layer`'s schedule arguments of these memories
     #: (``loop_cycles``, ``min_start``, ``double_buffer``, ``leads``, ``hold``,
-    #: ``flatten``): the same
-    #: programs on Lake's models with ``dnn_memory.simulate(pipe, inputs, **schedule)``
+    #: ``flatten``): the same programs run on Lake's models with
+    #: ``dnn_memory.simulate(pipe, inputs, **schedule)``
     schedule: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -82,7 +82,8 @@ Errors: :class:`~cgra.errors.MappingError` for a program without a reduction, a 
 reading a Func that is not an earlier reduction's requantisation, an intermediate buffer fed
 by several lanes or not affinely, a floor-division read, more counters than
 the MEM's address generators have dimensions, a stream no split of which fits one MEM, a
-non-``+`` accumulation, a pure definition that is not a constant; :class:`~cgra.errors.SimulationError` when a MEM's stream misses its cycles.
+non-``+`` accumulation, a pure definition that is not a constant;
+:class:`~cgra.errors.SimulationError` when a MEM's stream misses its cycles.
 """
 from __future__ import annotations
 
@@ -111,8 +112,9 @@ class Counter:
 
 @dataclass(frozen=True)
 class DoubleBuffer:
-    """A host-loaded operand MEM as two halves (module docstring): iterations of nest
-    counter ``counter`` alternate between them; ``share`` words per iteration (one half),
+    """A host-loaded operand MEM reloaded behind the compute (module docstring, "Double
+    buffers"): iterations of nest counter ``counter`` alternate between its two halves (or,
+    a ping-pong bank, between it and its partner MEM); ``share`` words per iteration,
     ``period`` cycles between two iterations, and the write of an iteration's share begins
     ``lead`` cycles before its first read event (``share <= lead <= period``)."""
 
