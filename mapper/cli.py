@@ -449,10 +449,13 @@ def _layer_summary(run, t0: float) -> None:
 @click.option("--memories", is_flag=True,
               help="also run the layer's memory system (operand, accumulation and flag MEMs) "
                    "on Lake's cycle-accurate MEM models and check its output (mapper.dnn_memory)")
+@click.option("--double-buffer", "double_buffer", is_flag=True,
+              help="with --memories: double-buffered operand MEMs (the array's layout: one "
+                   "iteration's share per half, reloaded behind the compute)")
 @click.option("--json", "as_json", is_flag=True, help="print the plan as JSON")
 def layer_cmd(layer: str, design: Path | None, size: int | None, channels: int | None,
               block: int | None, seed: int, image: str | None, memories: bool,
-              as_json: bool) -> None:
+              double_buffer: bool, as_json: bool) -> None:
     """Evaluate DNN LAYER (resnet_layer, resnet_stride2, mobilenet_layer, gemm) in numpy and
     in real Halide on random tensors, check they agree bit for bit, and print its mapping
     plan (PEs, MEM tiles, cycles vs ideal, occupancy: mapper.dnn_plan)."""
@@ -480,15 +483,18 @@ def layer_cmd(layer: str, design: Path | None, size: int | None, channels: int |
     if memories:
         from mapper import dnn_memory
 
-        got, lms = dnn_memory.simulate(pipe, ins)
+        got, lms = dnn_memory.simulate(pipe, ins, double_buffer=double_buffer)
         name = pipe.output.name
         if not np.array_equal(got[name], ours[name]):
             bad = int(np.count_nonzero(got[name] != ours[name]))
             raise SimulationError(f"{layer}: the Lake memory simulation differs from numpy in "
                                   f"{bad} of {got[name].size} values")
         mems = sum(lm.mem_count for lm in lms)
-        lake_line = (f"on Lake MEM models: {mems} MEMs, {lms[-1].cycles} cycles, output "
-                     f"bit-exact")
+        oms = [om for lm in lms for lst in lm.mems.values() for om in lst]
+        db = sum(1 for om in oms if om.double)
+        lake_line = (f"on Lake MEM models: {mems} MEMs ({sum(om.words for om in oms)} operand "
+                     f"words{f', {db} double-buffered' if db else ''}), {lms[-1].cycles} "
+                     f"cycles, output bit-exact")
     if as_json:
         doc = plan.summary()
         if lake_line:

@@ -143,4 +143,17 @@ def test_cli_layer_and_bad_input():
     # depthwise: 2 + 2 operand, 2 accumulation, 1 flag MEMs; pointwise: 2 intermediate +
     # 4 weight streams, 2 accumulation, 1 flag: the plan's count too
     assert "16 MEM of 120" in r.stdout
-    assert "on Lake MEM models: 16 MEMs" in r.stdout and "output bit-exact" in r.stdout
+    # operand words: 2 x 72 inputs (6 x 6 x 2 channels), 2 x 18 depthwise weights, 2 x 32
+    # intermediate (4 x 4 x 2), 4 x 4 pointwise weights
+    assert "on Lake MEM models: 16 MEMs (260 operand words), 427 cycles" in r.stdout
+    assert "output bit-exact" in r.stdout
+    # double buffers: the 72-word input streams hold one 36-word channel per half, the
+    # weights one tile's per half (as many words: every moving counter has extent 2); only
+    # the first 36-word share is loaded before the compute, so it ends 36 cycles earlier
+    r = subprocess.run([CGRA, "layer", "mobilenet_layer", "--size", "6", "--channels", "4",
+                        "--block", "2", "--memories", "--double-buffer"], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert ("on Lake MEM models: 16 MEMs (260 operand words, 8 double-buffered), 391 cycles"
+            in r.stdout)
+    assert "output bit-exact" in r.stdout
