@@ -144,15 +144,8 @@ def _assign(sizes: list[tuple[Any, int]], lanes: int) -> list[list[tuple[Any, in
     return [sorted(lst, key=lambda t: t[1]) for lst in out]
 
 
-def _program(extents: list[int], sched: list[int], offset: int,
-             strides: list[int] | None = None) -> dict[str, Any]:
-    return {"dimensionality": len(extents), "extents": list(extents),
-            "address": {"strides": list(strides or [0] * len(extents)), "offset": 0},
-            "schedule": {"strides": list(sched), "offset": int(offset)}}
-
-
 def _load_program(offset: int, words: int) -> dict[str, Any]:
-    return _program([words], [1], offset, [1])
+    return dnn_memory.port_program([words], [1], [1], offset)
 
 
 def _nominal_write(prog: dict[str, Any]) -> dict[str, Any]:
@@ -180,7 +173,8 @@ def output_program(lm: dnn_memory.LayerMemories, f: dsl.Func, o: int) -> dict[st
     kept = [c for c in lm.counters if c.origin not in rnames]
     pts = counters([c.extent for c in kept] or [1])
     strides, offset = dnn_memory.fit_affine(pts, cycles, f"output lane {o} of {f.name}")
-    return _program([c.extent for c in kept] or [1], strides, offset)
+    ext = [c.extent for c in kept] or [1]
+    return dnn_memory.port_program(ext, [0] * len(ext), strides, offset)
 
 
 def _load_plan(pipe: dsl.Pipeline, facts: dict[str, int], loop_cycles: int, io_tiles: int,
@@ -260,8 +254,10 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
         assign, leads, periods = _load_plan(pipe, facts, loop_cycles, io_tiles, double_buffer,
                                             frozenset(hold), flatten)
         longest = max((off + n for lst in assign for _, off, n in lst), default=0)
-        late = {k for lst in assign for k, _o, _n in lst if k in leads and any(
-            leads[k] > periods[k2] for k2, _o2, _n2 in lst if k2 in periods)}
+        late = set()                 # a share longer before its iteration than the lane's
+        for lst in assign:           # shortest iteration: its writes would overlap another's
+            shortest = min((periods[k] for k, _o, _n in lst if k in periods), default=0)
+            late |= {k for k, _o, _n in lst if k in leads and leads[k] > shortest}
         if not late:
             break
         hold |= {k[:3] for k in late}   # a lane's shares exceed its shortest iteration
@@ -272,10 +268,8 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
     where: dict[MemKey, tuple[int, int]] = {}    # key -> (IO lane, offset)
     loads: dict[str, list[Load]] = {}
     for j, lst in enumerate(assign):
-        total = sum(n for _, _, n in lst)
-        name = f"io_in_load{j}"
-        nl.add_instance(name, "io_in", "I", {"program": _load_program(0, total),
-                                             "loads": [[list(k), off, n] for k, off, n in lst]})
+        name = f"io_in_load{j}"       # its program follows once its MEMs are known
+        nl.add_instance(name, "io_in", "I", {"loads": [[list(k), off, n] for k, off, n in lst]})
         for k, off, _n in lst:
             where[k] = (j, off)
     sink_of: dict[int, list[tuple[str, str]]] = {j: [] for j in range(len(assign))}

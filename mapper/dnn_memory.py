@@ -113,12 +113,12 @@ class Counter:
 @dataclass(frozen=True)
 class DoubleBuffer:
     """A host-loaded operand MEM reloaded behind the compute (module docstring, "Double
-    buffers"): iterations of nest counter ``counter`` alternate between its two halves (or,
-    a ping-pong bank, between it and its partner MEM); ``share`` words per iteration,
-    ``period`` cycles between two iterations, and the write of an iteration's share begins
-    ``lead`` cycles before its first read event (``share <= lead <= period``)."""
+    buffers"): iterations of the stream's outermost moving counter alternate between its two
+    halves (or, a ping-pong bank, between it and its partner MEM); ``share`` words per
+    iteration, ``period`` cycles between two iterations, and the write of an iteration's
+    share begins ``lead`` cycles before its first read event (``share <= lead <=
+    period``)."""
 
-    counter: int
     share: int
     period: int
     lead: int
@@ -356,7 +356,7 @@ def _compact(dims: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
 
 
 def _as_program(dims: list[tuple[int, int, int]], offset: int) -> dict[str, Any]:
-    return _program([d[0] for d in dims], [d[1] for d in dims], [d[2] for d in dims], offset)
+    return port_program([d[0] for d in dims], [d[1] for d in dims], [d[2] for d in dims], offset)
 
 
 @dataclass(frozen=True)
@@ -373,6 +373,24 @@ class _Share:
     move: tuple[int, ...]
 
 
+def _box(nest: list[Counter], coefs: list[list[int]], inner: int
+         ) -> tuple[tuple[int, ...], tuple[int, ...], list[int], int]:
+    """The compressed box (module docstring) of a stream whose coordinate ``j`` is ``b_j +
+    sum_k coefs[j][k] i_k``, over the ``inner`` innermost counters of ``nest``: ``(gcd per
+    coordinate, extent per coordinate, address stride per counter, words)``."""
+    gs, es, strides, pitch = [], [], [0] * inner, 1
+    for c in coefs:
+        g = math.gcd(*c[:inner]) if any(c[:inner]) else 0
+        e = 1 + (sum(c[k] // g * (nest[k].extent - 1) for k in range(inner)) if g else 0)
+        for k in range(inner):
+            if g:
+                strides[k] += c[k] // g * pitch
+        gs.append(g)
+        es.append(e)
+        pitch *= e
+    return tuple(gs), tuple(es), strides, pitch
+
+
 def _share(nest: list[Counter], coefs: list[list[int]]) -> _Share | None:
     """:class:`_Share` of a stream whose coordinate ``j`` is ``b_j + sum_k coefs[j][k] i_k``
     over ``nest``; ``None`` when no counter moves it."""
@@ -380,17 +398,8 @@ def _share(nest: list[Counter], coefs: list[list[int]]) -> _Share | None:
     if not moving:
         return None
     t = moving[-1]
-    gs, es, strides, pitch = [], [], [0] * t, 1
-    for c in coefs:
-        g = math.gcd(*c[:t]) if any(c[:t]) else 0
-        e = 1 + (sum(c[k] // g * (nest[k].extent - 1) for k in range(t)) if g else 0)
-        for k in range(t):
-            if g:
-                strides[k] += c[k] // g * pitch
-        gs.append(g)
-        es.append(e)
-        pitch *= e
-    return _Share(t, tuple(gs), tuple(es), tuple(strides), pitch, tuple(c[t] for c in coefs))
+    gs, es, strides, words = _box(nest, coefs, t)
+    return _Share(t, gs, es, tuple(strides), words, tuple(c[t] for c in coefs))
 
 
 def _layout(nest: list[Counter], sched: list[int], sh: _Share, bases: tuple[int, ...],
@@ -413,7 +422,7 @@ def _layout(nest: list[Counter], sched: list[int], sh: _Share, bases: tuple[int,
         return None
     inner = [(nest[k].extent, sh.strides[k], sched[k]) for k in range(sh.t)]
     outer = [(nest[k].extent, 0, sched[k]) for k in range(sh.t + 1, len(nest))]
-    its = counters([nest[k].extent for k in range(sh.t, len(nest))])[:, 0]  # time order
+    its = counters([nest[k].extent for k in range(sh.t, len(nest))])[:, 0]  # i_t, in time
     out = []
     for b in range(banks):
         om = OperandMem(None, {}, bases, sh.gcd, sh.extents, bank=b, banks=banks)
@@ -423,19 +432,19 @@ def _layout(nest: list[Counter], sched: list[int], sh: _Share, bases: tuple[int,
         else:
             swap = [(e_t // banks, 0 if double else sh.words, banks * period)]
             om.copies = 1 if double else e_t // banks
-        mine = its[its % banks == b]            # bank b's iterations of t, in time order
         read = _compact(inner + swap + outer)
-        if double:
+        if double:                 # every visit of its iterations of t, in time order
             lead = sh.words if leads[b] is None else leads[b]
             if not sh.words <= lead <= period:
                 return None
             write = _compact([(sh.words, 1, 1)] + swap + outer)
-            om.double = DoubleBuffer(sh.t, sh.words, period, lead)
+            om.double = DoubleBuffer(sh.words, period, lead)
             w_off = start - lat - lead + b * period
-        else:                                   # each of its iterations once, in order
-            mine = np.arange(b, e_t, banks)
+            mine = its[its % banks == b]
+        else:                      # each of its iterations once, in order
             write = [(om.copies * sh.words, 1, 1)]
             w_off = 0
+            mine = np.arange(b, e_t, banks)
         if max(len(read), len(write)) > max_dims:
             return None
         om.programs = {"data_in_0": _as_program(write, w_off),
@@ -540,21 +549,12 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
                 raise MappingError(f"Func {f.name}: reads Func {prod}, which is not the "
                                    f"requantisation of an earlier reduction; not mapped")
             for st in streams:
-                bs, gs, es, strides, coefs = [], [], [], [0] * len(nest), []
-                pitch = 1
+                bs, coefs = [], []
                 for a in st.access:
                     b, coef = _coordinate(a, f, st, nest, base, prod)
-                    g = math.gcd(*coef) if any(coef) else 0
-                    ext = 1 + (sum(c // g * (n.extent - 1) for c, n in
-                                   zip(coef, nest, strict=True)) if g else 0)
-                    for k, c in enumerate(coef):
-                        if g:
-                            strides[k] += c // g * pitch
                     bs.append(b)
-                    gs.append(g)
-                    es.append(ext)
                     coefs.append(coef)
-                    pitch *= ext
+                gs, es, strides, pitch = _box(nest, coefs, len(nest))
                 layout = None
                 key = (f.name, prod, st.index)
                 sh = _share(nest, coefs) if prod not in made else None
@@ -569,7 +569,7 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
                                        f"words{per}, more than one MEM ({mem['capacity']}) "
                                        f"holds, and no split over its outermost moving "
                                        f"counter fits; use a smaller input or more lanes")
-                boxes.append((prod, st, tuple(bs), tuple(gs), tuple(es), strides, sh, layout))
+                boxes.append((prod, st, tuple(bs), gs, es, strides, sh, layout))
         host = [math.prod(e) + lat for p, _, _, _, e, _, _, lay in boxes
                 if p not in made and lay is None]
         host += [(om.double.lead - om.bank * om.double.period if om.double else om.words) + lat
@@ -579,10 +579,7 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
         lm = LayerMemories(f.name, sk, nest, stall, start, {}, doms[f.name], dist,
                            tiles_inner)
         for prod, st, bs, gs, es, strides, sh, layout in boxes:
-            n = math.prod(es)
-            read = {"dimensionality": len(extents), "extents": extents,
-                    "address": {"strides": strides or [0], "offset": 0},
-                    "schedule": {"strides": sched, "offset": start - lat}}
+            read = port_program(extents, strides or [0], sched, start - lat)
             om = OperandMem(st, {}, bs, gs, es)
             if layout is not None:
                 lay = _layout(nest, sched, sh, bs, layout[0].banks, layout[0].double is not None,
@@ -596,9 +593,7 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
                 om.write_coords, write, om.writer_lane = _intermediate_writes(
                     om, made[prod], prod)
             else:
-                write = {"dimensionality": 1, "extents": [n],
-                         "address": {"strides": [1], "offset": 0},
-                         "schedule": {"strides": [1], "offset": 0}}
+                write = port_program([om.words], [1], [1], 0)
             om.programs = {"data_in_0": write, "data_out_0": read}
             lm.mems.setdefault(prod, []).append(om)
         out.append(lm)
@@ -649,7 +644,10 @@ def map_operands(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None) -> La
     return map_layer(pipe, preset)[0]
 
 
-def _program(extents: list[int], strides: list[int], sched: list[int], offset: int) -> dict:
+def port_program(extents: list[int], strides: list[int], sched: list[int], offset: int
+                 ) -> dict[str, Any]:
+    """A Lake port program (dict form): ``extents`` and address ``strides`` per level
+    (innermost first, address offset 0), schedule ``strides`` and first cycle ``offset``."""
     return {"dimensionality": len(extents), "extents": list(extents),
             "address": {"strides": list(strides), "offset": 0},
             "schedule": {"strides": list(sched), "offset": offset}}
@@ -675,10 +673,10 @@ def accumulator_programs(lm: LayerMemories, f: dsl.Func, read_latency: int = 1
             red[k], nr = nr, nr * c.extent
         elif sums[k]:
             pix[k], np_ = np_, np_ * c.extent
-    acc = {"data_in_0": _program(extents, pix, sched, lm.start + 1),
-           "data_out_0": _program(extents, pix, sched, lm.start - read_latency)}
-    flag = {"data_in_0": _program([nr], [1], [1], 0),
-            "data_out_0": _program(extents, red, sched, lm.start - read_latency)}
+    acc = {"data_in_0": port_program(extents, pix, sched, lm.start + 1),
+           "data_out_0": port_program(extents, pix, sched, lm.start - read_latency)}
+    flag = {"data_in_0": port_program([nr], [1], [1], 0),
+            "data_out_0": port_program(extents, red, sched, lm.start - read_latency)}
     return acc, flag, [1] + [0] * (nr - 1)
 
 
