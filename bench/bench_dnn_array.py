@@ -17,9 +17,14 @@ tile: the paper's 8 x 8 tile needs 64 output IO tiles, the default array has 32;
 ``--fmax F`` pipelines to F MHz (compute pipelining + register insertion); default: no
 target (the balance pass only).
 
-Prints one JSON line per figure and appends rows to ``bench/results/dnn_array.csv``.
+A case that does not fit the design (the refusal's one line) gets a ``refused`` row and
+the bench goes on. Prints one JSON line per figure and appends rows to
+``bench/results/dnn_array.csv``.
+``--mem dualport,pub`` runs each case on the dual-port MEM (``build/default``) and on the
+wide-fetch PUB (``build/default_pub``, configs/default_pub.toml) side by side.
+
 Run: ``.venv/bin/python bench/bench_dnn_array.py [--layers resnet_layer,gemm] [--fmax 600]
-[--buffers double,whole] [--flatten on,off]``.
+[--buffers double,whole] [--flatten on,off] [--mem dualport,pub]``.
 """
 from __future__ import annotations
 
@@ -42,8 +47,12 @@ CASES = {"resnet_layer": ("resnet_layer", 18, 16, 8),
          "resnet_layer_c32": ("resnet_layer", 34, 32, 8)}
 
 
-def design() -> Path:
-    return benchlib.default_design()
+#: ``--mem`` -> design: the default array with its dual-port MEM or with the PUB
+DESIGNS = {"dualport": "default", "pub": "default_pub"}
+
+
+def design(mem: str = "dualport") -> Path:
+    return benchlib.default_design(DESIGNS[mem])
 
 
 def main() -> None:
@@ -57,31 +66,40 @@ def main() -> None:
     ap.add_argument("--flatten", default="on",
                     help="loop perfection on and/or off (on,off: the Fig. 13 ablation with "
                          "--buffers double,whole)")
+    ap.add_argument("--mem", default="dualport",
+                    help="MEM tiles, side by side: dualport (configs/default.toml) and/or pub "
+                         "(the wide-fetch PUB, configs/default_pub.toml)")
     args = ap.parse_args()
 
+    from cgra.errors import MappingError
     from mapper.flow import AppParams, FlowParams, RunParams, SimOptions, run_app
     from mapper.pipeline import PipelineParams
     from mapper.place import PlaceParams
 
-    d = design()
     rows: list[dict] = []
-    for case, buffers, flat in [(la, b, fl) for la in args.layers.split(",")
-                                for b in args.buffers.split(",")
-                                for fl in args.flatten.split(",")]:
+    for case, mem, buffers, flat in [(la, m, b, fl) for la in args.layers.split(",")
+                                     for m in args.mem.split(",")
+                                     for b in args.buffers.split(",")
+                                     for fl in args.flatten.split(",")]:
+        d = design(mem)
         layer, side, channels, block = CASES[case]
         p = {"layer": layer, "size": side, "channels": channels, "block": block,
              "array": "32x16", "fmax_target": args.fmax, "seed": args.seed,
-             "buffers": buffers, "flatten": flat}
+             "buffers": buffers, "flatten": flat, "mem": mem}
         pipe = PipelineParams() if args.fmax is None else PipelineParams(
             register_pe_inputs=True, target_period_ps=1e6 / args.fmax)
         with tempfile.TemporaryDirectory() as tmp:
             t = time.perf_counter()
-            run = run_app(RunParams(AppParams(layer, side, side, channels=channels,
-                                              block=block,
-                                              double_buffer=buffers == "double",
-                                              flatten=flat == "on"), d, tmp,
-                                    FlowParams(place=PlaceParams(seed=args.seed),
-                                               pipeline=pipe), SimOptions("camera")))
+            try:
+                run = run_app(RunParams(AppParams(layer, side, side, channels=channels,
+                                                  block=block,
+                                                  double_buffer=buffers == "double",
+                                                  flatten=flat == "on"), d, tmp,
+                                        FlowParams(place=PlaceParams(seed=args.seed),
+                                                   pipeline=pipe), SimOptions("camera")))
+            except MappingError as e:     # a case that does not fit: its one line, next
+                rows.append(benchlib.row("dnn_array", "refused", str(e), "message", p))
+                continue
             wall = time.perf_counter() - t
         rep = run.report                       # run_app raised unless bit-exact
         lay = rep["layer"]

@@ -37,13 +37,15 @@ def save_rows(name: str, rows: list[dict]) -> Path:
     return path
 
 
-def default_design():
-    """``build/default`` (configs/default.toml with its rules), generated when missing."""
+def default_design(name: str = "default"):
+    """``build/<name>`` (``configs/<name>.toml`` with its rules; default the default 32x16
+    array), generated when missing."""
     root = Path(__file__).resolve().parents[1]
-    d = root / "build" / "default"
+    d = root / "build" / name
     if not (d / "design.json").is_file():
         from garnet.build import generate
         from garnet.params import load_toml
-        generate(load_toml(root / "configs" / "default.toml"), d, rules=True,
-                 rules_dir=root / "build" / "rules", jobs=2, config_file="configs/default.toml")
+        generate(load_toml(root / "configs" / f"{name}.toml"), d, rules=True,
+                 rules_dir=root / "build" / "rules", jobs=2,
+                 config_file=f"configs/{name}.toml")
     return d

@@ -448,7 +448,8 @@ def _layer_summary(run, t0: float) -> None:
               help="a real image (scikit-image sample or file) as the first input's channels")
 @click.option("--memories", is_flag=True,
               help="also run the layer's memory system (operand, accumulation and flag MEMs) "
-                   "on Lake's cycle-accurate MEM models and check its output (mapper.dnn_memory)")
+                   "on Lake's cycle-accurate models of the design's MEM (default the dual-port) "
+                   "and check its output (mapper.dnn_memory)")
 @click.option("--double-buffer", "double_buffer", is_flag=True,
               help="with --memories: double-buffered operand MEMs (the array's layout: one "
                    "iteration's share per half, reloaded behind the compute)")
@@ -483,7 +484,7 @@ def layer_cmd(layer: str, design: Path | None, size: int | None, channels: int |
     if memories:
         from mapper import dnn_memory
 
-        got, lms = dnn_memory.simulate(pipe, ins, double_buffer=double_buffer)
+        got, lms = dnn_memory.simulate(pipe, ins, res.preset, double_buffer=double_buffer)
         name = pipe.output.name
         if not np.array_equal(got[name], ours[name]):
             bad = int(np.count_nonzero(got[name] != ours[name]))
@@ -492,7 +493,8 @@ def layer_cmd(layer: str, design: Path | None, size: int | None, channels: int |
         mems = sum(lm.mem_count for lm in lms)
         oms = [om for lm in lms for lst in lm.mems.values() for om in lst]
         db = sum(1 for om in oms if om.double)
-        lake_line = (f"on Lake MEM models: {mems} MEMs ({sum(om.words for om in oms)} operand "
+        words = sum(om.words for om in oms)
+        lake_line = (f"on Lake MEM models ({res.preset}): {mems} MEMs ({words} operand "
                      f"words{f', {db} double-buffered' if db else ''}), {lms[-1].cycles} "
                      f"cycles, output bit-exact")
     if as_json:

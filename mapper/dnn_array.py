@@ -148,6 +148,13 @@ def _load_program(offset: int, words: int) -> dict[str, Any]:
     return dnn_memory.port_program([words], [1], [1], offset)
 
 
+def _shifted(prog: dict[str, Any], cycles: int) -> dict[str, Any]:
+    """``prog`` ``cycles`` later (a whole box's write program at its place on its IO
+    lane)."""
+    return dict(prog, schedule=dict(prog["schedule"],
+                                    offset=int(prog["schedule"]["offset"]) + cycles))
+
+
 def _nominal_write(prog: dict[str, Any]) -> dict[str, Any]:
     """``prog`` a cycle earlier: dnn_memory writes a step's sums a cycle after the step, the
     array's nominal schedule at the step (module docstring)."""
@@ -196,7 +203,7 @@ def _load_plan(pipe: dsl.Pipeline, facts: dict[str, int], loop_cycles: int, io_t
     for lm in lms:
         for prod, lst in lm.mems.items():
             for om in lst:
-                if om.write_coords is None:
+                if om.write_coords is None and om.load_bank is None:
                     key = (lm.func, prod, om.stream.index, om.bank)
                     sizes.append((key, om.burst))
                     if om.double:
@@ -217,8 +224,8 @@ def _load_plan(pipe: dsl.Pipeline, facts: dict[str, int], loop_cycles: int, io_t
         lane, off = [], longest - tot
         for k, _o, n in lst:
             lane.append((k, off, n))
-            if k in periods:
-                leads[k] = longest - off
+            if k in periods:     # to the first read event: the lane's end + a PUB's slack
+                leads[k] = longest - off + dnn_memory.fetch_slack(facts.get("fetch_width", 1))
             off += n
         out.append(lane)
     return out, leads, periods
@@ -233,7 +240,8 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
     :class:`MappingError`."""
     facts = {"capacity": int(mem["capacity"]),
              "max_dimensionality": int(mem["max_dimensionality"]),
-             "read_latency": int(mem.get("read_latency", 1))}
+             "read_latency": int(mem.get("read_latency", 1)),
+             "fetch_width": int(mem.get("fetch_width", 1))}
     lat = facts["read_latency"]
     preset = str(mem.get("preset", mem.get("name")))
     if loop_cycles < 1:
@@ -261,7 +269,8 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
         if not late:
             break
         hold |= {k[:3] for k in late}   # a lane's shares exceed its shortest iteration
-    lms = dnn_memory.map_layer(pipe, facts, loop_cycles, longest + lat, double_buffer, leads,
+    first_step = longest + lat + dnn_memory.fetch_slack(facts["fetch_width"])
+    lms = dnn_memory.map_layer(pipe, facts, loop_cycles, first_step, double_buffer, leads,
                                frozenset(hold), flatten)
 
     nl = Netlist(pipe.name)
@@ -299,21 +308,23 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
                 key = (f.name, prod, om.stream.index, om.bank)
                 name = _mem_name(key)
                 ports = dict(om.programs)
+                # a shift bank samples its owner's host stream (dnn_memory, "Wide fetch")
+                owner = key if om.load_bank is None else (*key[:3], om.load_bank)
                 cfg: dict[str, Any] = {"preset": preset, "read_slack": HOLD,
                                        "role": "operand", "reduction": f.name,
                                        "stream": [prod, om.stream.index]}
                 if om.banks > 1:
                     cfg["bank"] = [om.bank, om.banks]
                 if om.double is not None:      # written by its IO lane every iteration
-                    j, _off = where[key]
+                    j, _off = where[owner]
                     cfg["read_slack"] = om.double.read_slack(lm.stall)
                     cfg["double_buffer"] = {"share": om.double.share,
                                             "period": om.double.period,
                                             "lead": om.double.lead}
                     sink_of[j].append((name, "data_in_0"))
                 elif om.write_coords is None:
-                    j, off = where[key]
-                    ports["data_in_0"] = _load_program(off, om.words)
+                    j, off = where[owner]
+                    ports["data_in_0"] = _shifted(ports["data_in_0"], off)
                     sink_of[j].append((name, "data_in_0"))
                 else:                      # an intermediate buffer
                     ports["data_in_0"] = _nominal_write(ports["data_in_0"])
@@ -396,7 +407,7 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
     for src, ss in bits.items():
         nl.add_net(src, ss, 1, f"{src[0]}_{src[1]}".replace(".", "_"))
     nl.validate()
-    schedule = {"loop_cycles": loop_cycles, "min_start": longest + lat,
+    schedule = {"loop_cycles": loop_cycles, "min_start": first_step,
                 "double_buffer": double_buffer, "leads": leads, "hold": frozenset(hold),
                 "flatten": flatten}
     return LayerNetlist(nl, lms, loads, outputs, loop_cycles, multipliers, schedule)

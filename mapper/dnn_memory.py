@@ -52,6 +52,27 @@ once. Each bank reads only on its own iterations; the step kernel merges a strea
 a mux chain on their ``valid_out`` (:func:`mapper.memory.merge_banks`, as the stencil flow's
 column banks). A stream whose one share exceeds a MEM is refused.
 
+**Wide fetch** (a PUB, ``fetch_width`` = ``fw`` > 1: Lake's rules 'vectorization' and
+'pitch', :mod:`lake.config`). Read programs are compacted; a read whose first moving level's
+stride does not divide ``fw`` or whose outer levels do not move by whole wide words gets
+another layout (:func:`_wide`): the box's coordinates in their order or ordered by the
+innermost counter moving them, the first one's *rows* padded to a pitch of whole wide words
+(the paper's padding to the fetch width: an 18-word row at 20), and a counter other than the
+row's innermost that moves inside a row (``r.x`` of activations read at ``x + r.x``: every
+``r.x`` pass would start at another offset inside a wide word) made *shift banks*: MEM ``a``
+serves the steps ``r.x = a`` only, stores the rows less their first ``a * step`` words (so
+its reads are aligned) and samples the same host stream as bank 0 (its write program skips
+those words; one IO lane feeds all, no extra load cycles). A stream no such layout fits is
+refused (a stride-3 convolution). Double buffers and banks pad each share to whole wide
+words; a strided read (``2x + r.x``) keeps the whole box (fetching a wide word every 2
+reads leaves the PUB's one SRAM port no slot for refills). The first read of a wide word
+comes :func:`fetch_slack` (``fw + 3``) cycles after its last write, and a partial sum is
+committed with the last of its wide word, so a pass must update at least ``fw`` sums and
+``stall * (distance - fw + 1) >= read_latency + loop + 4`` (:func:`_stall`; loop perfection
+where that shortens the stall, as GEMM's output tile needs). The four layers run bit-exact
+on ``pub_512x64`` (tests/mapper/test_dnn_memory.py) and on the PUB array
+(tests/e2e/test_e2e_dnn_pub.py).
+
 **Accumulation** (:func:`accumulator_programs`): one MEM per output lane holds a partial sum
 per pixel of the tile (address = the pixel counters' linear index, reused by every pass and
 tile); it is read ``read_latency`` cycles before each step and the step kernel's result is
@@ -82,7 +103,8 @@ Errors: :class:`~cgra.errors.MappingError` for a program without a reduction, a 
 reading a Func that is not an earlier reduction's requantisation, an intermediate buffer fed
 by several lanes or not affinely, a floor-division read, more counters than
 the MEM's address generators have dimensions, a stream no split of which fits one MEM, a
-non-``+`` accumulation, a pure definition that is not a constant;
+non-``+`` accumulation, a pure definition that is not a constant, on a PUB a stream no
+wide-fetch layout fits or a pass of fewer partial sums than a wide word;
 :class:`~cgra.errors.SimulationError` when a MEM's stream misses its cycles.
 """
 from __future__ import annotations
@@ -159,23 +181,63 @@ class OperandMem:
     #: this MEM's index among the ``banks`` MEMs of its stream
     bank: int = 0
     banks: int = 1
+    #: its index among the banks over the moving counter (module docstring, "Banks"); the
+    #: shift banks of one such bank share its host stream (module docstring, "Wide fetch")
+    tbank: int = 0
+    #: the bank whose host load stream this MEM shares (a shift bank), ``None``: its own
+    load_bank: int | None = None
+    #: wide fetch: the row pitch of coordinate 0 in the MEM (0: dense, ``extents[0]``), the
+    #: words at the start of every row it does not store (a shift bank), and the words per
+    #: box (0: ``prod(extents)``; a share padded to whole wide words)
+    pitch: int = 0
+    skip: int = 0
+    stored: int = 0
+    #: the coordinates in address order, fastest first (empty: 0, 1, ...; a PUB may store
+    #: the coordinate its innermost counter moves first)
+    order: tuple[int, ...] = ()
 
     @property
     def words(self) -> int:
-        """Words the MEM stores."""
+        """Words the MEM stores (padding included)."""
+        return (self.stored or math.prod(self.extents)) * self.copies
+
+    @property
+    def host_words(self) -> int:
+        """Words of its host load stream (its skipped words included: they are its shift
+        siblings')."""
         return math.prod(self.extents) * self.copies
 
     @property
     def burst(self) -> int:
-        """Words of one host load burst: all it stores, or one share of a double buffer."""
-        return math.prod(self.extents) if self.double else self.words
+        """Words of one host load burst: all it loads, or one share of a double buffer."""
+        return math.prod(self.extents) if self.double else self.host_words
 
     def box_coords(self) -> np.ndarray:
-        """Producer coordinates of the stored words in address order, shape (words, dims)
-        (a double buffer: of its first share)."""
-        idx = np.indices(tuple(reversed(self.extents))).reshape(len(self.extents), -1)[::-1]
-        return np.stack([self.base[j] + self.gcd[j] * idx[j]
-                         for j in range(len(self.extents))], axis=1)
+        """Producer coordinates of the words the MEM writes, in write order (its box in
+        address order less a shift bank's skipped words), shape (words, dims) (a double
+        buffer: of its first share)."""
+        n = len(self.extents)
+        order = self.order or tuple(range(n))
+        ext = tuple(self.extents[j] for j in order)
+        ido = np.indices(tuple(reversed(ext))).reshape(n, -1)[::-1]
+        if self.skip:
+            ido = ido[:, ido[0] >= self.skip]
+        idx = np.empty_like(ido)
+        idx[list(order)] = ido
+        return np.stack([self.base[j] + self.gcd[j] * idx[j] for j in range(n)], axis=1)
+
+    def addresses(self) -> np.ndarray:
+        """The address of each row of :meth:`box_coords` (a box without a pitch: 0, 1,
+        ...)."""
+        n = len(self.extents)
+        order = self.order or tuple(range(n))
+        idx = (self.box_coords() - np.array(self.base)) // np.maximum(np.array(self.gcd), 1)
+        pitches, p = [0] * n, 1
+        for i, j in enumerate(order):
+            pitches[j] = p
+            p *= (self.pitch or self.extents[j]) if i == 0 else self.extents[j]
+        idx[:, order[0]] -= self.skip
+        return idx @ np.array(pitches, dtype=np.int64)
 
     def writes(self, array: np.ndarray, domain: tensor.Domain) -> list[int]:
         """The write stream: the stored words of ``array`` (the producer, coordinates
@@ -203,6 +265,8 @@ class LayerMemories:
     distance: int = 1
     #: the tile loop runs inside the reduction counters (:func:`loop_nest`)
     tiles_inner: bool = False
+    #: words per SRAM access of the MEM (a PUB's wide fetch; 1: dual-port)
+    fetch_width: int = 1
 
     @property
     def steps(self) -> int:
@@ -352,11 +416,23 @@ def _compact(dims: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
             out.append((e0 * e, a0, t0))
         else:
             out.append((e, a, t))
-    return out or [(1, 0, dims[0][2] if dims else 1)]
+    return out or [(1, 1, dims[0][2] if dims else 1)]
 
 
 def _as_program(dims: list[tuple[int, int, int]], offset: int) -> dict[str, Any]:
     return port_program([d[0] for d in dims], [d[1] for d in dims], [d[2] for d in dims], offset)
+
+
+@dataclass(frozen=True)
+class _Wide:
+    """A stream's box on a PUB (module docstring, "Wide fetch"): coordinates in address
+    ``order`` (empty: 0, 1, ...), the first one's ``row`` pitch (0: dense), the ``shift``
+    counter (``None``: none) and the row words one of its iterations moves (``step``)."""
+
+    row: int = 0
+    shift: int | None = None
+    step: int = 0
+    order: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -371,40 +447,114 @@ class _Share:
     strides: tuple[int, ...]
     words: int
     move: tuple[int, ...]
+    #: its layout on a PUB (module docstring, "Wide fetch")
+    wide: _Wide = _Wide()
+
+    @property
+    def host(self) -> int:
+        """Host words of one share (:attr:`words` less its padding)."""
+        return math.prod(self.extents)
 
 
-def _box(nest: list[Counter], coefs: list[list[int]], inner: int
-         ) -> tuple[tuple[int, ...], tuple[int, ...], list[int], int]:
+def _box(nest: list[Counter], coefs: list[list[int]], inner: int, row: int = 0,
+         order: tuple[int, ...] = ()) -> tuple[tuple[int, ...], tuple[int, ...], list[int], int]:
     """The compressed box (module docstring) of a stream whose coordinate ``j`` is ``b_j +
     sum_k coefs[j][k] i_k``, over the ``inner`` innermost counters of ``nest``: ``(gcd per
-    coordinate, extent per coordinate, address stride per counter, words)``."""
-    gs, es, strides, pitch = [], [], [0] * inner, 1
-    for c in coefs:
-        g = math.gcd(*c[:inner]) if any(c[:inner]) else 0
-        e = 1 + (sum(c[k] // g * (nest[k].extent - 1) for k in range(inner)) if g else 0)
-        for k in range(inner):
-            if g:
-                strides[k] += c[k] // g * pitch
-        gs.append(g)
-        es.append(e)
-        pitch *= e
+    coordinate, extent per coordinate, address stride per counter, words)``; ``order``: the
+    coordinates in address order (default 0, 1, ...), ``row``: the pitch of the first (a row
+    padded to whole wide words; 0: its extent)."""
+    gs = [math.gcd(*c[:inner]) if any(c[:inner]) else 0 for c in coefs]
+    es = [1 + (sum(c[k] // g * (nest[k].extent - 1) for k in range(inner)) if g else 0)
+          for c, g in zip(coefs, gs, strict=True)]
+    strides, pitch = [0] * inner, 1
+    for i, j in enumerate(order or range(len(coefs))):
+        if gs[j]:
+            for k in range(inner):
+                strides[k] += coefs[j][k] // gs[j] * pitch
+        pitch *= (row or es[j]) if i == 0 else es[j]
     return tuple(gs), tuple(es), strides, pitch
 
 
-def _share(nest: list[Counter], coefs: list[list[int]]) -> _Share | None:
+def _vector_ok(dims: list[tuple[int, int, int]], fw: int) -> bool:
+    """Do compacted read dimensions ``(extent, address stride, schedule stride)`` meet the
+    PUB's rules 'vectorization' and 'pitch' (:mod:`lake.config`): the first moving level's
+    stride divides ``fw``, every level above it moves by whole wide words?"""
+    moving = [j for j, d in enumerate(dims) if d[1]]
+    if not moving:
+        return True
+    j = moving[0]
+    return 0 < dims[j][1] <= fw and fw % dims[j][1] == 0 and all(
+        d[1] % fw == 0 for d in dims[j + 1:])
+
+
+def _wide(nest: list[Counter], sched: list[int], coefs: list[list[int]], inner: int,
+          fw: int, who: str) -> _Wide:
+    """The layout of a stream's box over the ``inner`` innermost counters on a MEM fetching
+    ``fw`` words at a time (module docstring, "Wide fetch"): the dense box when its reads
+    already meet the PUB's rules; else, with the coordinates in their order or ordered by
+    the innermost counter moving them, rows padded to whole wide words and at most one
+    counter (besides the row's innermost) moving inside a row and nothing else, whose
+    iterations become shift banks. Raises :class:`MappingError` when no layout meets the
+    rules."""
+    if fw == 1:
+        return _Wide()
+    _, es, dense, _ = _box(nest, coefs, inner)
+    if _vector_ok(_compact([(nest[k].extent, dense[k], sched[k]) for k in range(inner)]), fw):
+        return _Wide()
+    first = [min([k for k in range(inner) if c[k]] or [inner]) for c in coefs]
+    orders = [tuple(range(len(coefs)))]
+    orders += [o for o in [tuple(sorted(range(len(coefs)), key=lambda j: first[j]))]
+               if o != orders[0]]
+    for order in orders:
+        r0 = order[0]
+        row = -(-es[r0] // fw) * fw
+        gs, _, strides, _ = _box(nest, coefs, inner, row, order)
+        in_row = [k for k in range(inner) if coefs[r0][k]][1:]
+        shifts = [k for k in in_row if strides[k] % fw]
+        dims = [(nest[k].extent, strides[k], sched[k]) for k in range(inner)
+                if k not in shifts]
+        if len(shifts) <= 1 and not any(coefs[j][k] for k in shifts for j in order[1:]) \
+                and _vector_ok(_compact(dims), fw):
+            sh = shifts[0] if shifts else None
+            return _Wide(row, sh, 0 if sh is None else coefs[r0][sh] // gs[r0],
+                         order if order != orders[0] else ())
+    raise MappingError(f"{who}: its reads are not whole or aligned {fw}-word wide words in "
+                       f"any layout with rows padded to whole wide words and at most one "
+                       f"shift counter; map it on a MEM with fetch width 1 (dual-port)")
+
+
+def _share(nest: list[Counter], sched: list[int], coefs: list[list[int]], fw: int = 1,
+           who: str = "") -> _Share | None:
     """:class:`_Share` of a stream whose coordinate ``j`` is ``b_j + sum_k coefs[j][k] i_k``
-    over ``nest``; ``None`` when no counter moves it."""
+    over ``nest``; ``None`` when no counter moves it. ``fw`` > 1 (a PUB): rows padded and a
+    shift counter as :func:`_wide`, every share a whole number of wide words."""
     moving = [k for k in range(len(nest)) if any(c[k] for c in coefs)]
     if not moving:
         return None
     t = moving[-1]
-    gs, es, strides, words = _box(nest, coefs, t)
-    return _Share(t, gs, es, tuple(strides), words, tuple(c[t] for c in coefs))
+    wd = _wide(nest, sched, coefs, t, fw, who)
+    gs, es, strides, words = _box(nest, coefs, t, wd.row, wd.order)
+    return _Share(t, gs, es, tuple(strides), -(-words // fw) * fw,
+                  tuple(c[t] for c in coefs), wd)
+
+
+def _rows(extents: tuple[int, ...], row: int, skip: int) -> list[tuple[int, int, int]]:
+    """Write dimensions ``(extent, address stride, schedule stride)`` of one box streamed
+    in address order, one word per cycle: its rows at pitch ``row`` less the ``skip``
+    words at the start of every row (module docstring, "Wide fetch")."""
+    words = math.prod(extents)
+    if not row:
+        return [(words, 1, 1)]
+    return [(extents[0] - skip, 1, 1), (words // extents[0], row, extents[0])]
+
+
+def _ordered(extents: tuple[int, ...], order: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(extents[j] for j in order) if order else extents
 
 
 def _layout(nest: list[Counter], sched: list[int], sh: _Share, bases: tuple[int, ...],
             banks: int, double: bool, start: int, lat: int, leads: list[int | None],
-            max_dims: int) -> list[OperandMem] | None:
+            max_dims: int, slack: int = 0) -> list[OperandMem] | None:
     """The MEMs of a host stream split over the iterations of counter ``t = sh.t``
     (module docstring, "Double buffers" and "Banks"), ``None`` when the programs need more
     than ``max_dims`` dimensions or a lead is out of range:
@@ -420,54 +570,89 @@ def _layout(nest: list[Counter], sched: list[int], sh: _Share, bases: tuple[int,
     e_t, period = nest[sh.t].extent, sched[sh.t]
     if e_t % (2 if double and banks == 1 else banks):
         return None
-    inner = [(nest[k].extent, sh.strides[k], sched[k]) for k in range(sh.t)]
+    wd = sh.wide
+    inner = [(nest[k].extent, sh.strides[k], sched[k]) for k in range(sh.t) if k != wd.shift]
     outer = [(nest[k].extent, 0, sched[k]) for k in range(sh.t + 1, len(nest))]
     its = counters([nest[k].extent for k in range(sh.t, len(nest))])[:, 0]  # i_t, in time
+    n_s = 1 if wd.shift is None else nest[wd.shift].extent
     out = []
     for b in range(banks):
-        om = OperandMem(None, {}, bases, sh.gcd, sh.extents, bank=b, banks=banks)
-        if double and banks == 1:
-            swap = [(2, sh.words, period), (e_t // 2, 0, 2 * period)]
-            om.copies = 2
-        else:
-            swap = [(e_t // banks, 0 if double else sh.words, banks * period)]
-            om.copies = 1 if double else e_t // banks
-        read = _compact(inner + swap + outer)
-        if double:                 # every visit of its iterations of t, in time order
-            lead = sh.words if leads[b] is None else leads[b]
-            if not sh.words <= lead <= period:
+        for a in range(n_s):       # the shift banks of bank b (module docstring, "Wide fetch")
+            skip = a * wd.step
+            om = OperandMem(None, {}, bases, sh.gcd, sh.extents, bank=b * n_s + a,
+                            banks=banks * n_s, tbank=b, load_bank=b * n_s if a else None,
+                            pitch=wd.row, skip=skip, stored=sh.words, order=wd.order)
+            if double and banks == 1:
+                swap = [(2, sh.words, period), (e_t // 2, 0, 2 * period)]
+                om.copies = 2
+            else:
+                swap = [(e_t // banks, 0 if double else sh.words, banks * period)]
+                om.copies = 1 if double else e_t // banks
+            read = _compact(inner + swap + outer)
+            rows = _rows(_ordered(sh.extents, wd.order), wd.row, skip)
+            if double:             # every visit of its iterations of t, in time order
+                lead = sh.host + slack if leads[b] is None else leads[b]
+                if not sh.host + slack <= lead <= period:
+                    return None
+                write = _compact(rows + swap + outer)
+                om.double = DoubleBuffer(sh.host, period, lead)
+                w_off = start - lat - lead + b * period
+                mine = its[its % banks == b]
+            else:                  # each of its iterations once, in order
+                write = _compact(rows + [(om.copies, sh.words, sh.host)])
+                w_off = 0
+                mine = np.arange(b, e_t, banks)
+            if max(len(read), len(write)) > max_dims:
                 return None
-            write = _compact([(sh.words, 1, 1)] + swap + outer)
-            om.double = DoubleBuffer(sh.words, period, lead)
-            w_off = start - lat - lead + b * period
-            mine = its[its % banks == b]
-        else:                      # each of its iterations once, in order
-            write = [(om.copies * sh.words, 1, 1)]
-            w_off = 0
-            mine = np.arange(b, e_t, banks)
-        if max(len(read), len(write)) > max_dims:
-            return None
-        om.programs = {"data_in_0": _as_program(write, w_off),
-                       "data_out_0": _as_program(read, start - lat + b * period)}
-        # host coordinates in write order: per iteration its share, moved by counter t
-        om.load_coords = (om.box_coords()[None, :, :] + mine[:, None, None] *
-                          np.array(sh.move, dtype=np.int64)).reshape(-1, len(bases))
-        out.append(om)
+            r_off = start - lat + b * period + (0 if wd.shift is None
+                                                else a * sched[wd.shift])
+            om.programs = {"data_in_0": _as_program(write, w_off + skip),
+                           "data_out_0": _as_program(read, r_off)}
+            # host coordinates in write order: per iteration its share, moved by counter t
+            om.load_coords = (om.box_coords()[None, :, :] + mine[:, None, None] *
+                              np.array(sh.move, dtype=np.int64)).reshape(-1, len(bases))
+            out.append(om)
+    return out
+
+
+def _whole_wide(nest: list[Counter], sched: list[int], st: dnn_step.Stream,
+                bases: tuple[int, ...], gs: tuple[int, ...], es: tuple[int, ...],
+                strides: list[int], wide: _Wide, words: int,
+                first_read: int) -> list[OperandMem]:
+    """The MEMs of a host stream held whole on a PUB (module docstring, "Wide fetch"): one,
+    or one shift bank per iteration ``a`` of the shift counter, each storing the box's rows
+    at pitch ``row`` less their first ``a * step`` words and reading on the iterations
+    ``a`` only, from the same host stream."""
+    row, shift = wide.row, wide.shift
+    n_s = 1 if shift is None else nest[shift].extent
+    out = []
+    for a in range(n_s):
+        skip = a * wide.step
+        dims = [(nest[k].extent, strides[k], sched[k]) for k in range(len(nest)) if k != shift]
+        read = _as_program(_compact(dims), first_read + (0 if shift is None
+                                                         else a * sched[shift]))
+        write = _as_program(_compact(_rows(_ordered(es, wide.order), row, skip)), skip)
+        out.append(OperandMem(st, {"data_in_0": write, "data_out_0": read}, bases, gs, es,
+                              bank=a, banks=n_s, load_bank=0 if a else None, pitch=row,
+                              skip=skip, stored=words, order=wide.order))
     return out
 
 
 def _choose_layout(nest: list[Counter], sched: list[int], sh: _Share, bases: tuple[int, ...],
                    whole: int, lat: int, mem: dict[str, Any], double: bool,
-                   leads: list[int | None]) -> list[OperandMem] | None:
+                   leads: list[int | None], slack: int = 0) -> list[OperandMem] | None:
     """The MEMs of a host stream (module docstring, "Double buffers" and "Banks"): with
     ``double``, one double buffer when both halves fit a MEM, else a ping-pong pair when one
     share does; the whole box (``None``) when it fits ``whole <= capacity``; else the fewest
     banks whose shares fit; ``None`` also when nothing fits (the caller refuses)."""
     cap, dims = mem["capacity"], mem["max_dimensionality"]
+    run = [sh.strides[k] for k in range(sh.t) if sh.strides[k] and k != sh.wide.shift]
+    if mem.get("fetch_width", 1) > 1 and run and run[0] > 1:
+        double = False   # a PUB's one SRAM port: strided reads leave no room for refills
     big = 1 << 40                      # offsets are placed later: only the layout is chosen
     if double:
         for banks in (1, 2):
-            lay = _layout(nest, sched, sh, bases, banks, True, big, lat, leads, dims)
+            lay = _layout(nest, sched, sh, bases, banks, True, big, lat, leads, dims, slack)
             if lay and lay[0].words <= cap:
                 return lay
     if whole <= cap:
@@ -475,8 +660,29 @@ def _choose_layout(nest: list[Counter], sched: list[int], sh: _Share, bases: tup
     e_t = nest[sh.t].extent
     for banks in range(2, e_t + 1):
         if e_t % banks == 0 and e_t // banks * sh.words <= cap:
-            return _layout(nest, sched, sh, bases, banks, False, big, lat, leads, dims)
+            return _layout(nest, sched, sh, bases, banks, False, big, lat, leads, dims, slack)
     return None
+
+
+def fetch_slack(fetch_width: int) -> int:
+    """Cycles a PUB (``fetch_width`` > 1) needs between the last write of a wide word and
+    its first read beyond a dual-port MEM's one: the aggregator's ``fetch_width - 1``
+    words plus 4 (:mod:`lake.config`, rule 'dependence'); 0 for a dual-port MEM."""
+    return 0 if fetch_width == 1 else fetch_width + 3
+
+
+def _stall(need: int, distance: int, fw: int) -> int | None:
+    """Cycles per step so that a partial sum read ``distance`` steps after its previous
+    read sees that read's update ``need`` cycles (read latency + loop) later. On a PUB
+    (``fw`` > 1) the update commits with the last sum of its wide word, ``(fw - 1)`` steps
+    later, and is fetched 4 cycles after that (:mod:`lake.config`, rule 'dependence'):
+    ``stall * (distance - fw + 1) >= need + 4``; ``None`` when a pass has fewer sums than
+    a wide word."""
+    if fw == 1:
+        return -(-need // distance)
+    if distance < fw:
+        return None
+    return -(-(need + 4) // (distance - fw + 1))
 
 
 def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
@@ -484,8 +690,9 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
               double_buffer: bool = False, leads: dict[tuple, int] | None = None,
               hold: frozenset = frozenset(), flatten: bool = True) -> list[LayerMemories]:
     """The memories of every reduction of ``pipe`` in order (module docstring) for a MEM with
-    ``preset`` facts (``capacity`` words, ``max_dimensionality``, ``read_latency``; default
-    the dual-port 2048 x 16). Reduction ``j + 1`` starts after reduction ``j``'s last write;
+    ``preset`` facts (``capacity`` words, ``max_dimensionality``, ``read_latency``,
+    ``fetch_width``: > 1 a PUB, module docstring "Wide fetch"; default the dual-port 2048 x
+    16). Reduction ``j + 1`` starts after reduction ``j``'s last write;
     an operand read from a pure Func of reduction ``j`` (its requantisation) is an
     intermediate buffer written on ``j``'s last pass.
 
@@ -504,8 +711,10 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
     (no loop perfection: the ablation of the paper's Fig. 13). Raises :class:`MappingError`."""
     from mapper.dnn_plan import accumulation_of, reductions
 
-    mem = {"capacity": 2048, "max_dimensionality": 6, "read_latency": 1, **(preset or {})}
-    lat = mem["read_latency"]
+    mem = {"capacity": 2048, "max_dimensionality": 6, "read_latency": 1, "fetch_width": 1,
+           **(preset or {})}
+    lat, fw = mem["read_latency"], mem["fetch_width"]
+    slack = fetch_slack(fw)
     reds = [f for f in pipe.funcs if f.update_expr is not None]
     if not reds:
         raise MappingError(f"tensor program {pipe.name}: no reduction to map")
@@ -527,15 +736,23 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
                                f"simulation sums contributions (+ only)")
         nest = loop_nest(f, sk, doms[f.name])
         dist = _distance(f, sk, nest, False)
-        stall = max(accs[f.name]["stall"], -(-need // dist))
+        stall = _stall(need, dist, fw)
+        if stall is not None:
+            stall = max(accs[f.name]["stall"], stall)
         tiles_inner = False
-        if loop_cycles is not None and stall > 1 and flatten:
+        if loop_cycles is not None and (stall is None or stall > 1) and flatten:
             # loop perfection (the unified-buffer paper, section 4.4): the tiles inside the
             # reduction counters when that shortens the stall and the sums of every tile fit
             inner = loop_nest(f, sk, doms[f.name], tiles_inner=True)
             d_in = _distance(f, sk, inner, True)
-            if -(-need // d_in) < stall and d_in <= mem["capacity"]:
-                nest, dist, stall, tiles_inner = inner, d_in, -(-need // d_in), True
+            s_in = _stall(need, d_in, fw)
+            if s_in is not None and (stall is None or s_in < stall) and \
+                    d_in <= mem["capacity"]:
+                nest, dist, stall, tiles_inner = inner, d_in, s_in, True
+        if stall is None:
+            raise MappingError(f"Func {f.name}: a pass updates {dist} partial sums per lane, "
+                               f"fewer than the PUB's {fw}-word wide word; use more pixels "
+                               f"per tile or a MEM with fetch width 1 (dual-port)")
         if len(nest) > mem["max_dimensionality"]:
             raise MappingError(f"Func {f.name}: {len(nest)} loop counters "
                                f"({', '.join(c.name for c in nest)}) but the MEM's address "
@@ -554,14 +771,19 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
                     b, coef = _coordinate(a, f, st, nest, base, prod)
                     bs.append(b)
                     coefs.append(coef)
-                gs, es, strides, pitch = _box(nest, coefs, len(nest))
+                who = f"Func {f.name}: a stream of {prod}"
+                wide = _wide(nest, sched, coefs, len(nest), fw, who) if prod not in made \
+                    else _Wide()
+                gs, es, strides, pitch = _box(nest, coefs, len(nest), wide.row, wide.order)
                 layout = None
                 key = (f.name, prod, st.index)
-                sh = _share(nest, coefs) if prod not in made else None
+                sh = _share(nest, sched, coefs, fw, who) if prod not in made else None
                 if sh is not None:
+                    n_s = 1 if sh.wide.shift is None else nest[sh.wide.shift].extent
                     layout = _choose_layout(nest, sched, sh, tuple(bs), pitch, lat, mem,
                                             double_buffer and key not in hold,
-                                            [(leads or {}).get((*key, b)) for b in range(2)])
+                                            [(leads or {}).get((*key, b * n_s))
+                                             for b in range(2)], slack)
                 if layout is None and pitch > mem["capacity"]:
                     per = (f" ({sh.words} per iteration of {nest[sh.t].name})"
                            if sh is not None else "")
@@ -569,26 +791,40 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
                                        f"words{per}, more than one MEM ({mem['capacity']}) "
                                        f"holds, and no split over its outermost moving "
                                        f"counter fits; use a smaller input or more lanes")
-                boxes.append((prod, st, tuple(bs), gs, es, strides, sh, layout))
-        host = [math.prod(e) + lat for p, _, _, _, e, _, _, lay in boxes
+                boxes.append((prod, st, tuple(bs), gs, es, strides, sh, layout, wide, pitch))
+        host = [math.prod(e) + lat + slack for p, _, _, _, e, _, _, lay, _, _ in boxes
                 if p not in made and lay is None]
-        host += [(om.double.lead - om.bank * om.double.period if om.double else om.words) + lat
-                 for *_, lay in boxes if lay for om in lay]
+        host += [(om.double.lead - om.tbank * om.double.period if om.double
+                  else om.host_words) + lat
+                 for *_, lay, _, _ in boxes if lay for om in lay]
         start = max(host + [prev_end + lat + 1, min_start])
         extents = [c.extent for c in nest] or [1]
         lm = LayerMemories(f.name, sk, nest, stall, start, {}, doms[f.name], dist,
-                           tiles_inner)
-        for prod, st, bs, gs, es, strides, sh, layout in boxes:
+                           tiles_inner, fw)
+        for prod, st, bs, gs, es, strides, sh, layout, wide, words in boxes:
             read = port_program(extents, strides or [0], sched, start - lat)
             om = OperandMem(st, {}, bs, gs, es)
             if layout is not None:
-                lay = _layout(nest, sched, sh, bs, layout[0].banks, layout[0].double is not None,
-                              start, lat, [om.double.lead if om.double else None
-                                           for om in layout], mem["max_dimensionality"])
+                lay = _layout(nest, sched, sh, bs, layout[-1].tbank + 1,
+                              layout[0].double is not None, start, lat,
+                              [om.double.lead if om.double else None
+                               for om in layout if om.load_bank is None],
+                              mem["max_dimensionality"], slack)
                 for om in lay:
                     om.stream = st
                 lm.mems.setdefault(prod, []).extend(lay)
                 continue
+            if fw > 1 and prod not in made:     # a PUB: rows, shift banks (docstring)
+                lm.mems.setdefault(prod, []).extend(_whole_wide(
+                    nest, sched, st, bs, gs, es, strides, wide, words, start - lat))
+                continue
+            if fw > 1:
+                dims = _compact(list(zip(extents, strides or [0], sched, strict=True)))
+                if not _vector_ok(dims, fw):
+                    raise MappingError(f"Func {f.name}: intermediate buffer {prod} is not "
+                                       f"read in whole or aligned {fw}-word wide words; map "
+                                       f"it on a MEM with fetch width 1 (dual-port)")
+                read = _as_program(dims, start - lat)
             if prod in made:
                 om.write_coords, write, om.writer_lane = _intermediate_writes(
                     om, made[prod], prod)
@@ -673,10 +909,14 @@ def accumulator_programs(lm: LayerMemories, f: dsl.Func, read_latency: int = 1
             red[k], nr = nr, nr * c.extent
         elif sums[k]:
             pix[k], np_ = np_, np_ * c.extent
-    acc = {"data_in_0": port_program(extents, pix, sched, lm.start + 1),
-           "data_out_0": port_program(extents, pix, sched, lm.start - read_latency)}
+    prog = port_program
+    if lm.fetch_width > 1:        # a PUB: one moving level per run (module docstring)
+        def prog(e, a, t, off):
+            return _as_program(_compact(list(zip(e, a, t, strict=True))), off)
+    acc = {"data_in_0": prog(extents, pix, sched, lm.start + 1),
+           "data_out_0": prog(extents, pix, sched, lm.start - read_latency)}
     flag = {"data_in_0": port_program([nr], [1], [1], 0),
-            "data_out_0": port_program(extents, red, sched, lm.start - read_latency)}
+            "data_out_0": prog(extents, red, sched, lm.start - read_latency)}
     return acc, flag, [1] + [0] * (nr - 1)
 
 
@@ -689,19 +929,21 @@ def simulate(pipe: dsl.Pipeline, inputs: dict[str, Any], preset: str = "dualport
     operand streams from their MEMs (host-loaded, or intermediate buffers written on the
     previous reduction's last pass), partial sums in one accumulation MEM per output lane,
     read, updated by the step kernel (with its restart on the first pass) and written back
-    every step, cycle by cycle (``loop_cycles``, ``min_start``, ``double_buffer``, ``leads``,
-    ``hold``, ``flatten``: :func:`map_layer`'s, the array's schedule; ``capacity``: the words a MEM's
-    layout may use, default the preset's). Returns every Func by name (as :func:`mapper.tensor.evaluate`
-    with ``all_funcs``) and the :class:`LayerMemories` of each reduction. Raises
-    :class:`MappingError`, :class:`SimulationError`."""
+    every step, cycle by cycle, on the MEM ``preset`` (a Lake preset name: the dual-port
+    ``dualport_2048x16`` or the PUB ``pub_512x64``, whose wide-fetch layouts follow the module
+    docstring). ``loop_cycles``, ``min_start``, ``double_buffer``, ``leads``, ``hold``,
+    ``flatten``: :func:`map_layer`'s (the array's schedule); ``capacity``: the words a MEM's
+    layout may use, default the preset's. Returns every Func by name (as
+    :func:`mapper.tensor.evaluate` with ``all_funcs``) and the :class:`LayerMemories` of each
+    reduction. Raises :class:`MappingError`, :class:`SimulationError`,
+    :class:`~cgra.errors.ConfigError` (a program Lake's rules refuse)."""
     from lake.spec import preset as lake_preset
 
     spec = lake_preset(preset)
     lat = spec.storage.read_latency
-    lms = map_layer(pipe, {"capacity": capacity or spec.storage.words,
-                           "max_dimensionality": spec.max_dims,
-                           "read_latency": lat}, loop_cycles, min_start, double_buffer,
-                    leads, hold, flatten)
+    facts = {"capacity": capacity or spec.storage.words, "max_dimensionality": spec.max_dims,
+             "read_latency": lat, "fetch_width": spec.storage.fetch_width}
+    lms = map_layer(pipe, facts, loop_cycles, min_start, double_buffer, leads, hold, flatten)
     doms = tensor.domains(pipe)
     arrays = tensor._check_inputs(pipe, inputs)
     funcs = {f.name: f for f in pipe.funcs}

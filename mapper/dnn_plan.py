@@ -89,6 +89,8 @@ class Resources:
     fetch_width: int = 1
     read_latency: int = 1
     mem_write_ports: int = 1
+    #: the MEM's Lake preset (its cycle-accurate model: ``cgra layer --memories``)
+    preset: str = "dualport_2048x16"
 
     @property
     def io_in(self) -> int:
@@ -114,14 +116,14 @@ class Resources:
                    int(tiles.get("MEM", 0)), int(tiles.get("IO", 0)),
                    int(mem.get("capacity", 0)), int(mem.get("out_ports", 1)),
                    int(mem.get("fetch_width", 1)), int(mem.get("read_latency", 1)),
-                   int(mem.get("in_ports", 1)))
+                   int(mem.get("in_ports", 1)), str(mem.get("preset", "dualport_2048x16")))
 
     def with_mem(self, preset: str, words: int, read_ports: int,
                  fetch_width: int) -> Resources:
         """The same array with another MEM (the dual-port vs PUB comparison; as many write
         ports as read ports, as both presets have)."""
         return Resources(f"{self.name}+{preset}", self.pes, self.mems, self.ios, words,
-                         read_ports, fetch_width, self.read_latency, read_ports)
+                         read_ports, fetch_width, self.read_latency, read_ports, preset)
 
 
 #: the default 32 x 16 array (configs/default.toml): 360 PE, 120 MEM (dual-port 2048 x 16),

@@ -300,3 +300,43 @@ def test_assignment_is_a_packing(sizes, lanes):
             end += n
     ends = [sum(n for _, _, n in lst) for lst in got]
     assert max(ends) <= -(-sum(sizes) // lanes) + max(sizes)
+
+
+#: the PUB design's MEM facts (mem.json of configs/small_pub.toml / default_pub.toml)
+PUB_MEM = dict(MEM, preset="pub_512x64", name="pub_512x64", fetch_width=4)
+
+
+@pytest.mark.parametrize("double", [False, True], ids=["whole", "double"])
+def test_pub_shift_banks_share_their_owners_io_lane(double):
+    """resnet 6x6x4 at 2 x 2 lanes on the PUB: each input stream is 3 shift banks (one per
+    r.x, dnn_memory "Wide fetch"); banks 1 and 2 take no IO lane of their own but sample
+    bank 0's host stream, a subset of its write cycles; the compute starts the PUB's 7
+    cycles later than on the dual-port MEM; the netlist's programs replayed on Lake's PUB
+    models give the golden output."""
+    pipe = _resnet()
+    ln = dnn_array.layer_netlist(pipe, PUB_MEM, 32, double_buffer=double)
+    dual = dnn_array.layer_netlist(pipe, MEM, 32, double_buffer=double)
+    c = ln.netlist.counts()
+    assert (c["io_in"], c["mem"]) == (7, 13)
+    assert _roles(ln) == {"operand": 10, "accumulation": 2, "flag": 1}
+    assert ln.load_cycles == dual.load_cycles
+    assert ln.lms[0].start == dual.lms[0].start + 7
+    sinks = {tuple(n.source): [s[0] for s in n.sinks] for n in ln.netlist.nets}
+    for i in range(2):
+        owner = f"mem_conv_input_s{i}"
+        lane = next(src for src, ss in sinks.items() if owner in ss and src[1] == "out")
+        assert {f"{owner}_b1", f"{owner}_b2"} <= set(sinks[lane])
+        own, _ = program_events(ln.netlist.instances[owner].config["ports"]["data_in_0"])
+        for b in (1, 2):
+            cfg = ln.netlist.instances[f"{owner}_b{b}"].config
+            cyc, _ = program_events(cfg["ports"]["data_in_0"])
+            assert cfg["bank"] == [b, 3] and set(cyc.tolist()) < set(own.tolist())
+            assert len(own) - len(cyc) == b * len(own) // 6      # b words of every 6-word row
+    ins = dnn.layer_inputs(pipe, 4)
+    got, lms = dnn_memory.simulate(pipe, ins, "pub_512x64", **ln.schedule)
+    for om in lms[0].mems["input"]:
+        name = dnn_array._mem_name(("conv", "input", om.stream.index, om.bank))
+        assert ln.netlist.instances[name].config["ports"]["data_out_0"] == \
+            om.programs["data_out_0"]
+    np.testing.assert_array_equal(got[pipe.output.name],
+                                  tensor.evaluate(pipe, ins)[pipe.output.name])

@@ -226,3 +226,113 @@ def test_random_layouts_on_lake_models(w, h, c_in, c_out, bi, bo, stride, double
     ref = tensor.evaluate(pipe, ins, all_funcs=True)
     for name in ref:
         np.testing.assert_array_equal(got[name], ref[name])
+
+
+# ------------------------------------------------------------------ wide fetch (the PUB)
+PUB = {"resnet_layer": {"width": 6, "height": 6, "c_in": 4, "c_out": 4, "block_in": 2,
+                        "block_out": 2},
+       "resnet_stride2": {"width": 9, "height": 9, "c_in": 4, "c_out": 4, "block_in": 2,
+                          "block_out": 2},
+       "gemm": {"m": 8, "n": 8, "k": 6, "tile": 2},
+       "mobilenet_layer": {"width": 6, "height": 6, "c_in": 4, "c_out": 4, "block_in": 2,
+                           "block_out": 2}}
+PUB_FACTS = {"capacity": 2048, "max_dimensionality": 6, "read_latency": 1, "fetch_width": 4}
+
+
+@pytest.mark.parametrize("layer", sorted(PUB))
+@pytest.mark.parametrize("double", [False, True], ids=["whole", "double"])
+def test_pub_layouts_reproduce_the_golden_model(layer, double):
+    """Every layer on Lake's PUB model (4-word wide fetch, pub_512x64), bit-exact: rows
+    padded to whole wide words, a shift bank per r.x for the activations read at x + r.x,
+    reads 7 cycles (fetch_slack) later than on the dual-port MEM, which runs the same
+    schedule otherwise."""
+    pipe = dnn.LAYERS[layer](**PUB[layer])
+    ins = dnn.layer_inputs(pipe, 1)
+    got, lms = dnn_memory.simulate(pipe, ins, "pub_512x64", loop_cycles=6,
+                                   double_buffer=double)
+    ref = tensor.evaluate(pipe, ins, all_funcs=True)
+    for name in ref:
+        np.testing.assert_array_equal(got[name], ref[name])
+    _, dual = dnn_memory.simulate(pipe, ins, loop_cycles=6, double_buffer=double)
+    assert dnn_memory.fetch_slack(4) == 7
+    for lm, dp in zip(lms, dual, strict=True):
+        assert lm.stall == dp.stall and lm.counters == dp.counters
+        assert lm.start >= dp.start + 7
+        for om in (om for lst in lm.mems.values() for om in lst):
+            # rows and every half or bank copy start on a wide word
+            assert om.pitch % 4 == 0 and om.words <= 2048
+            assert om.copies == 1 or (om.stored or om.words) % 4 == 0
+    if layer.startswith("resnet"):
+        lm = lms[0]
+        if layer == "resnet_layer" or not double:
+            assert lm.start == dual[0].start + 7
+        else:      # stride-2 reads fetch a wide word every 2 reads: no SRAM slot for refills
+            assert all(om.double is None for om in lm.mems["input"])
+            assert lm.start == 9 * 9 * 2 + 1 + 7
+        for idx in range(2):                     # r.x = 0, 1, 2: one shift bank each
+            banks = [om for om in lm.mems["input"] if om.stream.index == idx]
+            assert [(om.bank, om.skip, om.load_bank) for om in banks] == [
+                (0, 0, None), (1, 1, 0), (2, 2, 0)]
+        assert lm.mem_count == dual[0].mem_count + 4
+
+
+def test_pub_port_programs_by_hand():
+    """resnet 6x6x4, 2 x 2 lanes, whole boxes on a 4-word PUB. An input stream's box is
+    6 x 6 x 2 channels; its 6-word rows are stored at a pitch of 8 (96 words for 72). Shift
+    bank a (r.x = a) writes words a..5 of every host row (12 rows, one word per cycle,
+    from cycle a) and reads x, y, r.y, rzo, ko with r.x dropped: strides 1, 8 (the pitch),
+    8, 48 (8 x 6), 0, on r.x = a's steps (offset + 16 a). The first step waits for the
+    last of the 72 host words + read latency + the PUB's 7 cycles: 80. Weights: 36 words
+    read as one run per pixel pass (16 repeats, then stride 1)."""
+    pipe = dnn.LAYERS["resnet_layer"](**PUB["resnet_layer"])
+    lm = dnn_memory.map_layer(pipe, PUB_FACTS)[0]
+    assert [(c.name, c.extent) for c in lm.counters] == [
+        ("x", 4), ("y", 4), ("r.x", 3), ("r.y", 3), ("r.z/outer", 2), ("k/outer", 2)]
+    assert lm.start == 72 + 1 + 7
+    for a in range(3):
+        om = lm.mems["input"][a]
+        assert (om.pitch, om.skip, om.words, om.host_words) == (8, a, 96, 72)
+        w, r = om.programs["data_in_0"], om.programs["data_out_0"]
+        assert (w["extents"], w["address"]["strides"], w["schedule"]["strides"],
+                w["schedule"]["offset"]) == ([6 - a, 12], [1, 8], [1, 6], a)
+        assert (r["extents"], r["address"]["strides"], r["schedule"]["strides"],
+                r["schedule"]["offset"]) == ([4, 4, 3, 2, 2], [1, 8, 8, 48, 0],
+                                             [1, 4, 48, 144, 288], 79 + 16 * a)
+        # the stored words: the box less a's first words per row, at the padded pitch
+        addr = om.addresses()
+        coords = om.box_coords()
+        assert len(addr) == 72 - 12 * a and addr.max() < 96
+        assert np.array_equal(addr, (coords[:, 0] - a) + 8 * coords[:, 1] +
+                              48 * ((coords[:, 2] - om.base[2]) // om.gcd[2]))
+    wt = lm.mems["weights"][0].programs["data_out_0"]
+    assert (wt["extents"], wt["address"]["strides"]) == ([16, 36], [0, 1])
+
+
+def test_pub_double_buffer_pads_each_share():
+    """With double buffers the weight share of 18 words (3 x 3 x 2 channels) is padded to
+    20, a whole number of wide words, so each half starts on a wide word."""
+    pipe = dnn.LAYERS["resnet_layer"](**PUB["resnet_layer"])
+    lm = dnn_memory.map_layer(pipe, PUB_FACTS, double_buffer=True)[0]
+    om = lm.mems["weights"][0]
+    assert (om.double.share, om.words) == (18, 40)
+    w = om.programs["data_in_0"]
+    assert (w["extents"], w["address"]["strides"]) == ([18, 2], [1, 20])
+
+
+def test_pub_refusals():
+    """GEMM's output tile without loop perfection updates one sum per pass, less than a
+    wide word; a stride-3 convolution's reads cannot be whole wide words: one line each,
+    while the dual-port MEM maps both."""
+    gemm = dnn.LAYERS["gemm"](**PUB["gemm"])
+    with pytest.raises(MappingError, match=r"^Func gemm: a pass updates 1 partial sums per "
+                                           r"lane, fewer than the PUB's 4-word wide word"):
+        dnn_memory.map_layer(gemm, PUB_FACTS)
+    dnn_memory.map_layer(gemm, dict(PUB_FACTS, fetch_width=1))
+    conv3 = dnn._conv("conv3", 10, 10, 2, 2, 3, 1, 1, 6)
+    with pytest.raises(MappingError, match=r"^Func conv: a stream of input: its reads are "
+                                           r"not whole or aligned 4-word wide words"):
+        dnn_memory.map_layer(conv3, PUB_FACTS)
+    ins = dnn.layer_inputs(conv3, 0)
+    got, _ = dnn_memory.simulate(conv3, ins)
+    want = tensor.evaluate(conv3, ins, all_funcs=True)["conv3"]
+    np.testing.assert_array_equal(got["conv3"], want)

@@ -145,7 +145,8 @@ def test_cli_layer_and_bad_input():
     assert "16 MEM of 120" in r.stdout
     # operand words: 2 x 72 inputs (6 x 6 x 2 channels), 2 x 18 depthwise weights, 2 x 32
     # intermediate (4 x 4 x 2), 4 x 4 pointwise weights
-    assert "on Lake MEM models: 16 MEMs (260 operand words), 427 cycles" in r.stdout
+    assert ("on Lake MEM models (dualport_2048x16): 16 MEMs (260 operand words), 427 cycles"
+            in r.stdout)
     assert "output bit-exact" in r.stdout
     # double buffers: the 72-word input streams hold one 36-word channel per half, the
     # weights one tile's per half (as many words: every moving counter has extent 2); only
@@ -154,6 +155,6 @@ def test_cli_layer_and_bad_input():
                         "--block", "2", "--memories", "--double-buffer"], capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert ("on Lake MEM models: 16 MEMs (260 operand words, 8 double-buffered), 391 cycles"
-            in r.stdout)
+    assert ("on Lake MEM models (dualport_2048x16): 16 MEMs (260 operand words, 8 "
+            "double-buffered), 391 cycles" in r.stdout)
     assert "output bit-exact" in r.stdout
