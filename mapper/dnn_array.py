@@ -267,11 +267,14 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
             shortest = min((periods[k] for k, _o, _n in lst if k in periods), default=0)
             late |= {k for k, _o, _n in lst if k in leads and leads[k] > shortest}
         if not late:
-            break
+            first_step = longest + lat + dnn_memory.fetch_slack(facts["fetch_width"])
+            lms = dnn_memory.map_layer(pipe, facts, loop_cycles, first_step, double_buffer,
+                                       leads, frozenset(hold), flatten)
+            # a PUB's refills that contend with the reads for its SRAM port: held whole
+            late = dnn_memory.refill_conflicts(lms, preset)
+            if not late:
+                break
         hold |= {k[:3] for k in late}   # a lane's shares exceed its shortest iteration
-    first_step = longest + lat + dnn_memory.fetch_slack(facts["fetch_width"])
-    lms = dnn_memory.map_layer(pipe, facts, loop_cycles, first_step, double_buffer, leads,
-                               frozenset(hold), flatten)
 
     nl = Netlist(pipe.name)
     where: dict[MemKey, tuple[int, int]] = {}    # key -> (IO lane, offset)

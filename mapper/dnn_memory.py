@@ -66,8 +66,10 @@ those words; one IO lane feeds all, no extra load cycles). A stream no such layo
 refused (a stride-3 convolution). Double buffers and banks pad each share to whole wide
 words; a strided read (``2x + r.x``) keeps the whole box (fetching a wide word every 2
 reads leaves the PUB's one SRAM port no slot for refills). The first read of a wide word
-comes :func:`fetch_slack` (``fw + 3``) cycles after its last write, and a partial sum is
-committed with the last of its wide word, so a pass must update at least ``fw`` sums and
+comes :func:`fetch_slack` (``fw + 3``) cycles after its last write; a double buffer
+whose refills and reads Lake still refuses (short rows: both take the one SRAM port at
+irregular cycles) is held whole (:func:`refill_conflicts`), and a partial sum is
+committed with the last of its wide word, so a pass must update a multiple of ``fw`` sums and
 ``stall * (distance - fw + 1) >= read_latency + loop + 4`` (:func:`_stall`; loop perfection
 where that shortens the stall, as GEMM's output tile needs). The four layers run bit-exact
 on ``pub_512x64`` (tests/mapper/test_dnn_memory.py) and on the PUB array
@@ -676,11 +678,12 @@ def _stall(need: int, distance: int, fw: int) -> int | None:
     read sees that read's update ``need`` cycles (read latency + loop) later. On a PUB
     (``fw`` > 1) the update commits with the last sum of its wide word, ``(fw - 1)`` steps
     later, and is fetched 4 cycles after that (:mod:`lake.config`, rule 'dependence'):
-    ``stall * (distance - fw + 1) >= need + 4``; ``None`` when a pass has fewer sums than
-    a wide word."""
+    ``stall * (distance - fw + 1) >= need + 4``; ``None`` when a pass is not a whole number
+    of wide words (its reads and write-backs would contend for the PUB's one SRAM port at
+    irregular cycles: Lake's rule 'conflict')."""
     if fw == 1:
         return -(-need // distance)
-    if distance < fw:
+    if distance % fw:
         return None
     return -(-(need + 4) // (distance - fw + 1))
 
@@ -751,8 +754,9 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
                 nest, dist, stall, tiles_inner = inner, d_in, s_in, True
         if stall is None:
             raise MappingError(f"Func {f.name}: a pass updates {dist} partial sums per lane, "
-                               f"fewer than the PUB's {fw}-word wide word; use more pixels "
-                               f"per tile or a MEM with fetch width 1 (dual-port)")
+                               f"not a multiple of the PUB's {fw}-word wide word; use an "
+                               f"output tile of a multiple of {fw} pixels or a MEM with "
+                               f"fetch width 1 (dual-port)")
         if len(nest) > mem["max_dimensionality"]:
             raise MappingError(f"Func {f.name}: {len(nest)} loop counters "
                                f"({', '.join(c.name for c in nest)}) but the MEM's address "
@@ -943,7 +947,13 @@ def simulate(pipe: dsl.Pipeline, inputs: dict[str, Any], preset: str = "dualport
     lat = spec.storage.read_latency
     facts = {"capacity": capacity or spec.storage.words, "max_dimensionality": spec.max_dims,
              "read_latency": lat, "fetch_width": spec.storage.fetch_width}
-    lms = map_layer(pipe, facts, loop_cycles, min_start, double_buffer, leads, hold, flatten)
+    while True:
+        lms = map_layer(pipe, facts, loop_cycles, min_start, double_buffer, leads, hold,
+                        flatten)
+        bad = refill_conflicts(lms, preset)
+        if not bad:
+            break
+        hold = hold | {k[:3] for k in bad}
     doms = tensor.domains(pipe)
     arrays = tensor._check_inputs(pipe, inputs)
     funcs = {f.name: f for f in pipe.funcs}
@@ -963,6 +973,29 @@ def simulate(pipe: dsl.Pipeline, inputs: dict[str, Any], preset: str = "dualport
         a = arrays[g.name].astype(np.uint16)
         res[g.name] = a.view(np.int16) if g.type.signed else a
     return res, lms
+
+
+def refill_conflicts(lms: list[LayerMemories], preset: str) -> set[tuple]:
+    """Keys ``(reduction, producer, stream, bank)`` of the double buffers whose refill
+    writes and reads Lake's rules refuse on MEM ``preset`` (a PUB's one SRAM port taken by
+    both at irregular cycles, rule 'conflict'; module docstring, "Wide fetch"): the caller
+    holds them whole. Empty on a dual-port MEM."""
+    from cgra.errors import ConfigError
+    from lake.config import configure
+
+    if all(lm.fetch_width == 1 for lm in lms):
+        return set()
+    bad = set()
+    for lm in lms:
+        for prod, lst in lm.mems.items():
+            for om in lst:
+                if om.double is None:
+                    continue
+                try:
+                    configure(preset, om.programs)
+                except ConfigError:
+                    bad.add((lm.func, prod, om.stream.index, om.bank))
+    return bad
 
 
 def _run_phase(pipe: dsl.Pipeline, f: dsl.Func, lm: LayerMemories,

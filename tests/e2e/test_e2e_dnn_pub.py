@@ -67,7 +67,7 @@ def test_cgra_layer_memories_on_the_design_mem(pub_small_design):
     """``cgra layer --memories --design`` runs the memory system on the design's MEM model:
     on the PUB resnet 6x6x4 takes 13 MEMs (9 on the dual-port: 2 x 3 shift banks for 2
     input streams) and 7 cycles more (656 against 649); GEMM without loop perfection
-    updates one sum per pass, less than a wide word: one line, exit 2."""
+    updates one sum per pass, not a whole wide word: one line, exit 2."""
     import subprocess
     import sys
     from pathlib import Path
@@ -87,5 +87,6 @@ def test_cgra_layer_memories_on_the_design_mem(pub_small_design):
                         "2", "--memories", "--design", str(pub_small_design)],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [
-        "error: Func gemm: a pass updates 1 partial sums per lane, fewer than the PUB's 4-word "
-        "wide word; use more pixels per tile or a MEM with fetch width 1 (dual-port)"]
+        "error: Func gemm: a pass updates 1 partial sums per lane, not a multiple of the PUB's "
+        "4-word wide word; use an output tile of a multiple of 4 pixels or a MEM with fetch "
+        "width 1 (dual-port)"]

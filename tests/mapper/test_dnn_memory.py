@@ -229,13 +229,12 @@ def test_random_layouts_on_lake_models(w, h, c_in, c_out, bi, bo, stride, double
 
 
 # ------------------------------------------------------------------ wide fetch (the PUB)
-PUB = {"resnet_layer": {"width": 6, "height": 6, "c_in": 4, "c_out": 4, "block_in": 2,
-                        "block_out": 2},
-       "resnet_stride2": {"width": 9, "height": 9, "c_in": 4, "c_out": 4, "block_in": 2,
-                          "block_out": 2},
-       "gemm": {"m": 8, "n": 8, "k": 6, "tile": 2},
-       "mobilenet_layer": {"width": 6, "height": 6, "c_in": 4, "c_out": 4, "block_in": 2,
-                           "block_out": 2}}
+#: sizes whose every pass updates at least a wide word of sums (4 x 4 output pixels)
+PUB = {layer: dict(args, **grow) for layer, args, grow in [
+    ("resnet_layer", SMALL["resnet_layer"], {"height": 6}),
+    ("resnet_stride2", SMALL["resnet_stride2"], {"width": 9, "height": 9}),
+    ("gemm", SMALL["gemm"], {"m": 8, "n": 8}),
+    ("mobilenet_layer", SMALL["mobilenet_layer"], {"height": 6})]}
 PUB_FACTS = {"capacity": 2048, "max_dimensionality": 6, "read_latency": 1, "fetch_width": 4}
 
 
@@ -325,10 +324,10 @@ def test_pub_refusals():
     while the dual-port MEM maps both."""
     gemm = dnn.LAYERS["gemm"](**PUB["gemm"])
     with pytest.raises(MappingError, match=r"^Func gemm: a pass updates 1 partial sums per "
-                                           r"lane, fewer than the PUB's 4-word wide word"):
+                                           r"lane, not a multiple of the PUB's 4-word wide word"):
         dnn_memory.map_layer(gemm, PUB_FACTS)
     dnn_memory.map_layer(gemm, dict(PUB_FACTS, fetch_width=1))
-    conv3 = dnn._conv("conv3", 10, 10, 2, 2, 3, 1, 1, 6)
+    conv3 = dnn._conv("conv3", 13, 13, 2, 2, 3, 1, 1, 6)     # 4 x 4 output pixels
     with pytest.raises(MappingError, match=r"^Func conv: a stream of input: its reads are "
                                            r"not whole or aligned 4-word wide words"):
         dnn_memory.map_layer(conv3, PUB_FACTS)
@@ -336,3 +335,37 @@ def test_pub_refusals():
     got, _ = dnn_memory.simulate(conv3, ins)
     want = tensor.evaluate(conv3, ins, all_funcs=True)["conv3"]
     np.testing.assert_array_equal(got["conv3"], want)
+
+
+@settings(max_examples=20, deadline=None, derandomize=True)
+@given(w=st.integers(5, 10), h=st.integers(5, 8), c_in=st.sampled_from([2, 4]),
+       c_out=st.sampled_from([2, 4]), bi=st.sampled_from([1, 2]), bo=st.sampled_from([1, 2]),
+       stride=st.sampled_from([1, 2]), double=st.booleans(), loop=st.sampled_from([None, 6]),
+       seed=st.integers(0, 99))
+def test_random_convolutions_on_pub_models(w, h, c_in, c_out, bi, bo, stride, double, loop,
+                                           seed):
+    """Any small convolution on Lake's PUB model: bit-exact with every row pitch and copy
+    on whole wide words and one shift bank per r.x for each input stream, or one typed
+    line when a pass (the output pixels) is not a whole number of wide words."""
+    from cgra.errors import ConfigError
+
+    build = dnn.resnet_layer if stride == 1 else dnn.resnet_stride2
+    pipe = build(w, h, c_in, c_out, bi, bo)
+    ins = dnn.layer_inputs(pipe, seed)
+    try:
+        got, lms = dnn_memory.simulate(pipe, ins, "pub_512x64", loop_cycles=loop,
+                                       double_buffer=double)
+    except (MappingError, ConfigError) as e:
+        msg = str(e)
+        assert "\n" not in msg and "not a multiple of the PUB's 4-word wide word" in msg, msg
+        assert ((w - 3) // stride + 1) * ((h - 3) // stride + 1) % 4   # the output pixels
+        return
+    (lm,) = lms
+    for idx in range(bi):
+        assert sorted(om.skip for om in lm.mems["input"] if om.stream.index == idx) == [
+            0, 1, 2]
+    for om in (om for lst in lm.mems.values() for om in lst):
+        assert om.pitch % 4 == 0 and (om.copies == 1 or om.stored % 4 == 0)
+    ref = tensor.evaluate(pipe, ins, all_funcs=True)
+    for name in ref:
+        np.testing.assert_array_equal(got[name], ref[name])
