@@ -436,6 +436,14 @@ class _Wide:
     step: int = 0
     order: tuple[int, ...] = ()
 
+    def banks(self, nest: list[Counter]) -> int:
+        """Shift banks per stored box: the shift counter's extent (1 without one)."""
+        return 1 if self.shift is None else nest[self.shift].extent
+
+    def delay(self, a: int, sched: list[int]) -> int:
+        """Cycles from the stream's first read to shift bank ``a``'s."""
+        return 0 if self.shift is None else a * sched[self.shift]
+
 
 @dataclass(frozen=True)
 class _Share:
@@ -576,7 +584,7 @@ def _layout(nest: list[Counter], sched: list[int], sh: _Share, bases: tuple[int,
     inner = [(nest[k].extent, sh.strides[k], sched[k]) for k in range(sh.t) if k != wd.shift]
     outer = [(nest[k].extent, 0, sched[k]) for k in range(sh.t + 1, len(nest))]
     its = counters([nest[k].extent for k in range(sh.t, len(nest))])[:, 0]  # i_t, in time
-    n_s = 1 if wd.shift is None else nest[wd.shift].extent
+    n_s = wd.banks(nest)
     out = []
     for b in range(banks):
         for a in range(n_s):       # the shift banks of bank b (module docstring, "Wide fetch")
@@ -606,8 +614,7 @@ def _layout(nest: list[Counter], sched: list[int], sh: _Share, bases: tuple[int,
                 mine = np.arange(b, e_t, banks)
             if max(len(read), len(write)) > max_dims:
                 return None
-            r_off = start - lat + b * period + (0 if wd.shift is None
-                                                else a * sched[wd.shift])
+            r_off = start - lat + b * period + wd.delay(a, sched)
             om.programs = {"data_in_0": _as_program(write, w_off + skip),
                            "data_out_0": _as_program(read, r_off)}
             # host coordinates in write order: per iteration its share, moved by counter t
@@ -626,13 +633,12 @@ def _whole_wide(nest: list[Counter], sched: list[int], st: dnn_step.Stream,
     at pitch ``row`` less their first ``a * step`` words and reading on the iterations
     ``a`` only, from the same host stream."""
     row, shift = wide.row, wide.shift
-    n_s = 1 if shift is None else nest[shift].extent
+    n_s = wide.banks(nest)
     out = []
     for a in range(n_s):
         skip = a * wide.step
         dims = [(nest[k].extent, strides[k], sched[k]) for k in range(len(nest)) if k != shift]
-        read = _as_program(_compact(dims), first_read + (0 if shift is None
-                                                         else a * sched[shift]))
+        read = _as_program(_compact(dims), first_read + wide.delay(a, sched))
         write = _as_program(_compact(_rows(_ordered(es, wide.order), row, skip)), skip)
         out.append(OperandMem(st, {"data_in_0": write, "data_out_0": read}, bases, gs, es,
                               bank=a, banks=n_s, load_bank=0 if a else None, pitch=row,
@@ -783,7 +789,7 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
                 key = (f.name, prod, st.index)
                 sh = _share(nest, sched, coefs, fw, who) if prod not in made else None
                 if sh is not None:
-                    n_s = 1 if sh.wide.shift is None else nest[sh.wide.shift].extent
+                    n_s = sh.wide.banks(nest)
                     layout = _choose_layout(nest, sched, sh, tuple(bs), pitch, lat, mem,
                                             double_buffer and key not in hold,
                                             [(leads or {}).get((*key, b * n_s))
