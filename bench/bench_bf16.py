@@ -17,7 +17,7 @@ rows appended to bench/results/bf16.csv (bench/benchlib.py; every row carries th
    under 5 s); ``params`` the first run's time and what the second run did per target
    (``cached`` = re-verified on load, nothing synthesised).
 3. ``cells_tile_bf16`` / ``cells_tile_int`` / ``cells_tile_ratio`` and the same for the PE
-   core alone (``cells_core_*``): yosys cells (:func:`garnet.dse.area.tile_cells`, the DSE
+   core alone (``cells_core_*``): yosys cells (:func:`dse.area.tile_cells`, the DSE
    area proxy: ``synth -flatten -noabc; abc -fast; stat``) of the PE tile
    (``Tile_PECore_PE_<hash>_*``: core + connection/switch boxes) and of the PE core
    (``PE_<hash>``) of build/bf16 and of the integer PE's build/default (the same 32x16
@@ -121,7 +121,7 @@ def _pe_modules(design: Path, spec) -> dict:
 
 def cells(bf16: Path, integer: Path) -> None:
     """Figure 3: yosys cells of the bf16 and the integer PE (tile and core), same run."""
-    from garnet.dse.area import tile_cells
+    from dse.area import tile_cells
     from peak.examples.cgra_pe import PE as IntPE
     from peak.examples.cgra_pe_bf16 import PE as FloatPE
 

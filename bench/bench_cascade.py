@@ -6,10 +6,10 @@ insertion to ``--fmax`` (default 900 MHz): whether the back end closed, how many
 it took (re-place attempts) and latency-constrained re-routes, and per pass (balance =
 unpipelined, compute pipelining, register insertion, ALAP, and register absorption with
 ``--absorb N``, default 6: chains of N or more balancing registers become MEM delay lines,
-:mod:`mapper.absorb`) the Fmax of the timing model, the registers in use, the extra output
+:mod:`mapper.backend.absorb`) the Fmax of the timing model, the registers in use, the extra output
 latency (cycles) and its seconds. Summary figures per app: success rate, runs that needed a
 re-place, mean Fmax and mean registers after each pass, ratio post/balance and ratio final /
-unpipelined (the same routes with no pipeline register, :func:`mapper.pipeline.unpipelined_timing`:
+unpipelined (the same routes with no pipeline register, :func:`mapper.backend.pipeline.unpipelined_timing`:
 on the default array the balance pass already has its mandatory NORTH/EAST registers), runs whose
 absorption was kept and the delay lines it added. Seeds 0..2 (``--alap-seeds``) also run
 balance-only: the registers an ALAP move would save on the default PE before compute
@@ -61,7 +61,7 @@ def alap_gain(pr) -> tuple[int, int]:
     one balancing register from every root-to-sink path of its output nets (the fewest:
     a cut of each route tree through enabled balancing registers). Counted only where every
     sink of ``v`` is a PE and no input of ``v`` is delayed already."""
-    from mapper.pipeline import tree_cut
+    from mapper.backend.pipeline import tree_cut
 
     pk, en = pr.packed, set(pr.enabled_regs)
     nets_from: dict[str, list] = {}
@@ -110,9 +110,11 @@ def main() -> None:
 
     from cgra.errors import CgraError
     from mapper.collateral import load_collateral
-    from mapper.flow import AppParams, FlowParams, back_end, map_app
-    from mapper.pipeline import PipelineParams
-    from mapper.place import PlaceParams
+    from mapper.params import AppParams, FlowParams
+    from mapper.closure import back_end
+    from mapper.flow import map_app
+    from mapper.backend.pipeline import PipelineParams
+    from mapper.backend.place import PlaceParams
 
     coll = load_collateral(design())
     rows: list[dict] = []

@@ -1,12 +1,12 @@
 """DNN layer benchmark (issue 15): the four layers of mapper/apps/dnn.py as tensor programs.
 
-Per layer and size: the mapping plan (:func:`mapper.dnn_plan.plan_layer` on the default 32x16
+Per layer and size: the mapping plan (:func:`mapper.dnn.plan.plan_layer` on the default 32x16
 counts, dual-port MEM and PUB): PEs, MEM tiles, cycles against the ideal (MACs /
 multipliers), occupancy with and without double buffering and flattening (the unified-buffer
 paper's Fig. 13 ablation), PUB / dual-port cycles and MEMs; and the golden models' seconds
-(numpy :func:`mapper.tensor.evaluate`, real Halide JIT compile + run), after checking they
+(numpy :func:`mapper.frontend.tensor.evaluate`, real Halide JIT compile + run), after checking they
 agree bit for bit (the bench stops otherwise); at CI sizes, the memory system on Lake's
-cycle-accurate models (:func:`mapper.dnn_memory.simulate`: seconds,
+cycle-accurate models (:func:`mapper.dnn.memory.simulate`: seconds,
 MEMs, cycles; bit-exact or the bench stops). The array does not run tensor programs yet, so
 there is no Verilator time.
 
@@ -27,10 +27,11 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from cgra.errors import MappingError  # noqa: E402
-from mapper import dnn_memory, tensor  # noqa: E402
+from mapper.dnn import memory as dnn_memory  # noqa: E402
+from mapper.frontend import tensor  # noqa: E402
 from mapper.apps import dnn  # noqa: E402
-from mapper.dnn_plan import DEFAULT_32X16, plan_layer  # noqa: E402
-from mapper.halide_export import HalidePipeline  # noqa: E402
+from mapper.dnn.plan import DEFAULT_32X16, plan_layer  # noqa: E402
+from mapper.sim.halide import HalidePipeline  # noqa: E402
 
 #: (layer, builder keyword sizes): the CI sizes, then larger ones
 CASES = (

@@ -1,5 +1,5 @@
 """DNN layers on the array (issue 15): the four layers at the paper's channel blocking, compiled
-by mapper.dnn_array onto the default 32x16 design (``build/default``, generated when missing),
+by mapper.dnn.array onto the default 32x16 design (``build/default``, generated when missing),
 placed, routed, pipelined, run on the generated RTL in Verilator and checked bit for bit
 against numpy and real Halide (the bench stops otherwise).
 
@@ -72,9 +72,10 @@ def main() -> None:
     args = ap.parse_args()
 
     from cgra.errors import MappingError
-    from mapper.flow import AppParams, FlowParams, RunParams, SimOptions, run_app
-    from mapper.pipeline import PipelineParams
-    from mapper.place import PlaceParams
+    from mapper.params import AppParams, FlowParams, RunParams, SimOptions
+    from mapper.flow import run_app
+    from mapper.backend.pipeline import PipelineParams
+    from mapper.backend.place import PlaceParams
 
     rows: list[dict] = []
     for case, mem, buffers, flat in [(la, m, b, fl) for la in args.layers.split(",")

@@ -4,7 +4,7 @@ For gaussian and unsharp on the 8x8 (configs/small.toml) and 32x16 (configs/defa
 designs, unroll 1, 64x64 camera crop: seconds per stage (map, place, route, pipeline,
 bitstream, Verilator build, simulation), total wirelength, routing iterations, cycles per
 frame and first-output latency versus the ideal (one pixel per cycle, first output after the
-stencil's fill time = the zero-latency schedule of mapper.schedule); then the full 512x512
+stencil's fill time = the zero-latency schedule of mapper.mapping.schedule); then the full 512x512
 camera() image through gaussian on 8x8 (simulation time). Every run is checked bit-exactly
 against both golden models (a mismatch aborts the benchmark).
 
@@ -24,7 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mapper.flow import AppParams, RunParams, run_app  # noqa: E402
+from mapper.params import AppParams, RunParams  # noqa: E402
+from mapper.flow import run_app  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "e2e.csv"
 DESIGNS = {"small": "8x8", "default": "32x16"}

@@ -28,8 +28,10 @@ from canal.passes import InterconnectParams, build_uniform, io_on_edges
 from cgra.config import ConfigField
 from cgra.core import CoreSpec, PortSpec
 from cgra.errors import RoutingError
-from mapper.exact_route import build_program, exact_route, random_nets, wirelength
-from mapper.route import RouteNet, RouterParams, RoutingGraph, route_width
+from mapper.backend.exact_route import build_program, exact_route, random_nets, wirelength
+from canal.routing import RoutingGraph
+from mapper.backend.nets import RouteNet
+from mapper.backend.route import RouterParams, route_width
 
 LIMIT_S = 60.0
 Z3_LIMIT_S = 60.0

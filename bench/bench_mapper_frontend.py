@@ -8,7 +8,7 @@ unsharp 6).
 Instruction selection (issue 12, item 3): PEs per app (64x64, unroll 1 and 2) and per shipped
 CoreIR file on the default PE (``build/default``, configs/default.toml) and on the
 three-input PE (``build/d3``, configs/d3.toml: ``Add3``/``MulAdd``), with greedy maximal munch
-and with the minimum-cost cover (``mapper.compute``, method ``optimal``), and the covering
+and with the minimum-cost cover (``mapper.mapping.compute``, method ``optimal``), and the covering
 time. Designs are generated there when absent (RTL and rules, a few minutes; the D3 rules
 are cached in ``build/rules_d3``).
 
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from mapper.apps import APPS, lower_app  # noqa: E402
-from mapper.memory import DUAL_PORT_SRAM, PHYSICAL_UNIFIED_BUFFER, map_memory  # noqa: E402
+from mapper.mapping.memory import DUAL_PORT_SRAM, PHYSICAL_UNIFIED_BUFFER, map_memory  # noqa: E402
 
 AHA = {"gaussian": (20, 2), "harris": (91, 6), "unsharp": (101, 11)}
 UB_PAPER_MEM = {"gaussian": 1, "harris": 5, "unsharp": 6}
@@ -81,7 +81,7 @@ def design_dir(name: str) -> Path:
 def pe_counts(cores: int | None) -> list[list]:
     """PE-count figures of instruction selection (module docstring); returns CSV rows."""
     from mapper.collateral import load_collateral
-    from mapper.compute import cover_kernel, map_compute
+    from mapper.mapping.compute import cover_kernel, map_compute
     from mapper.frontend.coreir import example_kernels, import_coreir
 
     rows = []

@@ -21,10 +21,11 @@ from canal.passes import InterconnectParams, build_uniform, io_on_edges
 from cgra.config import ConfigField
 from cgra.core import CoreSpec, PortSpec
 from mapper.collateral import load_fabric
-from mapper.flow import FlowParams, back_end
-from mapper.pack import stencil_netlist
-from mapper.pipeline import PipelineParams
-from mapper.place import PlaceParams
+from mapper.params import FlowParams
+from mapper.closure import back_end
+from mapper.backend.pack import stencil_netlist
+from mapper.backend.pipeline import PipelineParams
+from mapper.backend.place import PlaceParams
 
 RESULTS = Path(__file__).parent / "results" / "pnr.csv"
 

@@ -52,7 +52,7 @@ def mem_counts(app: str, unroll: int = 1) -> dict[str, object]:
     from cgra.errors import MappingError
     from mapper import ir
     from mapper.apps import lower_app
-    from mapper.memory import DUAL_PORT_SRAM, PHYSICAL_UNIFIED_BUFFER, map_memory
+    from mapper.mapping.memory import DUAL_PORT_SRAM, PHYSICAL_UNIFIED_BUFFER, map_memory
 
     out: dict[str, object] = {}
     p = lower_app(app, 64, 64, unroll)
@@ -85,8 +85,9 @@ def main() -> None:
     args = ap.parse_args()
 
     from mapper.apps import lower_app
-    from mapper.flow import AppParams, RunParams, run_app
-    from mapper.polyhedral import from_pipeline, schedule
+    from mapper.params import AppParams, RunParams
+    from mapper.flow import run_app
+    from mapper.mapping.polyhedral import from_pipeline, schedule
 
     d = design()
     rows: list[dict] = []

@@ -42,7 +42,7 @@ def mutations(res, model, bs, rng: random.Random, n: int) -> dict[str, list[dict
     """Up to ``n`` single-field mutations of each kind: node -> new select."""
     from canal.graph import NodeKind
     from canal.smt import BitstreamSelects
-    from mapper.verify import expected_values
+    from mapper.backend.verify import expected_values
 
     want, owner, _ = expected_values(model, res)
     sel = BitstreamSelects(bs, model.spots)
@@ -75,10 +75,11 @@ def main() -> None:
     args = ap.parse_args()
     from canal.smt import BitstreamSelects, encode_selects
     from mapper.collateral import load_collateral
-    from mapper.flow import AppParams, FlowParams, RunParams, run_stages
-    from mapper.pipeline import PipelineParams
-    from mapper.place import PlaceParams
-    from mapper.verify import VerificationError, expected_values, model_of, verify
+    from mapper.params import AppParams, FlowParams, RunParams
+    from mapper.flow import run_stages
+    from mapper.backend.pipeline import PipelineParams
+    from mapper.backend.place import PlaceParams
+    from mapper.backend.verify import VerificationError, expected_values, model_of, verify
 
     d = design()
     rows: list[dict] = []
@@ -96,7 +97,7 @@ def main() -> None:
                                             pipeline=PipelineParams(register_pe_inputs=True,
                                                                     target_period_ps=1e6 / 900))),
                        "bitstream")
-            from mapper.flow import load_bitstream, load_flow
+            from mapper.stages import load_bitstream, load_flow
             flow = load_flow(tmp, coll)
             bs = load_bitstream(tmp, coll).pairs()
         times = []

@@ -38,9 +38,9 @@ from typing import Mapping, Sequence
 
 from cgra.config import ConfigField, FieldSlice, config_address, encode_fields, pack_fields
 from cgra.core import ConfigMemory
-from cgra.errors import ConfigError, RoutingError
+from cgra.errors import CollateralError, ConfigError, RoutingError
 
-from canal.graph import IO, InterconnectGraph, Node, NodeKind, Side, TileInfo
+from canal.graph import IO, InterconnectGraph, Node, NodeKind, Side, TileInfo, parse_id
 
 _SIDE_ORDER = {Side.NORTH: 0, Side.SOUTH: 1, Side.EAST: 2, Side.WEST: 3}
 _XY = attrgetter("x", "y")
@@ -283,9 +283,12 @@ Routes = Mapping[str, Sequence[Sequence[str]]] | Sequence[Sequence[Sequence[str]
 
 
 def _find_graph(graphs: Mapping[int, InterconnectGraph], nid: str) -> InterconnectGraph | None:
-    parts = nid.split(":")
-    if len(parts) > 2 and parts[1].isdigit() and int(parts[1]) in graphs:
-        g = graphs[int(parts[1])]
+    try:
+        w = parse_id(nid).width
+    except CollateralError:
+        return None
+    if w in graphs:
+        g = graphs[w]
         if nid in g.nodes:
             return g
     return None

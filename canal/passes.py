@@ -43,6 +43,7 @@ from canal.graph import (_SIDE_NAME, IO, InterconnectGraph, Node, NodeKind, Side
                          iter_sides, no_gc, node_template, port_id, reg_id, rmux_id, sb_id,
                          stamp_nodes, tile_info_from_core)
 from canal.timing import TimingModel
+from canal.interconnect import Interconnect
 
 TOPOLOGIES = ("disjoint", "wilton", "imran")
 
@@ -583,7 +584,6 @@ def build_uniform(params: InterconnectParams, core_fn: CoreFn,
     giving each tile's core (``None`` = switch boxes only). Edge delays come from ``timing``
     (default: ``params.timing_file``, else the project's default table); the model, with the
     substitutions it made, is kept as ``Interconnect.timing``."""
-    from canal.interconnect import Interconnect
 
     return Interconnect(*uniform_graphs(params, core_fn, timing))
 

@@ -51,7 +51,8 @@ from cgra.core import CoreSpec
 from cgra.errors import SpecError
 
 from canal.config import Feature, TileConfig, select_width
-from canal.graph import IO, InterconnectGraph, NodeKind, Side, iter_sides, no_gc, rmux_id
+from canal.graph import (IO, InterconnectGraph, NodeKind, Side, iter_sides, no_gc, parse_id,
+                         rmux_id, sb_id)
 from canal.interconnect import Interconnect
 
 def _t(width: int):
@@ -134,8 +135,8 @@ def exported_node(graph: InterconnectGraph, x: int, y: int, side: Side, track: i
     """Id of the node that drives tile (x, y)'s output ``SB_T<track>_<side>_SB_OUT_B<w>``:
     the RMUX of that track if it exists, else the SB_OUT."""
     w = graph.width
-    rm = f"RMUX:{w}:{x}:{y}:{side.name}:{track}"
-    return rm if rm in graph.nodes else f"SB:{w}:{x}:{y}:{side.name}:{track}:OUT"
+    rm = rmux_id(w, x, y, side, track)
+    return rm if rm in graph.nodes else sb_id(w, x, y, side, track, IO.SB_OUT)
 
 
 def tile_shape(ic: Interconnect, x: int, y: int, drop: tuple[str, str] | None = None
@@ -519,12 +520,11 @@ def _array_circuit(ic: Interconnect, name: str, flush_interval: int,
 
 
 def _xy(nid: str) -> tuple[int, int]:
-    parts = nid.split(":")
-    return int(parts[2]), int(parts[3])
+    return parse_id(nid).xy
 
 
 def _is_sb_in(nid: str) -> bool:
-    return nid.startswith("SB:") and nid.endswith(":IN")
+    return parse_id(nid).io is IO.SB_IN
 
 
 #: a signal of the array netlist: ``("port", name)`` (a top port), ``("const", value, width)``,

@@ -3,7 +3,9 @@
 Sub-commands live next to the code they drive and are loaded lazily, so ``cgra --help``
 stays fast and one broken package does not take the others down. Each entry of
 :data:`COMMANDS` maps a command name to ``"module:attribute"`` of a click command.
-A :class:`~cgra.errors.CgraError` is printed as one line ``error: <message>`` and exits 2.
+A :class:`~cgra.errors.CgraError` is printed as one line ``error: <message>`` and exits 2;
+any other exception (:class:`~cgra.errors.InternalError` included) is a bug of ours: its
+traceback, then a "please report" line, exit 70.
 """
 from __future__ import annotations
 
@@ -11,12 +13,13 @@ import importlib
 import os
 import signal
 import sys
+import traceback
 import warnings
 
 import click
 
 from cgra import interrupt
-from cgra.errors import CgraError
+from cgra.errors import EXIT_INTERNAL, EXIT_USER, CgraError
 from cgra.interrupt import Terminated
 
 #: command name -> "module:attribute" of a click.Command
@@ -34,7 +37,7 @@ COMMANDS: dict[str, str] = {
     "run": "mapper.cli:run_cmd",
     "verify": "mapper.cli:verify_cmd",
     "layer": "mapper.cli:layer_cmd",
-    "dse": "garnet.dse.cli:dse",
+    "dse": "dse.cli:dse",
 }
 
 
@@ -90,6 +93,16 @@ def _interrupted(exc: BaseException) -> int:
     return 128 + signal.SIGINT
 
 
+def report_bug(exc: BaseException) -> None:
+    """Print ``exc``'s traceback and the "please report" line to stderr (a bug of ours, not
+    bad input: :mod:`cgra.errors`)."""
+    traceback.print_exception(exc, file=sys.stderr)
+    argv = " ".join(["cgra", *sys.argv[1:]])
+    click.echo(f"internal error ({type(exc).__name__}): this is a bug in cgra-gen, not in "
+               f"your input; please report it with the traceback above and the command "
+               f"`{argv}`", err=True)
+
+
 def main() -> None:
     """Console entry point: run the CLI, turning project errors into one-line messages.
 
@@ -109,7 +122,7 @@ def main() -> None:
         interrupt.raise_if_terminated()
     except CgraError as exc:
         click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+        sys.exit(EXIT_USER)
     except (click.exceptions.Abort, KeyboardInterrupt) as exc:
         # click turns KeyboardInterrupt (and so Terminated) into Abort, chained
         click.echo("aborted", err=True)
@@ -117,6 +130,9 @@ def main() -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
+    except Exception as exc:  # noqa: BLE001 - a bug of ours: shown whole, then exit 70
+        report_bug(exc)
+        sys.exit(EXIT_INTERNAL)
     finally:
         _ENTRY_POINT = False
         signal.signal(signal.SIGTERM, previous)

@@ -4,6 +4,12 @@ Every error raised on bad input is a :class:`CgraError` subclass whose message n
 object at fault, where it is (spec file and line, tile x/y, net id, config field) and what
 would fix it. The command line prints the message on one line and exits with status 2;
 it never shows a traceback for a ``CgraError``.
+
+A bug in this project's own code is not bad input: it is :class:`InternalError` (or any other
+exception), deliberately *outside* the ``CgraError`` tree, so that no ``except CgraError``
+turns it into a user error. The command line prints its traceback and a "please report" line
+and exits with status 70 (``EX_SOFTWARE`` of BSD's sysexits.h); a DSE sweep records it as a
+transient failure and never caches it.
 """
 from __future__ import annotations
 
@@ -57,7 +63,17 @@ class CollateralError(CgraError):
     """A collateral directory is missing, stale (spec hash mismatch) or malformed."""
 
 
-class InternalError(CgraError):
+#: exit status of a bug in this project's code (BSD sysexits.h ``EX_SOFTWARE``)
+EXIT_INTERNAL = 70
+
+#: exit status of bad input (a :class:`CgraError`)
+EXIT_USER = 2
+
+
+class InternalError(Exception):
     """A compiler pass broke an invariant it must keep (a bug, not bad input): the message
     names the pass and the violation, so the failure is caught where it happens and never
-    surfaces later as a bitstream or simulation error."""
+    surfaces later as a bitstream or simulation error.
+
+    Not a :class:`CgraError` (module docstring): the CLI shows its traceback and exits
+    :data:`EXIT_INTERNAL`."""

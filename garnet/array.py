@@ -37,6 +37,12 @@ from cgra.core import CoreSpec
 
 from garnet.cores import io_core, load_pe_spec, mem_core, pe_core
 from garnet.params import GarnetParams
+from cgra.errors import CollateralError
+from cgra.errors import ConfigError
+from cgra.hdl import m
+import hashlib
+import networkx as nx
+import numpy as np
 
 CoreFn = Callable[[int, int], "CoreSpec | None"]
 #: PnR tags of IO tiles
@@ -57,8 +63,8 @@ def default_core_fn(params: GarnetParams) -> CoreFn:
 
 def interconnect_params(params: GarnetParams):
     """The :class:`canal.passes.InterconnectParams` of ``params``."""
-    from canal.graph import Side
-    from canal.passes import CorePortConnections, InterconnectParams
+    from canal.graph import Side  # deferred: loads canal, canal.config, canal.graph, 3 more only when called
+    from canal.passes import CorePortConnections, InterconnectParams  # deferred: loads canal, canal.config, canal.graph, 3 more only when called
 
     tracks = params.pipeline_register_tracks or list(range(params.tracks))
     regs = [(t, Side[s]) for s in params.pipeline_register_sides for t in tracks]
@@ -78,8 +84,8 @@ def build_interconnect(params: GarnetParams, core_fn: CoreFn | None = None, timi
     Pipeline registers on sides not in
     ``params.register_bypass_sides`` are made mandatory (:func:`fix_registers`). Raises
     ``SpecError`` from Canal for a core whose ports the interconnect cannot carry."""
-    from canal.interconnect import Interconnect
-    from canal.passes import uniform_graphs
+    from canal.interconnect import Interconnect  # deferred: loads canal, canal.config, canal.graph, 3 more only when called
+    from canal.passes import uniform_graphs  # deferred: loads canal, canal.config, canal.graph, 3 more only when called
 
     graphs, cores, tm = uniform_graphs(interconnect_params(params),
                                        core_fn or default_core_fn(params), timing)
@@ -104,7 +110,7 @@ def fix_registers(graph, sides: list[str]):
     The copy (170 k fan-in lists per width at 64x32) is made with the cyclic garbage
     collector paused (:func:`canal.graph.no_gc`): the new lists would trigger collections
     that rescan every live node of the build."""
-    from canal.graph import no_gc
+    from canal.graph import no_gc  # deferred: loads canal, canal.config, canal.graph, 3 more only when called
 
     with no_gc():
         return _fix_registers(graph.copy(), sides)
@@ -114,7 +120,7 @@ def _fix_registers(g, sides: list[str]):
     """:func:`fix_registers` applied to ``g`` itself (returned): only RMUX nodes are
     visited; a fan-in list that loses an edge is replaced by a new list, never edited, so
     a list ``g`` shares with another graph is left intact; ``g.delay`` loses the edges."""
-    from canal.graph import NodeKind, Side
+    from canal.graph import NodeKind, Side  # deferred: loads canal, canal.config, canal.graph, 3 more only when called
 
     rmux, reg = NodeKind.RMUX, NodeKind.REG
     want = {side for side in Side if side.name in sides}
@@ -144,7 +150,6 @@ class FaninGraph:
     condensation 5 s at 64x32 (1.4 M nodes)."""
 
     def __init__(self, graphs: dict):
-        import numpy as np
 
         self.ids: list[str] = list(chain.from_iterable(g.nodes for g in graphs.values()))
         self.index = dict(zip(self.ids, range(len(self.ids)), strict=True))
@@ -183,9 +188,8 @@ class FaninGraph:
         ``ports`` = [(index, id, Node)] of its PORT nodes and ``registers`` = the indices
         of its REG nodes (int64 array), both in node order. One pass over the nodes per
         graph, kept for :func:`connectivity` and :func:`combinational_cycle`."""
-        import numpy as np
 
-        from canal.graph import NodeKind
+        from canal.graph import NodeKind  # deferred: loads canal, canal.config, canal.graph, 3 more only when called
 
         hit = self._classes.get(id(graph))
         if hit is not None and hit[0] is graph and hit[1] == len(graph.nodes):
@@ -204,7 +208,6 @@ class FaninGraph:
         """The indices of ``graph``'s nodes (an int64 array, node order): the graph's span
         when this FaninGraph was built from it (same object, same node count), else looked
         up one by one."""
-        import numpy as np
 
         for g, start, count in self.spans:
             if g is graph and count == len(graph.nodes):
@@ -215,8 +218,7 @@ class FaninGraph:
     def matrix(self, keep=None, extra: tuple = ((), ())):
         """CSR adjacency (``keep``: boolean mask over the edges; ``extra``: (src, dst)
         index lists of additional edges)."""
-        import numpy as np
-        from scipy.sparse import csr_matrix
+        from scipy.sparse import csr_matrix  # deferred: loads scipy, numpy, cython_runtime only when called
 
         s, d = (self.src, self.dst) if keep is None else (self.src[keep], self.dst[keep])
         if len(extra[0]):
@@ -233,7 +235,7 @@ def fanin_digraph(graphs: dict) -> FaninGraph:
 
 def _strong_components(mat):
     """(number of components, label per node) of a CSR digraph (scipy, Tarjan/Pearce)."""
-    from scipy.sparse.csgraph import connected_components
+    from scipy.sparse.csgraph import connected_components  # deferred: loads scipy, numpy, cython_runtime only when called
 
     return connected_components(mat, directed=True, connection="strong")
 
@@ -247,8 +249,8 @@ def combinational_cycle(ic, dg: FaninGraph | None = None) -> list[str] | None:
     Acyclicity: no strongly connected component of more than one node (scipy); the cycle
     shown is a BFS shortest cycle (networkx) inside the first such component.
     ``dg``: the :func:`fanin_digraph` of ``ic.graphs`` (saves building it twice)."""
-    import networkx as nx
-    import numpy as np
+
+    from canal.graph import IO, parse_id  # deferred: loads canal, canal.config, canal.graph, 3 more only when called
 
     if dg is None:
         dg = fanin_digraph(ic.graphs)
@@ -284,7 +286,7 @@ def combinational_cycle(ic, dg: FaninGraph | None = None) -> list[str] | None:
     sub.add_edges_from((dg.ids[a], dg.ids[b]) for a, b in zip(s_all[inside], d_all[inside],
                                                                 strict=True))
     # a shortest cycle through one switch-box output of the component (BFS back to it)
-    start = min((n for n in members if n.startswith("SB:") and n.endswith(":OUT")),
+    start = min((n for n in members if parse_id(n).io is IO.SB_OUT),
                 default=min(members))
     best: list[str] | None = None
     for succ in sub.successors(start):
@@ -323,7 +325,6 @@ def connectivity(graph, dg: FaninGraph | None = None, comps=None) -> Connectivit
     reverse topological order of the condensation: linear in the graph size times
     inputs / 64. ``dg`` / ``comps``: a :func:`fanin_digraph` holding ``graph`` and its
     ``(ncomp, labels)`` from :func:`_strong_components` (computed when not given)."""
-    import numpy as np
 
     if dg is None:
         dg = fanin_digraph({graph.width: graph})
@@ -406,14 +407,13 @@ def check_interconnect(ic, params: GarnetParams, source: str | None = None) -> N
     the TOML field, the problem (counts and an example node) and the fix. Runs with the
     cyclic garbage collector paused (:func:`canal.graph.no_gc`: the index arrays of a 64x32
     array are built from 1.4 M strings and ints, which would trigger full collections)."""
-    from canal.graph import no_gc
+    from canal.graph import no_gc  # deferred: loads canal, canal.config, canal.graph, 3 more only when called
 
     with no_gc():
         _check_interconnect(ic, params, source)
 
 
 def _check_interconnect(ic, params: GarnetParams, source: str | None) -> None:
-    from cgra.errors import ConfigError
 
     def where(key: str) -> str:
         val = getattr(params, key)
@@ -468,14 +468,14 @@ SIDE_NAMES = ("NORTH", "SOUTH", "EAST", "WEST")
 
 def _blame_cycle(ic, cycle: list[str], params: GarnetParams) -> tuple[str, str]:
     """(TOML field, fix) for a combinational cycle."""
-    from canal.graph import NodeKind
+    from canal.graph import NodeKind, parse_id, rmux_id  # deferred: loads canal, canal.config, canal.graph, 3 more only when called
 
     outs = []
     for nid in cycle:
-        g = ic.graphs[int(nid.split(":")[1])]
+        g = ic.graphs[parse_id(nid).width]
         n = g.nodes[nid]
         if n.kind is NodeKind.SB and n.io.name == "SB_OUT":
-            has_reg = f"RMUX:{n.width}:{n.x}:{n.y}:{n.side.name}:{n.track}" in g.nodes
+            has_reg = rmux_id(n.width, n.x, n.y, n.side, n.track) in g.nodes
             outs.append((n, has_reg))
     unregistered = [n for n, has_reg in outs if not has_reg]
     if unregistered and params.pipeline_register_tracks and any(
@@ -496,7 +496,7 @@ def _blame_cycle(ic, cycle: list[str], params: GarnetParams) -> tuple[str, str]:
 
 def array_circuit(ic, params: GarnetParams):
     """The top-level magma circuit of the array (cached per process by content)."""
-    from canal.rtl import array_circuit as canal_array
+    from canal.rtl import array_circuit as canal_array  # deferred: loads canal, canal.config, canal.graph, 4 more only when called
 
     return canal_array(ic, name="Garnet", flush_interval=params.flush_interval)
 
@@ -527,7 +527,7 @@ def core_identity(core: CoreSpec | None) -> tuple:
 def tile_shapes(ic) -> dict:
     """(x, y) -> :class:`canal.rtl.TileShape` of every tile (:func:`canal.rtl.tile_shapes`:
     tiles of equal shape share one object)."""
-    from canal.rtl import tile_shapes as canal_tile_shapes
+    from canal.rtl import tile_shapes as canal_tile_shapes  # deferred: loads canal, canal.config, canal.graph, 4 more only when called
 
     return canal_tile_shapes(ic)
 
@@ -536,9 +536,8 @@ def top_name(ic, shapes: dict, params: GarnetParams, name: str = "Garnet") -> st
     """The top module name :func:`canal.rtl.array_circuit` gives this array
     (``<name>_<W>x<H>_<hash>``: tile modules by position, inter-tile wiring, flush
     interval; tests/garnet check the two agree)."""
-    import hashlib
 
-    from canal.graph import IO, NodeKind
+    from canal.graph import IO, NodeKind  # deferred: loads canal, canal.config, canal.graph, 3 more only when called
 
     cols, rows = ic.size
     wiring = [(nid, tuple(g.fanin[nid])) for w, g in sorted(ic.graphs.items())
@@ -558,8 +557,8 @@ def array_top(ic, params: GarnetParams, shapes: dict, tile_ports: dict[str, list
     :func:`canal.rtl.array_circuit` builds its magma body from -- written by
     :func:`canal.rtl.array_verilog` without magma or CIRCT (linear in the tile count).
     Raises :class:`~cgra.errors.SpecError` when a tile port is missing or of another width."""
-    from canal.graph import no_gc
-    from canal.rtl import array_netlist, array_verilog
+    from canal.graph import no_gc  # deferred: loads canal, canal.config, canal.graph, 3 more only when called
+    from canal.rtl import array_netlist, array_verilog  # deferred: loads canal, canal.config, canal.graph, 4 more only when called
 
     with no_gc():
         net = array_netlist(ic, params.flush_interval)
@@ -575,8 +574,6 @@ def array_top(ic, params: GarnetParams, shapes: dict, tile_ports: dict[str, list
 def port_list(circuit) -> list[dict]:
     """The ports of a magma circuit as JSON: [{name, direction (in/out), type (bits, bit,
     clock, reset), width}], in declaration order (:func:`tile_declaration` inverts it)."""
-    from cgra.errors import CollateralError
-    from cgra.hdl import m
 
     out = []
     for pname, T in circuit.IO.items():
@@ -600,7 +597,6 @@ def port_list(circuit) -> list[dict]:
 def tile_declaration(name: str, ports: list[dict]):
     """A magma declaration (no body: CIRCT emits no module for it) named ``name`` with the
     ports of :func:`port_list` (also the top's ports, e.g. for a fault testbench)."""
-    from cgra.hdl import m
 
     types = {"clock": lambda w: m.Clock, "reset": lambda w: m.Reset,
              "bits": lambda w: m.Bits[w], "bit": lambda w: m.Bit}

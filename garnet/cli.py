@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 
 import click
+import time
 
 
 @click.command("rtl")
@@ -26,15 +27,14 @@ def rtl(config: str, out: str, rules_dir: str | None, no_rules: bool, jobs: int 
         cache_dir: str | None, timings: bool) -> None:
     """Generate the array RTL and the compiler collateral into OUT, incrementally: what did
     not change since the design in OUT was generated is reused (summary line)."""
-    import time
 
-    from rich.console import Console
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.console import Console  # deferred: loads rich only when called
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn  # deferred: loads rich only when called
 
-    from cgra.cli import end_process
-    from cgra.interrupt import raise_if_terminated
-    from garnet.build import generate
-    from garnet.params import load_toml
+    from cgra.cli import end_process  # deferred: loads cgra, cgra.cli, cgra.errors, 1 more only when called
+    from cgra.interrupt import raise_if_terminated  # deferred: loads cgra, cgra.interrupt only when called
+    from garnet.build import generate  # deferred: loads psutil only when called
+    from garnet.params import load_toml  # deferred: loads cgra, cgra.errors, garnet.params only when called
 
     t0 = time.perf_counter()
     params = load_toml(config)          # validated before any generation
@@ -64,7 +64,7 @@ def rtl(config: str, out: str, rules_dir: str | None, no_rules: bool, jobs: int 
 @click.argument("design", type=click.Path(file_okay=False))
 def lint(design: str) -> None:
     """Run `verilator --lint-only -Wall` on the RTL of DESIGN (exit 1 on lint errors)."""
-    from garnet.lint import lint as run_lint
+    from garnet.lint import lint as run_lint  # deferred: loads cgra, cgra.errors, garnet.collateral, 1 more only when called
 
     rep = run_lint(design)
     for e in rep.errors[:20]:

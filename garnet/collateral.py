@@ -299,7 +299,7 @@ def config_map_json(tiles: Mapping[tuple[int, int], Any],
     per tile (the JSON encoder's own string and integer encodings). Raises
     :class:`~cgra.errors.ConfigError` as :func:`canal.config.config_map_rows` for an address
     part out of range."""
-    from cgra.config import config_address
+    from cgra.config import config_address  # deferred: loads cgra.config only when called
 
     empty = _dumps(config_map_doc([], []))
     tail = '"tiles":[],"fields":[]}'
@@ -374,7 +374,7 @@ def read_config_map(path: str | Path, hint: str = "regenerate the design with `c
     if not isinstance(rows, list):
         raise CollateralError(f"{path}: config map has no 'fields' list; {hint}")
     cmap = ConfigMap.from_rows(rows, str(path))
-    from cgra.core import ConfigMemory
+    from cgra.core import ConfigMemory  # deferred: loads cgra.config, cgra.core only when called
 
     try:
         for t in doc.get("tiles", []):

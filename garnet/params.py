@@ -168,8 +168,8 @@ def pe_spec(ref: str, where: str = "field 'pe'") -> type:
     this mirrors without importing the hardware generators: checking a configuration
     stays fast), normalised and type-checked. Raises :class:`ConfigError` when ``ref``
     does not resolve to a PEak spec and ``SpecError`` for a malformed spec."""
-    from peak import normal_form
-    from peak.load import load_spec
+    from peak import normal_form  # deferred: loads z3, pysmt, hwtypes, 1 more only when called
+    from peak.load import load_spec  # deferred: loads z3, pysmt, hwtypes, 1 more only when called
 
     try:
         spec = load_spec(ref, where=where)
@@ -184,7 +184,7 @@ def check_hop_widths(p: GarnetParams, source: str | None = None) -> None:
     for a width of ``widths`` in a tile class of the layout: the default table has 16- and
     1-bit figures only, and another width is never given 16-bit numbers silently (see
     :mod:`canal.timing`). One-line :class:`ConfigError` on field ``timing``."""
-    from canal.timing import TimingModel
+    from canal.timing import TimingModel  # deferred: loads networkx only when called
 
     kinds = {p.tile_kind(x, y) for x in range(p.width) for y in range(p.height)}
     try:
@@ -200,8 +200,8 @@ def check_pe_width(spec: type, p: GarnetParams, source: str | None = None) -> No
     """Refuse a PE spec whose data ports (every port wider than 1 bit) are not
     ``p.data_width`` bits: one-line :class:`ConfigError` naming the field, both widths, the
     ports and the fix."""
-    from peak import normal_form
-    from peak.assembler import is_bv_type
+    from peak import normal_form  # deferred: loads z3, pysmt, hwtypes, 1 more only when called
+    from peak.assembler import is_bv_type  # deferred: loads z3, pysmt, hwtypes, 1 more only when called
 
     nf = normal_form(spec)
     ports = {n: int(T.size) for n, T in (*nf.inputs, *nf.outputs)
@@ -273,7 +273,7 @@ def validate(p: GarnetParams, source: str | None = None) -> None:
         if not isinstance(t, int) or not 0 <= t < p.tracks:
             raise err("pipeline_register_tracks", f"tracks are 0..{p.tracks - 1}; [] = all")
     if p.timing:
-        from canal.timing import TimingModel
+        from canal.timing import TimingModel  # deferred: loads networkx only when called
         if not Path(p.timing).is_file():
             raise err("timing", "no such delay table file; give a JSON table like "
                                 "canal/data/delays_ps.json (path relative to the TOML file), "
@@ -287,11 +287,11 @@ def validate(p: GarnetParams, source: str | None = None) -> None:
         raise err("flush_interval", "use 0 (flush wired directly) or N >= 1 rows per spine "
                                     "register stage")
     check_pe_width(pe_spec(p.pe, _where(source, "pe")), p, source)
-    from lake.spec import PRESETS
+    from lake.spec import PRESETS  # deferred: loads numpy only when called
     if p.mem_ratio and p.mem_preset not in PRESETS:
         raise err("mem_preset", f"unknown Lake preset; known presets: {sorted(PRESETS)}")
     if p.mem_ratio:
-        from lake.spec import preset
+        from lake.spec import preset  # deferred: loads numpy only when called
         words = {e.width for e in preset(p.mem_preset).external_ports if e.width > 1}
         if words != {p.data_width}:
             fits = sorted(n for n in PRESETS if {e.width for e in preset(n).external_ports

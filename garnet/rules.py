@@ -39,6 +39,9 @@ from typing import Callable
 from cgra.errors import CgraError, CollateralError, RuleError
 from garnet import collateral as gc
 from peak.rules.format import TableFile, cached_tables, copy_table, read_table
+from peak.ir import library_hash
+from peak.ir import targets, wants_float
+from peak.normalize import normal_form
 
 
 @dataclass
@@ -59,7 +62,6 @@ class RulesResult:
 
 def ir_hash() -> str:
     """Hash of PEak's IR op library (part of the rules key)."""
-    from peak.ir import library_hash
     return library_hash()
 
 
@@ -89,7 +91,7 @@ def peak_builder(spec: type, shared: Path, jobs: int) -> tuple[Path, dict[str, s
     """Run :func:`peak.rules.build_table` into ``shared``; returns the table file and the
     action of every entry (synthesised / cached / reused / decomposed)."""
     try:
-        from peak.rules import build_table
+        from peak.rules import build_table  # deferred: loads peak.rules, peak.smt only when called
     except ImportError as exc:
         raise CollateralError(f"rules/: the rule synthesiser peak.rules cannot be imported "
                               f"({exc}); generate RTL only with --no-rules") from None
@@ -132,7 +134,6 @@ def provide_rules(spec: type, pe_path: str, spec_hash: str, dest: Path,
 
 def _data_width(spec: type) -> int:
     """The PE's widest input in bits (the IR width PEak synthesises for by default)."""
-    from peak.normalize import normal_form
     return max(getattr(T, "size", 1) for _, T in normal_form(spec).inputs)
 
 
@@ -140,7 +141,6 @@ def _matching_table(shared: Path, spec: type, spec_hash: str, ih: str) -> TableF
     """The complete cache entry of ``spec`` in the shared rules directory (module
     docstring, step 2; PEak verified every rule when it wrote it, so no solver call is
     needed), else ``None``."""
-    from peak.ir import targets, wants_float
     width = _data_width(spec)
     want = {t.key for t in targets(width, floats=wants_float(spec))}
     for path in cached_tables(shared, spec.__name__, spec_hash):

@@ -33,7 +33,7 @@ from lake.spec import PRESETS, MemorySpec, preset
 
 def core_spec(preset_name: str):
     """See :func:`lake.core.core_spec` (imported lazily: it loads magma)."""
-    from lake.core import core_spec as _core_spec
+    from lake.core import core_spec as _core_spec  # deferred: loads magma, z3, pysmt, 15 more only when called
 
     return _core_spec(preset_name)
 

@@ -30,6 +30,7 @@ import z3
 from cgra.errors import ConfigError
 from lake.affine import strides_from_deltas, to_signed
 from lake.program import PortProgram, program
+import time
 
 
 @dataclass
@@ -120,7 +121,6 @@ def prove_recurrence_equals_affine(dims: int = 6, extent_width: int = 16,
     hardware computes (practical for small widths). ``deltas_override`` replaces the delta
     formula by constants, to show that a wrong encoding yields a counterexample.
     """
-    import time
 
     t0 = time.perf_counter()
     if sort == "int":

@@ -29,17 +29,26 @@ from typing import Any, Callable
 import click
 
 from cgra.errors import ConfigError
-from mapper.memory import DEFAULT_SR_THRESHOLD
+from mapper.mapping.memory import DEFAULT_SR_THRESHOLD
 from mapper.stages import ORDER
+from cgra.errors import SimulationError
+from mapper import stages as st
+from mapper.backend.pipeline import PipelineParams
+from mapper.backend.place import PlaceParams
+from mapper.backend.route import RouterParams
+from mapper.collateral import load_collateral
+from mapper.stages import open_design
+import json
+import numpy as np
 
 
 def _progress(label: str):
     """A rich progress display (on stderr) and a ``step(msg)`` callback that logs the time
     each step took."""
-    from rich.console import Console
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.console import Console  # deferred: loads rich only when called
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn  # deferred: loads rich only when called
 
-    from cgra.interrupt import raise_if_terminated
+    from cgra.interrupt import raise_if_terminated  # deferred: loads cgra.interrupt only when called
 
     console = Console(stderr=True)
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
@@ -98,7 +107,7 @@ def _layer_opts(fn: Callable) -> Callable:
 def _side(app: str, size: int | None, default: int = 64) -> int:
     """The input side: ``size``, else a DNN layer's default (mapper.apps.dnn.DEFAULT_SIZE),
     else ``default``."""
-    from mapper.apps.dnn import DEFAULT_SIZE
+    from mapper.apps.dnn import DEFAULT_SIZE  # deferred: loads mapper.apps, mapper.frontend only when called
     return size if size is not None else DEFAULT_SIZE.get(app, default)
 
 
@@ -125,13 +134,13 @@ def map_cmd(app: str, design: Path, out: Path | None, size: int | None, width: i
             double_buffer: bool, flatten: bool) -> None:
     """Map APP (a shipped app name, a DNN layer or a CoreIR JSON file) onto a generated
     design."""
-    from rich.console import Console
-    from rich.table import Table
+    from rich.console import Console  # deferred: loads rich only when called
+    from rich.table import Table  # deferred: loads rich only when called
 
-    from mapper.collateral import load_collateral
-    from mapper.flow import AppParams, default_run_dir, run_map
+    from mapper.params import AppParams, default_run_dir  # deferred: loads mapper.params only when called
+    from mapper.flow import run_map  # deferred: loads canal.smt, mapper.backend, mapper.closure, 7 more only when called
 
-    from mapper.flow import is_layer
+    from mapper.dnn.array import is_layer  # deferred: loads mapper.dnn, mapper.frontend, mapper.interp, 1 more only when called
 
     if size is not None or is_layer(app):
         width = height = _side(app, size)
@@ -166,7 +175,6 @@ def map_cmd(app: str, design: Path, out: Path | None, size: int | None, width: i
 
 # ---------------------------------------------------------------------------- stages
 def _open(run_dir: Path, design: Path | None):
-    from mapper.flow import open_design
     return open_design(run_dir, design)
 
 
@@ -175,7 +183,7 @@ def _open(run_dir: Path, design: Path | None):
 @_design_opt()
 def pack_cmd(run_dir: Path, design: Path | None) -> None:
     """Pack the mapped netlist of RUN_DIR (registers into PE inputs, constants into PEs)."""
-    from mapper.flow import run_pack
+    from mapper.flow import run_pack  # deferred: loads canal.smt, mapper.backend, mapper.closure, 7 more only when called
     packed = run_pack(run_dir, _open(run_dir, design))
     counts = ", ".join(f"{n} {t}" for t, n in sorted(packed.counts().items()))
     click.echo(f"{packed.name}: packed {counts}; {len(packed.absorbed_regs)} registers "
@@ -192,8 +200,7 @@ def pack_cmd(run_dir: Path, design: Path | None) -> None:
 def place_cmd(run_dir: Path, design: Path | None, seed: int, alpha: float,
               analytical: bool) -> None:
     """Place the packed design of RUN_DIR (simulated annealing)."""
-    from mapper.flow import run_place
-    from mapper.place import PlaceParams
+    from mapper.flow import run_place  # deferred: loads canal.smt, mapper.backend, mapper.closure, 7 more only when called
     pl = run_place(run_dir, _open(run_dir, design), PlaceParams(seed, alpha, analytical))
     click.echo(f"placed {len(pl.sites)} instances: HPWL {pl.hpwl} tiles, cost {pl.cost:.1f}, "
                f"seed {pl.seed}, {pl.seconds:.2f} s -> {run_dir}/placement.json")
@@ -206,8 +213,7 @@ def place_cmd(run_dir: Path, design: Path | None, seed: int, alpha: float,
               help="PathFinder rip-up-and-re-route rounds")
 def route_cmd(run_dir: Path, design: Path | None, max_iterations: int) -> None:
     """Route the placed design of RUN_DIR (PathFinder)."""
-    from mapper.flow import run_route
-    from mapper.route import RouterParams
+    from mapper.flow import run_route  # deferred: loads canal.smt, mapper.backend, mapper.closure, 7 more only when called
     rr = run_route(run_dir, _open(run_dir, design), RouterParams(max_iterations))
     its = ", ".join(f"{w}-bit {n}" for w, n in rr.iterations.items())
     click.echo(f"routed {len(rr.nets)} nets: wirelength {rr.total_wirelength()} segments, "
@@ -241,7 +247,6 @@ def _alphas(text: str | None) -> tuple[float, ...]:
 
 
 def _pipeline_params(fmax: float | None):
-    from mapper.pipeline import PipelineParams
     if fmax is None:
         return PipelineParams()
     return PipelineParams(register_pe_inputs=True, target_period_ps=1e6 / fmax)
@@ -253,7 +258,7 @@ def _pipeline_params(fmax: float | None):
 @_fmax_opt()
 def pipeline_cmd(run_dir: Path, design: Path | None, fmax: float | None) -> None:
     """Branch-delay matching, pipelining and timing analysis of the routed design."""
-    from mapper.flow import run_pipeline
+    from mapper.flow import run_pipeline  # deferred: loads canal.smt, mapper.backend, mapper.closure, 7 more only when called
     pr = run_pipeline(run_dir, _open(run_dir, design), _pipeline_params(fmax))
     click.echo(f"pipelined: {len(pr.enabled_regs)} balancing + {len(pr.forced_regs)} "
                f"pipelining registers, critical path {pr.timing.period_ps:.0f} ps "
@@ -265,7 +270,7 @@ def pipeline_cmd(run_dir: Path, design: Path | None, fmax: float | None) -> None
 @_design_opt()
 def bitstream_cmd(run_dir: Path, design: Path | None) -> None:
     """Write the bitstream of the pipelined design of RUN_DIR."""
-    from mapper.flow import run_bitstream
+    from mapper.flow import run_bitstream  # deferred: loads canal.smt, mapper.backend, mapper.closure, 7 more only when called
     bs = run_bitstream(run_dir, _open(run_dir, design))
     click.echo(f"{bs.name}: {len(bs.entries)} config words -> {run_dir}/{bs.name}.bs")
 
@@ -281,9 +286,7 @@ def verify_cmd(design: Path, bitstream: Path, netlist: Path | None) -> None:
     the interconnect of DESIGN as the routed, pipelined netlist says: every sink connected to
     its source through configured muxes, no node driven by another net, the latency of every
     path equal to the pipelining's. Exit status 2 with the net, node and field otherwise."""
-    from mapper import stages as st
-    from mapper.collateral import load_collateral
-    from mapper.verify import read_bitstream_file, verify
+    from mapper.backend.verify import read_bitstream_file, verify  # deferred: loads canal.smt, mapper.backend only when called
 
     netlist = netlist if netlist is not None else bitstream.parent / "pipelined.json"
     if netlist.name != st.STAGES["pipeline"][0]:
@@ -312,8 +315,9 @@ def verify_cmd(design: Path, bitstream: Path, netlist: Path | None) -> None:
 def sim_cmd(run_dir: Path, design: Path | None, image: str, tensor_seed: int) -> None:
     """Simulate the bitstream of RUN_DIR on the design's RTL (Verilator) and compare with
     both golden models."""
-    from mapper.dnn_array import LayerRun
-    from mapper.flow import SimOptions, run_sim
+    from mapper.dnn.array import LayerRun  # deferred: loads mapper.dnn, mapper.frontend, mapper.interp, 1 more only when called
+    from mapper.params import SimOptions  # deferred: loads mapper.params only when called
+    from mapper.flow import run_sim  # deferred: loads canal.smt, mapper.backend, mapper.closure, 7 more only when called
     coll = _open(run_dir, design)
     progress, step = _progress(run_dir.name)
     t0 = time.perf_counter()
@@ -389,8 +393,9 @@ def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
             resume_from: str, fmax: float | None, alphas: str | None, absorb: int) -> None:
     """Map APP (a shipped app or a DNN layer: resnet_layer, resnet_stride2, mobilenet_layer,
     gemm) onto the design, simulate it on the RTL and compare with both golden models."""
-    from mapper.flow import AppParams, FlowParams, RunParams, SimOptions, is_layer, run_app
-    from mapper.place import PlaceParams
+    from mapper.params import AppParams, FlowParams, RunParams, SimOptions  # deferred: loads mapper.params only when called
+    from mapper.dnn.array import is_layer  # deferred: loads mapper.dnn, mapper.frontend, mapper.interp, 1 more only when called
+    from mapper.flow import run_app  # deferred: loads canal.smt, mapper.backend, mapper.closure, 7 more only when called
 
     t0 = time.perf_counter()
     side = _side(app, size)
@@ -449,7 +454,7 @@ def _layer_summary(run, t0: float) -> None:
 @click.option("--memories", is_flag=True,
               help="also run the layer's memory system (operand, accumulation and flag MEMs) "
                    "on Lake's cycle-accurate models of the design's MEM (default the dual-port) "
-                   "and check its output (mapper.dnn_memory)")
+                   "and check its output (mapper.dnn.memory)")
 @click.option("--double-buffer", "double_buffer", is_flag=True,
               help="with --memories: double-buffered operand MEMs (the array's layout: one "
                    "iteration's share per half, reloaded behind the compute)")
@@ -459,15 +464,13 @@ def layer_cmd(layer: str, design: Path | None, size: int | None, channels: int |
               double_buffer: bool, as_json: bool) -> None:
     """Evaluate DNN LAYER (resnet_layer, resnet_stride2, mobilenet_layer, gemm) in numpy and
     in real Halide on random tensors, check they agree bit for bit, and print its mapping
-    plan (PEs, MEM tiles, cycles vs ideal, occupancy: mapper.dnn_plan)."""
-    import json
+    plan (PEs, MEM tiles, cycles vs ideal, occupancy: mapper.dnn.plan)."""
 
-    import numpy as np
 
-    from cgra.errors import SimulationError
-    from mapper import dnn_plan, tensor
-    from mapper.apps import dnn
-    from mapper.halide_export import run_halide_outputs
+    from mapper.dnn import plan as dnn_plan  # deferred: loads mapper.dnn, mapper.frontend, mapper.interp only when called
+    from mapper.frontend import tensor  # deferred: loads mapper.frontend, mapper.interp only when called
+    from mapper.apps import dnn  # deferred: loads mapper.apps, mapper.frontend only when called
+    from mapper.sim.halide import run_halide_outputs  # deferred: loads mapper.frontend, mapper.sim only when called
 
     pipe = dnn.build_layer(layer, size, channels, block)
     res = dnn_plan.Resources.from_design(design) if design else dnn_plan.DEFAULT_32X16
@@ -482,7 +485,7 @@ def layer_cmd(layer: str, design: Path | None, size: int | None, channels: int |
                                   f"of {a.size} values")
     lake_line = None
     if memories:
-        from mapper import dnn_memory
+        from mapper.dnn import memory as dnn_memory  # deferred: loads mapper.dnn, mapper.frontend, mapper.interp only when called
 
         got, lms = dnn_memory.simulate(pipe, ins, res.preset, double_buffer=double_buffer)
         name = pipe.output.name

@@ -29,12 +29,14 @@ from typing import Any, Iterable
 
 from canal.config import config_map_rows, tile_configs
 from canal.graph import InterconnectGraph
+from canal.routing import RoutingGraph, as_graphs
 from canal.timing import TimingModel
-from cgra.errors import CollateralError
+from cgra.errors import CgraError, CollateralError
 from garnet import collateral as gc
 from garnet.collateral import ConfigMap
-from mapper.route import RoutingGraph, as_graphs
 from peak.rules.format import Rule, TableFile, read_table
+from peak.ir import DECOMPOSITIONS
+from peak.load import load_spec
 
 
 # ---------------------------------------------------------------------------- rules
@@ -61,7 +63,6 @@ class RuleTable:
 
     @classmethod
     def from_file(cls, table: TableFile) -> "RuleTable":
-        from peak.ir import DECOMPOSITIONS
         return cls(table.rules(), table.status(), table.spec_hash, table.pe, str(table.path),
                    dict(DECOMPOSITIONS))
 
@@ -92,13 +93,12 @@ def load_pe_model(pe_doc: dict[str, Any]) -> type:
     """The PE spec class named by ``pe.json`` (``spec``, any reference
     :func:`peak.load_spec` accepts): a pure Python class whose instances are the PE's
     Python model. Raises :class:`CollateralError` when it does not import."""
-    from peak.load import load_spec
     ref = str(pe_doc.get("spec", ""))
     try:
         return load_spec(ref)
     except CollateralError:
         raise
-    except Exception as exc:  # noqa: BLE001 - SpecError/ConfigError/RuleError: one line
+    except CgraError as exc:  # SpecError/ConfigError/RuleError: one line
         raise CollateralError(f"pe.json: PE spec '{ref}' cannot be loaded ({exc}); install "
                               f"the package defining it or regenerate the design") from None
 
@@ -111,7 +111,7 @@ class Collateral:
     ``root``: the design directory (``None`` for :meth:`from_graphs`); ``design``: parsed
     design.json; ``pe``/``mem``: parsed pe.json / mem.json (``mem`` ``None`` without MEM
     tiles; both ``None`` from :meth:`from_graphs`); ``rules``: the rule table; ``graphs``:
-    width (bits) -> :class:`~mapper.route.RoutingGraph`, widest first; ``config_map``: mux
+    width (bits) -> :class:`~mapper.backend.route.RoutingGraph`, widest first; ``config_map``: mux
     select fields; ``timing``: the delay model; ``design_id``: sha256 of design.json."""
 
     root: Path | None
@@ -200,7 +200,7 @@ def load_collateral(path: str | Path, check_spec: bool = True) -> Collateral:
     missing, malformed, modified after generation, of another schema version, or stale
     (spec hashes disagree between files, or with the current PE spec source when
     ``check_spec``)."""
-    from peak.collateral import load_pe_json
+    from peak.collateral import load_pe_json  # deferred: loads peak.collateral only when called
 
     root = Path(path)
     design = gc.read_design(root)
@@ -214,7 +214,7 @@ def load_collateral(path: str | Path, check_spec: bool = True) -> Collateral:
                               f"differs from design.json ({str(hashes.get('pe'))[:12]}): the "
                               f"files come from different runs; {hint}")
     if check_spec:
-        from peak import spec_hash as current_hash
+        from peak import spec_hash as current_hash  # deferred: the import would close an import circle or shadow a name
         now = current_hash(load_pe_model(pe))
         if now != pe["spec_hash"]:
             raise CollateralError(f"{root / 'pe.json'} is stale: PE {pe['spec']} was edited "

@@ -38,7 +38,7 @@ def camera_crop(width: int = 64, height: int = 64,
 
     Raises :class:`MappingError` if the crop does not fit in the 512x512 image.
     """
-    from skimage import data
+    from skimage import data  # deferred: loads skimage, lazy_loader only when called
 
     img = data.camera()
     y0, x0 = origin
@@ -67,7 +67,7 @@ def _parse_size(size: int | tuple[int, int]) -> tuple[int, int]:
 def _rgb_to_grey(rgb: np.ndarray) -> np.ndarray:
     """``(h, w, 3)`` RGB -> ``(h, w)`` float grey with ``skimage.color.rgb2gray`` (ITU-R BT.709
     luma weights), in the units of the input: 0..255 for uint8, 0..65535 for uint16."""
-    from skimage.color import rgb2gray
+    from skimage.color import rgb2gray  # deferred: loads scipy, skimage, numpy, 2 more only when called
 
     if rgb.dtype == np.uint8:
         return rgb2gray(rgb) * 255.0
@@ -81,7 +81,7 @@ def shipped_samples() -> tuple[str, ...]:
     """Names of the scikit-image samples shipped inside the installed package (no download):
     every ``skimage.data.<name>()`` whose image file ``<name>.png/.jpg`` lies in
     ``skimage/data``: camera, astronaut, coffee, chelsea, coins, moon, ..."""
-    from skimage import data
+    from skimage import data  # deferred: loads skimage, lazy_loader only when called
 
     root = Path(data.__file__).parent
     names = {p.stem for ext in ("png", "jpg") for p in root.glob(f"*.{ext}")}
@@ -90,7 +90,7 @@ def shipped_samples() -> tuple[str, ...]:
 
 def _sample_raw(name: str) -> np.ndarray:
     """The scikit-image sample ``name`` as shipped (``(h, w)`` or ``(h, w, 3|4)``)."""
-    from skimage import data
+    from skimage import data  # deferred: loads skimage, lazy_loader only when called
 
     return np.asarray(getattr(data, name)())
 
@@ -132,7 +132,7 @@ def load_rgb(source: str | os.PathLike[str], size: int | tuple[int, int]) -> np.
         if not path.is_file():
             raise MappingError(f"--image {source}: not a shipped scikit-image sample "
                                f"({', '.join(shipped_samples())}) and no such file")
-        from PIL import Image, UnidentifiedImageError
+        from PIL import Image, UnidentifiedImageError  # deferred: loads PIL only when called
         try:
             with Image.open(path) as im:
                 img = np.asarray(im.convert("RGB"))
@@ -161,7 +161,7 @@ def bayer_rggb(rgb: np.ndarray) -> np.ndarray:
 def _read_file(path: Path, source: str) -> np.ndarray:
     """Read an image file (first frame) as ``[y, x]`` uint16 grey; alpha is dropped, colour
     goes through :func:`_rgb_to_grey` and is rounded. Raises :class:`MappingError`."""
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image, UnidentifiedImageError  # deferred: loads PIL only when called
 
     try:
         with Image.open(path) as im:
@@ -244,7 +244,7 @@ def save_png(img: np.ndarray, path: str | os.PathLike[str]) -> list[Path]:
 
     Raises :class:`MappingError` for an array that is not 2-D, is empty or holds NaN/inf.
     """
-    from PIL import Image
+    from PIL import Image  # deferred: loads PIL only when called
 
     path = Path(path)
     arr = np.asarray(img)
@@ -296,10 +296,10 @@ def save_comparison(input_img: np.ndarray, output: np.ndarray, golden: np.ndarra
     Raises :class:`MappingError` when an array is not 2-D or empty, or ``output`` and
     ``golden`` differ in shape.
     """
-    import matplotlib
+    import matplotlib  # deferred: loads matplotlib, PIL, numpy, 5 more only when called
 
     matplotlib.use("Agg")
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # deferred: loads matplotlib, PIL, numpy, 7 more only when called
 
     path = Path(path)
     imgs = [np.asarray(a) for a in (input_img, output, golden)]

@@ -151,7 +151,7 @@ def eval_op(op: str, args: list[int], width: int, value: int | None = None,
         if width != FLOAT_WIDTH:
             raise MappingError(f"eval_op: {op} is a BFloat16 op on 16-bit encodings, not "
                                f"{width}-bit values")
-        from peak.ir.floatref import REFERENCES
+        from peak.ir.floatref import REFERENCES  # deferred: loads z3, pysmt, hwtypes, 1 more only when called
         return REFERENCES[op](*(a & 0xFFFF for a in args))
     name = op.split(".", 1)[1]
     if op.startswith("corebit."):
@@ -341,6 +341,11 @@ class Kernel:
             stack.extend(self.nodes[n].args)
         return [n for n in self.nodes if n.id in live]
 
+    def live_inputs(self) -> list[tuple[str, int]]:
+        """Input elements ``(name, index)`` reachable from the outputs, in topological order
+        (the order of a stage's reads in :mod:`mapper.mapping.schedule` and :mod:`mapper.mapping.polyhedral`)."""
+        return [n.input for n in self.live_nodes() if n.op == INPUT]
+
     def op_counts(self) -> Counter:
         """Count of each compute op reachable from the outputs (no inputs, no constants)."""
         return Counter(n.op for n in self.live_nodes() if n.op != INPUT and n.op not in CONST_OPS)
@@ -478,7 +483,7 @@ class PipelineInput:
     coordinate, ``(x + offset) % modulus`` (``dim`` ``"x"``) or ``(y + offset) % modulus``
     (:meth:`pattern_image`; the DSL's ``x % 2``). On the array it is read from a MEM tile
     holding one row (or column) of the pattern, loaded with the bitstream
-    (:func:`mapper.memory.pattern_rom`), not streamed in."""
+    (:func:`mapper.mapping.memory.pattern_rom`), not streamed in."""
 
     name: str
     shape: tuple[int, int]
@@ -489,7 +494,7 @@ class PipelineInput:
 
     def pattern_image(self) -> Any:
         """The ``[y, x]`` image (uint16, :attr:`shape`) of a :attr:`pattern` input."""
-        import numpy as np
+        import numpy as np  # deferred: loads numpy only when called
 
         dim, m, off = self.pattern
         w, h = self.shape
@@ -509,7 +514,7 @@ class PipelineInput:
         """The streamed image of this input from the user's array ``img`` (``[y, x]``, shape
         ``(height, width)`` of :attr:`source_shape`): padded with repeat-edge values when
         :attr:`pad` is set. Raises :class:`MappingError` for a wrong shape."""
-        import numpy as np
+        import numpy as np  # deferred: loads numpy only when called
 
         a = np.asarray(img)
         w, h = self.source_shape
@@ -523,7 +528,7 @@ def pad_image(img: Any, pad: tuple[int, int, int, int]) -> Any:
     """``img`` (``[y, x]``) extended by ``pad = (left, right, top, bottom)`` pixels, each new
     pixel a copy of the nearest edge pixel (Halide ``BoundaryConditions.repeat_edge``,
     numpy ``pad(mode="edge")``); the array itself when ``pad`` is all zeros."""
-    import numpy as np
+    import numpy as np  # deferred: loads numpy only when called
 
     left, right, top, bottom = pad
     if not any(pad):
@@ -868,7 +873,7 @@ def rewrite(kernel: Kernel, *rules: Rewrite,
     the next :func:`simplify`. ``inputs`` (optional) is offered every input node first, with
     the new kernel, and may return the id of a node that replaces it (declaring new inputs
     as it needs them), e.g. a read merged from memory banks
-    (:func:`mapper.memory.merge_banks`)."""
+    (:func:`mapper.mapping.memory.merge_banks`)."""
     new = Kernel(kernel.name)
     for name, size in kernel.inputs.items():
         new.declare_input(name, size, kernel.input_widths[name])
@@ -898,7 +903,7 @@ def canonical_order(new: Kernel, n: Node, args: list[int]) -> int | None:
     operands in canonical order, a constant second, else the lower node id first, so
     ``add(3, x)`` becomes ``add(x, 3)`` and ``add(b, a)`` / ``add(a, b)`` become one node
     under common-subexpression elimination."""
-    from peak.ir import COMMUTATIVE
+    from peak.ir import COMMUTATIVE  # deferred: loads z3, pysmt, hwtypes, 1 more only when called
     if n.op not in COMMUTATIVE or len(args) != 2:
         return None
     a, b = args

@@ -12,7 +12,7 @@ resumed alone (``cgra pack / place / route / pipeline / bitstream / sim``, chain
     routing.json      mapper.routing/1    routed trees (RoutingResult); <app>.route: text form
     pipelined.json    mapper.pipelined/1  PipelineResult (routes with registers, packed design
                                           with shifted schedules, latencies, timing report)
-    <app>.bs, <app>.bs.json               the bitstream (mapper.bitstream)
+    <app>.bs, <app>.bs.json               the bitstream (mapper.backend.bitstream)
 
 Every stage file carries a header ``{"schema", "design": <name>, "design_id": <sha256 of the
 design's design.json>, "input": {"file": <previous stage file>, "sha256": <its bytes>}}``.
@@ -30,15 +30,20 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from canal.collateral import node_line
 from cgra.errors import CollateralError
 from garnet.collateral import file_sha256
-from mapper.pack import PackedDesign, PackedInstance, PackedNet
-from mapper.pipeline import PassReport, PipelineResult, TimingReport
-from mapper.place import Placement
-from mapper.route import NetRoute, RoutingResult
+from mapper.backend.bitstream import Bitstream
+from mapper.collateral import load_collateral
+from mapper.netlist import Netlist
+from mapper.backend.pack import PackedDesign, PackedInstance, PackedNet
+from mapper.backend.pipeline import PassReport, PipelineResult, TimingReport
+from mapper.backend.place import Placement
+from mapper.backend.report import draw, save_report
+from mapper.backend.route import NetRoute, RoutingResult
 
 if TYPE_CHECKING:
     from mapper.collateral import Collateral
@@ -293,3 +298,130 @@ def pipelined_from_json(d: dict[str, Any], where: str) -> PipelineResult:
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CollateralError(f"{where}: malformed pipelined design ({type(exc).__name__}: "
                               f"{exc}); run `cgra pipeline` again") from None
+
+
+# ---------------------------------------------------------------------------- run directories
+@dataclass
+class FlowResult:
+    """The back end's results for one app: packed design, placement, routing, pipelined
+    design, bitstream (``None`` until that stage ran), seconds per stage and the placement
+    attempts that failed first."""
+
+    packed: Any
+    placement: Placement
+    routing: RoutingResult
+    pipelined: PipelineResult
+    bitstream: Bitstream | None
+    seconds: dict[str, float] = field(default_factory=dict)
+    #: placements that failed before this one (``{seed, stage, error}``)
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    #: the placement exponent sweep (``{alpha, seed, fmax_mhz, registers, kept}``; empty
+    #: without :attr:`FlowParams.alphas`)
+    alpha_sweep: list[dict[str, Any]] = field(default_factory=list)
+    #: register-chain absorption (:func:`absorb_chains`'s report; ``None`` when it was off)
+    absorption: dict[str, Any] | None = None
+
+
+def read_app(run_dir: str | Path) -> dict[str, Any]:
+    """``app.json`` of a run directory; :class:`CollateralError` when missing/malformed."""
+    p = Path(run_dir) / "app.json"
+    if not p.is_file():
+        raise CollateralError(f"{p} is missing: {run_dir} is not a run directory; run `cgra "
+                              f"map <app> --design <dir> --out {run_dir}` first")
+    try:
+        doc = json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CollateralError(f"{p}: cannot read JSON ({exc}); run `cgra map` again") from None
+    if not isinstance(doc, dict) or doc.get("schema") != APP_SCHEMA:
+        raise CollateralError(f"{p}: not a {APP_SCHEMA} file; run `cgra map` again")
+    net = stage_file(run_dir, "map")
+    if not net.is_file() or file_sha256(net) != doc.get("netlist_sha256"):
+        raise CollateralError(f"{net} changed (or is gone) after `cgra map` wrote it; run "
+                              f"`cgra map` again")
+    return doc
+
+
+def open_design(run_dir: str | Path, design: str | Path | None = None,
+                check_spec: bool = True) -> Collateral:
+    """The collateral of a run: ``design`` when given, else the design ``app.json`` names;
+    it must be the generation the run was mapped on."""
+    app = read_app(run_dir)
+    coll = load_collateral(design if design is not None else app["design"], check_spec)
+    if app.get("design_id") != coll.design_id:
+        raise CollateralError(f"{Path(run_dir) / 'app.json'}: the run was mapped on another "
+                              f"generation of design {app.get('design_name')} than "
+                              f"{coll.root}; run `cgra map` again")
+    return coll
+
+
+def app_name(run_dir: Path) -> str:
+    """The app name ``app.json`` records (:func:`read_app`)."""
+    return str(read_app(run_dir)["name"])
+
+
+def save_packed(run_dir: Path, coll: Collateral, packed: PackedDesign) -> None:
+    """packed.json of ``packed`` (with its header)."""
+    write_doc(stage_file(run_dir, "pack"), {
+        **header(PACKED_SCHEMA, coll, run_dir, "pack"), **packed_to_json(packed)})
+
+
+def load_packed(run_dir: str | Path, coll: Collateral) -> PackedDesign:
+    """packed.json of a run directory (checked, :func:`read_stage`)."""
+    d = read_stage(run_dir, "pack", PACKED_SCHEMA, coll)
+    return packed_from_json(d, str(stage_file(run_dir, "pack")))
+
+
+def save_placement(run_dir: Path, coll: Collateral, pl: Placement) -> None:
+    """placement.json and ``<app>.place`` (block ids of the netlist; an instance the
+    netlist lacks, e.g. a delay line, keeps its name)."""
+    write_doc(stage_file(run_dir, "place"), {
+        **header(PLACEMENT_SCHEMA, coll, run_dir, "place"), **placement_to_json(pl)})
+    nl = Netlist.load(stage_file(run_dir, "map"))
+    ids = {n: b for n, b in nl.block_ids().items() if n in pl.sites}
+    (run_dir / f"{app_name(run_dir)}.place").write_text(place_text(pl, ids))
+
+
+def load_placement(run_dir: str | Path, coll: Collateral) -> Placement:
+    """placement.json of a run directory (checked, :func:`read_stage`)."""
+    d = read_stage(run_dir, "place", PLACEMENT_SCHEMA, coll)
+    return placement_from_json(d, str(stage_file(run_dir, "place")))
+
+
+def save_routing(run_dir: Path, coll: Collateral, rr: RoutingResult) -> None:
+    """routing.json and ``<app>.route``."""
+    write_doc(stage_file(run_dir, "route"), {
+        **header(ROUTING_SCHEMA, coll, run_dir, "route"), **routing_to_json(rr)})
+    (run_dir / f"{app_name(run_dir)}.route").write_text(route_text(rr, coll))
+
+
+def load_routing(run_dir: str | Path, coll: Collateral) -> RoutingResult:
+    """routing.json of a run directory (checked, :func:`read_stage`)."""
+    d = read_stage(run_dir, "route", ROUTING_SCHEMA, coll)
+    return routing_from_json(d, str(stage_file(run_dir, "route")))
+
+
+def save_pipelined(run_dir: str | Path, coll: Collateral, flow: FlowResult) -> None:
+    """Write ``flow.pipelined`` (the pipelined design of the run directory's packed design,
+    placement and routing, which ``flow`` holds) as pipelined.json, with
+    ``pnr_report.json``, ``pnr.png`` and ``timing.png``."""
+    run_dir = Path(run_dir)
+    write_doc(stage_file(run_dir, "pipeline"), {
+        **header(PIPELINED_SCHEMA, coll, run_dir, "pipeline"),
+        **pipelined_to_json(flow.pipelined)})
+    save_report(flow, coll, run_dir / "pnr_report.json")
+    draw(flow, coll, run_dir / "pnr.png")
+    draw(flow, coll, run_dir / "timing.png", critical=True)
+
+
+def load_flow(run_dir: str | Path, coll: Collateral) -> FlowResult:
+    """The saved back-end results of a run directory (through the pipelining stage)."""
+    d = read_stage(run_dir, "pipeline", PIPELINED_SCHEMA, coll)
+    pr = pipelined_from_json(d, str(stage_file(run_dir, "pipeline")))
+    return FlowResult(load_packed(run_dir, coll), load_placement(run_dir, coll),
+                      load_routing(run_dir, coll), pr, None)
+
+
+def load_bitstream(run_dir: str | Path, coll: Collateral) -> Bitstream:
+    """bitstream.json of a run directory (checked, :func:`read_stage`)."""
+    d = read_stage(run_dir, "bitstream", "mapper.bitstream/1", coll)
+    return Bitstream.from_json(d, str(stage_file(run_dir, "bitstream")))

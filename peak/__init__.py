@@ -30,7 +30,7 @@ Spec and normal form
   value that is not the declared output type, an int constant that does not fit its
   operand's width).
   ``spec_hash(spec_cls) -> str``: sha256 (hex) of the source of the spec's module, the
-  modules of its ISA and sub-PEs, and the class name; stable across processes.
+  modules of its ISA and sub-PEs (at any depth), and the class name; stable across processes.
 
 Assembler (``peak.assembler``)
   ``assembler(isa) -> Assembler``; ``Assembler.width`` (bits), ``.fields``
@@ -94,7 +94,9 @@ from peak.spec import Peak, Register, RegisterFile, name_outputs
 @functools.lru_cache(maxsize=None)
 def spec_hash(spec: type) -> str:
     """sha256 hex digest (64 hex characters) over the source text of the modules defining
-    ``spec``, its ISA type (and their ADT field types) and its sub-PEs, the class name, and
+    ``spec`` and its ``__call__`` (a factory's class may be given another module), its ISA
+    type (and their ADT field types) and its sub-PEs (theirs too, at any depth: a PE built
+    from shared units is stale when a unit's module changes), the class name, and
     the normal form's interface (input, output and state types with reset values) and the
     plain constants it reads (a factory's parameters, e.g. ``WIDTH = 32``). Module *names*
     are not hashed: a byte-identical copy of a spec file elsewhere has the same hash. Raises
@@ -107,12 +109,16 @@ def spec_hash(spec: type) -> str:
         if mod and mod in sys.modules and not mod.startswith(("hwtypes", "builtins")):
             mods.add(mod)
 
-    add(spec)
-    add(nf.isa)
-    for f in getattr(nf.isa, "field_dict", {}).values():
-        add(f)
-    for sub in nf.subs.values():
-        add(sub.spec)
+    def add_spec(form: NormalForm) -> None:     # the spec, its ISA and, at any depth, its sub-PEs
+        add(form.spec)
+        add(getattr(form.spec, "_spec_call_", None))
+        add(form.isa)
+        for f in getattr(form.isa, "field_dict", {}).values():
+            add(f)
+        for sub in form.subs.values():
+            add_spec(sub)
+
+    add_spec(nf)
     h = hashlib.sha256()
     h.update(spec.__qualname__.encode())
     h.update(spec.__name__.encode())

@@ -145,7 +145,7 @@ def _build(T: Any, path: str, lo: int) -> Node:
 def _slice(flat: Any, lo: int, width: int) -> Any:
     """Bits [lo, lo+width) of a flat vector of any family (hwtypes, SMT, z3, magma adapter)."""
     if _is_z3(flat):
-        import z3
+        import z3  # deferred: the import would close an import circle or shadow a name
         return z3.Extract(lo + width - 1, lo, flat)
     return flat[lo:lo + width]
 
@@ -359,21 +359,21 @@ def leaf_name(node: Node) -> str:
 
 def _true(flat: Any) -> Any:
     if _is_z3(flat):
-        import z3
+        import z3  # deferred: the import would close an import circle or shadow a name
         return z3.BoolVal(True)
     return type(flat[0])(1)
 
 
 def _eq_const(x: Any, c: int, w: int) -> Any:
     if _is_z3(x):
-        import z3
+        import z3  # deferred: the import would close an import circle or shadow a name
         return x == z3.BitVecVal(c, w)
     return x == type(x)(c)
 
 
 def _and(xs: list, flat: Any) -> Any:
     if _is_z3(flat):
-        import z3
+        import z3  # deferred: the import would close an import circle or shadow a name
         return z3.And(*xs) if xs else z3.BoolVal(True)
     r = _true(flat)
     for x in xs:
@@ -383,7 +383,7 @@ def _and(xs: list, flat: Any) -> Any:
 
 def _or(xs: list, flat: Any) -> Any:
     if _is_z3(flat):
-        import z3
+        import z3  # deferred: the import would close an import circle or shadow a name
         return z3.Or(*xs) if xs else z3.BoolVal(False)
     r = ~_true(flat)
     for x in xs:

@@ -26,21 +26,21 @@ import json
 from typing import Any
 
 from cgra.errors import CollateralError, ConfigError
+from peak import spec_hash
+from peak.assembler import assembler
+from peak.assembler import is_signed_type
+from peak.load import spec_ref
+from peak.normalize import normal_form
 
 SCHEMA = "peak.pe/1"
 
 
 def _port(name: str, T: Any) -> dict:
-    from peak.assembler import is_signed_type
     return {"name": name, "width": getattr(T, "size", 1), "signed": is_signed_type(T)}
 
 
 def pe_json(spec: type) -> dict:
     """The ``pe.json`` document of ``spec`` (see the module docstring)."""
-    from peak import spec_hash
-    from peak.assembler import assembler
-    from peak.load import spec_ref
-    from peak.normalize import normal_form
     nf = normal_form(spec)
     asm = assembler(nf.isa)
     return {

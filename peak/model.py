@@ -19,8 +19,10 @@ import hwtypes as ht
 
 from cgra.errors import ConfigError
 from peak.assembler import assembler
+from peak.coerce import accept_int_fields, coerce
 from peak.family import PY
 from peak.normalize import normal_form
+from peak.state import PeakBase, Register, RegisterFile
 
 
 @functools.lru_cache(maxsize=4096)
@@ -48,92 +50,26 @@ def instruction_view(isa: Any, inst: Any) -> Any:
     return _key_view(isa, inst)[1]
 
 
-def _int_value(T: Any, v: int, what: str) -> Any:
-    """The plain int (or bool) ``v`` as a value of hwtypes type ``T``: a Bit takes 0 or 1, a
-    ``w``-bit vector ``-2**(w-1) <= v < 2**w``; ConfigError naming ``what`` otherwise."""
-    v = int(v)
-    if issubclass(T, ht.AbstractBit):
-        if v not in (0, 1):
-            raise ConfigError(f"{what} = {v} is not a Bit (0 or 1)")
-        return T(v)
-    w = T.size
-    if not -(1 << (w - 1)) <= v < (1 << w):
-        raise ConfigError(f"{what} = {v} does not fit {T.__name__} ({w} bits); give "
-                          f"{-(1 << (w - 1))} .. {(1 << w) - 1}")
-    return T(v)
-
-
-def _coerce(T: Any, v: Any, what: str) -> Any:
-    if isinstance(v, T):
-        return v
-    if isinstance(v, (bool, int)):
-        return _int_value(T, v, what)
-    if isinstance(v, (ht.AbstractBit, ht.AbstractBitVector)):
-        return T(v)
-    raise ConfigError(f"{what} = {v!r} is not a value of {T}")
-
-
-def accept_int_fields(isa: Any) -> None:
-    """Let the Product types of an ISA take plain ints for their ``Bit`` / ``BitVector[n]``
-    fields, as hwtypes' own ``Bit(0)`` / ``BitVector[16](5)`` do: ``Inst(Opcode.Add, 0, 1, 0)``
-    instead of ``Inst(Opcode.Add, Bit(0), Bit(1), Bit(0))``. Ranges as for model inputs
-    (ConfigError naming the field otherwise); other values are passed on to hwtypes'
-    type check unchanged. Sets an ``__init__`` on each Product type of ``isa`` itself (nested
-    Products and Sum variants included; hwtypes' shared anonymous base classes are not
-    touched) once; idempotent. Called for the instruction type
-    of every :class:`~peak.spec.Peak` subclass when the class is defined."""
-    from hwtypes.adt_meta import ProductMeta, SumMeta
-
-    seen: set[int] = set()
-
-    def visit(T: Any) -> None:
-        if not isinstance(T, type) or id(T) in seen:
-            return
-        seen.add(id(T))
-        if isinstance(T, SumMeta):
-            for variant in T.fields:
-                visit(variant)
-            return
-        if not isinstance(T, ProductMeta) or not T.is_bound:
-            return
-        fields = list(T.field_dict.items())
-        for _, FT in fields:
-            visit(FT)
-        if getattr(T.__dict__.get("__init__"), "_peak_accepts_ints_", False):
-            return
-        orig = T.__init__          # hwtypes' generated __init__, on a shared anonymous base
-
-        def conv(name: str, FT: Any, v: Any) -> Any:
-            if isinstance(v, (bool, int)) and isinstance(FT, type) and \
-                    (issubclass(FT, ht.AbstractBit) or
-                     (issubclass(FT, ht.AbstractBitVector) and FT.is_sized)):
-                return _int_value(FT, v, f"{T.__name__}.{name}")
-            return v
-
-        @functools.wraps(orig)
-        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-            args = tuple(conv(n, FT, v) for (n, FT), v in zip(fields, args, strict=False)) \
-                + args[len(fields):]
-            kwargs = {k: conv(k, T.field_dict[k], v) if k in T.field_dict else v
-                      for k, v in kwargs.items()}
-            orig(self, *args, **kwargs)
-
-        __init__._peak_accepts_ints_ = True  # type: ignore[attr-defined]
-        T.__init__ = __init__
-    visit(isa)
+_LEAVES = "_peak_state_leaves_"
 
 
 def _state_of(model: Any) -> list:
-    from peak.spec import Peak, Register, RegisterFile
-    out: list = []
-    for obj in vars(model).values():
-        if isinstance(obj, Register):
-            out.append(obj)
-        elif isinstance(obj, RegisterFile):
-            out.extend((obj, i) for i in range(obj.depth))
-        elif isinstance(obj, Peak):
-            out.extend(_state_of(obj))
-    return out
+    """The state elements of ``model`` (``Register`` / ``(RegisterFile, entry)``, sub-PEs'
+    included, in the order of ``normal_form(type(model)).state``): collected once per
+    instance (the state is what ``__init__`` declared) and kept in its ``__dict__``, since a
+    PE made of many sub-PEs would otherwise be walked twice per cycle."""
+    leaves = model.__dict__.get(_LEAVES)
+    if leaves is None:
+        leaves = []
+        for obj in vars(model).values():
+            if isinstance(obj, Register):
+                leaves.append(obj)
+            elif isinstance(obj, RegisterFile):
+                leaves.extend((obj, i) for i in range(obj.depth))
+            elif isinstance(obj, PeakBase):
+                leaves.extend(_state_of(obj))
+        model.__dict__[_LEAVES] = leaves
+    return leaves
 
 
 def get_state(model: Any) -> tuple:
@@ -152,9 +88,9 @@ def set_state(model: Any, values: tuple | list) -> None:
                           f"got {len(values)}")
     for s, v in zip(leaves, values, strict=True):
         if isinstance(s, tuple):
-            s[0].values[s[1]] = _coerce(s[0].T, v, "state")
+            s[0].values[s[1]] = coerce(s[0].T, v, "state")
         else:
-            s.value = _coerce(s.T, v, "state")
+            s.value = coerce(s.T, v, "state")
 
 
 def reset(model: Any) -> None:
@@ -173,11 +109,11 @@ def step(model: Any, inst: Any, *inputs: Any) -> Any:
     if len(inputs) != len(nf.inputs):
         raise ConfigError(f"{type(model).__name__} takes {len(nf.inputs)} inputs "
                           f"{[n for n, _ in nf.inputs]}, got {len(inputs)}")
-    args = [_coerce(T, v, f"input {n}") for (n, T), v in zip(nf.inputs, inputs, strict=True)]
+    args = [coerce(T, v, f"input {n}") for (n, T), v in zip(nf.inputs, inputs, strict=True)]
     key, view = _key_view(nf.isa, inst)
     raw, nxt = nf.runner(PY, key, view)(get_state(model), *args)
     outs = nf.outputs_tuple(raw)
-    outs = tuple(_coerce(T, v, f"output {n}") for (n, T), v in zip(nf.outputs, outs, strict=True))
+    outs = tuple(coerce(T, v, f"output {n}") for (n, T), v in zip(nf.outputs, outs, strict=True))
     set_state(model, nxt)
     return outs if len(outs) > 1 else outs[0]
 
@@ -187,8 +123,8 @@ def _args_state(spec: type, inputs: tuple | list, state: tuple | list) -> tuple:
     if len(inputs) != len(nf.inputs) or len(state) != len(nf.state):
         raise ConfigError(f"{spec.__name__} takes {len(nf.inputs)} inputs and "
                           f"{len(nf.state)} state values, got {len(inputs)} and {len(state)}")
-    args = [_coerce(T, v, f"input {n}") for (n, T), v in zip(nf.inputs, inputs, strict=True)]
-    st = tuple(_coerce(leaf.T, v, f"state {leaf.name}")
+    args = [coerce(T, v, f"input {n}") for (n, T), v in zip(nf.inputs, inputs, strict=True)]
+    st = tuple(coerce(leaf.T, v, f"state {leaf.name}")
                for leaf, v in zip(nf.state, state, strict=True))
     return nf, args, st
 
@@ -209,3 +145,7 @@ def evaluate_specialized(spec: type, inst: Any, inputs: tuple | list,
     key, view = _key_view(nf.isa, inst)
     raw, nxt = nf.specialized(PY, key, view)(st, *args)
     return nf.outputs_tuple(raw), tuple(nxt)
+
+
+__all__ = ["accept_int_fields", "evaluate", "evaluate_specialized", "get_state", "instruction_view",
+           "reset", "set_state", "step"]

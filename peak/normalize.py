@@ -53,7 +53,11 @@ from hwtypes.adt_meta import BoundMeta
 
 from cgra.errors import SpecError
 from peak.family import Family, band, bnot, bor, make_ite
-from peak.spec import Peak, Register, RegisterFile
+from peak.coerce import accept_int_fields
+from peak.state import PeakBase, Register, RegisterFile
+from peak.typecheck import typecheck
+from peak.assembler import assembler
+from peak.assembler import is_bit_type, is_bv_type
 
 
 @dataclass
@@ -126,15 +130,17 @@ class NormalForm:
         """The normal form partially evaluated for one instruction (``view``; ``key`` a
         hashable id of it, e.g. the flat encoding): lines that depend only on the
         instruction are computed once, ``__ite__`` with such a condition keeps only the
-        chosen operand, dead lines are dropped. Returns ``fn(state_tuple, *inputs) ->
-        (raw_return, next_state_tuple)``; cached (up to 4096 instructions per family)."""
+        chosen operand, dead lines are dropped, and a sub-PE call whose instruction follows
+        from ``view`` runs the sub-PE's own specialisation. Returns ``fn(state_tuple,
+        *inputs) -> (raw_return, next_state_tuple)``; cached (up to 4096 instructions per
+        family)."""
         ck = (family.name, key)
         fn = self._specialized.get(ck)
         if fn is not None:
             return fn
         if self._plan is None:
             self._plan = _SpecializePlan(self)
-        fn = self._plan.build(family, self.function(family), view)
+        fn = self._plan.build(family, self.function(family), view, key)
         if len(self._specialized) >= 4096:
             self._specialized.clear()
         self._specialized[ck] = fn
@@ -217,7 +223,21 @@ class _SpecializePlan:
                     and all(_SpecializePlan._same_kind(x, y) for x, y in zip(a, b, strict=True)))
         return type(a) is type(b) and not isinstance(a, int)
 
-    def build(self, family: Family, full_fn: Any, view: Any) -> Any:
+    def _sub_call(self, value: ast.expr) -> tuple[str, str] | None:
+        """``(sub-PE attribute, SSA name of its instruction argument)`` when ``value`` calls
+        a sub-PE whose instruction depends only on this spec's instruction, else None."""
+        if (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+                and value.func.id.startswith("__subfn_") and len(value.args) >= 2
+                and isinstance(value.args[1], ast.Name) and value.args[1].id in self.static):
+            return value.func.id[len("__subfn_"):], value.args[1].id
+        return None
+
+    def build(self, family: Family, full_fn: Any, view: Any, key: Any) -> Any:
+        """The specialisation for the instruction ``view`` (``key`` its hashable id); a
+        sub-PE call whose instruction is known runs the sub-PE's own specialisation, cached
+        under ``(spec, key, call site)``, and gets ``None`` for the inputs that one ignores
+        (so what only feeds them is dropped). The function's ``_peak_used_inputs_`` names
+        the inputs it reads."""
         ns = dict(full_fn.__globals__)
         exec(compile(self.static_src, "<static part>", "exec"), ns)
         values = ns["__static__"](view)
@@ -245,6 +265,18 @@ class _SpecializePlan:
                     out.append(f"    {names[0]} = {ast.unparse(chosen)}")
                     live.update(n.id for n in ast.walk(chosen) if isinstance(n, ast.Name))
                     continue
+            sub = self._sub_call(value)
+            if sub is not None:     # the sub-PE specialised too; inputs it ignores are not computed
+                assert isinstance(value, ast.Call)
+                fn = f"__subspec_{names[0]}"
+                sub_nf = self.nf.subs[sub[0]]
+                ns[fn] = sub_nf.specialized(family, (self.nf.spec, key, names[0]), values[sub[1]])
+                used = ns[fn]._peak_used_inputs_
+                args = [value.args[0]] + [a if n in used else ast.Constant(None) for (n, _), a
+                                          in zip(sub_nf.inputs, value.args[2:], strict=True)]
+                out.append(f"    {names[0]} = {fn}({', '.join(ast.unparse(a) for a in args)})")
+                live.update(n.id for a in args for n in ast.walk(a) if isinstance(n, ast.Name))
+                continue
             out.append("    " + ast.unparse(st))
             live.update(n.id for n in ast.walk(value) if isinstance(n, ast.Name))
         inputs = self.params[2:]
@@ -258,7 +290,9 @@ class _SpecializePlan:
         ns[self.inst] = view                 # dynamic lines may still read inst fields
         exec(compile("\n".join(src) + "\n", f"<{self.nf.spec.__name__} specialised>",
                      "exec"), ns)
-        return ns["__spec__"]
+        fn = ns["__spec__"]
+        fn._peak_used_inputs_ = frozenset(p for p in inputs if p in live)
+        return fn
 
 
 def _cast(T: Any, v: Any) -> Any:
@@ -326,7 +360,7 @@ class _Builder:
     """Builds the SSA statement stream of one ``__call__``."""
 
     def __init__(self, spec: type, fn: Any, tree: ast.FunctionDef, file: str,
-                 instance: Peak, scope: dict[str, Any]):
+                 instance: PeakBase, scope: dict[str, Any]):
         self.spec, self.fn, self.tree, self.file = spec, fn, tree, file
         self.instance, self.scope = instance, scope
         self.lines: list[str] = []
@@ -371,7 +405,7 @@ class _Builder:
                     idx.append(len(self.state))
                     self.state.append(StateLeaf(f"{attr}[{i}]", obj.T, obj.init))
                 self.comps[attr] = _Comp(attr, obj, idx)
-            elif isinstance(obj, Peak):
+            elif isinstance(obj, PeakBase):
                 sub = normal_form(type(obj))
                 idx = []
                 for leaf in sub.state:
@@ -859,8 +893,8 @@ def normal_form(spec: type) -> NormalForm:
     unsupported code, a path that does not return, a missing or non-hwtypes annotation, a
     missing ``name_outputs``, a failing ``__init__`` and the type errors of
     :func:`peak.typecheck.typecheck`. Lets the ISA's Bit / BitVector fields take ints
-    (:func:`peak.model.accept_int_fields`)."""
-    if not (isinstance(spec, type) and issubclass(spec, Peak)):
+    (:func:`peak.coerce.accept_int_fields`)."""
+    if not (isinstance(spec, type) and issubclass(spec, PeakBase)):
         raise SpecError(f"{spec!r} is not a Peak spec class (subclass peak.Peak)")
     fn = getattr(spec, "_spec_call_", None)
     if fn is None:
@@ -890,7 +924,6 @@ def normal_form(spec: type) -> NormalForm:
             raise SpecError(f"{spec.__name__}.__call__ argument '{n}' has no type annotation",
                             file, tree.lineno)
     isa = ann[names[1]]
-    from peak.assembler import assembler
     try:
         assembler(isa)
     except SpecError as e:
@@ -898,7 +931,6 @@ def normal_form(spec: type) -> NormalForm:
             raise
         raise SpecError(f"{spec.__name__}.__call__: instruction argument '{names[1]}': {e}",
                         file, _annotation(tree, names[1])[0]) from None
-    from peak.model import accept_int_fields
     accept_int_fields(isa)
     for n in names[2:]:
         _check_port_type(spec, f"input '{n}'", ann[n], file, *_annotation(tree, n))
@@ -920,7 +952,6 @@ def normal_form(spec: type) -> NormalForm:
     nf = NormalForm(spec=spec, isa=isa, inputs=[(n, ann[n]) for n in names[2:]],
                     outputs=list(outs.items()), state=b.state, source=source, file=file,
                     refs=b.refs, subs=b.subs, spec_lines=b.spec_lines, returns=b.returns)
-    from peak.typecheck import typecheck
     typecheck(nf)
     return nf
 
@@ -951,7 +982,6 @@ def _check_port_type(spec: type, what: str, T: Any, file: str, line: int,
                      text: str = "") -> None:
     """A port is annotated with ``Bit`` or a sized hwtypes bit vector; SpecError otherwise.
     ``text`` is the annotation's source (named in the message when it is an alias)."""
-    from peak.assembler import is_bit_type, is_bv_type
     if is_bit_type(T) or is_bv_type(T):
         return
     name = _type_name(T)

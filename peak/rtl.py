@@ -28,6 +28,9 @@ from cgra.errors import SpecError
 from peak.assembler import assembler
 from peak.family import Family
 from peak.normalize import normal_form
+from peak import spec_hash
+from peak.assembler import is_bit_type
+from peak.assembler import is_signed_type
 
 
 def _u(x: Any) -> Any:
@@ -293,12 +296,10 @@ MAGMA = MagmaFamily("magma", MBit, _Indexed(False), _Indexed(True), _Indexed(Fal
 
 
 def _mtype(T: Any) -> Any:
-    from peak.assembler import is_bit_type
     return m.Bit if is_bit_type(T) else m.Bits[T.size]
 
 
 def _to_port(T: Any, v: Any) -> Any:
-    from peak.assembler import is_bit_type
     if isinstance(v, (bool, int)):
         return m.Bit(bool(v)) if is_bit_type(T) else m.bits(int(v) % (1 << T.size), T.size)
     if is_bit_type(T):
@@ -310,7 +311,6 @@ def _to_port(T: Any, v: Any) -> Any:
 def pe_circuit(spec: type) -> Any:
     """The magma circuit of ``spec`` (generated once per process). Raises
     :class:`SpecError` if the spec uses an operation the hardware family lacks."""
-    from peak import spec_hash
     nf = normal_form(spec)
     asm = assembler(nf.isa)
     ports: dict[str, Any] = {"clk_en": m.In(m.Bit), "inst": m.In(m.Bits[asm.width])}
@@ -352,7 +352,6 @@ def _elaborate(io: Any, nf: Any, asm: Any) -> None:
 
 
 def _signed(T: Any) -> bool:
-    from peak.assembler import is_signed_type
     return is_signed_type(T)
 
 
@@ -410,9 +409,9 @@ def pe_core_spec(spec: type) -> Any:
     """A :class:`cgra.core.CoreSpec` for ``spec``: tag ``p``, one config field ``inst``
     (the flat instruction, packed LSB first into 32-bit registers), ``build`` =
     :func:`pe_core_circuit`, ``info`` = :func:`peak.collateral.pe_json`."""
-    from cgra.config import ConfigField
-    from cgra.core import CoreSpec, PortSpec
-    from peak.collateral import pe_json
+    from cgra.config import ConfigField  # deferred: loads cgra.config only when called
+    from cgra.core import CoreSpec, PortSpec  # deferred: loads cgra.config, cgra.core only when called
+    from peak.collateral import pe_json  # deferred: loads peak.collateral only when called
     nf = normal_form(spec)
     asm = assembler(nf.isa)
     ports = tuple([PortSpec(n, getattr(T, "size", 1), "in") for n, T in nf.inputs] +

@@ -21,9 +21,10 @@ import fault
 
 from cgra.errors import SimulationError
 from peak.assembler import assembler
-from peak.model import _coerce
+from peak.coerce import coerce as _coerce
 from peak.normalize import normal_form
 from peak.rtl import pe_circuit
+import hwtypes as ht
 
 
 def _unpack(v: Sequence) -> tuple[Any, Sequence, int]:
@@ -64,7 +65,6 @@ class RTLSim:
         return max(1, (getattr(T, "size", 1) + 7) // 8)
 
     def _tester(self) -> Any:
-        import hwtypes as ht
         circ, nf = self.circ, self.nf
         t = fault.Tester(circ, circ.CLK)
         vec = t.file_open("vectors.txt", "r")

@@ -29,6 +29,7 @@ from cgra.errors import ConfigError
 from peak.assembler import assembler, leaf_name
 from peak.family import SMT
 from peak.normalize import normal_form
+from pysmt.shortcuts import get_env
 
 
 def _smt_value(T: Any, v: Any, what: str) -> Any:
@@ -184,7 +185,6 @@ class SymbolicPE:
 @functools.lru_cache(maxsize=1)
 def z3_converter() -> Any:
     """A pysmt -> z3 converter (pysmt's own, in z3's main context)."""
-    from pysmt.shortcuts import get_env
     return get_env().factory.Solver(name="z3").converter
 
 

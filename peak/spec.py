@@ -12,7 +12,7 @@ instance runs the normal form on concrete values (:mod:`peak.model`)::
     res, flag = model(inst, A, B, C, c_in)     # hwtypes values or ints; state kept inside
 
 Defining a spec class also lets its instruction type's Product fields of type Bit /
-BitVector take plain ints (``Inst(Opcode.Add, 0, 1, 0)``; :func:`peak.model.accept_int_fields`).
+BitVector take plain ints (``Inst(Opcode.Add, 0, 1, 0)``; :func:`peak.coerce.accept_int_fields`).
 
 Register semantics (one cycle of latency): ``self.r(v)`` returns the stored value and
 latches ``v``; ``self.r(v, en)`` latches only when ``en`` is 1. On a path where ``self.r``
@@ -24,42 +24,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from cgra.errors import SpecError
-
-
-class Register:
-    """A state element of hwtypes type ``T`` (``Bit`` or ``BitVector[n]``) with reset value
-    ``init`` (int). One cycle of latency."""
-
-    def __init__(self, T: Any, init: int = 0):
-        from peak.assembler import is_bit_type, is_bv_type
-        if not (is_bit_type(T) or is_bv_type(T)):
-            raise SpecError(f"Register type {T!r} must be Bit or a sized BitVector/SInt/UInt")
-        self.T = T
-        self.init = int(init)
-        self.value: Any = T(self.init)
-
-    def __call__(self, *args: Any) -> Any:
-        raise SpecError("a Register is only called inside a Peak spec's __call__ "
-                        "(it is interpreted by the normal form)")
-
-
-class RegisterFile:
-    """``depth`` entries of hwtypes type ``T``, reset to ``init``. ``read(addr)`` is
-    combinational; ``write(addr, data, en=1)`` takes effect at the next cycle. ``addr`` is a
-    bit vector of ``max(1, (depth-1).bit_length())`` bits; out-of-range addresses read
-    entry 0 and write nothing."""
-
-    def __init__(self, depth: int, T: Any, init: int = 0):
-        from peak.assembler import is_bit_type, is_bv_type
-        if depth < 1:
-            raise SpecError(f"RegisterFile depth {depth} must be >= 1")
-        if not (is_bit_type(T) or is_bv_type(T)):
-            raise SpecError(f"RegisterFile type {T!r} must be Bit or a sized BitVector")
-        self.depth = depth
-        self.T = T
-        self.init = int(init)
-        self.values: list[Any] = [T(self.init) for _ in range(depth)]
+from peak import model
+from peak.coerce import accept_int_fields
+from peak.state import PeakBase, Register, RegisterFile
 
 
 def name_outputs(**outputs: Any) -> Callable:
@@ -76,7 +43,7 @@ def _instruction_type(fn: Any) -> Any:
     """The annotation of ``__call__``'s instruction argument when it is already a type
     object; None for a string annotation (``from __future__ import annotations``), which
     :func:`peak.normal_form` resolves later (and then calls
-    :func:`peak.model.accept_int_fields` itself)."""
+    :func:`peak.coerce.accept_int_fields` itself)."""
     code = getattr(fn, "__code__", None)
     if code is None or code.co_argcount < 2:
         return None
@@ -84,7 +51,7 @@ def _instruction_type(fn: Any) -> Any:
     return T if isinstance(T, type) else None
 
 
-class Peak:
+class Peak(PeakBase):
     """Base class of PE specs. Subclasses define ``__init__`` (state) and ``__call__``.
 
     Calling an instance runs the normalised ``__call__`` on concrete values, updates the
@@ -101,21 +68,19 @@ class Peak:
             cls.__call__ = Peak._model_call  # type: ignore[method-assign]
             isa = _instruction_type(user)
             if isa is not None:
-                from peak.model import accept_int_fields
                 accept_int_fields(isa)
 
     def _model_call(self, inst: Any, *inputs: Any) -> Any:
-        from peak.model import step
-        return step(self, inst, *inputs)
+        return model.step(self, inst, *inputs)
 
     def reset(self) -> None:
-        from peak.model import reset
-        reset(self)
+        model.reset(self)
 
     def state(self) -> tuple:
-        from peak.model import get_state
-        return get_state(self)
+        return model.get_state(self)
 
     def set_state(self, values: tuple | list) -> None:
-        from peak.model import set_state
-        set_state(self, values)
+        model.set_state(self, values)
+
+
+__all__ = ["Peak", "PeakBase", "Register", "RegisterFile", "name_outputs"]

@@ -25,14 +25,16 @@ from __future__ import annotations
 
 import ast
 import operator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import hwtypes as ht
 
 from cgra.errors import SpecError
 from peak.assembler import assembler
 from peak.family import SMT
-from peak.normalize import NormalForm
+
+if TYPE_CHECKING:     # annotations only: peak.normalize calls typecheck() on what it builds
+    from peak.normalize import NormalForm
 
 _FILE = "<type check of a PE spec>"
 

@@ -53,9 +53,9 @@ APPS: dict[str, Callable[[int, int, int], dsl.Pipeline]] = {
 FLOAT_APPS: frozenset[str] = frozenset({"gaussian_bf16", "brighten_bf16", "nlm_bf16"})
 
 #: apps whose BFloat16 outputs may differ from the Halide golden (``exp`` and ``/`` there are
-#: correctly rounded, on the array the <= 2 ulp decompositions of :mod:`mapper.float_math`):
+#: correctly rounded, on the array the <= 2 ulp decompositions of :mod:`mapper.frontend.float_math`):
 #: app -> the stated bound in bf16 ulps, derived in the app's docstring. The flow compares
-#: the RTL with Halide within it (:func:`mapper.flow.check_output`), with the numpy
+#: the RTL with Halide within it (:func:`mapper.sim.run.check_output`), with the numpy
 #: interpreter (the IR's semantics) still bit for bit; every other app: bit for bit with both
 HALIDE_TOLERANCE_ULP: dict[str, int] = {"nlm_bf16": nlm_bf16.HALIDE_TOLERANCE_ULP}
 
@@ -66,11 +66,11 @@ def build_app(name: str, width: int = 64, height: int = 64, unroll: int = 1) -> 
     Raises :class:`MappingError` for an unknown app name.
     """
     if name not in APPS:
-        from mapper.apps.dnn import LAYERS
+        from mapper.apps.dnn import LAYERS  # deferred: loads mapper.apps only when called
         if name in LAYERS:
             raise MappingError(f"'{name}' is a DNN layer (a tensor program), not a stencil "
                                f"app: `cgra run {name} --design build/default` compiles it "
-                               f"(mapper.dnn_array), `cgra layer {name}` prints its plan")
+                               f"(mapper.dnn.array), `cgra layer {name}` prints its plan")
         raise MappingError(f"unknown app '{name}'; shipped apps: {', '.join(sorted(APPS))}")
     return APPS[name](width, height, unroll)
 
@@ -88,7 +88,7 @@ def app_images(pipe: dsl.Pipeline, img: np.ndarray) -> dict[str, np.ndarray]:
     (:func:`mapper.images.bayer_rggb`). Values are the pixels for an integer input, their bf16
     encodings (:func:`dsl.to_bf16_bits`, nearest even; exact for 0..255) for a ``BFloat16``
     input. Raises :class:`MappingError` for an array of the wrong rank."""
-    from mapper.images import bayer_rggb
+    from mapper.images import bayer_rggb  # deferred: loads mapper.images only when called
 
     img = np.asarray(img)
     want = 2 if pipe.image == "grey" else 3
@@ -108,7 +108,7 @@ def load_app_image(pipe: dsl.Pipeline, source: str, size: tuple[int, int]) -> np
     """The test image ``source`` (sample name or file) as the app's convention needs it:
     grey ``[y, x]`` (:func:`mapper.images.load_image`) or colour ``[y, x, c]``
     (:func:`mapper.images.load_rgb`); ``size`` = ``(height, width)``."""
-    from mapper.images import load_image, load_rgb
+    from mapper.images import load_image, load_rgb  # deferred: loads mapper.images only when called
 
     return load_image(source, size) if pipe.image == "grey" else load_rgb(source, size)
 

@@ -2,7 +2,7 @@
 convention ``bayer_rggb``), three outputs ``red``, ``green``, ``blue`` (UInt16). It selects
 by the pixel's colour phase, the coordinate parity ``x % 2``, ``y % 2`` (Halide's ``select``
 on ``x % 2``), which the array reads from two pattern ROMs (MEM tiles holding ``0, 1, 0, 1,
-...``, loaded with the bitstream: :func:`mapper.memory.pattern_rom`).
+...``, loaded with the bitstream: :func:`mapper.mapping.memory.pattern_rom`).
 
 Output pixel ``(x, y)`` is mosaic pixel ``c = (x + 1, y + 1)`` (a 3x3 neighbourhood), with
 ``px = (x + 1) % 2``, ``py = (y + 1) % 2`` (RGGB: R at (0, 0), G at (1, 0) and (0, 1), B at

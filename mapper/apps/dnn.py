@@ -1,4 +1,4 @@
-"""DNN layers as tensor programs (:mod:`mapper.tensor`): the unified-buffer paper's second
+"""DNN layers as tensor programs (:mod:`mapper.frontend.tensor`): the unified-buffer paper's second
 application class (Liu et al., TACO 2023, section 6: ResNet, MobileNet, GEMM), in 16-bit
 integer arithmetic with a shift-and-saturate requantisation as the AHA flow's integer ResNet.
 
@@ -17,7 +17,7 @@ Types and formulas (Halide semantics; every value a 16-bit word, wrap-around ari
 - ``gemm``: ``C(x, y) = sum_k A(k, y) * B(x, k)`` (``Int16``, wrap-around; ``A`` is M x K
   with ``y`` the row, ``B`` K x N), no requantisation.
 
-Output domains: the valid domain (:func:`mapper.tensor.domains`): ``W - 2`` x ``H - 2`` for a
+Output domains: the valid domain (:func:`mapper.frontend.tensor.domains`): ``W - 2`` x ``H - 2`` for a
 3x3 window at stride 1, ``(W - 3) // 2 + 1`` at stride 2.
 
 Schedules (Halide directives on the reduction's update, results unchanged): the paper's
@@ -26,7 +26,7 @@ channel blocking, ``block_in`` input channels and ``block_out`` output channels 
 block_out).unroll(rzi).unroll(ki)``; the depthwise stage ``block_in`` channels (its 3 x 3
 window in time, as the convolutions'); ``gemm``: an 8 x 8 output tile (``split`` + ``unroll`` of ``x`` and
 ``y``). Blocks must divide the channel counts (:class:`~cgra.errors.MappingError` otherwise);
-:mod:`mapper.dnn_plan` reads them as the layer's lanes.
+:mod:`mapper.dnn.plan` reads them as the layer's lanes.
 
 Inputs (:func:`layer_inputs`): random tensors from a seeded generator (activations
 ``0..255``, weights ``-8..7``) or, for a layer's first input, a real image
@@ -176,7 +176,7 @@ def image_tensor(source: str, width: int, height: int, channels: int) -> np.ndar
     """A real image as a ``(channels, height, width)`` uint16 activation tensor (values
     0..255): channel ``c`` = colour plane ``c % 3`` (R, G, B) of :func:`mapper.images.load_rgb`
     of ``source`` (a shipped scikit-image sample or a file). Raises :class:`MappingError`."""
-    from mapper.images import load_rgb
+    from mapper.images import load_rgb  # deferred: loads mapper.images only when called
 
     rgb = load_rgb(source, (width, height))
     return np.stack([rgb[:, :, c % 3] for c in range(channels)]).astype(np.uint16)

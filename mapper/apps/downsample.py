@@ -4,7 +4,7 @@
   wraps modulo 2**16, then a logical shift right by 2).
 
 Output domain: ``floor(W/2) x floor(H/2)``; one output every 2nd cycle of every 2nd input row
-(rate-matched schedule, :mod:`mapper.polyhedral`).
+(rate-matched schedule, :mod:`mapper.mapping.polyhedral`).
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ application class), Int16 levels on a UInt16 image:
 Sums wrap modulo 2**16 as Int16.  Output domain on a W x H image (W, H >= 12):
 ``2 * (floor((floor((W - 2) / 2) - 2 - 1) / 2) + 1) * 2``-ish: 60 x 60 for 64 x 64 (the
 intersection of the levels' domains; :meth:`mapper.ir.Pipeline.domains`).  Multi-rate:
-stages at full, half and quarter rate (:mod:`mapper.polyhedral`), unroll 1.
+stages at full, half and quarter rate (:mod:`mapper.mapping.polyhedral`), unroll 1.
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ search window), normalised by the sum of the weights (a division).
 
 - Input ``input``: ``BFloat16`` encodings of grey pixels ``0..255`` (exact in bf16), made on
   the host by :func:`mapper.apps.app_images`. Larger values are outside the stated bound (the
-  exponent argument could pass ``-16``, where :func:`mapper.float_math.exp` saturates).
+  exponent argument could pass ``-16``, where :func:`mapper.frontend.float_math.exp` saturates).
 - Weights, one per pair of adjacent pixels, computed once and read by both pixels of the pair
   (the weight is symmetric; this halves the ``exp`` count: 2 instead of 4 per output pixel):
   ``wh(x, y) = exp((in(x, y) - in(x+1, y))**2 * -H)`` (pair (x, y)-(x+1, y)),
@@ -30,11 +30,11 @@ Golden models and the stated bound :data:`HALIDE_TOLERANCE_ULP`. The RTL, the nu
 interpreter and Halide share every rounding up to the exponent argument (the difference of
 integers 0..255 is exact, the square is rounded to nearest even by all three, ``* -H`` is
 exact), so only ``exp`` and ``/`` differ. The numpy interpreter evaluates the IR (the
-decompositions of :mod:`mapper.float_math`) and equals the RTL bit for bit. Halide computes
+decompositions of :mod:`mapper.frontend.float_math`) and equals the RTL bit for bit. Halide computes
 ``exp`` and ``/`` in float32 and rounds to bf16: the exact value rounded to nearest even (the
 double rounding is innocuous for ``/ + *``, float32 having more than ``2*8 + 2`` bits; for
 ``exp`` it is checked on every argument of ``[-16, 0]`` by ``tests/mapper/test_nlm_bf16.py``).
-Bound on the output's ulp distance (:func:`mapper.flow.bf16_ulp_distance`), every rounding
+Bound on the output's ulp distance (:func:`mapper.sim.run.bf16_ulp_distance`), every rounding
 taken at its worst and in opposite directions in the two paths, with ``u = 2**-8`` (bf16 has
 8 significant bits: rounding to nearest is within ``u`` relative, an ulp of ``v`` lies in
 ``(u*|v|, 2u*|v|]``), as a factor on the exact value (:func:`halide_bound_ulp` evaluates it):
@@ -68,7 +68,7 @@ from mapper.frontend.dsl import BFloat16, Func, Input, Pipeline, Var, exp
 H = 2.0 ** -12
 #: the relative rounding error of bf16 (8 significant bits, round to nearest even)
 U = 2.0 ** -8
-#: the error bounds of :mod:`mapper.float_math`'s ``exp`` and ``div``, in ulps of the result
+#: the error bounds of :mod:`mapper.frontend.float_math`'s ``exp`` and ``div``, in ulps of the result
 #: from the correctly rounded value
 EXP_ULP, DIV_ULP = 2, 2
 

@@ -4,7 +4,7 @@
   block).
 
 Output domain: ``2W x 2H``.  The read distance varies (0..2W+1 cycles), so the buffer is an
-addressed circular buffer of one input row on one MEM tile (:func:`mapper.memory.
+addressed circular buffer of one input row on one MEM tile (:func:`mapper.mapping.memory.
 addressed_tiles`); the output runs one pixel per cycle and the input streams every 2nd cycle
 of every 2nd output row.
 """

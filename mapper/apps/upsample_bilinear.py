@@ -7,7 +7,7 @@
 
 Output domain: ``(2W - 1) x (2H - 1)`` (the last pixel of each row / column would read
 past the input).  Each output row reads input rows ``y/2`` and ``(y+1)/2``, so its buffer
-is an addressed circular buffer of 2 input rows (:func:`mapper.memory.circular_rows`),
+is an addressed circular buffer of 2 input rows (:func:`mapper.mapping.memory.circular_rows`),
 read four times: 4 dual-port MEMs or 2 PUB tiles (two read ports each).  The output row
 takes 2W cycles for its 2W - 1 pixels: in the idle cycle the ``(x+1)/2`` read programs run
 one iteration early (x = -1), so they read each word twice in a row (0,0,1,1,...), the

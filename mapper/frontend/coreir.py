@@ -30,7 +30,7 @@ kernels -- are ignored):
   ``in.0`` .. ``in.<N-1>``, ``out``) becomes CoreIR's balanced tree of ``N - 1`` operator
   nodes (:func:`opn_tree`; operators: :data:`OPN_OPERATORS`); BFloat16 ``float.div`` (ports
   ``in0``, ``in1``) and ``float.exp`` (port ``in``) become the documented approximations of
-  :mod:`mapper.float_math` (<= 2 ulp; the FP PE);
+  :mod:`mapper.frontend.float_math` (<= 2 ulp; the FP PE);
 - ``connections`` join one driver (an instance's ``out``, a module input ``self.<port>`` or
   element ``self.<port>.<i>``) with one sink (an instance input port named as in CoreIR:
   ``in0``, ``in1``, ``sel``, ``in``; or a module output ``self.<port>``); bit selects are not
@@ -69,7 +69,8 @@ from pathlib import Path
 from typing import Any
 
 from cgra.errors import MappingError
-from mapper import float_math, ir
+from mapper import ir
+from mapper.frontend import float_math
 
 #: ops whose instance has no ``genargs.width`` (1-bit corebit primitives)
 _BIT_OPS = {k for k in ir.OPS if k.startswith("corebit.")}
@@ -285,7 +286,7 @@ def _instance_width(op: str, inst: dict[str, Any], where: str) -> int:
 # ------------------------------------------------------------- expanded CoreIR generators
 _UDIV = "coreir.udiv"
 _OPN = "commonlib.opn"
-#: CoreIR's float division and exponential: multi-PE decompositions (:mod:`mapper.float_math`)
+#: CoreIR's float division and exponential: multi-PE decompositions (:mod:`mapper.frontend.float_math`)
 FLOAT_EXPANDED = {"float.div": ("in0", "in1"), "float.exp": ("in",)}
 #: CoreIR ops the importer expands into several IR nodes (not ops of :data:`mapper.ir.OPS`)
 EXPANDED_OPS = frozenset({_UDIV, _OPN, *FLOAT_EXPANDED})

@@ -23,7 +23,7 @@ Language (a subset of Halide with its semantics):
   "BFloat16"). A Python int or float next to a BFloat16 operand is a BFloat16 constant
   (:func:`bf16_bits`: nearest even from its float32 value); ``/`` by a power-of-two literal is
   the multiplication by its exact reciprocal; any other ``a / b`` and ``exp(a)`` are the
-  approximations of :mod:`mapper.float_math` (<= 2 ulp, not correctly rounded: Halide's
+  approximations of :mod:`mapper.frontend.float_math` (<= 2 ulp, not correctly rounded: Halide's
   golden rounds exactly, so results may differ from it by that bound). ``cast(BFloat16, e)`` of a UInt16 / Int16 value
   rounds it to nearest even (IR ``float.from_u16`` / ``from_s16``, the FP PE's ``I2F``);
   ``cast(Int16, f)`` / ``cast(UInt16, f)`` truncates toward zero (``float.to_s16`` /
@@ -43,7 +43,7 @@ Language (a subset of Halide with its semantics):
   a constant may sit inside the floor, ``g[(x + 1) / 2, y / 2]`` (bilinear upsampling), and
   a floor division is never scaled afterwards (``(x / 2) * 2`` is refused: Halide floors
   first).  One Func reads each producer at one rate.  Multi-rate pipelines are scheduled by
-  :mod:`mapper.polyhedral` and run with ``unroll = 1``.
+  :mod:`mapper.mapping.polyhedral` and run with ``unroll = 1``.
 - ``repeat_edge(inp)``: the input with clamp-to-edge boundary (Halide's
   ``BoundaryConditions.repeat_edge``); stencils may read past the image and the output keeps
   the input's size (:meth:`Pipeline.output_domain`, :meth:`Pipeline.edge_geometry`).
@@ -53,7 +53,7 @@ Language (a subset of Halide with its semantics):
   literal, a ``UInt16`` value (Halide's ``x % 2``, e.g. ``select(x % 2 == 0, a, b)`` on a
   Bayer mosaic's phase). It needs a single-rate pipeline without ``repeat_edge``; on the array
   the pattern comes from a MEM tile holding one row (column) of it, loaded with the bitstream
-  (:func:`mapper.memory.pattern_rom`), not from the host.
+  (:func:`mapper.mapping.memory.pattern_rom`), not from the host.
 - ``LUT(name, values)``: a lookup table indexed by a data expression, ``lut[e]`` =
   ``values[clamp(e, 0, len(values) - 1)]`` (Halide: a ``Buffer`` read at a clamped index; an
   ``Int16`` index below 0 reads entry 0). On the array it is a MEM tile in lookup-table mode
@@ -69,8 +69,8 @@ Language (a subset of Halide with its semantics):
   in[x + r.x, y + r.y, r.z]`` (a reduction over channels) or ``a[r.x, y] * b[x, r.x]``; and
   Halide's scheduling directives ``f.split(v, outer, inner, factor)``, ``f.unroll(v)``,
   ``f.update().split(r.z, "rzo", "rzi", 8).unroll("rzi")`` (:attr:`Func.directives`; results
-  never depend on them; :mod:`mapper.dnn_plan` reads the unrolled lanes). Such a program is
-  evaluated by :mod:`mapper.tensor` and real Halide; :meth:`Pipeline.lower` refuses it
+  never depend on them; :mod:`mapper.dnn.plan` reads the unrolled lanes). Such a program is
+  evaluated by :mod:`mapper.frontend.tensor` and real Halide; :meth:`Pipeline.lower` refuses it
   (:meth:`Pipeline.check_stencil`): the array runs 2-D stencil pipelines only.
 
 Every Func becomes one pipeline stage (one kernel); errors are :class:`MappingError` naming
@@ -86,7 +86,9 @@ from typing import Any
 import numpy as np
 
 from cgra.errors import MappingError
-from mapper import float_math, ir
+from mapper import ir
+from mapper.frontend import float_math
+import builtins
 
 
 # ------------------------------------------------------------------------------ types
@@ -113,7 +115,7 @@ BFloat16 = Type("BFloat16", 16, False, True)
 def bf16_bits(v: float) -> int:
     """The bf16 encoding of the Python number ``v``: its float32 value rounded to nearest
     even (NaN ``0x7FC0``), as :func:`peak.bf16.bf16_bits`."""
-    from peak.bf16 import bf16_bits as _bits
+    from peak.bf16 import bf16_bits as _bits  # deferred: loads z3, pysmt, hwtypes, 1 more only when called
     return _bits(float(v))
 
 
@@ -406,7 +408,7 @@ class BinOp(Expr):
             if a.type != b.type:
                 raise MappingError(f"operator /: operand types differ ({a.type} vs {b.type}); "
                                    f"use cast(type, e)")
-            return BinOp("/", a, b, a.type)            # mapper.float_math.div (<= 2 ulp)
+            return BinOp("/", a, b, a.type)            # mapper.frontend.float_math.div (<= 2 ulp)
         if op in (">>", "<<", "/"):
             a = _lift(a, b.type if isinstance(b, Expr) else UInt16)
             if not isinstance(b, int) or isinstance(b, bool):
@@ -489,7 +491,7 @@ def select(c: Any, a: Any, b: Any) -> Expr:
 
 def exp(a: Any) -> Expr:
     """``e ** a`` of a BFloat16 expression (Halide ``exp``): on the array the decomposition of
-    :func:`mapper.float_math.exp` (<= 2 ulp for ``|a| <= 16``, argument saturated beyond);
+    :func:`mapper.frontend.float_math.exp` (<= 2 ulp for ``|a| <= 16``, argument saturated beyond);
     Halide's golden is its float32 ``exp`` rounded to bf16. Raises :class:`MappingError` for a
     non-BFloat16 operand."""
     if not isinstance(a, Expr) or not a.type.is_float:
@@ -976,7 +978,7 @@ class Pipeline:
         """Whether the stencil flow (:meth:`lower`, ``cgra map``) takes this pipeline: every
         Input and Func 2-D and every producer read at ``[x + c, y + d]``-style indices
         (a reduction over channels, a transposed read or a weight tensor is a tensor
-        program: :mod:`mapper.tensor`)."""
+        program: :mod:`mapper.frontend.tensor`)."""
         try:
             self.check_stencil()
             for f in self.funcs:
@@ -987,20 +989,20 @@ class Pipeline:
 
     def check_stencil(self) -> None:
         """Raise :class:`MappingError` naming the first Input or Func with other than 2
-        coordinates (a tensor program, evaluated by :mod:`mapper.tensor`; the array runs 2-D
+        coordinates (a tensor program, evaluated by :mod:`mapper.frontend.tensor`; the array runs 2-D
         stencil pipelines)."""
         for i in self.inputs:
             if len(i.shape) != 2:
                 raise MappingError(f"Pipeline {self.name}: Input {i.name} has {len(i.shape)} "
                                    f"coordinates {i.shape}; the stencil flow (cgra map) lowers "
                                    f"2-D images only. A tensor program (DNN layer) is "
-                                   f"evaluated by mapper.tensor; it has no array mapping yet")
+                                   f"evaluated by mapper.frontend.tensor; it has no array mapping yet")
         for f in self.funcs:
             if len(f.vars) != 2:
                 raise MappingError(f"Pipeline {self.name}: Func {f.name} is defined over "
                                    f"{len(f.vars)} coordinates; the stencil flow (cgra map) "
                                    f"lowers 2-D Funcs only. A tensor program (DNN layer) is "
-                                   f"evaluated by mapper.tensor; it has no array mapping yet")
+                                   f"evaluated by mapper.frontend.tensor; it has no array mapping yet")
 
     def output_domain(self, name: str | None = None) -> ir.Box:
         """The domain of output ``name`` (default: the first) in the DSL's (Halide's)
@@ -1041,8 +1043,7 @@ class Pipeline:
           ``crop`` = ``nominal`` moved by each output's ``sigma``.
 
         Raises :class:`MappingError` when two paths give a stage different rates."""
-        import builtins
-        from fractions import Fraction
+        from fractions import Fraction  # deferred: loads _decimal, decimal, fractions only when called
 
         lo, hi = builtins.min, builtins.max        # this module's min / max build Exprs
         w, h = self.inputs[0].shape

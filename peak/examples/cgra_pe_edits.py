@@ -1,10 +1,12 @@
 """Known edits of the stock PE (``peak/examples/cgra_pe.py``) as text replacements, the one
 copy shared by the rule-cache tests and ``bench/bench_rules.py`` (incremental == cold after
-an edit). Each edit is a list of ``(old, new)`` pairs applied to the spec's source.
+an edit). Each edit is a list of ``(old, new)`` pairs applied to the spec's source; they edit
+the units the stock PE is built from (``make_arith``, ``make_int_alu``), as a user editing a
+copy of the file would.
 
 * :data:`ADD_ABSD`: a 1-PE ``Absd`` ALU op, ``res = |a - b|`` of the wrapped difference;
 * :data:`REMOVE_ABS`: the ``Abs`` op removed;
-* :data:`NO_MUL`: the three multiplier ops and the 2*WIDTH-bit product removed.
+* :data:`NO_MUL`: the three multiplier ops and the multiplier unit removed.
 """
 from __future__ import annotations
 
@@ -14,25 +16,22 @@ from cgra.errors import SpecError
 
 ADD_ABSD = [
     ("    XOR = 13\n", "    XOR = 13\n    Absd = 14\n"),
-    ("            elif inst.alu == ALU.Abs:\n                res = (-a) if a[WIDTH - 1] else a\n",
-     "            elif inst.alu == ALU.Abs:\n                res = (-a) if a[WIDTH - 1] else a\n"
-     "            elif inst.alu == ALU.Absd:\n"
+    ("            elif op == ops.Abs:\n                res = (-a) if a[WIDTH - 1] else a\n",
+     "            elif op == ops.Abs:\n                res = (-a) if a[WIDTH - 1] else a\n"
+     "            elif op == ops.Absd:\n"
      "                res = (-(a - b)) if (a - b)[WIDTH - 1] else a - b\n"),
 ]
 REMOVE_ABS = [
     ("    Abs = 2\n", ""),
-    ("            elif inst.alu == ALU.Abs:\n                res = (-a) if a[WIDTH - 1] else a\n",
-     ""),
+    ("            elif op == ops.Abs:\n                res = (-a) if a[WIDTH - 1] else a\n", ""),
 ]
 NO_MUL = [
     ("    MULT0 = 8\n    MULT1 = 9\n    MULT2 = 10\n    And = 11\n    Or = 12\n    XOR = 13\n",
      "    And = 8\n    Or = 9\n    XOR = 10\n"),
-    ("                a32 = a.sext(WIDTH)\n                b32 = b.sext(WIDTH)\n", ""),
-    ("                a32 = a.zext(WIDTH)\n                b32 = b.zext(WIDTH)\n", ""),
-    ("            prod = a32 * b32\n", ""),
-    ("            elif inst.alu == ALU.MULT0:\n                res = a * b\n"
-     "            elif inst.alu == ALU.MULT1:\n                res = prod[HALF:HALF + WIDTH]\n"
-     "            elif inst.alu == ALU.MULT2:\n                res = prod[WIDTH:2 * WIDTH]\n", ""),
+    ("    Multiplier = make_multiplier(width, ops)\n", ""),
+    ("            self.mul = Multiplier()\n", ""),
+    ("            res, C = self.mul(op, signed, a, b, res, C)               # MULT0 .. MULT2\n",
+     ""),
 ]
 
 
@@ -40,7 +39,7 @@ def write_edited(path: str | Path, edits: list[tuple[str, str]]) -> Path:
     """Write the stock PE's source with ``edits`` applied to ``path`` (a ``.py`` file; its
     class ``PE`` is the edited spec). Raises :class:`SpecError` naming the first ``old`` text
     the source no longer contains (the stock PE changed: update the edit)."""
-    from peak.examples import cgra_pe
+    from peak.examples import cgra_pe  # deferred: loads the stock PE spec only when called
 
     src = Path(cgra_pe.__file__).read_text()
     for old, new in edits:

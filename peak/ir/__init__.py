@@ -96,6 +96,8 @@ from typing import Any, Callable
 from cgra.errors import RuleError
 from peak.ir.programs import FLOAT_WIDTH, programs
 from peak.normalize import normal_form
+from peak.assembler import assembler
+import peak.ir.programs as progs
 
 #: Primitive op names (CoreIR genref / modref), in table order.
 PRIMITIVES: tuple[str, ...] = (
@@ -239,7 +241,6 @@ def ir_op(name: str, width: int) -> IROp:
         raise RuleError(f"unknown IR op '{name}'; known ops: {', '.join(table)}")
     spec = table[name]
     nf = normal_form(spec)
-    from peak.assembler import assembler
     asm = assembler(nf.isa)
     consts = tuple(Port(f.name, f.width) for f in asm.fields if f.kind in ("bits", "bit"))
 
@@ -433,7 +434,7 @@ def reference(name: str, width: int) -> Callable[..., int]:
     if name in three:
         return three[name]
     if name in FLOAT_PRIMITIVES and w == FLOAT_WIDTH:
-        from peak.ir.floatref import REFERENCES
+        from peak.ir.floatref import REFERENCES  # deferred: loads peak.ir only when called
         return REFERENCES[name]
     if name == "coreir.const":
         return lambda value: value & m
@@ -446,7 +447,6 @@ def reference(name: str, width: int) -> Callable[..., int]:
 def library_hash() -> str:
     """sha256 hex of the IR library's source (this module and :mod:`peak.ir.programs`):
     part of every cache key, so an edit of an op's semantics invalidates its rules."""
-    import peak.ir.programs as progs
     h = hashlib.sha256()
     for mod in (progs, __import__(__name__, fromlist=["x"])):
         h.update(inspect.getsource(mod).encode())

@@ -93,6 +93,8 @@ from typing import Any, Callable, Iterable, Iterator
 
 from cgra.errors import CollateralError
 from peak.ir import Precondition
+from peak.assembler import assembler
+from peak.normalize import normal_form
 
 RULE_SCHEMA = "peak-rewrite-rule"
 RULE_VERSION = 1
@@ -208,8 +210,6 @@ class Rule:
     # -- JSON --------------------------------------------------------------------------
     def to_json(self, spec: type) -> dict[str, Any]:
         """JSON-ready dict; ``spec`` supplies the instruction layout (tags, bit offsets)."""
-        from peak.assembler import assembler
-        from peak.normalize import normal_form
 
         asm = assembler(normal_form(spec).isa)
         insts = []

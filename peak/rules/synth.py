@@ -68,6 +68,7 @@ from peak.assembler import assembler
 from peak.ir import IROp, Port, Target, ir_op
 from peak.normalize import normal_form
 from peak.smt import symbolic
+from peak.ir import target_from_key
 
 DEFAULT_TIMEOUT_MS = 30_000
 """Default z3 timeout of one query, in milliseconds."""
@@ -373,7 +374,6 @@ def ir_dependencies(name: str, width: int, key: str) -> frozenset:
     outputs (fixed fields substituted, simplified) do not read the PE input bound to a port
     of this set, which is then exact (the PE output is independent of that input, the IR
     output is not: no instruction works)."""
-    from peak.ir import target_from_key
     target = target_from_key(key, width)
     irc = ir_context(name, width)
     outs = [subst(irc.outputs[p.name], list(irc.fixed)) for p in irc.op.outputs]

@@ -66,6 +66,8 @@ from peak.rules.format import write_table as write_table_file
 from peak.rules.rule import VerifyResult, verify_rule
 from peak.rules.synth import (DEFAULT_TIMEOUT_MS, BindingPolicy, SynthResult, pe_context,
                               synthesize)
+from peak.assembler import assembler
+from peak.ir import target_from_key
 
 __all__ = ["TABLE_SCHEMA", "TABLE_VERSION", "CheckResult", "Entry", "RuleTable", "build_table",
            "check_against", "compose", "load_table", "rule_filename", "rule_from_synth",
@@ -200,7 +202,6 @@ def _synthesised(spec: type, t: Target, width: int, policy: BindingPolicy, metho
 def instruction_fields(spec: type) -> dict[str, int]:
     """Instruction field name -> the code a field new to a rule gets in :func:`adapt_rule`:
     0, or the smallest tag code of an enum field without a member coded 0."""
-    from peak.assembler import assembler
 
     out: dict[str, int] = {}
     for f in assembler(normal_form(spec).isa).fields:
@@ -276,7 +277,6 @@ def _init_worker(spec: type) -> None:
 
 def _work(key: str, width: int, policy: BindingPolicy, method: str, timeout_ms: int,
           candidate: Entry | None) -> Entry:
-    from peak.ir import target_from_key
     return solve_target(_WORKER["spec"], target_from_key(key, width), width, policy, method,
                         timeout_ms, candidate)
 
@@ -615,8 +615,7 @@ def check_against(table: RuleTable, other: type,
     fields). Returns one :class:`CheckResult` per rule; a failing one carries the
     counterexample (inputs, expected, got). Raises :class:`RuleError` if the instruction
     fields of ``other`` differ from the table's PE."""
-    from peak.assembler import assembler
-    from peak.normalize import normal_form
+    from peak.normalize import normal_form  # deferred: the import would close an import circle or shadow a name
     asm = assembler(normal_form(other).isa)
     names = {f.name for f in asm.fields}
     out = []

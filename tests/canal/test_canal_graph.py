@@ -6,13 +6,14 @@ from canal_testutil import IO_CORE, PT_CORE, io_west_east
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from canal.graph import IO, Node, NodeKind, Side, node_template, stamp_nodes
+from canal.graph import (IO, Node, NodeId, NodeKind, Side, node_template, parse_id, port_id,
+                         reg_id, rmux_id, sb_id, stamp_nodes)
 from canal.passes import (CorePortConnections, InterconnectParams, _build_graph_fused,
                           add_switch_boxes, build_graph, build_graph_by_passes, build_tiles,
                           build_uniform, connect_core_ports, empty_graph,
                           insert_pipeline_registers, topology_wires, wire_tracks)
 from canal.timing import TimingModel
-from cgra.errors import SpecError
+from cgra.errors import CollateralError, SpecError
 
 N, S, E, W = Side.NORTH, Side.SOUTH, Side.EAST, Side.WEST
 
@@ -264,3 +265,90 @@ def test_stamped_nodes_equal_constructed_nodes():
         assert list(a.__dict__.items()) == list(b.__dict__.items())
         assert a.local_name == b.local_name
     assert tmpls[0]["x"] == 0 and tmpls[0]["id"] == ""                  # templates untouched
+
+
+# ---------------------------------------------------------------------- node ids (parse_id)
+
+def test_node_id_known_answers():
+    """The builders' formats (docs/canal.md "Node ids") and parse_id's fields for them."""
+    assert sb_id(16, 1, 2, E, 3, IO.SB_OUT) == "SB:16:1:2:EAST:3:OUT"
+    assert parse_id("SB:16:1:2:EAST:3:OUT") == NodeId(NodeKind.SB, 16, 1, 2, E, 3, IO.SB_OUT)
+    assert port_id(16, 0, 1, "io2f_16") == "PORT:16:0:1:io2f_16"
+    assert parse_id("PORT:16:0:1:io2f_16") == NodeId(NodeKind.PORT, 16, 0, 1, name="io2f_16")
+    assert reg_id(1, 31, 15, N, 0) == "REG:1:31:15:NORTH:0"
+    assert parse_id("REG:1:31:15:NORTH:0") == NodeId(NodeKind.REG, 1, 31, 15, N, 0)
+    assert rmux_id(32, 7, 0, W, 4) == "RMUX:32:7:0:WEST:4"
+    n = parse_id("RMUX:32:7:0:WEST:4")
+    assert (n.kind, n.width, n.xy, n.side, n.track, n.io, n.name) == \
+        (NodeKind.RMUX, 32, (7, 0), W, 4, None, None)
+    assert parse_id("SB:16:3:0:SOUTH:0:IN").io is IO.SB_IN
+    assert parse_id("SB:16:3:0:SOUTH:0:IN").id == "SB:16:3:0:SOUTH:0:IN"
+    assert NodeId(NodeKind.SB, 16, 3, 0, S, 0, IO.SB_IN).id == "SB:16:3:0:SOUTH:0:IN"
+
+
+def test_parse_id_agrees_with_every_node_of_a_graph(ic4):
+    """Every id of the 4x4 graphs (both widths, all four kinds) parses to its node's fields."""
+    kinds = set()
+    for g in ic4.graphs.values():
+        for nid, n in g.nodes.items():
+            p = parse_id(nid)
+            assert (p.kind, p.width, p.x, p.y, p.side, p.track, p.io) == \
+                (n.kind, n.width, n.x, n.y, n.side, n.track, n.io)
+            assert p.name == (n.name if n.kind is NodeKind.PORT else None)
+            assert p.id == nid == n.id
+            kinds.add(p.kind)
+    assert kinds == set(NodeKind)
+
+
+_num = st.integers(0, 10**6)
+_side = st.sampled_from(list(Side))
+
+
+@settings(max_examples=200, deadline=None)
+@given(kind=st.sampled_from(list(NodeKind)), width=st.integers(1, 64), x=_num, y=_num,
+       side=_side, track=_num, io=st.sampled_from(list(IO)), name=st.text(min_size=1))
+def test_parse_id_inverts_the_builders(kind, width, x, y, side, track, io, name):
+    if kind is NodeKind.SB:
+        nid = sb_id(width, x, y, side, track, io)
+        want = NodeId(kind, width, x, y, side, track, io)
+    elif kind is NodeKind.PORT:
+        nid = port_id(width, x, y, name)
+        want = NodeId(kind, width, x, y, name=name)
+    else:
+        nid = (reg_id if kind is NodeKind.REG else rmux_id)(width, x, y, side, track)
+        want = NodeId(kind, width, x, y, side, track)
+    got = parse_id(nid)
+    assert got == want and type(got) is NodeId
+    assert got.id == nid                                # rebuilt from the parsed fields
+    assert NodeId(got.kind, got.width, got.x, got.y, got.side, got.track, got.io,
+                  got.name).id == nid
+
+
+@pytest.mark.parametrize("nid, fmt", [
+    ("SB:16:1:2:EAST:3", "SB:<width>:<x>:<y>:<SIDE>:<track>:<IN|OUT>"),       # no io
+    ("SB:16:1:2:EAST:3:OUT:0", "SB:<width>"),                                 # one field more
+    ("SB:16:1:2:east:3:OUT", "SB:<width>"),                                   # side in lower case
+    ("SB:16:1:2:EAST:3:SB_OUT", "SB:<width>"),                                # enum name, not IN/OUT
+    ("SB:016:1:2:EAST:3:OUT", "SB:<width>"),                                  # not as written
+    ("SB:16: 1:2:EAST:3:OUT", "SB:<width>"),
+    ("REG:16:1:x:NORTH:0", "REG:<width>:<x>:<y>:<SIDE>:<track>"),
+    ("RMUX:16:1:2:NORTH", "RMUX:<width>"),
+    ("PORT:16:0:1:", "PORT:<width>:<x>:<y>:<port name>"),                     # empty port name
+    ("PORT:16:0:1", "PORT:<width>"),
+    ("CORE:pe_0", "SB:<width>:<x>:<y>:<SIDE>:<track>:<IN|OUT> or PORT:"),     # not a kind
+    ("", "SB:<width>:<x>:<y>:<SIDE>:<track>:<IN|OUT> or PORT:"),
+])
+def test_parse_id_rejects_a_malformed_id(nid, fmt):
+    with pytest.raises(CollateralError) as e:
+        parse_id(nid)
+    assert f"routing node id {nid!r} is malformed" in str(e.value)
+    assert f"expected {fmt}" in str(e.value)
+
+
+def test_parse_id_port_names_holding_colons():
+    """A port name may hold ':' (the builders allow it), even as its first character."""
+    from canal.graph import parse_id, port_id
+    for name in (":", "a:b", ":x", "x:"):
+        nid = port_id(16, 2, 3, name)
+        got = parse_id(nid)
+        assert (got.name, got.xy, got.width, got.id) == (name, (2, 3), 16, nid)

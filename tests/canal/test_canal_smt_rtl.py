@@ -23,7 +23,7 @@ registers, all occur; loops are planted (below).
 **What is compared.** For every sink the model's :meth:`~canal.smt.InterconnectModel.derive`
 gives ``(source, latency)``, constant 0, or ``None`` (not determined: the sink's selected
 fan-in chain ends in a combinational loop with no register). The RTL (Verilator, ONE build for
-the file, driven by the stream harness of :mod:`mapper.simulate`: reset, configure, read back,
+the file, driven by the stream harness of :mod:`mapper.sim.verilator`: reset, configure, read back,
 then stream with ``clk_en = 1``, sampling outputs before each rising edge) gets a fresh stream
 on every source top input for :data:`CYCLES` cycles. From the sampled outputs the test derives
 the RTL's connectivity *independently of the model*: the set of candidates ``(s, l)``
@@ -86,7 +86,7 @@ from canal.paths import walk_path
 from canal.rtl import array_circuit, array_netlist, compile_array, top_port_name
 from canal.smt import (InterconnectModel, NodeValue, decode_selects, encode_selects,
                        spots_from_configs)
-from mapper.simulate import Harness, harness_source, run_harness
+from mapper.sim.verilator import Harness, harness_source, run_harness
 
 N, S, E = Side.NORTH, Side.SOUTH, Side.EAST
 

@@ -103,5 +103,5 @@ def test_bad_sweep_is_one_line_config_error(tmp_path):
 
 
 def test_pareto_front():
-    from garnet.dse.plots import pareto
+    from dse.plots import pareto
     assert pareto([(3, 1), (1, 3), (2, 2), (2, 4), (4, 1)]) == [(1, 3), (2, 2), (3, 1)]

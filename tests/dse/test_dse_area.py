@@ -1,4 +1,4 @@
-"""Issue 17 item 2: the liberty-free area of the DSE area proxy (garnet.dse.area): NAND2-
+"""Issue 17 item 2: the liberty-free area of the DSE area proxy (dse.area): NAND2-
 equivalent weights per yosys cell type, checked on a real yosys run of a small tile (a 4-bit
 counter with enable and synchronous reset and a 2:1 output mux, < 1 s of yosys)."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from garnet.dse.area import (CELL_WEIGHTS, UnknownCellError, design_area, design_nand2,
+from dse.area import (CELL_WEIGHTS, UnknownCellError, design_area, design_nand2,
                              nand2_area, tile_cells)
 
 COUNTER = """\
@@ -31,7 +31,7 @@ module Top(input clk, input rst, input en, input sel, input [3:0] a, output [11:
   Tile_counter t2 (.clk(clk), .rst(rst), .en(en), .sel(sel), .a(a), .y(y[11:8]), .q());
 endmodule
 """
-#: yosys 0.23's `stat` of Tile_counter after garnet.dse.area.SCRIPT (synth -noabc; abc -fast)
+#: yosys 0.23's `stat` of Tile_counter after dse.area.SCRIPT (synth -noabc; abc -fast)
 COUNTER_CELLS = {"$_ANDNOT_": 1, "$_MUX_": 4, "$_NAND_": 1, "$_NOT_": 1, "$_SDFFE_PP0P_": 4,
                  "$_XNOR_": 1, "$_XOR_": 2}
 

@@ -1,8 +1,8 @@
-"""Issue 16 item 1: the DSE area proxy (garnet.dse.area) synthesises the BFloat16 PE tile.
+"""Issue 16 item 1: the DSE area proxy (dse.area) synthesises the BFloat16 PE tile.
 
 CIRCT writes a bit of a mux of vectors as a select of a 2-D packed array inside an index
 (``_GEN_6[_GEN_25[_GEN_24][0]]``: the priority chain of ``peak.bf16.Int16ToBF16`` reads
-``mag[i]`` of ``mag = neg.ite(-x, x)``); :func:`garnet.dse.area.flatten_packed` left such
+``mag[i]`` of ``mag = neg.ite(-x, x)``); :func:`dse.area.flatten_packed` left such
 nested selects 2-D and yosys 0.23 stopped with ``Unsupported expression on dynamic range
 select``. It also read an element select whose index holds a bit range (``_GEN_0[inst[18:17]
 == 2'h1]``) as a bit range and left it a 1-bit select, which under-counted the integer PE
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from garnet.dse.area import _modules, flatten_packed, hoist_automatic, tile_cells
+from dse.area import _modules, flatten_packed, hoist_automatic, tile_cells
 
 ROOT = Path(__file__).resolve().parents[2]
 

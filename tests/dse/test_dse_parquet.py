@@ -1,4 +1,4 @@
-"""results.parquet (garnet.dse.run.write_parquet): the rows of results.csv with typed
+"""results.parquet (dse.run.write_parquet): the rows of results.csv with typed
 columns, read back with pyarrow."""
 from __future__ import annotations
 
@@ -9,17 +9,17 @@ import pyarrow.parquet as pq
 import pytest
 
 from cgra.errors import ConfigError
-from garnet.dse.run import COLUMN_TYPES, point_row, result_columns, write_csv, write_parquet
-from garnet.dse.sweep import Point
+from dse.run import COLUMN_TYPES, point_row, result_columns, write_csv, write_parquet
+from dse.sweep import Point
 
-OK = {"schema": "garnet.dse.point/1", "design": "k1", "app": "gaussian", "unroll": 1,
+OK = {"schema": "dse.point/1", "design": "k1", "app": "gaussian", "unroll": 1,
       "status": "ok", "error": "", "pe_count": 18, "mem_count": 2, "io_count": 2,
       "reg_count": 3, "pipeline_registers": 14, "tracks": 5, "wirelength": 120,
       "fmax_mhz": 512.25, "period_ps": 1952.1, "latency_cycles": 139, "cycles": 4235,
       "runtime_us": 8.267, "area_cells": 91234, "area_nand2": 123456.5, "sram_bits": 65536,
       "design_seconds": 12.5, "area_seconds": 0.0, "map_s": 0.4, "pack_s": 0.01,
       "place_s": 0.7, "route_s": 0.3, "pipeline_s": 0.2, "compile_s": 1.61}
-FAILED = {"schema": "garnet.dse.point/1", "design": "k2", "app": "harris_u2", "unroll": 2,
+FAILED = {"schema": "dse.point/1", "design": "k2", "app": "harris_u2", "unroll": 2,
           "status": "failed", "error": "MappingError: harris_u2 needs 160 PE tiles",
           "area_cells": 80000, "sram_bits": 65536, "tracks": 4}
 

@@ -109,7 +109,7 @@ def test_bad_search_field_is_one_line_config_error(tmp_path, table, field):
 
 
 def test_dominance_and_front():
-    from garnet.dse.search import dominates, pareto_front
+    from dse.search import dominates, pareto_front
 
     t = [{"trial": i, "status": s, "runtime_us": r, "area_cells": a}
          for i, (s, r, a) in enumerate([("ok", 3, 1), ("ok", 1, 3), ("ok", 2, 2), ("ok", 2, 4),
@@ -124,8 +124,8 @@ def test_a_failing_app_is_a_failed_trial():
     import optuna
     from optuna.trial import TrialState
 
-    from garnet.dse.search import _tell
-    from garnet.dse.sweep import Point
+    from dse.search import _tell
+    from dse.sweep import Point
 
     study = optuna.create_study(directions=["minimize", "minimize"],
                                 sampler=optuna.samplers.NSGAIISampler(population_size=2, seed=0))

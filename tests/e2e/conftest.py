@@ -4,7 +4,7 @@ by every pytest-xdist worker.
 
 Workers share the directory above their base temp directory; the first worker to take the
 file lock generates the design there, the others wait and reuse it. The Verilator build is
-cached inside the design directory by :func:`mapper.simulate.build_harness` (its own lock).
+cached inside the design directory by :func:`mapper.sim.verilator.build_harness` (its own lock).
 
 ``tests/`` is on ``sys.path`` for the root conftest, where ``tests/mapper`` would shadow the
 ``mapper`` package; the project root goes first so the real package is imported."""
@@ -106,16 +106,17 @@ def d2_small_design(tmp_path_factory) -> pathlib.Path:
 @pytest.fixture(scope="session")
 def harness(small_design):
     """The compiled Verilator stream harness of the 8x8 design (built once, cached)."""
-    from mapper.simulate import build_harness
+    from mapper.sim.verilator import build_harness
 
     return build_harness(small_design)
 
 
 @pytest.fixture(scope="session")
 def app_run(small_design, harness, tmp_path_factory):
-    """``app_run(name)`` -> :class:`mapper.flow.AppRun` of ``name`` on the 64x64 camera crop
+    """``app_run(name)`` -> :class:`mapper.sim.run.AppRun` of ``name`` on the 64x64 camera crop
     (seed 0); each app runs at most once per worker and is shared by all checks."""
-    from mapper.flow import AppParams, RunParams, run_app
+    from mapper.params import AppParams, RunParams
+    from mapper.flow import run_app
 
     out = tmp_path_factory.mktemp("apps")
     done: dict[str, object] = {}

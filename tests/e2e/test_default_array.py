@@ -23,7 +23,7 @@ def rep_file(run_dir) -> dict:
 
 @pytest.fixture(scope="module")
 def default_harness(default_design):
-    from mapper.simulate import build_harness
+    from mapper.sim.verilator import build_harness
 
     return build_harness(default_design)
 
@@ -32,9 +32,10 @@ def default_harness(default_design):
 @pytest.mark.parametrize("app", APPS)
 def test_app_closes_at_900_mhz_and_matches_golden(default_design, default_harness, tmp_path,
                                                    app, seed):
-    from mapper.flow import AppParams, FlowParams, RunParams, run_app
-    from mapper.pipeline import PipelineParams
-    from mapper.place import PlaceParams
+    from mapper.params import AppParams, FlowParams, RunParams
+    from mapper.flow import run_app
+    from mapper.backend.pipeline import PipelineParams
+    from mapper.backend.place import PlaceParams
 
     run = run_app(RunParams(AppParams(app, 64, 64), default_design, tmp_path,
                             FlowParams(place=PlaceParams(seed=seed),
@@ -66,7 +67,8 @@ def test_multi_rate_apps_resources_and_cycles(default_design, default_harness, t
     """upsample: 1 MEM (unified-buffer paper Table 6), no PE, the 128x128 output one pixel
     per cycle; downsample: 1 MEM delay line + 2 registers, 4 PEs, one output every 2nd cycle
     of every 2nd row: both finish within a few cycles of the ideal schedule."""
-    from mapper.flow import AppParams, RunParams, run_app
+    from mapper.params import AppParams, RunParams
+    from mapper.flow import run_app
 
     up = run_app(RunParams(AppParams("upsample", 64, 64), default_design, tmp_path / "up"))
     rep = up.report
@@ -90,8 +92,9 @@ def test_laplacian_pyramid_and_gaussian_unroll_4(default_design, default_harness
     full, half and quarter rate; delay lines and addressed buffers) at 900 MHz (seed 0; seed 2
     stops at 810 MHz: register insertion finds no balanceable site next to an addressed MEM,
     see the issue-14 note), and gaussian at unroll 4, bit-exact against numpy and Halide."""
-    from mapper.flow import AppParams, FlowParams, RunParams, run_app
-    from mapper.pipeline import PipelineParams
+    from mapper.params import AppParams, FlowParams, RunParams
+    from mapper.flow import run_app
+    from mapper.backend.pipeline import PipelineParams
 
     lap = run_app(RunParams(AppParams("laplacian_pyramid", 64, 64), default_design,
                             tmp_path / "lap",
@@ -112,9 +115,10 @@ def test_laplacian_pyramid_and_gaussian_unroll_4(default_design, default_harness
 def test_gaussian_unroll_8_and_16(default_design, default_harness, tmp_path):
     """Issue 14 item 6 on build/default, one lane per IO tile: gaussian at unroll 8 (row gaps
     of 6-8 cycles: delay lines on 16 MEMs at the default shift-register threshold, see
-    mapper.memory.DEFAULT_SR_THRESHOLD) and 16 (row gaps <= 4: registers only, no MEM: the
+    mapper.mapping.memory.DEFAULT_SR_THRESHOLD) and 16 (row gaps <= 4: registers only, no MEM: the
     unified-buffer paper's Fig. 12 trend), bit-exact against numpy and Halide."""
-    from mapper.flow import AppParams, RunParams, run_app
+    from mapper.params import AppParams, RunParams
+    from mapper.flow import run_app
 
     used = {}
     for u in (8, 16):
@@ -135,7 +139,8 @@ def test_colour_input_conventions(default_design, default_harness, tmp_path):
     """Issue 14 item 8 on build/default: rgb_luma streams the R, G and B planes of coffee on
     three IO tiles; demosaic streams the RGGB mosaic of astronaut and reads it at stride 2;
     both bit-exact against numpy and Halide."""
-    from mapper.flow import AppParams, RunParams, SimOptions, run_app
+    from mapper.params import AppParams, RunParams, SimOptions
+    from mapper.flow import run_app
 
     rl = run_app(RunParams(AppParams("rgb_luma", 64, 64), default_design, tmp_path / "rl",
                            sim=SimOptions(image="coffee")))

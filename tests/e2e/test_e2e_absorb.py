@@ -24,9 +24,9 @@ def _chain(width: int = 16, height: int = 16, unroll: int = 1) -> Pipeline:
 
 
 def _params(design, out, seed: int, absorb: int, resume: str = "map"):
-    from mapper.flow import AppParams, FlowParams, RunParams
-    from mapper.pipeline import PipelineParams
-    from mapper.place import PlaceParams
+    from mapper.params import AppParams, FlowParams, RunParams
+    from mapper.backend.pipeline import PipelineParams
+    from mapper.backend.place import PlaceParams
 
     return RunParams(AppParams("chain", 16, 16), design, out, FlowParams(
         place=PlaceParams(seed=seed), absorb_chains=absorb,
@@ -37,8 +37,9 @@ def _params(design, out, seed: int, absorb: int, resume: str = "map"):
 def test_delay_line_replaces_a_register_chain_bit_exact(small_design, harness, tmp_path,
                                                         monkeypatch):
     from mapper import apps
-    from mapper.absorb import balancing_chains
-    from mapper.flow import load_flow, run_app
+    from mapper.backend.absorb import balancing_chains
+    from mapper.stages import load_flow
+    from mapper.flow import run_app
     from mapper.collateral import load_collateral
 
     monkeypatch.setitem(apps.APPS, "chain", _chain)
@@ -100,9 +101,11 @@ def test_back_end_in_memory_keeps_or_reports(small_design, monkeypatch):
     design is unchanged and the report says why."""
     from mapper import apps
     from mapper.collateral import load_collateral
-    from mapper.flow import AppParams, FlowParams, back_end, map_app
-    from mapper.pipeline import PipelineParams
-    from mapper.place import PlaceParams
+    from mapper.params import AppParams, FlowParams
+    from mapper.closure import back_end
+    from mapper.flow import map_app
+    from mapper.backend.pipeline import PipelineParams
+    from mapper.backend.place import PlaceParams
 
     monkeypatch.setitem(apps.APPS, "chain", _chain)
     coll = load_collateral(small_design)

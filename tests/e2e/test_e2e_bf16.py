@@ -10,7 +10,8 @@ import pytest
 
 @pytest.fixture(scope="session")
 def gaussian_bf16_run(bf16_small_design, tmp_path_factory):
-    from mapper.flow import AppParams, RunParams, run_app
+    from mapper.params import AppParams, RunParams
+    from mapper.flow import run_app
 
     out = tmp_path_factory.mktemp("bf16_apps") / "gaussian_bf16"
     return run_app(RunParams(AppParams("gaussian_bf16", 64, 64), bf16_small_design, out))
@@ -50,7 +51,8 @@ def test_brighten_bf16_converts_on_the_array(bf16_small_design, tmp_path):
     """brighten_bf16: UInt16 pixels in, converted to bf16 on the FP PE (I2F), scaled and
     offset in bf16, converted back (F2I): 4 PEs, bit-exact against numpy and Halide, and
     equal to the bf16 arithmetic done by hand."""
-    from mapper.flow import AppParams, RunParams, run_app
+    from mapper.params import AppParams, RunParams
+    from mapper.flow import run_app
     from mapper.images import camera_crop
 
     r = run_app(RunParams(AppParams("brighten_bf16", 64, 64), bf16_small_design,

@@ -18,7 +18,8 @@ def _up_rows(width: int = 64, height: int = 64, unroll: int = 1) -> Pipeline:
 
 def test_two_row_circular_buffer_on_verilator(small_design, harness, tmp_path, monkeypatch):
     from mapper import apps
-    from mapper.flow import AppParams, RunParams, SimOptions, run_app
+    from mapper.params import AppParams, RunParams, SimOptions
+    from mapper.flow import run_app
 
     monkeypatch.setitem(apps.APPS, "up_rows", _up_rows)
     r = run_app(RunParams(AppParams("up_rows", 64, 64), small_design, tmp_path,
@@ -41,7 +42,8 @@ def test_column_banks_on_verilator(small_design, harness, tmp_path, monkeypatch)
     [292, 300); each read is merged from its two banks by a mux selected by the second
     bank's valid_out; bit-exact with numpy and Halide."""
     from mapper import apps
-    from mapper.flow import AppParams, RunParams, run_app
+    from mapper.params import AppParams, RunParams
+    from mapper.flow import run_app
 
     monkeypatch.setitem(apps.APPS, "up_rows", _up_rows)
     r = run_app(RunParams(AppParams("up_rows", 300, 7), small_design, tmp_path))
@@ -63,7 +65,8 @@ def test_two_row_buffer_on_the_pub(pub_small_design, tmp_path, monkeypatch):
     """On configs/small_pub.toml: 2 rows of 62 words stored at a pitch of 64 (whole 4-word
     wide words), both reads on one PUB tile."""
     from mapper import apps
-    from mapper.flow import AppParams, RunParams, run_app
+    from mapper.params import AppParams, RunParams
+    from mapper.flow import run_app
 
     monkeypatch.setitem(apps.APPS, "up_rows", _up_rows)
     r = run_app(RunParams(AppParams("up_rows", 62, 8), pub_small_design, tmp_path))

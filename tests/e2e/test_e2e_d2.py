@@ -9,7 +9,8 @@ import pytest
 
 @pytest.fixture(scope="session")
 def gaussian_d2_run(d2_small_design, tmp_path_factory):
-    from mapper.flow import AppParams, RunParams, run_app
+    from mapper.params import AppParams, RunParams
+    from mapper.flow import run_app
 
     out = tmp_path_factory.mktemp("d2_apps") / "gaussian"
     return run_app(RunParams(AppParams("gaussian", 64, 64), d2_small_design, out))
@@ -32,8 +33,8 @@ def test_gaussian_on_d2_uses_multi_cycle_input_delays(gaussian_d2_run, d2_small_
     """At least one PE input is delayed by 2..4 cycles in the PE (a mode the default PE does
     not have), set through the DELAY<k> codes of pe.json in the pipelined design."""
     from mapper.collateral import load_collateral
-    from mapper.flow import load_flow
-    from mapper.pack import delay_codes, input_delay
+    from mapper.stages import load_flow
+    from mapper.backend.pack import delay_codes, input_delay
 
     coll = load_collateral(d2_small_design)
     assert delay_codes(coll.pe, "data0_mode") == {0: 0, 1: 1, 2: 3, 3: 4, 4: 5}
@@ -53,9 +54,10 @@ def test_alap_moves_latency_into_the_pes_bit_exact(d2_small_design, tmp_path):
     the ALAP pass schedules PEs later where that takes balancing registers off their output
     routes: fewer registers at the same Fmax, still balanced, bit-exact on Verilator; and
     with ALAP off the passes end at register insertion with those registers."""
-    from mapper.flow import AppParams, FlowParams, RunParams, run_app
-    from mapper.pipeline import PipelineParams
-    from mapper.place import PlaceParams
+    from mapper.params import AppParams, FlowParams, RunParams
+    from mapper.flow import run_app
+    from mapper.backend.pipeline import PipelineParams
+    from mapper.backend.place import PlaceParams
 
     def run(alap: bool, out):
         pp = PipelineParams(register_pe_inputs=True, target_period_ps=1e6 / 900, alap=alap)

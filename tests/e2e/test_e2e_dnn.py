@@ -1,8 +1,8 @@
 """Issue 15's acceptance on the default 32x16 array: the four DNN layers (resnet_layer,
-resnet_stride2, mobilenet_layer, gemm), compiled by mapper.dnn_array (operand MEMs loaded
+resnet_stride2, mobilenet_layer, gemm), compiled by mapper.dnn.array (operand MEMs loaded
 through the IO tiles, accumulation MEMs in a read-add-write loop the pipelining pass keeps
 inside its budget, a first-pass flag MEM, the requantisation on PEs), run on the generated
-RTL in Verilator and match numpy (mapper.tensor) and real Halide bit for bit; the figures the
+RTL in Verilator and match numpy (mapper.frontend.tensor) and real Halide bit for bit; the figures the
 run reports (cycles, ideal cycles, occupancy, MEMs by role) are checked against their
 definitions; double-buffered operand MEMs (the default) against whole boxes. Sizes are CI's (2 x 2 channel blocks); the paper's 8 x 8 blocking is in
 bench/bench_dnn.py."""
@@ -27,15 +27,16 @@ MEMS = {"resnet_layer": {"operand": 6, "accumulation": 2, "flag": 1},
 
 @pytest.fixture(scope="module")
 def default_harness(default_design):
-    from mapper.simulate import build_harness
+    from mapper.sim.verilator import build_harness
 
     return build_harness(default_design)
 
 
 def _run(design, out, layer, seed=0, image="camera", tensor_seed=0, fmax=None, **kw):
-    from mapper.flow import AppParams, FlowParams, RunParams, SimOptions, run_app
-    from mapper.pipeline import PipelineParams
-    from mapper.place import PlaceParams
+    from mapper.params import AppParams, FlowParams, RunParams, SimOptions
+    from mapper.flow import run_app
+    from mapper.backend.pipeline import PipelineParams
+    from mapper.backend.place import PlaceParams
 
     side, channels, block = SMALL[layer]
     pipe = PipelineParams() if fmax is None else PipelineParams(
@@ -48,7 +49,7 @@ def _run(design, out, layer, seed=0, image="camera", tensor_seed=0, fmax=None, *
 
 @pytest.mark.parametrize("layer", sorted(SMALL))
 def test_layer_runs_bit_exact_on_verilator(default_design, default_harness, tmp_path, layer):
-    from mapper import tensor
+    from mapper.frontend import tensor
     from mapper.apps.dnn import build_layer
 
     run = _run(default_design, tmp_path, layer, fmax=900)
@@ -102,7 +103,8 @@ def test_input_streams_over_two_mems_each(default_design, default_harness, tmp_p
     exceed one MEM, so each stream is a ping-pong pair of MEMs (one plane each, reloaded per
     tile) merged in the step kernel by a mux on the second MEM's valid_out: bit-exact on the
     RTL, 4 + 4 operand MEMs double-buffered, one step a cycle (34596 ideal cycles)."""
-    from mapper.flow import AppParams, RunParams, SimOptions, run_app
+    from mapper.params import AppParams, RunParams, SimOptions
+    from mapper.flow import run_app
 
     run = run_app(RunParams(AppParams("resnet_layer", 33, 33, channels=4, block=2),
                             default_design, tmp_path, sim=SimOptions("random")))
@@ -146,10 +148,11 @@ def test_a_loop_over_its_budget_is_refused(default_design, tmp_path):
     short of what compute pipelining needs is refused with a one-line BalanceError naming the
     MEM (the flow then places again), and the budget it had is met exactly or better."""
     from mapper.collateral import load_collateral
-    from mapper.dnn_array import loop_latencies
-    from mapper.flow import (AppParams, RunParams, load_packed, load_placement, load_routing,
-                             run_stages)
-    from mapper.pipeline import BalanceError, PipelineParams, pipeline
+    from mapper.dnn.array import loop_latencies
+    from mapper.params import AppParams, RunParams
+    from mapper.stages import load_packed, load_placement, load_routing
+    from mapper.flow import run_stages
+    from mapper.backend.pipeline import BalanceError, PipelineParams, pipeline
 
     side, channels, block = SMALL["resnet_layer"]
     run_stages(RunParams(AppParams("resnet_layer", side, side, channels=channels,

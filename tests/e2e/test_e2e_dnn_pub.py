@@ -1,5 +1,5 @@
 """DNN layers on the wide-fetch PUB (configs/small_pub.toml: 8x8, pub_512x64 MEM tiles with
-4-word SRAM accesses), compiled by mapper.dnn_array with dnn_memory's wide-fetch layouts
+4-word SRAM accesses), compiled by mapper.dnn.array with dnn_memory's wide-fetch layouts
 (rows padded to whole wide words, one shift bank per r.x for the activations read at
 x + r.x), run on the generated RTL in Verilator and matching numpy and real Halide bit for
 bit. Sizes fit the 8x8 array's 14 MEMs; a pass updates at least a wide word of partial sums
@@ -18,13 +18,14 @@ CASES = {"resnet_layer": (6, 4, 2, {"operand": 10, "accumulation": 2, "flag": 1}
 
 @pytest.fixture(scope="module")
 def pub_harness(pub_small_design):
-    from mapper.simulate import build_harness
+    from mapper.sim.verilator import build_harness
 
     return build_harness(pub_small_design)
 
 
 def _run(design, out, layer, **kw):
-    from mapper.flow import AppParams, RunParams, SimOptions, run_app
+    from mapper.params import AppParams, RunParams, SimOptions
+    from mapper.flow import run_app
 
     side, channels, block = CASES[layer][:3]
     return run_app(RunParams(AppParams(layer, side, side, channels=channels, block=block, **kw),
@@ -33,7 +34,7 @@ def _run(design, out, layer, **kw):
 
 @pytest.mark.parametrize("layer", sorted(CASES))
 def test_layer_runs_bit_exact_on_the_pub(pub_small_design, pub_harness, tmp_path, layer):
-    from mapper import tensor
+    from mapper.frontend import tensor
     from mapper.apps.dnn import build_layer
 
     run = _run(pub_small_design, tmp_path, layer)

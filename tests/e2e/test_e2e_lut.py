@@ -27,7 +27,7 @@ def test_camera_pipeline_on_verilator(app_run):
 
 def test_bitstream_proof_checks_every_table_word(app_run, small_design):
     from mapper.collateral import load_collateral
-    from mapper.verify import VerificationError, check_lut_contents, verify
+    from mapper.backend.verify import VerificationError, check_lut_contents, verify
 
     r = app_run("camera_pipeline")
     coll = load_collateral(small_design)
@@ -54,8 +54,9 @@ def test_bayer_demosaic_pattern_roms_on_verilator(small_design, harness, tmp_pat
     bitstream); on astronaut, bit-exact with numpy and Halide; the proof checks the ROM words
     and refuses a flipped one."""
     from mapper.collateral import load_collateral
-    from mapper.flow import AppParams, RunParams, SimOptions, run_app
-    from mapper.verify import VerificationError, check_lut_contents
+    from mapper.params import AppParams, RunParams, SimOptions
+    from mapper.flow import run_app
+    from mapper.backend.verify import VerificationError, check_lut_contents
 
     r = run_app(RunParams(AppParams("bayer_demosaic", 48, 32), small_design, tmp_path,
                           sim=SimOptions(image="astronaut")))

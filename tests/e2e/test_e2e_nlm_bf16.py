@@ -64,7 +64,8 @@ def bf16_design(tmp_path_factory) -> pathlib.Path:
 
 @pytest.fixture(scope="session")
 def nlm_run(bf16_design, tmp_path_factory):
-    from mapper.flow import AppParams, RunParams, run_app
+    from mapper.params import AppParams, RunParams
+    from mapper.flow import run_app
 
     out = tmp_path_factory.mktemp("nlm_bf16") / "nlm_bf16"
     return run_app(RunParams(AppParams("nlm_bf16", 32, 32), bf16_design, out))
@@ -72,7 +73,7 @@ def nlm_run(bf16_design, tmp_path_factory):
 
 def test_nlm_bf16_on_verilator_matches_numpy_and_halide_within_bound(nlm_run):
     from mapper.apps import HALIDE_TOLERANCE_ULP, build_app, load_app_image
-    from mapper.flow import bf16_ulp_distance
+    from mapper.sim.run import bf16_ulp_distance
     from mapper.frontend.dsl import from_bf16_bits
 
     r = nlm_run

@@ -34,8 +34,9 @@ def _two_buffers(width: int = 32, height: int = 32, unroll: int = 1) -> Pipeline
 
 @pytest.fixture(scope="module")
 def pub_run(pub_small_design, tmp_path_factory):
-    from mapper.flow import AppParams, RunParams, run_app
-    from mapper.simulate import build_harness
+    from mapper.params import AppParams, RunParams
+    from mapper.flow import run_app
+    from mapper.sim.verilator import build_harness
 
     build_harness(pub_small_design)
     out = tmp_path_factory.mktemp("pub_apps")

@@ -130,7 +130,7 @@ def test_pe_and_mem_json(small_design):
     mem = json.loads((d / "mem.json").read_text())
     assert (mem["name"], mem["capacity"], mem["in_ports"], mem["out_ports"]) == \
         ("dualport_2048x16", 2048, 1, 1)
-    from mapper.memory import MemSpec
+    from mapper.mapping.memory import MemSpec
     spec = MemSpec.from_dict(mem)
     assert (spec.capacity, spec.read_latency, spec.max_dimensionality) == (2048, 1, 6)
 

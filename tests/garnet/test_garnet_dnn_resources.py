@@ -1,4 +1,4 @@
-"""A DNN layer plan on a generated design (mapper.dnn_plan.Resources.from_design reads
+"""A DNN layer plan on a generated design (mapper.dnn.plan.Resources.from_design reads
 design.json and mem.json): the tile counts and the MEM preset's words and ports, a plan that
 fits the 8x8 array and one that does not."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 
 from cgra.errors import CollateralError, MappingError
 from mapper.apps import dnn
-from mapper.dnn_plan import Resources, plan_layer
+from mapper.dnn.plan import Resources, plan_layer
 
 
 def test_resources_of_the_small_design(small_design):
@@ -33,14 +33,14 @@ def test_resources_of_a_directory_that_is_not_a_design(tmp_path):
 
 
 def test_default_counts_follow_the_default_config():
-    """mapper.dnn_plan.DEFAULT_32X16 (what `cgra layer` plans on without --design) is
+    """mapper.dnn.plan.DEFAULT_32X16 (what `cgra layer` plans on without --design) is
     configs/default.toml's array."""
     from pathlib import Path
 
     from garnet.build import _tile_counts
     from garnet.cores import mem_collateral
     from garnet.params import load_toml
-    from mapper.dnn_plan import DEFAULT_32X16
+    from mapper.dnn.plan import DEFAULT_32X16
 
     params = load_toml(Path(__file__).resolve().parents[2] / "configs" / "default.toml")
     counts = _tile_counts(params)

@@ -29,7 +29,7 @@ def dead_pid() -> int:
 
 def group_alive(pgid: int) -> list[int]:
     """Live (non-zombie) processes of process group ``pgid``."""
-    from mapper.simulate import group_members
+    from mapper.sim.verilator import group_members
     return group_members(pgid)
 
 

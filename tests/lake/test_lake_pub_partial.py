@@ -33,7 +33,7 @@ def raster(w: int, h: int, pitch: int, row_cycles: int, start: int) -> dict:
 def upsample(w: int, h: int, pitch: int, start: int) -> dict:
     """Upsample x2 of a ``w`` x ``h`` image written at half rate: every output row reads
     its input row with each word twice (0,0,1,1,...); ``pitch`` 0 is the one-row circular
-    buffer of mapper.memory.addressed_tiles, else the whole image at that row pitch."""
+    buffer of mapper.mapping.memory.addressed_tiles, else the whole image at that row pitch."""
     if pitch == 0:
         return {"data_in_0": program([w, h], [1, 0], 0, [2, 4 * w], 0),
                 "data_out_0": program([2, w, 2 * h], [0, 1, 0], 0, [1, 2, 2 * w], start)}

@@ -24,7 +24,7 @@ W, H = 16, 4        # input image; the output is 2W x 2H
 
 
 def upsample_programs(offset: int = 13) -> dict:
-    """The shape memory mapping gives upsample x2 (mapper.memory.addressed_tiles): the
+    """The shape memory mapping gives upsample x2 (mapper.mapping.memory.addressed_tiles): the
     input row is written at half rate into a W-word circular row buffer, every output row
     reads it with each word twice (addresses 0,0,1,1,...), each input row serves 2 output
     rows."""

@@ -1,208 +1,35 @@
 """Test PE for the mapper: the default CGRA PE (peak/examples/cgra_pe.py) with the
 multiplier removed (no ``MULT0``/``MULT1``/``MULT2`` opcodes), so ``coreir.mul`` and
-``commonlib.mult_middle`` have no rewrite rule on it."""
-from hwtypes import Bit, BitVector, SIntVector
-from hwtypes.adt import Enum, Product
+``commonlib.mult_middle`` have no rewrite rule on it.
 
-from peak.spec import Peak, Register, name_outputs
+Built from the default PE's units: its frame (``make_variant``) around an ALU of the
+arithmetic and logic units without the multiplier. Opcodes (4 bits): Add 0, Sub 1, Abs 2,
+GTE 3, LTE 4, Sel 5, SHR 6, SHL 7, And 8, Or 9, XOR 10; everything else (16-bit data, inputs,
+modes, flags, LUT, condition codes) as the default PE."""
+from hwtypes import Bit, BitVector
+
+from peak.examples.cgra_pe import make_arith, make_inst, make_logic, make_ops, make_variant
+from peak.spec import Peak, name_outputs
 
 WIDTH = 16
 Data = BitVector[WIDTH]
-SData = SIntVector[WIDTH]
-LUTTable = BitVector[8]
+ALU = make_ops(__name__, drop=("MULT0", "MULT1", "MULT2"))
+Inst = make_inst(WIDTH, ALU)
 
 
-class ALU(Enum):
-    Add = 0
-    Sub = 1
-    Abs = 2
-    GTE = 3
-    LTE = 4
-    Sel = 5
-    SHR = 6
-    SHL = 7
-    And = 8
-    Or = 9
-    XOR = 10
+class NoMulALU(Peak):
+    """The default PE's ALU without MULT0..2 (stateless sub-PE): instruction ``op`` (``ALU``),
+    inputs ``signed`` (1 bit), ``a``, ``b`` (16 bits), ``d`` (1 bit); outputs ``res`` (16 bits),
+    ``C``, ``V`` (1 bit)."""
 
-
-class Cond(Enum):
-    Z = 0
-    N = 1
-    C = 2
-    V = 3
-    EQ = 4
-    NE = 5
-    ULT = 6
-    ULE = 7
-    UGT = 8
-    UGE = 9
-    SLT = 10
-    SLE = 11
-    SGT = 12
-    SGE = 13
-    LUT = 14
-
-
-class Mode(Enum):
-    BYPASS = 0
-    DELAY = 1
-    CONST = 2
-
-
-class Inst(Product):
-    alu = ALU
-    signed = Bit
-    cond = Cond
-    lut = LUTTable
-    data0_mode = Mode
-    data0_const = Data
-    data1_mode = Mode
-    data1_const = Data
-    bit0_mode = Mode
-    bit0_const = Bit
-    bit1_mode = Mode
-    bit1_const = Bit
-    bit2_mode = Mode
-    bit2_const = Bit
-
-
-class PE(Peak):
     def __init__(self):
-        self.data0_reg = Register(Data, 0)
-        self.data1_reg = Register(Data, 0)
-        self.bit0_reg = Register(Bit, 0)
-        self.bit1_reg = Register(Bit, 0)
-        self.bit2_reg = Register(Bit, 0)
+        self.arith = make_arith(WIDTH, ALU)()
+        self.logic = make_logic(WIDTH, ALU)()
 
-    @name_outputs(res=Data, res_p=Bit)
-    def __call__(self, inst: Inst, data0: Data, data1: Data, bit0: Bit, bit1: Bit, bit2: Bit):
-        # ---- input modes (the delay registers latch every cycle)
-        r0 = self.data0_reg(data0)
-        r1 = self.data1_reg(data1)
-        rd = self.bit0_reg(bit0)
-        re = self.bit1_reg(bit1)
-        rf = self.bit2_reg(bit2)
-        if inst.data0_mode == Mode.DELAY:
-            a = r0
-        elif inst.data0_mode == Mode.CONST:
-            a = inst.data0_const
-        else:
-            a = data0
-        if inst.data1_mode == Mode.DELAY:
-            b = r1
-        elif inst.data1_mode == Mode.CONST:
-            b = inst.data1_const
-        else:
-            b = data1
-        if inst.bit0_mode == Mode.DELAY:
-            d = rd
-        elif inst.bit0_mode == Mode.CONST:
-            d = inst.bit0_const
-        else:
-            d = bit0
-        if inst.bit1_mode == Mode.DELAY:
-            e = re
-        elif inst.bit1_mode == Mode.CONST:
-            e = inst.bit1_const
-        else:
-            e = bit1
-        if inst.bit2_mode == Mode.DELAY:
-            f = rf
-        elif inst.bit2_mode == Mode.CONST:
-            f = inst.bit2_const
-        else:
-            f = bit2
+    @name_outputs(res=Data, C=Bit, V=Bit)
+    def __call__(self, op: ALU, signed: Bit, a: Data, b: Data, d: Bit):
+        res, C = self.logic(op, a, b, a ^ b, Bit(0))       # And, Or, else XOR
+        return self.arith(op, signed, a, b, d, res, C)     # Add .. SHL, else the above
 
-        # ---- shared subterms
-        is_sub = inst.alu == ALU.Sub
-        b_add = ~b if is_sub else b
-        sum_, carry = a.adc(b_add, is_sub)
-        overflow = (a[WIDTH - 1] == b_add[WIDTH - 1]) & (sum_[WIDTH - 1] != a[WIDTH - 1])
-        if inst.signed:
-            ge = a.bvsge(b)
-            le = a.bvsle(b)
-            shr = a.bvashr(b & 15)
-        else:
-            ge = a.bvuge(b)
-            le = a.bvule(b)
-            shr = a.bvlshr(b & 15)
-        zero = Bit(0)
 
-        # ---- ALU: one ite chain selected by the opcode
-        C = zero
-        V = zero
-        if inst.alu == ALU.Add:
-            res = sum_
-            C = carry
-            V = overflow
-        elif inst.alu == ALU.Sub:
-            res = sum_
-            C = carry
-            V = overflow
-        elif inst.alu == ALU.Abs:
-            res = (-a) if a[WIDTH - 1] else a
-        elif inst.alu == ALU.GTE:
-            res = a if ge else b
-            C = ge
-        elif inst.alu == ALU.LTE:
-            res = a if le else b
-            C = le
-        elif inst.alu == ALU.Sel:
-            res = a if d else b
-        elif inst.alu == ALU.SHR:
-            res = shr
-        elif inst.alu == ALU.SHL:
-            res = a.bvshl(b & 15)
-        elif inst.alu == ALU.And:
-            res = a & b
-        elif inst.alu == ALU.Or:
-            res = a | b
-        else:
-            res = a ^ b
-
-        Z = res == 0
-        N = res[WIDTH - 1]
-
-        # ---- 3-input LUT
-        lut = inst.lut
-        x0 = lut[1] if d else lut[0]
-        x1 = lut[3] if d else lut[2]
-        x2 = lut[5] if d else lut[4]
-        x3 = lut[7] if d else lut[6]
-        y0 = x1 if e else x0
-        y1 = x3 if e else x2
-        lut_out = y1 if f else y0
-
-        # ---- condition code
-        if inst.cond == Cond.Z:
-            res_p = Z
-        elif inst.cond == Cond.N:
-            res_p = N
-        elif inst.cond == Cond.C:
-            res_p = C
-        elif inst.cond == Cond.V:
-            res_p = V
-        elif inst.cond == Cond.EQ:
-            res_p = Z
-        elif inst.cond == Cond.NE:
-            res_p = not Z
-        elif inst.cond == Cond.ULT:
-            res_p = not C
-        elif inst.cond == Cond.ULE:
-            res_p = (not C) or Z
-        elif inst.cond == Cond.UGT:
-            res_p = C and not Z
-        elif inst.cond == Cond.UGE:
-            res_p = C
-        elif inst.cond == Cond.SLT:
-            res_p = N != V
-        elif inst.cond == Cond.SLE:
-            res_p = Z or (N != V)
-        elif inst.cond == Cond.SGT:
-            res_p = (not Z) and (N == V)
-        elif inst.cond == Cond.SGE:
-            res_p = N == V
-        else:
-            res_p = lut_out
-        return res, res_p
+PE = make_variant(ALU, NoMulALU, __name__, WIDTH)

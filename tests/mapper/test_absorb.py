@@ -1,4 +1,4 @@
-"""Register-chain absorption (mapper.absorb): the delay-line MEM programs delay every word by
+"""Register-chain absorption (mapper.backend.absorb): the delay-line MEM programs delay every word by
 exactly D cycles (Lake's golden model), the MEM encoders accept them, the netlist edit
 moves only the planned sinks, and a too-short chain is refused before any placement."""
 from __future__ import annotations
@@ -11,10 +11,10 @@ from hypothesis import strategies as hs
 
 from cgra.errors import MappingError
 from lake.golden import simulate
-from mapper.absorb import (DelayLine, check_min_chain, delay_line_config, delay_lines_of,
+from mapper.backend.absorb import (DelayLine, check_min_chain, delay_line_config, delay_lines_of,
                            insert_delay_lines, last_cycle)
-from mapper.memory import PRESETS, MemSpec
-from mapper.pack import PackedDesign, PackedInstance, PackedNet
+from mapper.mapping.memory import PRESETS, MemSpec
+from mapper.backend.pack import PackedDesign, PackedInstance, PackedNet
 
 DUAL = MemSpec.from_dict(PRESETS["dualport_2048x16"])
 PUB = MemSpec.from_dict(PRESETS["pub_512x64"])
@@ -25,8 +25,8 @@ def _line(chain: int, spec: MemSpec, span: int) -> dict:
 
 
 def _slack(cfg: dict, spec: MemSpec) -> int:
-    """Cycles pipelining may read the line later (mapper.pipeline's MEM read absorption)."""
-    from mapper.pipeline import _mem_slack
+    """Cycles pipelining may read the line later (mapper.backend.pipeline's MEM read absorption)."""
+    from mapper.backend.pipeline import _mem_slack
 
     d = PackedDesign("t", {"dly_n": PackedInstance("dly_n", "mem", "m", cfg)}, [], {})
     return _mem_slack(d, "dly_n", "data_out_0", spec.read_latency)

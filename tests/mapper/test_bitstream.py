@@ -22,14 +22,15 @@ from cgra.config import ConfigField, decode_fields, pack_fields, split_address  
 from cgra.core import CoreSpec, PortSpec  # noqa: E402
 from cgra.errors import CollateralError, ConfigError  # noqa: E402
 from garnet.collateral import ConfigMap  # noqa: E402
-from mapper.bitstream import generate, parse_text  # noqa: E402
+from mapper.backend.bitstream import generate, parse_text  # noqa: E402
 from mapper.collateral import load_fabric  # noqa: E402
-from mapper.flow import FlowParams, back_end  # noqa: E402
+from mapper.params import FlowParams  # noqa: E402
+from mapper.closure import back_end  # noqa: E402
 from mapper.netlist import Netlist  # noqa: E402
-from mapper.pack import stencil_netlist  # noqa: E402
-from mapper.pipeline import PipelineParams  # noqa: E402
-from mapper.place import PlaceParams  # noqa: E402
-from mapper.report import draw, report, save_report  # noqa: E402
+from mapper.backend.pack import stencil_netlist  # noqa: E402
+from mapper.backend.pipeline import PipelineParams  # noqa: E402
+from mapper.backend.place import PlaceParams  # noqa: E402
+from mapper.backend.report import draw, report, save_report  # noqa: E402
 
 
 def _no_rtl():
@@ -213,7 +214,7 @@ def test_report_and_picture(collateral, flow, tmp_path):
 def test_lake_encoder_maps_memory_mapping_port_names():
     from lake.config import configure
 
-    from mapper.bitstream import lake_mem_encoder
+    from mapper.backend.bitstream import lake_mem_encoder
 
     prog = {"dimensionality": 2, "extents": [64, 64], "address": {"strides": [1, 0], "offset": 0},
             "schedule": {"strides": [1, 64], "offset": 3}}
@@ -236,7 +237,7 @@ def test_flow_on_the_small_garnet_collateral(tmp_path):
     from garnet.array import build_interconnect
     from garnet.params import load_toml
 
-    from mapper.route import check_routing
+    from mapper.backend.route import check_routing
 
     params = load_toml("configs/small.toml")
     ic = build_interconnect(params)

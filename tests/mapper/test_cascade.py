@@ -13,11 +13,13 @@ from cgra.core import CoreSpec, PortSpec
 from cgra.errors import InternalError, RoutingError
 from mapper.collateral import Collateral
 from mapper.netlist import Netlist
-from mapper.pack import pack, stencil_netlist
-from mapper.pipeline import (BalanceError, PipelineParams, check_balanced, path_regs, pipeline,
+from mapper.backend.pack import pack, stencil_netlist
+from mapper.backend.checks import check_balanced
+from mapper.backend.pipeline import (BalanceError, PipelineParams, path_regs, pipeline,
                              timing_analysis)
-from mapper.place import PlaceParams, place
-from mapper.route import PathFinder, RoutingGraph, route_design
+from mapper.backend.place import PlaceParams, place
+from canal.routing import RoutingGraph
+from mapper.backend.route import PathFinder, route_design
 
 
 def _no_rtl():
@@ -101,7 +103,7 @@ def test_unpipelined_timing_bypasses_the_mandatory_registers():
     baseline: no pipeline register) is the known answer again, 1834 ps."""
     from canal.interconnect import Interconnect
     from garnet.array import fix_registers
-    from mapper.pipeline import unpipelined_timing
+    from mapper.backend.pipeline import unpipelined_timing
 
     core = io_on_edges(lambda x, y: PE, IO, 8, 2)
     ic = build_uniform(InterconnectParams(8, 2, tracks=5, widths=(16,)), core)
@@ -214,7 +216,7 @@ def test_register_insertion_reaches_the_target_and_stays_balanced():
 def test_an_illegal_route_is_caught_with_the_pass_name(monkeypatch):
     """A pass that breaks a route (here its first step made to drop a node of a path) is
     stopped by the invariant check naming the pass, not later by the bitstream."""
-    from mapper import pipeline as P
+    from mapper.backend import pipeline as P
 
     coll = fabric(8, 8, mandatory=("NORTH", "EAST"))
     packed, pl, rr = _placed(stencil_netlist("s", image_width=16), coll, {}, seed=3)
@@ -236,7 +238,7 @@ def test_an_illegal_route_is_caught_with_the_pass_name(monkeypatch):
 def test_flow_places_again_when_pipelining_fails(monkeypatch):
     """`cgra run` never asks for another seed: a placement whose pipelining fails is placed
     again with the next seed, and each failure is reported."""
-    from mapper import flow as F
+    from mapper import closure as F
 
     coll = fabric(8, 8)
     real = F.pipeline
@@ -268,7 +270,7 @@ def test_alpha_sweep_keeps_the_highest_fmax():
     """The placement exponent sweep places, routes and pipelines once per HPWL exponent and
     keeps the result with the highest Fmax: the kept figure is the table's maximum and the
     placement is the one placed with that exponent."""
-    from mapper import flow as F
+    from mapper import closure as F
 
     coll = fabric(8, 8, mandatory=("NORTH", "EAST"))
     params = F.FlowParams(place=PlaceParams(seed=1), alphas=(1.0, 1.5, 2.0),
@@ -308,7 +310,7 @@ def test_a_missed_clock_target_places_again_and_keeps_the_best(monkeypatch):
     """A placement that routes but misses the target clock is placed again (at most
     ``timing_attempts`` times); when none meets it, the highest-Fmax attempt is kept and the
     misses are reported with stage "timing"."""
-    from mapper import flow as F
+    from mapper import closure as F
 
     coll = fabric(8, 8, mandatory=("NORTH", "EAST"))
     real = F.pipeline

@@ -1,4 +1,4 @@
-"""Multi-row circular addressed buffers (mapper.memory.circular_rows, mapper.polyhedral.linearize
+"""Multi-row circular addressed buffers (mapper.mapping.memory.circular_rows, mapper.mapping.polyhedral.linearize
 ``rows`` / ``overrun``): a read whose distance varies and spans more than one producer row
 keeps ``R`` rows, addresses ``(x - x0) + W * ((y - y0) mod R)``, instead of the whole image.
 Checked against a known answer and, on random multi-rate programs, by simulating the
@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cgra.errors import MappingError
-from mapper.memory import circular_rows
-from mapper.polyhedral import Program, Read, Stage, linearize, schedule
+from mapper.mapping.memory import circular_rows
+from mapper.mapping.polyhedral import Program, Read, Stage, linearize, schedule
 
 
 def _up_rows(w: int, h: int, f: int, rows: tuple[int, ...]) -> Program:
@@ -181,8 +181,8 @@ def test_banks_by_columns_simulate_exactly(w, h, f, rows, frac):
     never exceed the MEM; an extra (overrun) iteration only fires outside the reads."""
     import dataclasses
 
-    from mapper.memory import DUAL_PORT_SRAM, MemSpec, addressed_tiles
-    from mapper.schedule import schedule_pipeline
+    from mapper.mapping.memory import DUAL_PORT_SRAM, MemSpec, addressed_tiles
+    from mapper.mapping.schedule import schedule_pipeline
 
     rows = tuple(sorted(rows))
     if h - max(rows) < 2:

@@ -14,7 +14,8 @@ from cgra.cli import cli
 from cgra.errors import CollateralError, MappingError
 from mapper.cli import map_cmd
 from mapper.collateral import load_collateral
-from mapper.flow import AppParams, map_app
+from mapper.params import AppParams
+from mapper.flow import map_app
 from mapper.frontend.coreir import example_kernels, example_path
 from mapper.netlist import Netlist, parse_packed
 

@@ -1,4 +1,4 @@
-"""Coarse-grained (double-buffered) tile scheduling, mapper/coarse.py (unified-buffer paper,
+"""Coarse-grained (double-buffered) tile scheduling, mapper/dnn/coarse.py (unified-buffer paper,
 TACO 2023, section 4.4). Known answers are worked out by hand in each test."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cgra.errors import MappingError
-from mapper.coarse import Stage, ablation, buffers_of, schedule_coarse
+from mapper.dnn.coarse import Stage, ablation, buffers_of, schedule_coarse
 
 TOY = [Stage("a", 2), Stage("b", 4), Stage("c", 2)]  # the paper's Fig. 7: latencies 2, 4, 2
 

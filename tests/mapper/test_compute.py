@@ -1,4 +1,4 @@
-"""Compute mapping (mapper.compute): covering kernel DAGs with synthesised rewrite rules,
+"""Compute mapping (mapper.mapping.compute): covering kernel DAGs with synthesised rewrite rules,
 folding constants, replacing memory-mapping placeholders, and the equivalence check of every
 mapped kernel against the original with the PE Python model."""
 from __future__ import annotations
@@ -11,9 +11,9 @@ from cgra.errors import MappingError
 from mapper import ir
 from mapper.apps import lower_app
 from mapper.collateral import load_collateral
-from mapper.compute import check_equivalence, cover_kernel, kernel_netlist, map_compute
+from mapper.mapping.compute import check_equivalence, cover_kernel, kernel_netlist, map_compute
 from mapper.frontend.coreir import example_kernels, example_path, import_coreir
-from mapper.memory import DUAL_PORT_SRAM, map_memory
+from mapper.mapping.memory import DUAL_PORT_SRAM, map_memory
 from peak.collateral import disassemble_fields
 
 #: the shipped example kernels (mapper/data/coreir, package data), sorted by name

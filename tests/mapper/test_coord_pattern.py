@@ -12,10 +12,10 @@ from mapper import interp, ir
 from mapper.apps import app_images, build_app, load_app_image
 from mapper.frontend.dsl import (Func, Input, Pipeline, RDom, UInt16, Var, pattern_name,
                                  repeat_edge, select)
-from mapper.halide_export import run_halide, run_halide_outputs
-from mapper.memory import (DUAL_PORT_SRAM, PHYSICAL_UNIFIED_BUFFER, MemSpec, map_memory,
+from mapper.sim.halide import run_halide, run_halide_outputs
+from mapper.mapping.memory import (DUAL_PORT_SRAM, PHYSICAL_UNIFIED_BUFFER, MemSpec, map_memory,
                            pattern_rom)
-from mapper.streams import run_streams, run_streams_outputs
+from mapper.mapping.streams import run_streams, run_streams_outputs
 
 
 def _phases(w: int = 20, h: int = 12, unroll: int = 1) -> Pipeline:

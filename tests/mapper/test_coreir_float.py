@@ -98,7 +98,7 @@ def test_non_bfloat16_formats_are_refused():
 
 def test_float_div_and_exp_import_as_their_decompositions():
     """CoreIR ``float.div`` and ``float.exp`` (BFloat16 genargs) become the multi-PE
-    approximations of mapper/float_math.py: out = exp(a / b) within a few ulp."""
+    approximations of mapper/frontend/float_math.py: out = exp(a / b) within a few ulp."""
     doc = {"namespaces": {"global": {"modules": {"hcompute_g": {
         "type": ["Record", [["in", ["Array", 2, ["Array", 16, "BitIn"]]], ["out", W16]]],
         "instances": {"q": {"genref": "float.div", "genargs": BF},

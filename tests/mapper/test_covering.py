@@ -13,10 +13,10 @@ from cgra.errors import MappingError
 from mapper import ir
 from mapper.apps import APPS, FLOAT_APPS, lower_app
 from mapper.collateral import RuleTable, load_collateral
-from mapper.compute import (check_equivalence, cover_kernel, map_compute, prepare_kernel,
+from mapper.mapping.compute import (check_equivalence, cover_kernel, map_compute, prepare_kernel,
                             rewrite_for_table)
 from mapper.frontend.coreir import example_kernels, import_coreir
-from mapper.memory import DUAL_PORT_SRAM, map_memory
+from mapper.mapping.memory import DUAL_PORT_SRAM, map_memory
 from peak.ir import DECOMPOSITIONS, PATTERNS, ir_op
 from peak.rules.format import Instance, Rule
 

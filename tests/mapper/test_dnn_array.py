@@ -1,4 +1,4 @@
-"""The array netlist of DNN layers (mapper/dnn_array.py): its MEMs by role, the load phase
+"""The array netlist of DNN layers (mapper/dnn/array.py): its MEMs by role, the load phase
 through the IO tiles (shared when MEMs outnumber the free IO tiles: back to back, each MEM
 once, compute after the longest stream), the accumulation MEMs' loop budget and nominal
 programs, the output programs (the last pass only), the Lake-model equivalence of the
@@ -11,10 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cgra.errors import MappingError
-from mapper import dnn_array, dnn_memory, tensor
+from mapper.dnn import array as dnn_array, memory as dnn_memory
+from mapper.frontend import tensor
 from mapper.apps import dnn
 from mapper.frontend.dsl import Func, Input, Int16, Pipeline, RDom, Var, cast
-from mapper.streams import program_events
+from mapper.mapping.streams import program_events
 
 #: the default design's MEM facts (mem.json of configs/default.toml)
 MEM = {"preset": "dualport_2048x16", "name": "dualport_2048x16", "capacity": 2048,

@@ -1,4 +1,4 @@
-"""DNN layers as tensor programs (mapper/apps/dnn.py, mapper/tensor.py): the numpy evaluation
+"""DNN layers as tensor programs (mapper/apps/dnn.py, mapper/frontend/tensor.py): the numpy evaluation
 against real Halide and against the layer formulas written directly in numpy, on seeded
 random tensors and on a real image; domains, MAC counts and the refusals."""
 from __future__ import annotations
@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from cgra.errors import MappingError, SimulationError
-from mapper import tensor
+from mapper.frontend import tensor
 from mapper.apps import dnn
 from mapper.frontend.dsl import Func, Input, Int16, Pipeline, RDom, UInt16, Var, cast
-from mapper.halide_export import run_halide_outputs
+from mapper.sim.halide import run_halide_outputs
 
 
 def _wrap16(a: np.ndarray) -> np.ndarray:

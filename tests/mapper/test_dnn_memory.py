@@ -1,7 +1,7 @@
-"""The memories of DNN layers (mapper/dnn_memory.py): weights and activations streamed from
+"""The memories of DNN layers (mapper/dnn/memory.py): weights and activations streamed from
 the host into Lake MEM models (one per operand stream), read back by affine address generators
 as the step kernel's operands, partial sums kept in accumulation MEMs restarted by a flag MEM:
-mapper.tensor bit for bit; the port programs of a small ResNet layer worked by hand; the MEM
+mapper.frontend.tensor bit for bit; the port programs of a small ResNet layer worked by hand; the MEM
 count equals the plan's; a program that misses its cycles is caught; the refusals."""
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cgra.errors import MappingError, SimulationError
-from mapper import dnn_memory, dnn_plan, dnn_step, tensor
+from mapper.dnn import memory as dnn_memory, plan as dnn_plan, step as dnn_step
+from mapper.frontend import tensor
 from mapper.apps import dnn
 
 SMALL = {"resnet_layer": {"width": 6, "height": 5, "c_in": 4, "c_out": 4, "block_in": 2,

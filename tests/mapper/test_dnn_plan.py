@@ -1,4 +1,4 @@
-"""The DNN layer plan (mapper/dnn_plan.py): known answers at the paper's blocking (81 MEM
+"""The DNN layer plan (mapper/dnn/plan.py): known answers at the paper's blocking (81 MEM
 tiles for the ResNet layer: 64 weight streams + 8 input + 8 accumulation + the first-pass
 flag), the wide-fetch
 padding (18-pixel rows padded to 20 on the PUB: 10/9 of the cycles), the Fig. 13 ordering,
@@ -14,7 +14,7 @@ import pytest
 
 from cgra.errors import MappingError
 from mapper.apps import build_app, dnn
-from mapper.dnn_plan import DEFAULT_32X16, Resources, plan_layer, reductions
+from mapper.dnn.plan import DEFAULT_32X16, Resources, plan_layer, reductions
 
 PUB = DEFAULT_32X16.with_mem("pub_512x64", 2048, 2, 4)
 CGRA = str(Path(sys.executable).parent / "cgra")

@@ -1,5 +1,5 @@
-"""Step kernels of DNN layers (mapper/dnn_step.py): the array's per-cycle compute of each
-reduction, run step by step in the blocked loop order, reproduces mapper.tensor bit for bit;
+"""Step kernels of DNN layers (mapper/dnn/step.py): the array's per-cycle compute of each
+reduction, run step by step in the blocked loop order, reproduces mapper.frontend.tensor bit for bit;
 its operand streams are the plan's MEM read ports; compute mapping covers it with PEs (the
 three-input PE fuses multiply-adds); non-reorderable updates are refused."""
 from __future__ import annotations
@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from cgra.errors import MappingError
-from mapper import dnn_plan, dnn_step, tensor
+from mapper.dnn import plan as dnn_plan, step as dnn_step
+from mapper.frontend import tensor
 from mapper.apps import dnn
 from mapper.collateral import load_collateral
-from mapper.compute import check_equivalence, cover_kernel
+from mapper.mapping.compute import check_equivalence, cover_kernel
 from mapper.frontend.dsl import Func, Input, Int16, Pipeline, RDom, UInt16, Var, cast
 
 pytest_plugins = ["mapper_support"]

@@ -13,7 +13,7 @@ from mapper.apps import FLOAT_APPS, app_images, build_app, display_image
 from mapper.frontend import dsl
 from mapper.frontend.dsl import (BFloat16, Func, Input, Int16, Pipeline, RDom, Table, UInt16,
                                  Var, cast, from_bf16_bits, max, min, select, to_bf16_bits)
-from mapper.halide_export import run_halide
+from mapper.sim.halide import run_halide
 from mapper.images import camera_crop
 from mapper.interp import run_pipeline
 
@@ -170,7 +170,7 @@ def test_bf16_errors(make, match):
 
 def test_float_op_without_rule_names_the_fp_pe():
     from mapper.collateral import RuleTable
-    from mapper.compute import cover_kernel
+    from mapper.mapping.compute import cover_kernel
 
     k = build_app("gaussian_bf16", 8, 8).lower().stages[0].kernel
     with pytest.raises(MappingError, match="no rewrite rule.*float.*configs/bf16.toml"):
@@ -190,7 +190,7 @@ def test_gaussian_bf16_unrolled_in_halide_keeps_results():
 
 
 def test_division_and_exp_in_the_dsl_stay_within_their_bounds_of_halide():
-    """``a / b`` and ``exp`` on BFloat16 lower to mapper/float_math.py; the numpy interpreter
+    """``a / b`` and ``exp`` on BFloat16 lower to mapper/frontend/float_math.py; the numpy interpreter
     (the array's arithmetic) is within 2 ulp of each op of Halide's correctly rounded result;
     end to end here within 8 ulp (exp multiplies its argument's relative error by the
     argument, up to 7.5 here), and a / 4 stays exact."""

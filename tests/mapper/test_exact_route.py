@@ -1,4 +1,4 @@
-"""The exact router (mapper.exact_route): minimum wirelength against PathFinder, legality,
+"""The exact router (mapper.backend.exact_route): minimum wirelength against PathFinder, legality,
 known answers, unroutability with a cut certificate, and route_width's explanation."""
 from __future__ import annotations
 
@@ -13,9 +13,11 @@ from canal.passes import InterconnectParams, build_uniform, io_on_edges
 from cgra.config import ConfigField
 from cgra.core import CoreSpec, PortSpec
 from cgra.errors import InternalError, RoutingError
-from mapper.exact_route import (Cut, build_program, check_routes, exact_route, find_cut,
+from mapper.backend.exact_route import (Cut, build_program, check_routes, exact_route, find_cut,
                                 random_nets, verify_cut, wirelength)
-from mapper.route import RouteNet, RouterParams, RoutingGraph, route_width
+from canal.routing import RoutingGraph
+from mapper.backend.nets import RouteNet
+from mapper.backend.route import RouterParams, route_width
 
 
 def _no_rtl():
@@ -305,7 +307,7 @@ def test_explanation_leaves_register_nets_out_soundly(a4t1):
     """Register nets are not modelled: the explanation routes the core-to-core nets alone (a
     relaxation), so their cut still proves the whole design unroutable, and a routable
     subset is reported as such, naming how many register nets were left out."""
-    from mapper.exact_route import explain_unrouted
+    from mapper.backend.exact_route import explain_unrouted
 
     _, g = a4t1
     reg = RouteNet("r", "PORT:16:1:1:res", [(("r0", "in"), ["REG:16:2:1:EAST:0",

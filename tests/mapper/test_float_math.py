@@ -1,4 +1,4 @@
-"""BFloat16 division and exponential decompositions (mapper/float_math.py, issue 16 item 3):
+"""BFloat16 division and exponential decompositions (mapper/frontend/float_math.py, issue 16 item 3):
 the error bounds of the module docstring, measured against the exact value rounded to
 nearest even (peak/ir/floatref.py), exhaustively where the docstring says so."""
 from __future__ import annotations
@@ -9,7 +9,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from mapper import float_math, ir
+from mapper import ir
+from mapper.frontend import float_math
 from mapper.interp import eval_kernel
 from peak.ir.floatref import _decode, _round
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mapper.halide_export import run_halide
+from mapper.sim.halide import run_halide
 from mapper.interp import run_pipeline
 
 from mapper.apps import APPS, FLOAT_APPS

@@ -9,11 +9,11 @@ import pytest
 from cgra.errors import MappingError
 from mapper.apps import app_images, build_app, load_app_image
 from mapper.frontend.dsl import Func, Input, Pipeline, UInt16, Var
-from mapper.halide_export import run_halide
+from mapper.sim.halide import run_halide
 from mapper.images import bayer_rggb, load_image, load_rgb, shipped_samples
 from mapper.interp import run_pipeline
-from mapper.memory import DUAL_PORT_SRAM, map_memory
-from mapper.streams import run_streams
+from mapper.mapping.memory import DUAL_PORT_SRAM, map_memory
+from mapper.mapping.streams import run_streams
 
 
 def test_shipped_samples_and_colour_loading():

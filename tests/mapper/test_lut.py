@@ -15,12 +15,12 @@ from mapper import interp, ir
 from mapper.apps import app_images, build_app, lower_app
 from mapper.apps.camera_pipeline import GAMMA
 from mapper.collateral import load_collateral
-from mapper.compute import (LUT_LATENCY, check_equivalence, check_luts, cover_kernel,
+from mapper.mapping.compute import (LUT_LATENCY, check_equivalence, check_luts, cover_kernel,
                             index_bound, kernel_netlist, map_compute, split_luts)
 from mapper.frontend import dsl
 from mapper.frontend.coreir import import_coreir_dict
 from mapper.frontend.dsl import LUT, Func, Input, Int16, Pipeline, UInt16, Var, cast
-from mapper.memory import map_memory
+from mapper.mapping.memory import map_memory
 
 pytest_plugins = ["mapper_support"]
 
@@ -97,7 +97,7 @@ def test_numpy_interpreter_agrees_with_eval_op():
 
 # ---------------------------------------------------------------------------- DSL
 def test_dsl_lookup_is_halide_bit_exact_with_signed_and_out_of_range_indices():
-    from mapper.halide_export import run_halide
+    from mapper.sim.halide import run_halide
 
     x, y = Var("x"), Var("y")
     inp = Input("input", UInt16, (24, 12))
@@ -261,7 +261,7 @@ def test_gamma_curve_known_values():
 
 def test_camera_pipeline_numpy_equals_halide_on_astronaut():
     from mapper.apps import load_app_image
-    from mapper.halide_export import run_halide_outputs
+    from mapper.sim.halide import run_halide_outputs
 
     p = build_app("camera_pipeline", 48, 36)
     ims = app_images(p, load_app_image(p, "astronaut", (36, 48)))
@@ -298,7 +298,8 @@ def test_coreir_kernel_with_rom2_maps_through_the_flow(default_design, tmp_path)
     """Acceptance (issue 14): a CoreIR kernel with ``memory.rom2`` maps: the file goes through
     ``map_app`` (import, cover, equivalence check on random vectors, netlist) and the lookup is
     a MEM instance of the design's preset in lookup-table mode."""
-    from mapper.flow import AppParams, map_app
+    from mapper.params import AppParams
+    from mapper.flow import map_app
 
     path = tmp_path / "rom_compute.json"
     path.write_text(json.dumps(_rom_doc()))

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from cgra.errors import MappingError, SimulationError
 from mapper.apps import APPS, FLOAT_APPS, lower_app
 from mapper.interp import run_pipeline
-from mapper.memory import (DUAL_PORT_SRAM, PHYSICAL_UNIFIED_BUFFER, MemSpec, map_memory,
+from mapper.mapping.memory import (DUAL_PORT_SRAM, PHYSICAL_UNIFIED_BUFFER, MemSpec, map_memory,
                            plan_shift_registers, segment_taps)
-from mapper.schedule import schedule_pipeline
-from mapper.streams import program_events, run_streams
+from mapper.mapping.schedule import schedule_pipeline
+from mapper.mapping.streams import program_events, run_streams
 
 APP_NAMES = sorted(set(APPS) - FLOAT_APPS)  # integer apps (bf16: test_dsl_bf16.py)
 

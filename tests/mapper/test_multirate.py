@@ -13,10 +13,10 @@ from cgra.errors import MappingError
 from mapper import ir
 from mapper.apps import build_app, lower_app
 from mapper.frontend.dsl import Func, Input, Pipeline, UInt16, Var
-from mapper.halide_export import run_halide
+from mapper.sim.halide import run_halide
 from mapper.interp import run_pipeline
-from mapper.memory import DUAL_PORT_SRAM, PHYSICAL_UNIFIED_BUFFER, map_memory
-from mapper.streams import run_streams
+from mapper.mapping.memory import DUAL_PORT_SRAM, PHYSICAL_UNIFIED_BUFFER, map_memory
+from mapper.mapping.streams import run_streams
 
 
 def _img(w: int, h: int, seed: int = 0) -> np.ndarray:

@@ -5,7 +5,7 @@ import pytest
 
 from cgra.errors import MappingError
 from mapper.apps import lower_app
-from mapper.memory import PHYSICAL_UNIFIED_BUFFER, map_memory
+from mapper.mapping.memory import PHYSICAL_UNIFIED_BUFFER, map_memory
 from mapper.netlist import Netlist, parse_packed
 
 

@@ -1,7 +1,7 @@
 """nlm_bf16 (mapper/apps/nlm_bf16.py): structure and PE budget of the lowered pipeline, known
 answers of the numpy interpreter, the stated Halide bound (its derivation evaluated, the
 measured difference on real images within it), the ulp distance and the tolerance check of
-mapper.flow.check_output (a wrong output fails with one line)."""
+mapper.sim.run.check_output (a wrong output fails with one line)."""
 from __future__ import annotations
 
 import math
@@ -13,10 +13,10 @@ import pytest
 from cgra.errors import SimulationError
 from mapper.apps import (FLOAT_APPS, HALIDE_TOLERANCE_ULP, app_images, build_app,
                          load_app_image, nlm_bf16)
-from mapper.flow import NAN_ULP_DISTANCE, bf16_ulp_distance, check_output
+from mapper.sim.run import NAN_ULP_DISTANCE, bf16_ulp_distance, check_output
 from mapper.frontend.dsl import (BFloat16, Func, Input, Pipeline, Var, exp, from_bf16_bits,
                                  to_bf16_bits)
-from mapper.halide_export import run_halide
+from mapper.sim.halide import run_halide
 from mapper.interp import run_pipeline
 
 

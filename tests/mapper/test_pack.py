@@ -10,7 +10,7 @@ from cgra.core import CoreSpec, PortSpec
 from cgra.errors import MappingError, RoutingError
 from mapper.collateral import load_fabric
 from mapper.netlist import Netlist
-from mapper.pack import PackParams, pack, resolve_core_port, stencil_netlist
+from mapper.backend.pack import PackParams, pack, resolve_core_port, stencil_netlist
 
 
 def _no_rtl():

@@ -9,7 +9,7 @@ import pytest
 
 from cgra.errors import MappingError
 from mapper.netlist import Netlist
-from mapper.pack import (delay_codes, input_delay, input_register, max_input_delay, pack,
+from mapper.backend.pack import (delay_codes, input_delay, input_register, max_input_delay, pack,
                          set_input_register)
 
 pytest_plugins = ["mapper_support"]
@@ -119,8 +119,10 @@ def test_set_input_register_rewrites_the_flat_instruction(d2_design):
 
 
 def _routed_regs(coll, app: str):
-    from mapper.flow import AppParams, FlowParams, back_end, map_app
-    from mapper.pipeline import check_balanced
+    from mapper.params import AppParams, FlowParams
+    from mapper.closure import back_end
+    from mapper.flow import map_app
+    from mapper.backend.checks import check_balanced
 
     m = map_app(AppParams(app, 64, 64), coll)
     f = back_end(m.netlist, coll, FlowParams())
@@ -137,7 +139,7 @@ def test_d2_needs_fewer_routed_registers(default_design, d2_design, app):
     use (netlist registers on sites + balancing + timing registers) than the default PE
     (measured: gaussian 11 -> 6, harris 49 -> 20); the PE count is the same."""
     from mapper.collateral import load_collateral
-    from mapper.pack import input_delay
+    from mapper.backend.pack import input_delay
 
     c1, c2 = load_collateral(default_design), load_collateral(d2_design)
     f1, regs1 = _routed_regs(c1, app)

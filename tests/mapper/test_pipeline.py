@@ -13,11 +13,12 @@ from cgra.core import CoreSpec, PortSpec
 from cgra.errors import MappingError
 from mapper.collateral import load_fabric
 from mapper.netlist import Netlist
-from mapper.pack import pack, stencil_netlist
-from mapper.pipeline import (PipelineParams, check_balanced, pipeline,
+from mapper.backend.pack import pack, stencil_netlist
+from mapper.backend.checks import check_balanced
+from mapper.backend.pipeline import (PipelineParams, pipeline,
                              timing_analysis)
-from mapper.place import PlaceParams, place
-from mapper.route import check_routing, route_design
+from mapper.backend.place import PlaceParams, place
+from mapper.backend.route import check_routing, route_design
 
 
 def _no_rtl():

@@ -10,8 +10,8 @@ from cgra.core import CoreSpec, PortSpec
 from cgra.errors import PlacementError
 from mapper.collateral import load_fabric
 from mapper.netlist import Netlist
-from mapper.pack import pack, stencil_netlist
-from mapper.place import PlaceParams, Placement, check_placement, place, site_capacity
+from mapper.backend.pack import pack, stencil_netlist
+from mapper.backend.place import PlaceParams, Placement, check_placement, place, site_capacity
 
 
 def _no_rtl():

@@ -1,4 +1,4 @@
-"""Polyhedral unified buffers and the multi-rate scheduler (mapper.polyhedral): the
+"""Polyhedral unified buffers and the multi-rate scheduler (mapper.mapping.polyhedral): the
 unified-buffer paper's worked examples, the stencil schedule as the special case (checked
 against its closed form), and random multi-rate programs checked against enumeration
 (causality, one iteration per cycle, minimal starts, and a circular buffer of exactly the
@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from cgra.errors import MappingError
 from mapper.apps import APPS, lower_app
-from mapper.polyhedral import Program, Read, Stage, from_pipeline, linearize, schedule
-from mapper.schedule import live_inputs, schedule_pipeline
+from mapper.mapping.polyhedral import Program, Read, Stage, from_pipeline, linearize, schedule
+from mapper.mapping.schedule import schedule_pipeline
 from mapper import ir
 
 
@@ -89,7 +89,7 @@ def test_multi_rate_pyramid_consistent_rates():
 
 def test_stencil_schedule_is_the_special_case():
     """For every app, unroll 1/2/4 and odd widths, the ISL starts and distances equal the
-    closed form of mapper.schedule's docstring, computed here independently."""
+    closed form of mapper.mapping.schedule's docstring, computed here independently."""
     single_rate = [n for n in sorted(APPS) if not lower_app(n, 16, 16).multi_rate]
     assert len(single_rate) >= 6
     for name in single_rate:
@@ -103,7 +103,7 @@ def test_stencil_schedule_is_the_special_case():
             for st_ in pl.stages:
                 us = ir.unroll_stage(st_, u)
                 taps = []
-                for iname, idx in live_inputs(us.kernel):
+                for iname, idx in us.kernel.live_inputs():
                     dx, dy = us.windows[iname].offsets[idx]
                     p = us.windows[iname].producer
                     taps.append((p, dx, dy))

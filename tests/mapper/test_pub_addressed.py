@@ -13,9 +13,9 @@ from lake.model import make_stimulus, run_model
 from mapper.apps import lower_app
 from mapper.frontend.dsl import Func, Input, Pipeline, UInt16, Var
 from mapper.interp import run_pipeline
-from mapper.memory import (DUAL_PORT_SRAM, PHYSICAL_UNIFIED_BUFFER, map_memory,
+from mapper.mapping.memory import (DUAL_PORT_SRAM, PHYSICAL_UNIFIED_BUFFER, map_memory,
                            wide_read_latency)
-from mapper.streams import run_streams
+from mapper.mapping.streams import run_streams
 
 
 def test_upsample_64_on_one_pub():

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from cgra.errors import MappingError
 from mapper import ir
 from mapper.frontend.dsl import Func, Input, Pipeline, UInt16, Var, repeat_edge
-from mapper.halide_export import run_halide
+from mapper.sim.halide import run_halide
 from mapper.interp import run_pipeline
 
 
@@ -149,8 +149,8 @@ def test_reductions_over_rdoms_that_are_not_3x3():
     """5x5 (bounds -2..2) and 7x1 RDom reductions with clamp to edge: both golden models and
     the memory-mapped stream model agree, and the outputs keep the input size."""
     from mapper.frontend.dsl import RDom, cast
-    from mapper.memory import DUAL_PORT_SRAM, map_memory
-    from mapper.streams import run_streams
+    from mapper.mapping.memory import DUAL_PORT_SRAM, map_memory
+    from mapper.mapping.streams import run_streams
 
     x, y = Var("x"), Var("y")
     e = repeat_edge(Input("input", UInt16, (20, 14)))

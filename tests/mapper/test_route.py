@@ -15,10 +15,11 @@ from cgra.core import CoreSpec, PortSpec
 from cgra.errors import CollateralError, RoutingError
 from mapper.collateral import load_fabric
 from mapper.netlist import Netlist
-from mapper.pack import pack, stencil_netlist
-from mapper.place import PlaceParams, place
-from mapper.route import (RouteNet, RouterParams, RoutingGraph, check_routing,
-                          route_design, route_width)
+from mapper.backend.pack import pack, stencil_netlist
+from mapper.backend.place import PlaceParams, place
+from canal.routing import RoutingGraph
+from mapper.backend.nets import RouteNet
+from mapper.backend.route import RouterParams, check_routing, route_design, route_width
 
 
 def _no_rtl():

@@ -10,10 +10,10 @@ from mapper import ir
 from mapper.apps import app_images, build_app
 from mapper.apps.color_correct import MATRIX
 from mapper.frontend.dsl import Func, Input, Pipeline, UInt16, Var, repeat_edge
-from mapper.halide_export import run_halide_outputs
+from mapper.sim.halide import run_halide_outputs
 from mapper.interp import run_outputs, run_pipeline
-from mapper.memory import DUAL_PORT_SRAM, PHYSICAL_UNIFIED_BUFFER, map_memory
-from mapper.streams import run_streams, run_streams_outputs
+from mapper.mapping.memory import DUAL_PORT_SRAM, PHYSICAL_UNIFIED_BUFFER, map_memory
+from mapper.mapping.streams import run_streams, run_streams_outputs
 
 
 def _two_outputs() -> Pipeline:

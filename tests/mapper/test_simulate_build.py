@@ -1,4 +1,4 @@
-"""The Verilator build of the stream harness (:func:`mapper.simulate.build_harness`):
+"""The Verilator build of the stream harness (:func:`mapper.sim.verilator.build_harness`):
 progress messages, and an interrupted build leaves nothing behind (no ``sim/.<key>.tmp-<pid>``
 directory, no Verilator/make/compiler process); directories of dead builds are removed by the
 next build, never those of a live process."""
@@ -22,7 +22,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from cgra.errors import SimulationError  # noqa: E402
-from mapper.simulate import (SimParams, build_harness, group_members,  # noqa: E402
+from mapper.sim.verilator import (SimParams, build_harness, group_members,  # noqa: E402
                              remove_stale_builds)
 
 CGRA = pathlib.Path(sys.executable).with_name("cgra")
@@ -31,7 +31,7 @@ CGRA = pathlib.Path(sys.executable).with_name("cgra")
 BUILD_SCRIPT = """
 import signal, sys
 from cgra.interrupt import Terminated
-from mapper.simulate import build_harness
+from mapper.sim.verilator import build_harness
 
 def term(signum, frame):
     raise Terminated()

@@ -15,13 +15,13 @@ from canal.smt import BitstreamSelects, NodeValue, decode_selects, encode_select
 from cgra.config import ConfigField
 from cgra.core import CoreSpec, PortSpec
 from cgra.errors import ConfigError
-from mapper.bitstream import generate
+from mapper.backend.bitstream import generate
 from mapper.collateral import Collateral
-from mapper.pack import pack, stencil_netlist
-from mapper.pipeline import PipelineParams, pipeline
-from mapper.place import PlaceParams, place
-from mapper.route import route_design
-from mapper.verify import VerificationError, expected_values, model_of, verify
+from mapper.backend.pack import pack, stencil_netlist
+from mapper.backend.pipeline import PipelineParams, pipeline
+from mapper.backend.place import PlaceParams, place
+from mapper.backend.route import route_design
+from mapper.backend.verify import VerificationError, expected_values, model_of, verify
 
 
 def _no_rtl():

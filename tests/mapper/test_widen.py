@@ -11,8 +11,8 @@ import pytest
 from cgra.errors import MappingError
 from mapper import ir
 from mapper.apps import lower_app
-from mapper.compute import pe_data_width, widen_kernel
-from mapper.memory import DUAL_PORT_SRAM, map_memory
+from mapper.mapping.compute import pe_data_width, widen_kernel
+from mapper.mapping.memory import DUAL_PORT_SRAM, map_memory
 
 
 def test_pointwise_widened_keeps_the_low_16_bits_for_every_input():

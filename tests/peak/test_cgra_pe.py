@@ -180,5 +180,6 @@ def test_specialised_model_is_used_and_fast():
         assert int(pe(inst, k, 5, 0, 0, 0)[0]) == 5 * k
     per_call = (time.process_time() - start) / 200
     assert per_call < 0.0005, per_call           # generic path is ~0.6 ms per call
-    src = normal_form(PE)._plan.static_src
-    assert "inst.alu" in src
+    nf = normal_form(PE)
+    assert "inst.data0_mode" in nf._plan.static_src     # the frame decodes the input modes,
+    assert "inst.alu" in nf.subs["core"]._plan.static_src   # its core sub-PE the opcode

@@ -107,7 +107,7 @@ def test_spec_ref_resolves_back(tmp_path):
     ("peak.examples.cgra_pe", ["not of the form module:Class", "peak.examples.cgra_pe:PE"]),
     ("a:b:c", ["not of the form"]),
     ("peak.examples.cgra_pe:Nope", ["module peak.examples.cgra_pe has no attribute 'Nope'",
-                                    "Peak spec classes there: ['PE']"]),
+                                    "Peak spec classes there: ['LUT3', 'PE']"]),
     ("no_such_pkg.pe:PE", ["module no_such_pkg.pe does not import", "importable"]),
     ("peak.examples.cgra_pe:ALU", ["ALU is not a PEak spec class", "cgra_pe.py",
                                    "subclass of peak.Peak"]),

@@ -193,7 +193,7 @@ def test_a_coreir_float_kernel_maps_and_simulates_on_the_fp_pe(bf16_table):
     from pathlib import Path
 
     from mapper.collateral import load_rule_table
-    from mapper.compute import cover_kernel, simulate
+    from mapper.mapping.compute import cover_kernel, simulate
     from mapper.frontend.coreir import import_coreir_dict
     from peak.collateral import pe_json
     path = Path(__file__).resolve().parents[1] / "mapper" / "test_coreir_float.py"

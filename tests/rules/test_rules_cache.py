@@ -25,18 +25,20 @@ TOY = "peak.examples.toy_pe:make_toy_pe(8)"
 
 #: a new instruction field: ``negate`` (1 bit) negates the ALU result; 0 = today's PE
 ADD_FIELD = [
-    ("        bit2_const = Bit\n    return Inst\n",
-     "        bit2_const = Bit\n        negate = Bit\n    return Inst\n"),
-    ("            Z = res == 0\n", "            res = (-res) if inst.negate else res\n"
-     "            Z = res == 0\n"),
+    ('        fields[f"bit{k}_const"] = Bit\n',
+     '        fields[f"bit{k}_const"] = Bit\n    fields["negate"] = Bit\n'),
+    ("            res, C, V = self.alu(inst.alu, inst.signed, a, b, d)\n",
+     "            res, C, V = self.alu(inst.alu, inst.signed, a, b, d)\n"
+     "            res = (-res) if inst.negate else res\n"),
 ]
 #: a third data input and an opcode using it: ``Add3`` (res = a + b + data2)
 ADD_INPUT = [
     ("    XOR = 13\n", "    XOR = 13\n    Add3 = 14\n"),
     ("bit0: Bit, bit1: Bit, bit2: Bit):", "bit0: Bit, bit1: Bit, bit2: Bit, data2: Data):"),
-    ("            elif inst.alu == ALU.Abs:\n",
-     "            elif inst.alu == ALU.Add3:\n                res = a + b + data2\n"
-     "            elif inst.alu == ALU.Abs:\n"),
+    ("            return self.core(inst, a, b, d, e, f)\n",
+     "            res, res_p = self.core(inst, a, b, d, e, f)\n"
+     "            if inst.alu == ALU.Add3:\n                res = a + b + data2\n"
+     "            return res, res_p\n"),
 ]
 #: targets an edit of the ALU can change, plus unrelated ones (reused after the edit)
 EDITED = ["commonlib.absd", "coreir.sub", "coreir.sub[in0=const]", "coreir.sub[in1=const]",

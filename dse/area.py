@@ -1,0 +1,386 @@
+"""Area proxy of a design: yosys cell counts of each distinct tile module times its tile count.
+
+Each tile module (``Tile_*`` in ``rtl/``) is synthesised on its own with yosys (``synth
+-flatten -top <tile>; abc -fast; stat``, see :data:`SCRIPT`) and its cell count is cached
+under ``<cache>/area/<sha256 of the module's Verilog and its sub-modules>.json``, so a tile
+shared by several designs of a sweep (the IO tile, the PE tile of every MEM variant) is
+synthesised once. The SRAM macro (``Memory``) is a black box: a behavioural 2048 x 16 array
+would become 32 K flip-flops; its bits are reported apart (``sram_bits``) and not counted
+as cells.
+
+yosys 0.23 (Debian's) does not read the multi-dimensional packed arrays CIRCT writes
+(``wire [1:0][15:0] _GEN = {{a}, {b}}; ... _GEN[s]``): :func:`flatten_packed` rewrites
+them as flat vectors (``wire [31:0] _GEN``, ``_GEN[(s)*16 +: 16]``), bit for bit the same
+(a packed array is laid out element N-1 first, like a concatenation).
+
+Besides the cell count, each tile gets a liberty-free area in *NAND2 equivalents*
+(:data:`CELL_WEIGHTS`: a relative area per yosys internal cell type, NAND2 = 1.0, from the
+NanGate 45 nm Open Cell Library's X1 cell areas; :func:`nand2_area`). It is computed from
+the cached per-cell-type counts (``cell_types``), so area results cached before it existed
+get it too and a change of the table needs no new yosys run.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+import tempfile
+import time
+from itertools import product
+from pathlib import Path
+
+from cgra.errors import CollateralError
+
+
+class UnknownCellError(CollateralError):
+    """A yosys ``stat`` of a tile lists a cell type with no weight in :data:`CELL_WEIGHTS`
+    (a yosys version or a synthesis script emitting cells this table does not know)."""
+
+#: yosys script per tile (``{files}``, ``{top}``): a generic gate-level synthesis with the
+#: fast ABC mapping; ``stat`` counts the cells
+SCRIPT = ("read_verilog -sv {files}; hierarchy -top {top}; blackbox Memory; "
+          "synth -flatten -noabc -top {top}; abc -fast; opt_clean; tee -o stat.txt stat")
+AREA_SCHEMA = "dse.area/1"
+#: revision of the Verilog rewriting for yosys (:func:`flatten_packed`,
+#: :func:`hoist_automatic`), part of every cache key: revision 2 rewrites element selects
+#: whose index holds a bit range (``x[a[3:2] == 2'h1]``, read as a bit range by revision 1)
+#: and nested element selects (``y[x[s][0]]``, rejected by yosys in revision 1), so counts
+#: cached by revision 1 are not reused
+REWRITE_REVISION = 2
+
+
+# ----------------------------------------------------------------------------- cell weights
+#: Cell areas (um^2, the liberty ``area`` of the X1 drive strength) of the NanGate FreePDK45
+#: Open Cell Library (NanGate 45 nm Open Cell Library, release PDKv1.3_v2010_12, the
+#: library of OpenROAD's ``nangate45`` platform; quoted from its
+#: ``NangateOpenCellLibrary_typical.lib``, not read from a file) used to weigh the yosys cells.
+NANGATE45_X1_UM2: dict[str, float] = {
+    "INV": 0.532, "BUF": 0.798, "NAND2": 0.798, "NOR2": 0.798, "AND2": 1.064, "OR2": 1.064,
+    "XOR2": 1.596, "XNOR2": 1.596, "AOI21": 1.064, "OAI21": 1.064, "AOI22": 1.330,
+    "OAI22": 1.330, "MUX2": 1.862, "TBUF": 1.596, "DLH": 2.394, "DFF": 4.522, "DFFR": 5.320,
+    "DFFS": 5.320, "DFFRS": 6.384,
+}
+
+
+def _eq(*cells: str) -> float:
+    """Area of a composition of NanGate X1 cells, in NAND2_X1 equivalents (3 decimals)."""
+    return round(sum(NANGATE45_X1_UM2[c] for c in cells) / NANGATE45_X1_UM2["NAND2"], 3)
+
+
+def _family(prefix: str, slots: str, weight: float) -> dict[str, float]:
+    """Every ``$_<prefix>_<letters>_`` name of a flip-flop / latch family: ``slots`` has a
+    ``p`` per polarity letter (N/P) and a ``v`` per reset-value letter (0/1)."""
+    names = [""]
+    for slot in slots:
+        names = [n + c for n, c in product(names, "NP" if slot == "p" else "01")]
+    return {f"$_{prefix}_{n}_": weight for n in names}
+
+
+#: Relative area per yosys internal (``simcells``) cell type, in NAND2 equivalents
+#: (NAND2 = 1.0): the cell's NanGate 45 nm X1 realisation (:data:`NANGATE45_X1_UM2`) divided
+#: by NAND2_X1 (0.798 um^2). A cell without a NanGate counterpart is its cheapest
+#: composition of NanGate cells: ANDNOT = INV + NOR2, ORNOT = INV + NAND2, NMUX = MUX2 + INV,
+#: MUX4/8/16 = trees of 3/7/15 MUX2, an enable = a MUX2 feeding D back, a synchronous
+#: reset/set = an AND2/OR2 on D, an async load = DFFRS + 2 NAND2 + INV (set/reset from AD).
+#: Signal *polarities* (``N``/``P`` letters, reset value 0/1) cost nothing: the inverter of
+#: a clock, enable or reset net is shared by every cell on that net. Covers every ``$_*_``
+#: cell of yosys 0.23's ``simcells.v`` (all that ``synth -noabc; abc`` can leave), plus the
+#: black-boxed SRAM macro ``Memory`` at 0 (its bits are ``sram_bits``).
+CELL_WEIGHTS: dict[str, float] = {
+    "$_BUF_": _eq("BUF"), "$_NOT_": _eq("INV"),
+    "$_AND_": _eq("AND2"), "$_NAND_": _eq("NAND2"), "$_OR_": _eq("OR2"), "$_NOR_": _eq("NOR2"),
+    "$_XOR_": _eq("XOR2"), "$_XNOR_": _eq("XNOR2"),
+    "$_ANDNOT_": _eq("INV", "NOR2"), "$_ORNOT_": _eq("INV", "NAND2"),
+    "$_MUX_": _eq("MUX2"), "$_NMUX_": _eq("MUX2", "INV"),
+    "$_MUX4_": _eq(*["MUX2"] * 3), "$_MUX8_": _eq(*["MUX2"] * 7),
+    "$_MUX16_": _eq(*["MUX2"] * 15),
+    "$_AOI3_": _eq("AOI21"), "$_OAI3_": _eq("OAI21"),
+    "$_AOI4_": _eq("AOI22"), "$_OAI4_": _eq("OAI22"),
+    "$_TBUF_": _eq("TBUF"),
+    **_family("SR", "pp", _eq("NOR2", "NOR2")),
+    "$_FF_": _eq("DFF"),
+    **_family("DFF", "p", _eq("DFF")),
+    **_family("DFF", "ppv", _eq("DFFR")),
+    **_family("DFFE", "pp", _eq("DFF", "MUX2")),
+    **_family("DFFE", "ppvp", _eq("DFFR", "MUX2")),
+    **_family("ALDFF", "pp", _eq("DFFRS", "NAND2", "NAND2", "INV")),
+    **_family("ALDFFE", "ppp", _eq("DFFRS", "NAND2", "NAND2", "INV", "MUX2")),
+    **_family("DFFSR", "ppp", _eq("DFFRS")),
+    **_family("DFFSRE", "pppp", _eq("DFFRS", "MUX2")),
+    **_family("SDFF", "ppv", _eq("DFF", "AND2")),
+    **_family("SDFFE", "ppvp", _eq("DFF", "AND2", "MUX2")),
+    **_family("SDFFCE", "ppvp", _eq("DFF", "AND2", "MUX2")),
+    **_family("DLATCH", "p", _eq("DLH")),
+    **_family("DLATCH", "ppv", _eq("DLH", "AND2")),
+    **_family("DLATCHSR", "ppp", _eq("DLH", "AND2", "OR2")),
+    "Memory": 0.0,
+}
+
+
+def nand2_area(cell_types: dict[str, int], module: str = "?") -> float:
+    """Area of a synthesised module in NAND2 equivalents: the sum over its cell types of
+    count x :data:`CELL_WEIGHTS` weight (``cell_types``: yosys ``stat`` type -> count, as
+    :func:`tile_cells` returns; rounded to 0.001). Raises :class:`UnknownCellError` naming
+    the cell and ``module`` for a type without a weight (never counted as 0)."""
+    total = 0.0
+    for cell, n in sorted(cell_types.items()):
+        w = CELL_WEIGHTS.get(cell)
+        if w is None:
+            raise UnknownCellError(
+                f"tile {module}: yosys cell type {cell} ({n}x) has no area weight in "
+                "dse.area.CELL_WEIGHTS; add its NAND2-equivalent weight there")
+        total += n * w
+    return round(total, 3)
+
+_DECL = re.compile(r"\b(wire|reg|logic)\s*\[(\d+):(\d+)\]\s*\[(\d+):(\d+)\]\s*([A-Za-z_][\w$]*)")
+
+
+def _index_end(text: str, start: int) -> int:
+    """Index just past the ``]`` matching the ``[`` at ``start``."""
+    depth = 0
+    for i in range(start, len(text)):
+        c = text[i]
+        if c == "[":
+            depth += 1
+        elif c == "]":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    raise CollateralError(f"unbalanced [ at offset {start} in a Verilog module")
+
+
+_AUTO = re.compile(r"^(\s*)automatic\s+logic\s*(\[[^\]]*\])?\s*([A-Za-z_][\w$]*)\s*(=)?\s*;?",
+                   re.M)
+
+
+def hoist_automatic(text: str) -> str:
+    """Move ``automatic logic [w] x = e;`` declarations of procedural blocks (which yosys
+    0.23 does not parse) to module level: ``reg [w] x;`` after the port list, ``x = e;`` in
+    place."""
+    decls: list[str] = []
+
+    def sub(m: re.Match) -> str:
+        decls.append(f"  reg {m[2] or ''} {m[3]};")
+        return f"{m[1]}{m[3]} =" if m[4] else m[1]
+
+    text = _AUTO.sub(sub, text)
+    if not decls:
+        return text
+    head = text.index(");", text.index("module")) + 2
+    return text[:head] + "\n" + "\n".join(decls) + text[head:]
+
+
+def flatten_packed(text: str) -> str:
+    """Rewrite 2-D packed arrays (``wire [H:L][h:l] x``) as flat vectors and their element
+    selects ``x[i]`` as part selects (module docstring). Element selects nested in an index
+    (``y[x[s][0]]``: CIRCT writes a bit of a mux of vectors that way) are rewritten too, at
+    every depth: yosys 0.23 rejects a select of a 2-D name inside an index with
+    ``Unsupported expression on dynamic range select``."""
+    widths: dict[str, int] = {}
+
+    def decl(m: re.Match) -> str:
+        n = abs(int(m[2]) - int(m[3])) + 1
+        w = abs(int(m[4]) - int(m[5])) + 1
+        widths[m[6]] = w
+        return f"{m[1]} [{n * w - 1}:0] {m[6]}"
+
+    text = _DECL.sub(decl, text)
+    if not widths:
+        return text
+    use = re.compile(r"\b(" + "|".join(map(re.escape, sorted(widths, key=len, reverse=True)))
+                     + r")\s*\[")
+    return _flatten_uses(text, use, widths)
+
+
+def _depth0(expr: str) -> str:
+    """``expr`` without the contents of its bracketed sub-expressions (``a[b:c] ? d`` ->
+    ``a[] ? d``): what an index expression is at its own level."""
+    out: list[str] = []
+    depth = 0
+    for c in expr:
+        if c == "]":
+            depth -= 1
+        if depth == 0:
+            out.append(c)
+        if c == "[":
+            depth += 1
+    return "".join(out)
+
+
+def _flatten_uses(text: str, use: re.Pattern, widths: dict[str, int]) -> str:
+    """The element selects of the 2-D names ``widths`` (name -> element width, bits) in
+    ``text`` as part selects of the flat vectors, index expressions rewritten first."""
+    out: list[str] = []
+    pos = 0
+    while True:
+        m = use.search(text, pos)
+        if m is None:
+            break
+        # a declaration ('wire [N:0] x' never matches: the name precedes no '[' there)
+        name, br = m[1], m.end() - 1
+        end = _index_end(text, br)
+        inner = text[br + 1:end - 1]
+        out.append(text[pos:m.start()])
+        w = widths[name]
+        top = _depth0(inner)
+        if ":" in top and "+:" not in top and "?" not in top:
+            out.append(text[m.start():end])       # already a bit range of the flat vector
+        else:
+            base = f"({_flatten_uses(inner, use, widths)})*{w}"
+            if end < len(text) and text[end] == "[":      # x[i][b] / x[i][h:l]
+                end2 = _index_end(text, end)
+                sub = text[end + 1:end2 - 1]
+                rng = re.fullmatch(r"\s*(\d+)\s*:\s*(\d+)\s*", sub)
+                if rng:
+                    hi, lo = int(rng[1]), int(rng[2])
+                    out.append(f"{name}[{base} + {lo} +: {hi - lo + 1}]")
+                else:
+                    out.append(f"{name}[{base} + ({_flatten_uses(sub, use, widths)})]")
+                end = end2
+            else:
+                out.append(f"{name}[{base} +: {w}]")
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+_MODULE = re.compile(r"^\s*module\s+([A-Za-z_][\w$]*)", re.M)
+_INST = re.compile(r"^\s*([A-Za-z_][\w$]*)\s+(?:#\s*\(.*?\)\s*)?[A-Za-z_][\w$]*\s*\(", re.M | re.S)
+
+
+def _modules(rtl: Path) -> dict[str, str]:
+    """module name -> Verilog text of every module in ``rtl/`` (one file may hold several)."""
+    mods: dict[str, str] = {}
+    for f in sorted(rtl.glob("*.v")):
+        text = f.read_text()
+        starts = [m for m in _MODULE.finditer(text)]
+        for i, m in enumerate(starts):
+            end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
+            mods[m[1]] = text[m.start():end]
+    return mods
+
+
+def _closure(top: str, mods: dict[str, str]) -> list[str]:
+    seen: list[str] = []
+    todo = [top]
+    while todo:
+        m = todo.pop()
+        if m in seen or m not in mods:
+            continue
+        seen.append(m)
+        todo.extend(i[1] for i in _INST.finditer(mods[m]) if i[1] in mods and i[1] != m)
+    return sorted(seen)
+
+
+def tile_cells(design: Path, module: str, cache: Path, timeout: float = 1800) -> dict:
+    """``{module, cells, cell_types, nand2, key, seconds, cached}`` of one tile module of
+    ``design`` (module docstring): ``cells`` the yosys cell count, ``cell_types`` the count
+    per cell type, ``nand2`` the area in NAND2 equivalents (:func:`nand2_area`, derived from
+    ``cell_types`` on every call, so cache entries written before it existed get it too);
+    cached under ``cache`` by Verilog hash. Raises :class:`UnknownCellError` for a cell type
+    without a weight, ``CollateralError`` when yosys fails."""
+    mods = _modules(Path(design) / "rtl")
+    if module not in mods:
+        raise CollateralError(f"{design}/rtl: no module {module}")
+    deps = _closure(module, mods)
+    key = hashlib.sha256(json.dumps([SCRIPT, REWRITE_REVISION] + [mods[d] for d in deps])
+                         .encode()).hexdigest()
+    cache = Path(cache)
+    hit = cache / f"{module}-{key[:20]}.json"
+    if hit.is_file():
+        doc = json.loads(hit.read_text())
+        return {**doc, "nand2": nand2_area(doc["cell_types"], module), "cached": True}
+    t = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="dse-area-") as tmp:
+        files = []
+        for d in deps:
+            if d == "Memory":
+                continue
+            p = Path(tmp) / f"{d}.v"
+            p.write_text(flatten_packed(hoist_automatic(mods[d])))
+            files.append(p.name)
+        stub = Path(tmp) / "Memory_stub.v"
+        if "Memory" in deps:
+            m = re.search(r"module\s+Memory\s*\((.*?)\);", mods["Memory"], re.S)
+            stub.write_text(f"(* blackbox *) module Memory({m[1] if m else ''});\nendmodule\n")
+            files.append(stub.name)
+        script = SCRIPT.format(files=" ".join(files), top=module)
+        res = subprocess.run(["yosys", "-q", "-p", script], cwd=tmp, capture_output=True,
+                             text=True, timeout=timeout)
+        stat = (Path(tmp) / "stat.txt").read_text() if res.returncode == 0 else ""
+    if res.returncode != 0:
+        err = (res.stderr or res.stdout).strip().splitlines()
+        raise CollateralError(f"yosys failed on tile {module} of {design}: "
+                              f"{err[-1] if err else res.returncode}")
+    cells, types = _parse_stat(stat)
+    doc = {"schema": AREA_SCHEMA, "module": module, "cells": cells, "cell_types": types,
+           "key": key, "seconds": round(time.perf_counter() - t, 3)}
+    cache.mkdir(parents=True, exist_ok=True)
+    tmpf = hit.with_suffix(".tmp")
+    tmpf.write_text(json.dumps(doc, indent=1) + "\n")
+    tmpf.replace(hit)       # the counts are cached even when a cell type has no weight
+    return {**doc, "nand2": nand2_area(types, module), "cached": False}
+
+
+def _parse_stat(log: str) -> tuple[int, dict[str, int]]:
+    """Cell count and cells by type of the last ``stat`` block of a yosys log."""
+    block = log[log.rfind("Number of cells:"):]
+    m = re.match(r"Number of cells:\s+(\d+)", block)
+    if m is None:
+        raise CollateralError("yosys stat printed no cell count")
+    types: dict[str, int] = {}
+    for line in block.splitlines()[1:]:
+        tm = re.match(r"\s+(\S+)\s+(\d+)\s*$", line)
+        if tm:
+            types[tm[1]] = int(tm[2])
+        elif line.strip() and not line.startswith(" "):
+            break
+    return int(m[1]), types
+
+
+def design_area(design: Path, cache: Path) -> dict:
+    """Area proxy of a generated design: ``{cells, nand2, by_tile: {module: {count, cells,
+    nand2, seconds, cached}}, sram_bits}``: ``cells`` / ``nand2`` (NAND2 equivalents,
+    :func:`nand2_area`) of each distinct tile, and the design totals (each tile's figure
+    times its tile count; ``nand2`` rounded to 0.1)."""
+    design = Path(design)
+    doc = json.loads((design / "design.json").read_text())
+    mods = _modules(design / "rtl")
+    top = mods[doc["top"]]
+    counts: dict[str, int] = {}
+    for m in re.finditer(r"^\s*(Tile_[\w$]+)\s+[A-Za-z_][\w$]*\s*\(", top, re.M):
+        counts[m[1]] = counts.get(m[1], 0) + 1
+    by_tile: dict[str, dict] = {}
+    total = 0
+    nand2 = 0.0
+    for mod, n in sorted(counts.items()):
+        r = tile_cells(design, mod, cache)
+        by_tile[mod] = {"count": n, "cells": r["cells"], "nand2": r["nand2"],
+                        "seconds": r["seconds"], "cached": r["cached"]}
+        total += n * r["cells"]
+        nand2 += n * r["nand2"]
+    sram = 0
+    if "Memory" in mods:
+        m = re.search(r"\[(\d+):0\]\s*\[(\d+):0\]", mods["Memory"])
+        per = (int(m[1]) + 1) * (int(m[2]) + 1) if m else 0
+        sram = per * sum(n for mod, n in counts.items()
+                         if "Memory" in _closure(mod, mods))
+    return {"cells": total, "nand2": round(nand2, 1), "by_tile": by_tile, "sram_bits": sram}
+
+
+def design_nand2(cache: Path, design_key: str) -> float | None:
+    """NAND2-equivalent area of a design of a sweep cache, for results cached before the
+    ``nand2`` figure existed: the design task's record ``<cache>/designs/<key>.dse.json``
+    (``None`` when it is missing or the design failed); its ``area.nand2`` when recorded,
+    else :func:`design_area` again, whose tiles are read from ``<cache>/area`` (the stored
+    per-cell-type counts; yosys runs only for a tile whose entry was deleted)."""
+    marker = Path(cache) / "designs" / f"{design_key}.dse.json"
+    if not marker.is_file():
+        return None
+    doc = json.loads(marker.read_text())
+    if "area" not in doc:
+        return None
+    if "nand2" in doc["area"]:
+        return doc["area"]["nand2"]
+    return design_area(Path(doc["dir"]), Path(cache) / "area")["nand2"]

@@ -1,0 +1,266 @@
+"""Bitstream: the (address, data) pairs that configure a placed, routed and pipelined design.
+
+Config address ``reg << 24 | feature << 16 | x << 8 | y`` (:func:`cgra.config.config_address`),
+32-bit data. Entries, all sorted by address (so the same app + seed gives the same bitstream):
+
+* **cores** (feature 0 of every used tile): the core config fields of the tile (the routing
+  graph's ``config_fields`` of that tile) packed with :func:`cgra.config.encode_fields`, values
+  from the instance: its packing fields (absorbed registers, constants, balancing input
+  registers), every ``config`` entry whose key names a core field, ``config['fields']``, and for
+  a MEM with port programs (``config['ports']``) the fields returned by the MEM encoder
+  (default :func:`lake_mem_encoder`: ``lake.config.configure(config['preset'], ports)``);
+  every register of feature 0 is written, fields not given keep their reset value; a MEM
+  in lookup-table mode (``config['lut']``, :func:`mapper.mapping.compute.lut_config`) gets the
+  fields of :func:`lake.lut.lut_fields`;
+* **lookup tables and pattern ROMs**: entry ``i`` of a lookup MEM's table (or word ``i`` of
+  a coordinate-pattern ROM, :func:`mapper.mapping.memory.pattern_rom`) written to word ``i`` of its
+  SRAM through the tile's config-memory features (:func:`canal.config.config_memory_writes`);
+* **interconnect** (switch-box, connection-box and register-mux selects): the select of every
+  mux a routed tree passes, from :func:`canal.config.route_selects` (the one definition: the
+  select of ``b`` for tree edge ``a -> b`` is the index of ``a`` in ``b``'s fan-in list; a
+  register mux selecting its ``REG`` is an enabled pipeline register). Field locations come
+  from the config map (:class:`garnet.collateral.ConfigMap`); fields sharing a 32-bit register
+  are OR-merged, other fields of such a register are 0.
+
+Unused tiles get no entry (they stay in their reset configuration).
+
+Files (:meth:`Bitstream.save`): ``<name>.bs`` with one ``AAAAAAAA DDDDDDDD`` line (hex) per
+entry, and ``<name>.bs.json`` (schema ``mapper.bitstream/1``) listing each entry with the tile,
+feature, register and the fields it sets and what they configure.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from canal.config import route_selects
+from cgra.config import config_address, encode_fields, pack_fields, split_address
+from cgra.errors import CgraError, CollateralError, ConfigError
+from mapper.collateral import Collateral
+from mapper.backend.pack import PackedDesign
+from mapper.backend.place import Placement
+from mapper.backend.route import RoutingResult
+from canal.config import config_memory_writes
+
+SCHEMA = "mapper.bitstream/1"
+
+MemEncoder = Callable[[str, dict[str, Any], dict[str, Any]], dict[str, int]]
+"""``(instance name, instance config, port programs) -> core field values``."""
+
+
+def lake_mem_encoder(inst: str, config: dict[str, Any], ports: dict[str, Any]) -> dict[str, int]:
+    """MEM field values from Lake port programs: ``lake.config.configure(config['preset'],
+    ports, chain_index, chain_length)`` (a pure config encoder). Port names ``in<k>`` /
+    ``out<k>`` (memory mapping's names) are the preset's k-th input / output port. Raises
+    :class:`ConfigError` naming the instance when the preset is unknown or a program does not
+    fit."""
+    from lake.config import configure  # pure encoder, no hardware generation
+    from lake.spec import preset as lake_preset  # deferred: loads lake, lake.affine, lake.config, 3 more only when called
+
+    preset = config.get("preset")
+    if preset is None:
+        raise ConfigError(f"MEM {inst}: config has port programs but no 'preset'; name the Lake "
+                          f"preset the programs are for")
+    try:
+        spec = lake_preset(preset)
+        named: dict[str, Any] = {}
+        for port, prog in ports.items():
+            m = re.fullmatch(r"(in|out)(\d+)", port)
+            names = list(spec.inputs if m and m.group(1) == "in" else spec.outputs)
+            if m and port not in names:
+                k = int(m.group(2))
+                if k >= len(names):
+                    raise ConfigError(f"port {port}: the preset has {len(names)} "
+                                      f"{m.group(1)}put port(s) {names}")
+                port = names[k]
+            named[port] = prog
+        return configure(preset, named, int(config.get("chain_index", 0)),
+                         int(config.get("chain_length", 1)))
+    except CgraError as exc:  # lake raises SpecError/ConfigError: re-raise with the instance
+        raise ConfigError(f"MEM {inst}: cannot encode port programs for preset {preset!r}: "
+                          f"{exc}") from None
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One bitstream word: ``addr``/``data`` (32 bits each) and what it configures:
+    ``fields`` name -> value and ``what`` (instance or nets)."""
+
+    addr: int
+    data: int
+    fields: tuple[tuple[str, int], ...]
+    what: str
+
+    def to_dict(self) -> dict[str, Any]:
+        reg, feat, x, y = split_address(self.addr)
+        return {"addr": f"{self.addr:08X}", "data": f"{self.data:08X}", "x": x, "y": y,
+                "feature": feat, "reg": reg, "fields": dict(self.fields),
+                "configures": self.what}
+
+
+@dataclass
+class Bitstream:
+    """Sorted entries; ``pairs()`` gives ``[(addr, data)]``."""
+
+    name: str
+    entries: list[Entry]
+
+    def pairs(self) -> list[tuple[int, int]]:
+        return [(e.addr, e.data) for e in self.entries]
+
+    def to_text(self) -> str:
+        return "".join(f"{e.addr:08X} {e.data:08X}\n" for e in self.entries)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"schema": SCHEMA, "design": self.name, "count": len(self.entries),
+                "entries": [e.to_dict() for e in self.entries]}
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any], where: str = "<bitstream>") -> "Bitstream":
+        """Inverse of :meth:`to_json`; :class:`CollateralError` naming ``where`` when the
+        document is malformed."""
+        if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+            raise CollateralError(f"{where}: not a {SCHEMA} document; run `cgra bitstream` "
+                                  f"again")
+        try:
+            entries = [Entry(int(e["addr"], 16), int(e["data"], 16),
+                             tuple((str(k), int(v)) for k, v in e["fields"].items()),
+                             str(e["configures"])) for e in doc["entries"]]
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CollateralError(f"{where}: malformed bitstream entry ({exc}); run `cgra "
+                                  f"bitstream` again") from None
+        return cls(str(doc.get("design", "")), entries)
+
+    def save(self, out_dir: str | Path) -> tuple[Path, Path]:
+        """Write ``<name>.bs`` and ``<name>.bs.json`` into ``out_dir``; returns both paths."""
+        d = Path(out_dir)
+        d.mkdir(parents=True, exist_ok=True)
+        txt, js = d / f"{self.name}.bs", d / f"{self.name}.bs.json"
+        txt.write_text(self.to_text())
+        js.write_text(json.dumps(self.to_json(), indent=1) + "\n")
+        return txt, js
+
+
+def parse_text(text: str) -> list[tuple[int, int]]:
+    """Inverse of :meth:`Bitstream.to_text`; raises :class:`ConfigError` naming the line."""
+    out = []
+    for k, line in enumerate(text.splitlines(), 1):
+        parts = line.split()
+        if len(parts) != 2 or any(len(p) != 8 for p in parts):
+            raise ConfigError(f"bitstream line {k}: expected 'AAAAAAAA DDDDDDDD', got {line!r}")
+        out.append((int(parts[0], 16), int(parts[1], 16)))
+    return out
+
+
+def core_values(packed: PackedDesign, inst: str, field_names: set[str],
+                mem_encoder: MemEncoder | None) -> dict[str, int]:
+    """Core config field values of instance ``inst`` (rules in the module docstring)."""
+    pi = packed.instances[inst]
+    vals: dict[str, int] = {}
+    for k, v in pi.config.items():
+        if k in field_names and isinstance(v, int) and not isinstance(v, bool):
+            vals[k] = v
+    vals.update({k: int(v) for k, v in pi.config.get("fields", {}).items()})
+    if pi.tag == "m" and "ports" in pi.config:
+        enc = mem_encoder or lake_mem_encoder
+        vals.update(enc(inst, pi.config, pi.config["ports"]))
+    if pi.tag == "m" and "lut" in pi.config:
+        vals.update(lut_mem_fields(inst, pi.config))
+    vals.update(pi.fields)
+    return vals
+
+
+def lut_mem_fields(inst: str, config: dict[str, Any]) -> dict[str, int]:
+    """Core fields of a MEM in lookup-table mode (:func:`lake.lut.lut_fields` of
+    ``config['preset']``), after checking its table fits the preset
+    (:func:`lake.lut.check_table`). Raises :class:`ConfigError` naming the instance."""
+    from lake.lut import check_table, lut_fields  # pure helpers, no hardware generation
+
+    preset = config.get("preset")
+    try:
+        check_table(preset, config["lut"])
+        return lut_fields(preset)
+    except CgraError as exc:  # lake raises SpecError/ConfigError: re-raise with the instance
+        raise ConfigError(f"MEM {inst}: cannot configure lookup-table mode for preset "
+                          f"{preset!r}: {exc}") from None
+
+
+def rom_contents(config: dict[str, Any]) -> list[int] | None:
+    """The SRAM contents a MEM instance loads with the bitstream: a lookup table's entries
+    (``config['lut']``) or a coordinate-pattern ROM's words (``config['rom']``,
+    :func:`mapper.mapping.memory.pattern_rom`); ``None`` for other MEMs."""
+    got = config.get("lut", config.get("rom"))
+    return None if got is None else list(got)
+
+
+def contents_writes(inst: str, xy: tuple[int, int], tile: Any, table: list[int]
+                    ) -> list[tuple[int, int]]:
+    """``(addr, data)`` writing ``table`` (a lookup table or a pattern ROM's words,
+    :func:`rom_contents`) into the SRAM of the MEM at ``xy`` (word ``i`` = entry ``i``).
+    Raises :class:`ConfigError` when the tile has no config memory or the table does not
+    fit it."""
+
+    cm = getattr(tile, "config_memory", None)
+    if cm is None:
+        raise ConfigError(f"MEM {inst} at tile {xy}: lookup-table contents need a MEM core "
+                          f"with a config-bus memory; this design's core has none (regenerate "
+                          f"the design with a dual-port Lake preset)")
+    try:
+        return config_memory_writes(xy[0], xy[1], cm, list(enumerate(table)))
+    except ConfigError as exc:
+        raise ConfigError(f"MEM {inst}: {exc}") from None
+
+
+def generate(packed: PackedDesign, placement: Placement, routing: RoutingResult,
+             coll: Collateral, mem_encoder: MemEncoder | None = None) -> Bitstream:
+    """The bitstream of a design (module docstring) on the fabric of ``coll``. ``packed`` and
+    ``routing`` should be the pipelined ones (:class:`mapper.backend.pipeline.PipelineResult`).
+    Raises :class:`ConfigError` for a value that does not fit its field or an unknown field,
+    :class:`~cgra.errors.RoutingError` for select conflicts, :class:`CollateralError` when a
+    used mux is missing from the config map."""
+    regs: dict[int, int] = {}
+    fields: dict[int, list[tuple[str, int]]] = {}
+    what: dict[int, list[str]] = {}
+    for inst, pi in packed.instances.items():
+        if pi.tag == "r":
+            continue
+        x, y = placement.sites[inst]
+        flds = coll.tiles[(x, y)].config_fields
+        vals = core_values(packed, inst, {f.name for f in flds}, mem_encoder)
+        try:
+            words = encode_fields(flds, vals)
+        except ConfigError as exc:
+            raise ConfigError(f"{pi.kind} {inst} at tile ({x}, {y}) core config: {exc}") from None
+        full = {f.name: vals.get(f.name, f.reset) for f in flds}
+        slices = pack_fields(flds)
+        for reg, data in sorted(words.items()):
+            addr = config_address(reg, 0, x, y)
+            regs[addr] = data
+            fields[addr] = [(s.name, (full[s.name] >> s.field_lo) & ((1 << s.width) - 1))
+                            for s in slices if s.reg == reg]
+            what[addr] = [f"{pi.kind} {inst} (core)"]
+        contents = rom_contents(pi.config) if pi.tag == "m" else None
+        if contents is not None:
+            kind = "lookup table" if "lut" in pi.config else "pattern ROM"
+            for addr, data in contents_writes(inst, (x, y), coll.tiles[(x, y)], contents):
+                regs[addr] = data
+                fields[addr] = [("lut_entry" if "lut" in pi.config else "rom_word", data)]
+                what[addr] = [f"{pi.kind} {inst} ({kind})"]
+    selects = route_selects({w: rg.ig for w, rg in coll.graphs.items()}, routing.routes())
+    for node, (sel, net) in selects.items():
+        if node not in coll.config_map.nodes:
+            raise CollateralError(f"routing node {node} (net {net}) has several fan-ins but no "
+                                  f"select field in the config map; {coll.regen_hint()}")
+        x, y, locs = coll.config_map.nodes[node]
+        for loc in locs:
+            part = (sel >> loc.field_lo) & ((1 << loc.width) - 1)
+            addr = config_address(loc.reg, loc.feature, x, y)
+            regs[addr] = regs.get(addr, 0) | part << loc.lo
+            fields.setdefault(addr, []).append((loc.name, part))
+            what.setdefault(addr, []).append(f"net {net}")
+    entries = [Entry(a, regs[a], tuple(fields[a]), ", ".join(dict.fromkeys(what[a])))
+               for a in sorted(regs)]
+    return Bitstream(packed.name, entries)

@@ -1,0 +1,412 @@
+"""Placement: optional analytical (quadratic) global placement, then simulated annealing.
+
+Sites come from the layout of the routing graph: an instance of tag ``p`` goes on a PE tile,
+``m`` on a MEM tile, ``I`` on an IO tile, ``i`` on a tile tagged ``i`` or on an ``I`` tile with a
+routable 1-bit port (capacity one instance per tag per tile); a register (``r``) goes in any
+tile with pipeline-register nodes of its width, at most as many registers per tile as the tile
+has such nodes.
+
+**Cost**: ``sum over nets of HPWL(net) ** alpha`` with HPWL the half-perimeter of the net's
+bounding box in tiles (``alpha`` = 1 is plain wirelength; larger alpha penalises long nets
+more, a timing-driven proxy).
+
+**Global placement** (``PlaceParams.analytical``): quadratic placement with the clique net
+model (each net of k terminals adds edges of weight 1/(k-1)), IO instances anchored at evenly
+spread IO sites and a weak pull (``anchor``) to the array centre so the Laplacian is
+non-singular; the linear systems ``L x = b`` are solved with numpy. Legalisation assigns each
+tag's instances to that tag's sites minimising squared displacement (Hungarian method,
+:func:`scipy.optimize.linear_sum_assignment`). The annealer then starts from the legal
+placement at a lower temperature.
+
+**Annealing** follows VPR (Betz & Rose, "VPR: A New Packing, Placement and Routing Tool for
+FPGA Research", FPL 1997): moves are displacements to (or swaps with the occupant of) a random
+compatible site within a range window ``rlim``; initial temperature 20x the standard deviation
+of random-move costs; ``inner * N^(4/3)`` moves per temperature; temperature and window adapt
+to the acceptance rate; stop when ``T < 0.005 * cost / nets``. All randomness comes from
+``random.Random(seed)``: same netlist + seed = same placement.
+"""
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from cgra.errors import MappingError, PlacementError
+from mapper.netlist import Netlist
+from mapper.backend.pack import PackedDesign
+
+if TYPE_CHECKING:
+    from mapper.collateral import Collateral
+
+TAG_NAMES = {"p": "PE", "m": "MEM", "I": "16-bit IO", "i": "1-bit IO", "r": "register"}
+
+
+@dataclass
+class PlaceParams:
+    """``seed``; ``alpha`` (HPWL exponent); ``analytical`` (quadratic global placement
+    first); ``inner`` (moves per temperature = inner * N^(4/3)); ``max_temperatures``;
+    ``anchor`` (weight of the pull to the centre in the quadratic system); ``fixed``:
+    instance -> (x, y) kept in place."""
+
+    seed: int = 0
+    alpha: float = 1.0
+    analytical: bool = False
+    inner: float = 1.0
+    max_temperatures: int = 300
+    anchor: float = 0.01
+    fixed: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+
+@dataclass
+class Placement:
+    """``sites``: instance -> (x, y); ``cost`` = sum HPWL^alpha; ``hpwl`` = sum HPWL (tiles);
+    ``seconds``; ``temperatures`` (annealing steps run); ``seed``; ``alpha``."""
+
+    sites: dict[str, tuple[int, int]]
+    cost: float
+    hpwl: int
+    seconds: float
+    temperatures: int
+    seed: int
+    alpha: float
+
+
+def _site_class(packed: PackedDesign) -> dict[str, tuple]:
+    """instance -> site class key: (tag,) or ('r', width)."""
+    reg_w: dict[str, int] = {}
+    for n in packed.nets:
+        for inst, _ in n.sinks:
+            if packed.instances[inst].tag == "r":
+                reg_w[inst] = n.width
+    out = {}
+    for name, inst in packed.instances.items():
+        if inst.tag == "r":
+            if name not in reg_w:
+                raise PlacementError(f"register {name} has no input net; it cannot be placed")
+            out[name] = ("r", reg_w[name])
+        else:
+            out[name] = (inst.tag,)
+    return out
+
+
+def site_capacity(coll: Collateral) -> dict[tuple, dict[tuple[int, int], int]]:
+    """Site class -> (x, y) -> how many instances of the class the tile holds."""
+    graphs = coll.graphs
+    g = next(iter(graphs.values()))
+    caps: dict[tuple, dict[tuple[int, int], int]] = {}
+    for (x, y), t in sorted(g.tiles.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        if t.tag in ("p", "m", "I", "i"):
+            caps.setdefault((t.tag,), {})[(x, y)] = 1
+        if t.tag == "I" and 1 in graphs and t.routable(1):
+            caps.setdefault(("i",), {})[(x, y)] = 1
+    for w, rg in sorted(graphs.items(), reverse=True):
+        for xy, regs in sorted(rg.regs_by_tile.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+            caps.setdefault(("r", w), {})[xy] = len(regs)
+    return caps
+
+
+def _hpwl(pts: list[tuple[int, int]]) -> int:
+    xs = [p[0] for p in pts]
+    ys = [p[1] for p in pts]
+    return max(xs) - min(xs) + max(ys) - min(ys)
+
+
+class _Annealer:
+    def __init__(self, packed: PackedDesign, cls: dict[str, tuple],
+                 caps: dict[tuple, dict[tuple[int, int], int]], p: PlaceParams):
+        self.p = p
+        self.names = list(packed.instances)
+        self.idx = {n: i for i, n in enumerate(self.names)}
+        self.cls = [cls[n] for n in self.names]
+        self.caps = caps
+        self.site_list = {c: list(v) for c, v in caps.items()}
+        self.nets: list[list[int]] = []
+        self.inst_nets: list[list[int]] = [[] for _ in self.names]
+        for n in packed.nets:
+            members = sorted({self.idx[n.source[0]], *(self.idx[s[0]] for s in n.sinks)})
+            if len(members) < 2:
+                continue
+            k = len(self.nets)
+            self.nets.append(members)
+            for m in members:
+                self.inst_nets[m].append(k)
+        self.loc: list[tuple[int, int]] = [(0, 0)] * len(self.names)
+        self.occ: dict[tuple, dict[tuple[int, int], list[int]]] = {c: {} for c in caps}
+        self.fixed = {self.idx[n] for n in p.fixed if n in self.idx}
+
+    def set_all(self, locs: dict[int, tuple[int, int]]) -> None:
+        self.occ = {c: {} for c in self.caps}
+        for i, xy in locs.items():
+            self.loc[i] = xy
+            self.occ[self.cls[i]].setdefault(xy, []).append(i)
+        self.net_cost = [self._net_cost(k) for k in range(len(self.nets))]
+        self.total = sum(self.net_cost)
+
+    def _net_cost(self, k: int) -> float:
+        h = _hpwl([self.loc[i] for i in self.nets[k]])
+        return float(h) ** self.p.alpha if h else 0.0
+
+    def hpwl(self) -> int:
+        return sum(_hpwl([self.loc[i] for i in m]) for m in self.nets)
+
+    def propose(self, rng: random.Random, rlim: float) -> tuple | None:
+        movable = self.movable
+        i = movable[rng.randrange(len(movable))]
+        c = self.cls[i]
+        sites = self.site_list[c]
+        x0, y0 = self.loc[i]
+        for _ in range(8):
+            s = sites[rng.randrange(len(sites))]
+            if s != (x0, y0) and abs(s[0] - x0) <= rlim and abs(s[1] - y0) <= rlim:
+                break
+        else:
+            return None
+        occ = self.occ[c].get(s, [])
+        j = -1
+        if len(occ) >= self.caps[c][s]:
+            j = occ[rng.randrange(len(occ))]
+            if j in self.fixed:
+                return None
+        return i, j, s
+
+    def delta(self, move: tuple) -> tuple[float, dict[int, float]]:
+        i, j, s = move
+        old_i = self.loc[i]
+        self.loc[i] = s
+        if j >= 0:
+            self.loc[j] = old_i
+        touched = set(self.inst_nets[i])
+        if j >= 0:
+            touched.update(self.inst_nets[j])
+        new = {k: self._net_cost(k) for k in touched}
+        self.loc[i] = old_i
+        if j >= 0:
+            self.loc[j] = s
+        return sum(new[k] - self.net_cost[k] for k in touched), new
+
+    def apply(self, move: tuple, new: dict[int, float]) -> None:
+        i, j, s = move
+        c = self.cls[i]
+        old_i = self.loc[i]
+        self.occ[c][old_i].remove(i)
+        self.occ[c].setdefault(s, []).append(i)
+        self.loc[i] = s
+        if j >= 0:
+            self.occ[c][s].remove(j)
+            self.occ[c].setdefault(old_i, []).append(j)
+            self.loc[j] = old_i
+        for k, v in new.items():
+            self.total += v - self.net_cost[k]
+            self.net_cost[k] = v
+
+    def anneal(self, rng: random.Random, t_scale: float, max_dim: int) -> int:
+        self.movable = [i for i in range(len(self.names)) if i not in self.fixed
+                        and len(self.site_list[self.cls[i]]) > 1]
+        if not self.movable or not self.nets:
+            return 0
+        n = len(self.movable)
+        # initial temperature from the spread of random-move costs
+        deltas = []
+        for _ in range(max(n, 20)):
+            mv = self.propose(rng, max_dim)
+            if mv is not None:
+                deltas.append(self.delta(mv)[0])
+        std = float(np.std(deltas)) if deltas else 1.0
+        temp = max(20.0 * std * t_scale, 1e-3)
+        moves = max(int(self.p.inner * n ** (4 / 3)), 20)
+        rlim = float(max_dim)
+        steps = 0
+        while steps < self.p.max_temperatures:
+            steps += 1
+            acc = 0
+            tried = 0
+            for _ in range(moves):
+                mv = self.propose(rng, rlim)
+                if mv is None:
+                    continue
+                tried += 1
+                d, new = self.delta(mv)
+                if d <= 0 or rng.random() < math.exp(-d / temp):
+                    self.apply(mv, new)
+                    acc += 1
+            r = acc / tried if tried else 0.0
+            if temp < 0.005 * max(self.total, 1e-9) / len(self.nets) or self.total == 0:
+                break
+            temp *= 0.5 if r > 0.96 else 0.9 if r > 0.8 else 0.95 if r > 0.15 else 0.8
+            rlim = min(max(rlim * (1 - 0.44 + r), 1.0), float(max_dim))
+        # final greedy pass at T = 0
+        for _ in range(moves):
+            mv = self.propose(rng, 2.0)
+            if mv is not None:
+                d, new = self.delta(mv)
+                if d < 0:
+                    self.apply(mv, new)
+        return steps
+
+
+def _quadratic(ann: _Annealer, anchors: dict[int, tuple[float, float]], centre: tuple[float, float],
+               eps: float) -> np.ndarray:
+    """Solve the clique-model quadratic placement; returns (N, 2) coordinates."""
+    n = len(ann.names)
+    lap = np.zeros((n, n))
+    for m in ann.nets:
+        w = 1.0 / (len(m) - 1)
+        for a in range(len(m)):
+            for b in range(a + 1, len(m)):
+                i, j = m[a], m[b]
+                lap[i, i] += w
+                lap[j, j] += w
+                lap[i, j] -= w
+                lap[j, i] -= w
+    rhs = np.zeros((n, 2))
+    for i in range(n):
+        lap[i, i] += eps
+        rhs[i] += eps * np.asarray(centre)
+    big = 1e3
+    for i, (x, y) in anchors.items():
+        lap[i, i] += big
+        rhs[i] += big * np.asarray((x, y))
+    return np.linalg.solve(lap, rhs)
+
+
+def _legalise(ann: _Annealer, coords: np.ndarray, fixed_locs: dict[int, tuple[int, int]]
+              ) -> dict[int, tuple[int, int]]:
+    from scipy.optimize import linear_sum_assignment  # deferred: loads scipy, numpy, cython_runtime only when called
+
+    locs = dict(fixed_locs)
+    by_cls: dict[tuple, list[int]] = {}
+    for i in range(len(ann.names)):
+        if i not in locs:
+            by_cls.setdefault(ann.cls[i], []).append(i)
+    for c, members in by_cls.items():
+        used = {}
+        for i, xy in locs.items():
+            if ann.cls[i] == c:
+                used[xy] = used.get(xy, 0) + 1
+        slots = [xy for xy, cap in ann.caps[c].items()
+                 for _ in range(min(cap - used.get(xy, 0), len(members)))]
+        pts = coords[members]                                   # (n, 2)
+        sl = np.asarray(slots, dtype=float)                     # (s, 2)
+        cost = ((pts[:, None, :] - sl[None, :, :]) ** 2).sum(axis=2)
+        rows, cols = linear_sum_assignment(cost)
+        for r, cidx in zip(rows, cols, strict=True):
+            locs[members[r]] = slots[cidx]
+    return locs
+
+
+def place(packed: PackedDesign, coll: Collateral,
+          params: PlaceParams | None = None) -> Placement:
+    """Place ``packed`` on the array of ``coll``.
+
+    Returns a :class:`Placement` (tile coordinates, cost, HPWL in tiles, seconds). Raises
+    :class:`PlacementError` when a tag has more instances than sites (naming the tag, the
+    count needed and the sites available), or a fixed site is incompatible.
+    """
+    t0 = time.perf_counter()
+    p = params or PlaceParams()
+    rng = random.Random(p.seed)
+    cls = _site_class(packed)
+    caps = site_capacity(coll)
+    need: dict[tuple, int] = {}
+    for c in cls.values():
+        need[c] = need.get(c, 0) + 1
+    for c, k in need.items():
+        have = sum(caps.get(c, {}).values())
+        if k > have:
+            what = TAG_NAMES.get(c[0], c[0]) + (f" ({c[1]}-bit)" if len(c) > 1 else "")
+            raise PlacementError(
+                f"design {packed.name} needs {k} {what} site(s) (tag '{c[0]}') but the array "
+                f"has {have}; use a larger array, a smaller unroll factor, or fewer "
+                f"{what} instances")
+    ann = _Annealer(packed, cls, caps, p)
+    fixed_locs: dict[int, tuple[int, int]] = {}
+    for name, xy in p.fixed.items():
+        if name not in ann.idx:
+            raise PlacementError(f"fixed placement names unknown instance {name}")
+        c = cls[name]
+        if tuple(xy) not in caps.get(c, {}):
+            raise PlacementError(f"instance {name} (tag '{c[0]}') cannot be fixed at tile "
+                                 f"{tuple(xy)}: not a {TAG_NAMES.get(c[0], c[0])} site")
+        fixed_locs[ann.idx[name]] = (int(xy[0]), int(xy[1]))
+    cols, rows = coll.size
+    max_dim = max(cols, rows)
+    if p.analytical and ann.nets:
+        # anchor IO instances on the IO sites nearest the array centre (in instance order,
+        # west to east), then solve
+        anchors: dict[int, tuple[float, float]] = dict(fixed_locs)
+        cx, cy = (cols - 1) / 2, (rows - 1) / 2
+        for tag in ("I", "i"):
+            ios = [i for i in range(len(ann.names)) if ann.cls[i] == (tag,)
+                   and i not in fixed_locs]
+            free = [s for s in caps.get((tag,), {}) if s not in fixed_locs.values()]
+            near = sorted(free, key=lambda s: (abs(s[0] - cx) + abs(s[1] - cy), s))[:len(ios)]
+            for i, s in zip(ios, sorted(near), strict=True):
+                anchors[i] = s
+        coords = _quadratic(ann, anchors, ((cols - 1) / 2, (rows - 1) / 2), p.anchor)
+        locs = _legalise(ann, coords, fixed_locs)
+        t_scale = 0.2
+    else:
+        locs = dict(fixed_locs)
+        for c in caps:
+            members = [i for i in range(len(ann.names)) if ann.cls[i] == c and i not in locs]
+            slots = [xy for xy, cap in caps[c].items() for _ in range(cap)]
+            for xy in fixed_locs.values():
+                if xy in slots and any(ann.cls[i] == c and fixed_locs[i] == xy
+                                       for i in fixed_locs):
+                    slots.remove(xy)
+            rng.shuffle(slots)
+            for i, xy in zip(members, slots, strict=False):
+                locs[i] = xy
+        t_scale = 1.0
+    ann.set_all(locs)
+    steps = ann.anneal(rng, t_scale, max_dim)
+    sites = {n: ann.loc[i] for i, n in enumerate(ann.names)}
+    return Placement(sites, ann.total, ann.hpwl(), time.perf_counter() - t0, steps, p.seed,
+                     p.alpha)
+
+
+def check_placement(packed: PackedDesign, placement: Placement,
+                    coll: Collateral) -> None:
+    """Raise :class:`PlacementError` unless every instance sits on a site of its tag and no
+    site holds more instances than its capacity."""
+    cls = _site_class(packed)
+    caps = site_capacity(coll)
+    count: dict[tuple, int] = {}
+    for name in packed.instances:
+        if name not in placement.sites:
+            raise PlacementError(f"instance {name} is not placed")
+        xy = tuple(placement.sites[name])
+        c = cls[name]
+        if xy not in caps.get(c, {}):
+            tag = coll.tiles[xy].tag if xy in coll.tiles else "?"
+            raise PlacementError(f"instance {name} (tag '{c[0]}') is placed on tile {xy} of "
+                                 f"tag '{tag}'")
+        key = (c, xy)
+        count[key] = count.get(key, 0) + 1
+        if count[key] > caps[c][xy]:
+            raise PlacementError(f"tile {xy} holds {count[key]} instances of class {c}, "
+                                 f"capacity {caps[c][xy]}")
+
+
+def check_capacity(nl: Netlist, coll: Collateral, tags: tuple[str, ...] = ("p", "m")) -> None:
+    """Raise :class:`MappingError` when the netlist needs more tiles of a kind in ``tags``
+    (default PE and MEM: what the app computes with; the IO count of stand-alone CoreIR
+    kernels, one IO per kernel port, is placement's concern) than the design has, naming
+    the kind, both counts and the fix."""
+    caps = site_capacity(coll)
+    need: dict[str, int] = {}
+    for inst in nl.instances.values():
+        if inst.tag in tags:
+            need[inst.tag] = need.get(inst.tag, 0) + 1
+    names = {"p": "PE", "m": "MEM", "I": "16-bit IO", "i": "1-bit IO"}
+    for tag, k in need.items():
+        have = sum(caps.get((tag,), {}).values())
+        if k > have:
+            raise MappingError(f"{nl.name} needs {k} {names[tag]} tiles but design "
+                               f"{coll.name} ({coll.size[0]}x{coll.size[1]}) has {have}; use a "
+                               f"larger design (e.g. configs/default.toml), a smaller unroll, "
+                               f"or fewer ops")

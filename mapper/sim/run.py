@@ -1,0 +1,419 @@
+"""Running a compiled app on the generated RTL: the stream plan of the top ports, the bitstream
+proof, the Verilator run, the comparison with both golden models and ``run_report.json``.
+
+Streams of the simulation (the static schedule of :mod:`mapper.mapping.schedule`, shifted by
+pipelining):
+
+* input: IO instance ``io_in_<input>_l<q>`` placed on IO tile ``(x, 0)`` drives top port
+  ``glb2io_16_X<xx>_Y<yy>``; the ``k``-th event of its program (``extents [P, H]``,
+  dimension 0 innermost) carries pixel ``(U*(k mod P) + q, k div P)`` (0 beyond the image);
+  cycle 0 is the first cycle with ``clk_en = 1`` after the flush;
+* output: ``io_out_<stage>_l<q>`` is sampled at top port ``io2glb_16_X<xx>_Y<yy>`` at the cycles
+  of its (pipelining-shifted) program; event ``k`` is pixel ``x = U*(x0 div U + k mod n) + q``,
+  ``y = y0 + k div n`` of the output stage's domain box ``[x0, x1) x [y0, y1)`` (events with
+  ``x`` outside the box are edge lanes and ignored).
+
+The input stream carries the app's input image (:func:`mapper.apps.app_images`: the pixels,
+or their bf16 encodings for a ``BFloat16`` input); outputs are compared as 16-bit words (bf16
+encodings for a ``BFloat16`` output).
+
+Files of the sim stage: ``<app>.png`` (output, 8-bit when it fits, see
+:func:`mapper.images.save_png`; a ``BFloat16`` output shows its values), ``input.png``, ``compare.png`` (input, output and difference
+to the golden side by side), ``run_report.json`` (schema :data:`RUN_SCHEMA`: resources,
+wirelength, routing iterations, seconds per stage, cycles, latency vs the ideal, golden
+agreement, ``bitstream_proof``) and the simulation files ``sim.*``. Before the Verilator
+build, the bitstream is proved to realise the pipelined routing (:func:`mapper.backend.verify.verify`,
+Canal's SMT model): a wrong select, a second driver or a misplaced register stops the run with
+the net, node and config field named.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cgra.errors import SimulationError
+from mapper import ir
+from mapper import stages as st
+from mapper.collateral import Collateral
+from mapper.params import RUN_SCHEMA, AppParams, SimOptions, Step
+from mapper.stages import FlowResult, load_bitstream, load_flow, read_app
+from mapper.mapping.streams import stream_events
+from mapper.backend.verify import verify
+from mapper.backend.report import report as pnr_report
+from mapper.interp import run_outputs
+
+@dataclass
+class StreamPlan:
+    """Top-port stimulus and sampling for one run: ``inputs`` port -> values ``[T]``,
+    ``outputs``: [(io_out instance, port, cycles ``[n]``, y ``[n]``, x ``[n]``)] (only events
+    inside the output box), ``cycles``: ``T`` (last sampled cycle + 1), ``first_output``:
+    the first sampled cycle, ``box``: the (first) output's domain ``(x0, x1, y0, y1)``;
+    ``stage_of``: io_out instance -> the output stage it streams, ``boxes``: output stage ->
+    its domain (several outputs)."""
+
+    inputs: dict[str, np.ndarray]
+    outputs: list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]]
+    cycles: int
+    first_output: int
+    box: tuple[int, int, int, int]
+    stage_of: dict[str, str] = field(default_factory=dict)
+    boxes: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
+
+    def assemble(self, samples: dict[str, np.ndarray], app: str = "") -> dict[str, np.ndarray]:
+        """Output stage -> its image (int64 ``[y, x]`` over its box) from ``samples`` (top
+        port -> values per cycle). Raises :class:`SimulationError` when a pixel is never
+        sampled."""
+        res, seen = {}, {}
+        for o, (x0, x1, y0, y1) in self.boxes.items():
+            res[o] = np.zeros((y1 - y0, x1 - x0), np.int64)
+            seen[o] = np.zeros(res[o].shape, bool)
+        for (name, port, cyc, ys, xs) in self.outputs:
+            o = self.stage_of[name]
+            x0, _, y0, _ = self.boxes[o]
+            res[o][ys - y0, xs - x0] = samples[port][cyc]
+            seen[o][ys - y0, xs - x0] = True
+        for o, ok in seen.items():
+            if not ok.all():
+                raise SimulationError(f"{app}: {int((~ok).sum())} pixels of output {o} were "
+                                      f"never sampled (the output programs do not cover the "
+                                      f"domain {self.boxes[o]})")
+        return res
+
+
+@dataclass
+class AppRun:
+    """Everything one run produced (see :func:`mapper.flow.run_app`)."""
+
+    app: str
+    image: np.ndarray
+    output: np.ndarray
+    golden_numpy: np.ndarray
+    golden_halide: np.ndarray
+    flow: FlowResult
+    harness: Any
+    sim: Any
+    plan: StreamPlan
+    report: dict[str, Any]
+    out_dir: Path
+    coll: Collateral
+    #: every output by stage name (``output`` is the first), as simulated
+    outputs: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def io_port(tag: str, direction: str, xy: tuple[int, int], *, width: int = 16) -> str:
+    """Top-level port of an IO instance with PnR ``tag`` (``I`` data IO of ``width`` bits,
+    the design's data width; ``i`` 1-bit) placed on IO tile ``xy``; ``direction`` ``in``
+    (``glb2io``) or ``out`` (``io2glb``): ``glb2io_<width>_X<xx>_Y<yy>`` (the IO core's
+    external ports, :func:`canal.cores.io_core`)."""
+    w = width if tag == "I" else 1
+    pre = "glb2io" if direction == "in" else "io2glb"
+    return f"{pre}_{w}_X{xy[0]:02X}_Y{xy[1]:02X}"
+
+
+def stream_plan(flow: FlowResult, images: dict[str, np.ndarray],
+                primary: str | None = None) -> StreamPlan:
+    """Stimulus and sampling of the top ports for a placed and pipelined design (module
+    docstring). ``primary``: the output stage whose box is :attr:`StreamPlan.box` (default:
+    the first io_out's). The width of each IO instance's top port (and the mask of its stimulus) is
+    the width of the net it drives or reads in the packed design, i.e. of the routing graph
+    it was routed on: the design's data width for a data IO. Raises
+    :class:`SimulationError` when an IO instance lacks its program or an input image is
+    missing."""
+    packed = flow.pipelined.packed
+    sites = flow.placement.sites
+    io_width: dict[str, int] = {}
+    for net in packed.nets:
+        for inst_name, _port in (net.source, *net.sinks):
+            io_width.setdefault(inst_name, int(net.width))
+    inputs: dict[str, np.ndarray] = {}
+    outs: list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]] = []
+    stage_of: dict[str, str] = {}
+    boxes: dict[str, tuple[int, int, int, int]] = {}
+    for name, inst in packed.instances.items():
+        if inst.kind not in ("io_in", "io_out"):
+            continue
+        c = inst.config
+        if "program" not in c:
+            raise SimulationError(f"IO instance {name} has no stream 'program' in its config; "
+                                  f"only DSL apps (memory-mapped by mapper.mapping.memory) can be "
+                                  f"simulated")
+        cyc, (i0, i1) = stream_events(c["program"])
+        u, lane = int(c.get("unroll", 1)), int(c.get("lane", 0))
+        bits = io_width.get(name, 16 if inst.tag == "I" else 1)
+        port = io_port(inst.tag, "in" if inst.kind == "io_in" else "out", sites[name],
+                       width=bits)
+        if inst.kind == "io_in":
+            img = images.get(c["input"])
+            if img is None:
+                raise SimulationError(f"IO {name}: no image for input '{c['input']}'")
+            img = ir.pad_image(np.asarray(img), tuple(c.get("pad", ir.NO_PAD)))  # repeat-edge
+            h, w = img.shape
+            x, y = u * i0 + lane, i1
+            ok = (x < w) & (y < h)
+            vals = np.zeros(int(cyc.max()) + 1, np.int64)
+            vals[cyc[ok]] = img[y[ok], x[ok]].astype(np.int64) & ((1 << bits) - 1)
+            inputs[port] = vals
+        else:
+            x0, x1, y0, y1 = (int(v) for v in c["box"])
+            stage = str(c.get("stage", name))
+            stage_of[name], boxes[stage] = stage, (x0, x1, y0, y1)
+            x, y = u * (x0 // u + i0) + lane, y0 + i1
+            keep = (x >= x0) & (x < x1) & (y < y1)
+            outs.append((name, port, cyc[keep], y[keep], x[keep]))
+    if not outs:
+        raise SimulationError(f"design {packed.name}: no output stream (io_out instance)")
+    if primary is not None and primary not in boxes:
+        raise SimulationError(f"design {packed.name}: no output stream of stage {primary}; "
+                              f"streamed: {sorted(boxes)}")
+    box = boxes[primary if primary is not None else stage_of[outs[0][0]]]
+    cycles = max(int(o[2].max()) for o in outs if len(o[2])) + 1
+    first = min(int(o[2].min()) for o in outs if len(o[2]))
+    for p, v in inputs.items():
+        if len(v) < cycles:
+            inputs[p] = np.concatenate([v, np.zeros(cycles - len(v), np.int64)])
+    return StreamPlan(inputs, outs, cycles, first, box, stage_of, boxes)
+
+
+def first_mismatch(got: np.ndarray, want: np.ndarray, box: tuple[int, int, int, int]
+                   ) -> tuple[int, int, int, int] | None:
+    """``(x, y, expected, got)`` of the first differing pixel in raster order (image
+    coordinates of the output domain ``box``), or ``None`` when equal."""
+    diff = np.argwhere(got.astype(np.int64) != want.astype(np.int64))
+    if not len(diff):
+        return None
+    r, c = (int(v) for v in diff[0])
+    return (box[0] + c, box[2] + r, int(want[r, c]), int(got[r, c]))
+
+
+#: the ulp distance :func:`bf16_ulp_distance` gives a NaN next to a number (more than any two
+#: finite bf16 values are apart)
+NAN_ULP_DISTANCE = 1 << 16
+
+
+def bf16_ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Element-wise distance in bf16 ulps of two arrays of bf16 encodings (the low 16 bits of
+    each element): the difference of their ordered integers (an encoding with the sign bit
+    set maps to ``-(e & 0x7FFF)``, so ``+0`` and ``-0`` are 0 apart, adjacent values 1, and
+    the count crosses binades and zero). Two NaNs are 0 apart, a NaN and a number
+    :data:`NAN_ULP_DISTANCE`. Shapes broadcast; returns int64."""
+    def ordered(e: np.ndarray) -> np.ndarray:
+        e = np.asarray(e).astype(np.int64) & 0xFFFF
+        return np.where(e & 0x8000, -(e & 0x7FFF), e)
+
+    def nan(e: np.ndarray) -> np.ndarray:
+        e = np.asarray(e).astype(np.int64) & 0x7FFF
+        return e > 0x7F80
+
+    d = np.abs(ordered(a) - ordered(b))
+    na, nb = nan(a), nan(b)
+    return np.where(na & nb, 0, np.where(na | nb, NAN_ULP_DISTANCE, d))
+
+
+def check_output(app: str, got: np.ndarray, goldens: dict[str, np.ndarray],
+                 box: tuple[int, int, int, int], where: str | Path = "",
+                 tolerance_ulp: dict[str, int] | None = None) -> dict[str, dict[str, int]]:
+    """Comparison of the simulated output image with every golden model: bit for bit, or,
+    for a golden named in ``tolerance_ulp`` (golden name -> ulps; only for an output of bf16
+    encodings), within that many bf16 ulps (:func:`bf16_ulp_distance`) at every pixel: the
+    stated bound of an app whose decompositions differ from the golden's correctly rounded
+    operations (:data:`mapper.apps.HALIDE_TOLERANCE_ULP`).
+
+    ``box`` = output domain ``(x0, x1, y0, y1)`` (image coordinates of ``got[0, 0]`` are
+    ``(x0, y0)``). Returns, per golden with a tolerance, ``{"tolerance_ulp", "max_ulp",
+    "differing_pixels", "pixels"}`` (the measured agreement). Raises :class:`SimulationError`
+    (one line) naming the golden model, the number of differing pixels and the first one
+    ``(x, y, expected, got)`` in raster order; with a tolerance, the maximum ulp difference,
+    the number of pixels beyond it and the first of those; or a shape mismatch."""
+    tolerance_ulp = tolerance_ulp or {}
+    stats: dict[str, dict[str, int]] = {}
+    suffix = f" (files in {where})" if where else ""
+    for gname, g in goldens.items():
+        if g.shape != got.shape:
+            raise SimulationError(f"{app}: simulated output is {got.shape[1]}x{got.shape[0]}, "
+                                  f"the {gname} golden is {g.shape[1]}x{g.shape[0]}")
+        if gname in tolerance_ulp:
+            tol = int(tolerance_ulp[gname])
+            d = bf16_ulp_distance(got, g)
+            mx, n = int(d.max(initial=0)), int((d > 0).sum())
+            stats[gname] = {"tolerance_ulp": tol, "max_ulp": mx, "differing_pixels": n,
+                            "pixels": int(d.size)}
+            if mx > tol:
+                r, c = (int(v) for v in np.argwhere(d > tol)[0])
+                raise SimulationError(
+                    f"{app}: RTL output differs from the {gname} golden by up to {mx} bf16 "
+                    f"ulp, beyond its stated tolerance of {tol} ulp at {int((d > tol).sum())} "
+                    f"pixel(s) ({n} differ); first at pixel (x={box[0] + c}, y={box[2] + r}): "
+                    f"expected 0x{int(g[r, c]) & 0xFFFF:04X}, got "
+                    f"0x{int(got[r, c]) & 0xFFFF:04X} ({int(d[r, c])} ulp){suffix}")
+            continue
+        mm = first_mismatch(got, g, box)
+        if mm is not None:
+            n = int((got.astype(np.int64) != g.astype(np.int64)).sum())
+            x, y, e, v = mm
+            raise SimulationError(f"{app}: RTL output differs from the {gname} golden at {n} "
+                                  f"pixel(s); first at pixel (x={x}, y={y}): expected {e}, "
+                                  f"got {v}" + suffix)
+    return stats
+
+
+def proved_flow(run_dir: Path, coll: Collateral, say: Step, secs: dict[str, float]):
+    """``(FlowResult with its bitstream, proof)``: the run's pipelined design and bitstream,
+    the bitstream proved to realise the routing with pipelining's latencies
+    (:func:`mapper.backend.verify.verify`; ``secs['proof']``)."""
+    flow = load_flow(run_dir, coll)
+    flow.bitstream = load_bitstream(run_dir, coll)
+    say("prove bitstream")
+    t = time.perf_counter()
+    proof = verify(flow.bitstream.pairs(), flow.pipelined, coll)
+    secs["proof"] = time.perf_counter() - t
+    return flow, proof
+
+
+def simulate_on_rtl(run_dir: Path, coll: Collateral, flow: FlowResult,
+                    inputs: dict[str, np.ndarray], ports: list[str], cycles: int,
+                    opts: SimOptions, say: Step, secs: dict[str, float], name: str):
+    """Build (or reuse) the design's Verilator harness and run ``flow``'s bitstream on it for
+    ``cycles`` cycles with ``inputs`` (top port -> words per cycle), sampling ``ports``;
+    ``secs`` gets ``verilator_build`` and ``simulation``. Returns ``(harness, SimRun)``.
+    Raises :class:`SimulationError` when a config register does not read back its bits."""
+    from mapper.sim.verilator import SimParams, build_harness, run_harness  # deferred: loads psutil only when called
+
+    sim_params = opts.sim or SimParams()
+    say("verilator build")
+    harness = build_harness(coll.root, sim_params, progress=say)
+    secs["verilator_build"] = harness.build_seconds
+    say("simulate")
+    sim = run_harness(harness, flow.bitstream.pairs(), inputs, ports, cycles, run_dir,
+                      sim_params)
+    secs["simulation"] = sim.seconds
+    if sim.readback_mismatches:
+        a, e, g = sim.readback_mismatches[0]
+        raise SimulationError(f"{name}: config read-back differs at "
+                              f"{len(sim.readback_mismatches)} address(es); first: address "
+                              f"{a:08X} wrote {e:08X}, read {g:08X} (a config register that "
+                              f"does not hold its bits)")
+    return harness, sim
+
+
+def simulate_app(run_dir: str | Path, coll: Collateral, opts: SimOptions | None = None,
+                 step: Step | None = None, seconds: dict[str, float] | None = None) -> AppRun:
+    """bitstream + pipelined design -> Verilator simulation of the design's RTL on the image,
+    bit-exact comparison with both golden models (the numpy interpreter of the IR and the
+    same algorithm in real Halide; for an app with a stated bound,
+    :data:`mapper.apps.HALIDE_TOLERANCE_ULP`, its BFloat16 outputs match Halide within that
+    many bf16 ulps and ``run_report.json`` gets ``halide_ulp``: output -> tolerance, maximum
+    measured, differing pixels), output pictures and ``run_report.json``. Raises
+    :class:`SimulationError` naming the first mismatching pixel and the golden model."""
+    from mapper.apps import (HALIDE_TOLERANCE_ULP, app_images, build_app, display_image,
+                             load_app_image, lower_app)  # deferred: loads mapper.apps, mapper.frontend only when called
+    from mapper.sim.halide import run_halide_outputs  # deferred: loads mapper.frontend, mapper.sim only when called
+    from mapper.images import save_comparison, save_png  # deferred: loads mapper.images only when called
+    say = step or (lambda _m: None)
+    opts = opts or SimOptions()
+    run_dir = Path(run_dir)
+    app = read_app(run_dir)
+    if app.get("kind") != "dsl":
+        raise SimulationError(f"{app['name']}: only DSL apps can be simulated (a CoreIR file "
+                              f"has no stream schedule and no golden); use `cgra run <app>` "
+                              f"with one of the shipped apps")
+    ap = AppParams(**app["params"])
+    secs = dict(seconds or {})
+    flow, proof = proved_flow(run_dir, coll, say, secs)
+    dsl_p = build_app(ap.app, ap.width, ap.height, ap.unroll)
+    source = load_app_image(dsl_p, opts.image, (ap.height, ap.width))
+    images = app_images(dsl_p, source)  # planes / mosaic / bf16 encodings by convention
+    img = images[dsl_p.inputs[0].name] if dsl_p.image != "grey" else source
+    plan = stream_plan(flow, images, dsl_p.output.name)
+    harness, sim = simulate_on_rtl(run_dir, coll, flow, plan.inputs,
+                                   [o[1] for o in plan.outputs], plan.cycles, opts, say, secs,
+                                   app["name"])
+    res = plan.assemble(sim.outputs, app["name"])
+    say("golden models")
+    t = time.perf_counter()
+    ir_p = lower_app(ap.app, ap.width, ap.height, ap.unroll)
+    g_np_all = run_outputs(ir_p, images)
+    secs["golden_numpy"] = time.perf_counter() - t
+    t = time.perf_counter()
+    g_hl_all = run_halide_outputs(dsl_p, images)
+    secs["golden_halide"] = time.perf_counter() - t
+    outs: dict[str, np.ndarray] = {}
+    for o in ir_p.outputs:
+        outs[o] = res[o].astype(np.uint16)
+        if g_np_all[o].dtype == np.int16:
+            outs[o] = outs[o].view(np.int16)
+    primary = ir_p.output
+    out_img, g_np, g_hl = outs[primary], g_np_all[primary], g_hl_all[primary]
+    save_png(display_image(dsl_p, out_img), run_dir / f"{app['name']}.png")
+    for o in ir_p.outputs if ir_p.more_outputs else ():     # several outputs: one PNG each
+        save_png(display_image(dsl_p, outs[o], o), run_dir / f"{app['name']}_{o}.png")
+    save_png(img, run_dir / "input.png")
+    save_comparison(img, display_image(dsl_p, out_img), display_image(dsl_p, g_np),
+                    run_dir / "compare.png",
+                    title=f"{app['name']} on {coll.name} ({opts.image})")
+    # the numpy interpreter is the IR's semantics: bit for bit; Halide within the app's
+    # stated bound on its BFloat16 outputs, if it states one (mapper.apps.HALIDE_TOLERANCE_ULP)
+    tol = HALIDE_TOLERANCE_ULP.get(ap.app)
+    float_out = {f.name for f in dsl_p.outputs if f.type.is_float}
+    halide_ulp: dict[str, dict[str, int]] = {}
+    for o in ir_p.outputs:
+        label = app["name"] if not ir_p.more_outputs else f"{app['name']} output {o}"
+        stats = check_output(label, outs[o], {"numpy interpreter": g_np_all[o],
+                                              "Halide": g_hl_all[o]},
+                             plan.boxes.get(o, plan.box), run_dir,
+                             {"Halide": tol} if tol is not None and o in float_out else None)
+        if "Halide" in stats:
+            halide_ulp[o] = stats["Halide"]
+    rep = run_report(app, opts, coll, flow, harness, sim, plan, secs, out_img)
+    if halide_ulp:        # match.halide = within the tolerance; the measured agreement:
+        rep["halide_ulp"] = halide_ulp
+    if ir_p.more_outputs:
+        rep["outputs"] = {o: list(a.shape) for o, a in outs.items()}
+    rep["bitstream_proof"] = proof.to_dict()
+    st.write_doc(st.stage_file(run_dir, "sim"),
+                 {**rep, **st.header(RUN_SCHEMA, coll, run_dir, "sim")})
+    return AppRun(app["name"], img, out_img, g_np, g_hl, flow, harness, sim, plan, rep, run_dir,
+                  coll, outs)
+
+
+def run_report(app: dict[str, Any], opts: SimOptions, coll: Collateral, flow: FlowResult,
+               harness, sim, plan: StreamPlan, secs: dict[str, float],
+               out_img: np.ndarray) -> dict[str, Any]:
+    """The ``run_report.json`` document (schema :data:`RUN_SCHEMA`)."""
+
+    pr = pnr_report(flow, coll)
+    ideal = app.get("ideal") or {}
+    ideal_first = int(ideal.get("first_output_cycle", 0))
+    ap = app["params"]
+    return {
+        "schema": RUN_SCHEMA,
+        "app": app["name"], "design": str(coll.root), "seed": flow.placement.seed,
+        "image": opts.image, "size": [ap["width"], ap["height"]], "unroll": ap["unroll"],
+        "output_shape": list(out_img.shape),
+        "match": {"numpy": True, "halide": True},
+        "resources": pr["resources"],
+        "pes_per_stage": app.get("pes_per_stage", {}),
+        "wirelength_total": pr["wirelength_total"],
+        "wirelength_segments": pr["wirelength_segments"],
+        "routing_iterations": pr["routing_iterations"],
+        "registers": pr["registers"],
+        "timing": {k: v for k, v in pr["timing"].items() if k != "critical_path"},
+        "cycles": {"stream": plan.cycles, "ideal_stream": ideal.get("cycles"),
+                   "total_clock_edges": sim.total_cycles,
+                   "config_writes": len(flow.bitstream.pairs())},
+        "latency": {"first_output_cycle": plan.first_output, "ideal_first_output_cycle":
+                    ideal_first, "extra_cycles": plan.first_output - ideal_first,
+                    "per_output": pr["extra_output_latency_cycles"]},
+        "buffers": app.get("buffers", []),
+        "verilator": {"key": harness.key, "cached": harness.cached,
+                      "build_seconds": round(harness.build_seconds, 3)},
+        "stage_seconds": {k: round(v, 4) for k, v in secs.items()},
+    }
+
+
+__all__ = ["NAN_ULP_DISTANCE", "AppRun", "StreamPlan", "bf16_ulp_distance", "check_output",
+           "first_mismatch", "io_port", "proved_flow", "run_report", "simulate_app",
+           "simulate_on_rtl", "stream_plan"]
