@@ -13,7 +13,7 @@ The flow only drives: parameters are :mod:`mapper.params`, every stage file's re
 writer :mod:`mapper.stages`, the map stage's steps :mod:`mapper.mapping` (DNN layers
 :mod:`mapper.dnn.array`), closing timing :mod:`mapper.closure`, register absorption
 :mod:`mapper.backend.absorb` and running on the RTL :mod:`mapper.sim.run` (its files and
-``run_report.json``, schema :data:`mapper.params.RUN_SCHEMA`).
+``run_report.json``, schema :data:`mapper.stages.RUN_SCHEMA`).
 """
 from __future__ import annotations
 
@@ -232,9 +232,7 @@ def run_bitstream(run_dir: str | Path, coll: Collateral) -> Bitstream:
     pr = flow.pipelined
     bs = generate(pr.packed, flow.placement, pr.routing, coll)
     bs.name = app_name(run_dir)
-    (run_dir / f"{bs.name}.bs").write_text(bs.to_text())
-    st.write_doc(st.stage_file(run_dir, "bitstream"),
-                 {**bs.to_json(), **st.header("mapper.bitstream/1", coll, run_dir, "bitstream")})
+    st.save_bitstream(run_dir, coll, bs)
     return bs
 
 

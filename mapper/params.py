@@ -1,7 +1,6 @@
 """Parameters of the compiler flow, in one module: what to compile (:class:`AppParams`), the
 back end (:class:`FlowParams`, grouping each stage's own parameters), the simulation
-(:class:`SimOptions`) and one end-to-end run (:class:`RunParams`); the run directory default
-and the ``run_report.json`` schema name.
+(:class:`SimOptions`) and one end-to-end run (:class:`RunParams`); and the run directory default.
 """
 from __future__ import annotations
 
@@ -14,9 +13,6 @@ from mapper.backend.pack import PackParams
 from mapper.backend.pipeline import PipelineParams
 from mapper.backend.place import PlaceParams
 from mapper.backend.route import RouterParams
-
-RUN_SCHEMA = "mapper.run_report/1"
-
 
 Step = Callable[[str], None]
 
@@ -113,5 +109,5 @@ class RunParams:
     resume_from: str = "map"
 
 
-__all__ = ["RUN_SCHEMA", "AppParams", "FlowParams", "RunParams", "SimOptions", "Step",
+__all__ = ["AppParams", "FlowParams", "RunParams", "SimOptions", "Step",
            "attempt_seeds", "default_run_dir"]

@@ -53,6 +53,9 @@ PACKED_SCHEMA = "mapper.packed/1"
 PLACEMENT_SCHEMA = "mapper.placement/1"
 ROUTING_SCHEMA = "mapper.routing/1"
 PIPELINED_SCHEMA = "mapper.pipelined/1"
+BITSTREAM_SCHEMA = "mapper.bitstream/1"
+#: ``run_report.json``, the sim stage's file (:func:`save_run_report`)
+RUN_SCHEMA = "mapper.run_report/1"
 
 #: stage -> (file name in the run directory, the stage whose file it reads)
 STAGES: dict[str, tuple[str, str | None]] = {
@@ -421,7 +424,22 @@ def load_flow(run_dir: str | Path, coll: Collateral) -> FlowResult:
                       load_routing(run_dir, coll), pr, None)
 
 
+def save_bitstream(run_dir: str | Path, coll: Collateral, bs: Bitstream) -> None:
+    """``<app>.bs`` (:meth:`~mapper.backend.bitstream.Bitstream.save_text`, the one writer of
+    the text form) and bitstream.json (with its header) of a run directory."""
+    bs.save_text(run_dir)
+    write_doc(stage_file(run_dir, "bitstream"),
+              {**bs.to_json(), **header(BITSTREAM_SCHEMA, coll, run_dir, "bitstream")})
+
+
 def load_bitstream(run_dir: str | Path, coll: Collateral) -> Bitstream:
     """bitstream.json of a run directory (checked, :func:`read_stage`)."""
-    d = read_stage(run_dir, "bitstream", "mapper.bitstream/1", coll)
+    d = read_stage(run_dir, "bitstream", BITSTREAM_SCHEMA, coll)
     return Bitstream.from_json(d, str(stage_file(run_dir, "bitstream")))
+
+
+def save_run_report(run_dir: str | Path, coll: Collateral, report: dict[str, Any]) -> None:
+    """``run_report.json`` (schema :data:`RUN_SCHEMA`) of a run directory: ``report`` (an app's,
+    :func:`mapper.sim.run.run_report`, or a DNN layer's, :func:`mapper.dnn.array.run_layer_sim`)
+    with the sim stage's header; the one writer of that file."""
+    write_doc(stage_file(run_dir, "sim"), {**report, **header(RUN_SCHEMA, coll, run_dir, "sim")})

@@ -134,12 +134,20 @@ class Bitstream:
                                   f"bitstream` again") from None
         return cls(str(doc.get("design", "")), entries)
 
-    def save(self, out_dir: str | Path) -> tuple[Path, Path]:
-        """Write ``<name>.bs`` and ``<name>.bs.json`` into ``out_dir``; returns both paths."""
+    def save_text(self, out_dir: str | Path) -> Path:
+        """Write ``<name>.bs`` (:meth:`to_text`) into ``out_dir``, the one writer of the text
+        form (a run directory's through :func:`mapper.stages.save_bitstream`); its path."""
         d = Path(out_dir)
         d.mkdir(parents=True, exist_ok=True)
-        txt, js = d / f"{self.name}.bs", d / f"{self.name}.bs.json"
+        txt = d / f"{self.name}.bs"
         txt.write_text(self.to_text())
+        return txt
+
+    def save(self, out_dir: str | Path) -> tuple[Path, Path]:
+        """Write ``<name>.bs`` (:meth:`save_text`) and ``<name>.bs.json`` into ``out_dir``
+        (a bitstream outside a run directory); returns both paths."""
+        txt = self.save_text(out_dir)
+        js = Path(out_dir) / f"{self.name}.bs.json"
         js.write_text(json.dumps(self.to_json(), indent=1) + "\n")
         return txt, js
 

@@ -637,7 +637,7 @@ def run_layer_sim(run_dir, coll, app: dict[str, Any], opts, say, seconds=None) -
 
     from mapper import stages as st  # deferred: loads mapper.backend, mapper.stages only when called
     from mapper.apps.dnn import layer_inputs  # deferred: loads mapper.apps only when called
-    from mapper.params import RUN_SCHEMA, AppParams  # deferred: loads mapper.backend, mapper.params only when called
+    from mapper.params import AppParams  # deferred: loads mapper.backend, mapper.params only when called
     from mapper.sim.run import proved_flow, simulate_on_rtl  # deferred: loads canal.smt, mapper.backend, mapper.mapping, 3 more only when called
     from mapper.sim.halide import run_halide_outputs  # deferred: loads mapper.sim only when called
     from mapper.backend.report import report as pnr_report  # deferred: loads mapper.backend only when called
@@ -674,7 +674,7 @@ def run_layer_sim(run_dir, coll, app: dict[str, Any], opts, say, seconds=None) -
                                   f"at {n} of {out.size} values; first at {name}{list(at)}: "
                                   f"expected {want}, got {have} (files in {run_dir})")
     pr = pnr_report(flow, coll)
-    rep = {"schema": RUN_SCHEMA, "app": app["name"], "kind": "dnn", "design": str(coll.root),
+    rep = {"schema": st.RUN_SCHEMA, "app": app["name"], "kind": "dnn", "design": str(coll.root),
            "seed": flow.placement.seed, "image": opts.image, "tensor_seed": opts.tensor_seed,
            "shapes": {i.name: list(i.shape) for i in pipe.inputs},
            "output_shape": list(reversed(out.shape)),
@@ -690,6 +690,5 @@ def run_layer_sim(run_dir, coll, app: dict[str, Any], opts, say, seconds=None) -
            "bitstream_proof": proof.to_dict(),
            "stage_seconds": {k: round(v, 4) for k, v in secs.items()}}
     np.save(run_dir / f"{app['name']}_output.npy", out)
-    st.write_doc(st.stage_file(run_dir, "sim"),
-                 {**rep, **st.header(RUN_SCHEMA, coll, run_dir, "sim")})
+    st.save_run_report(run_dir, coll, rep)
     return LayerRun(app["name"], ins, out, g_np, g_hl, flow, streams, rep, run_dir, coll)

@@ -39,8 +39,8 @@ from cgra.errors import SimulationError
 from mapper import ir
 from mapper import stages as st
 from mapper.collateral import Collateral
-from mapper.params import RUN_SCHEMA, AppParams, SimOptions, Step
-from mapper.stages import FlowResult, load_bitstream, load_flow, read_app
+from mapper.params import AppParams, SimOptions, Step
+from mapper.stages import RUN_SCHEMA, FlowResult, load_bitstream, load_flow, read_app
 from mapper.mapping.streams import stream_events
 from mapper.backend.verify import verify
 from mapper.backend.report import report as pnr_report
@@ -373,8 +373,7 @@ def simulate_app(run_dir: str | Path, coll: Collateral, opts: SimOptions | None 
     if ir_p.more_outputs:
         rep["outputs"] = {o: list(a.shape) for o, a in outs.items()}
     rep["bitstream_proof"] = proof.to_dict()
-    st.write_doc(st.stage_file(run_dir, "sim"),
-                 {**rep, **st.header(RUN_SCHEMA, coll, run_dir, "sim")})
+    st.save_run_report(run_dir, coll, rep)
     return AppRun(app["name"], img, out_img, g_np, g_hl, flow, harness, sim, plan, rep, run_dir,
                   coll, outs)
 
