@@ -22,13 +22,13 @@ def dse(sweep_file: str, scheduler: str | None, workers: int | None, cache: str 
     """Sweep the designs x apps of SWEEP_FILE (TOML) on Dask; write results.csv,
     results.parquet and plots. With a [search] table: an NSGA-II search over the grid's
     values instead (trials.csv, pareto.csv)."""
-    from dse.sweep import load_sweep  # deferred: loads cgra, cgra.errors, dse.sweep only when called
+    from dse.sweep import load_sweep  # deferred: loads networkx, numpy only when called
 
     sweep = load_sweep(sweep_file, cache=cache, out=out)
     if sweep.search is not None:
         _search(sweep, scheduler, workers, not no_progress)
         return
-    from dse.run import run_sweep  # deferred: loads cgra, cgra.errors, dse.area, 2 more only when called
+    from dse.run import run_sweep  # deferred: loads networkx, numpy only when called
 
     res = run_sweep(sweep, scheduler=scheduler, workers=workers, progress=not no_progress)
     n = len(res["rows"])
@@ -48,7 +48,7 @@ def _search(sweep, scheduler: str | None, workers: int | None, progress: bool) -
                           "installed: pip install 'optuna>=4', or remove [search] to run "
                           "the grid") from None
 
-    from dse.search import run_search  # deferred: loads cgra, cgra.errors, dse.area, 3 more only when called
+    from dse.search import run_search  # deferred: loads networkx, numpy only when called
 
     # this process's choice: the progress bar and the summary line replace Optuna's
     # per-trial INFO log lines

@@ -27,6 +27,11 @@ from dse.sweep import Point, Sweep
 from cgra.errors import CgraError
 from cgra.errors import ConfigError
 from dse.area import design_area
+from dse.plots import plot_all
+from garnet.params import from_dict
+from mapper.backend.pipeline import PipelineParams
+from mapper.backend.place import PlaceParams
+import multiprocessing
 
 #: version 2: ``cycles`` = the ideal stream cycles + the pipelining's extra output latency
 #: (version 1 added the ideal first-output cycle a second time: 843 for gaussian 32x24 where
@@ -67,7 +72,6 @@ def design_task(params_doc: dict, key: str, cache: str) -> dict:
     ``<cache>/designs/<key>.dse.json``. Returns ``{key, dir, area, seconds}`` or
     ``{key, error}``."""
     from garnet.build import generate  # deferred: loads psutil only when called
-    from garnet.params import from_dict  # deferred: loads garnet, garnet.params only when called
 
     root = Path(cache)
     out = root / "designs" / key
@@ -111,10 +115,8 @@ def app_task(design: dict, app: str, unroll: int, image: tuple[int, int], seed: 
     seconds from bitstream to comparison, Verilator build included; the harness is built once
     per design, under a file lock). A project error (``CgraError``: the app does not fit,
     routing fails, the output differs from a golden model ...) is a recorded failure."""
-    from mapper.params import AppParams, FlowParams, RunParams  # deferred: loads islpy, networkx, numpy only when called
-    from mapper.flow import run_stages  # deferred: loads z3, islpy, pysmt, 4 more only when called
-    from mapper.backend.pipeline import PipelineParams  # deferred: loads networkx, numpy only when called
-    from mapper.backend.place import PlaceParams  # deferred: loads networkx, numpy only when called
+    from mapper.params import AppParams, FlowParams, RunParams  # deferred: loads islpy only when called
+    from mapper.flow import run_stages  # deferred: loads z3, islpy, pysmt, 2 more only when called
 
     row: dict[str, Any] = {"schema": RESULT_SCHEMA, "design": design["key"], "app": app,
                            "unroll": unroll}
@@ -210,7 +212,6 @@ def with_metrics(row: dict) -> dict:
 # ----------------------------------------------------------------------------- driver
 def _daemonic() -> bool:
     """Whether the calling (worker) process is daemonic (run on each worker)."""
-    import multiprocessing  # deferred: loads __mp_main__, _compat_pickle, _pickle only when called
 
     return bool(multiprocessing.current_process().daemon)
 
@@ -248,7 +249,7 @@ def _external_client(client_cls, address: str):
 
 def _client(sweep: Sweep, scheduler: str | None, workers: int | None):
     import dask  # deferred: loads dask, cloudpickle, cython_runtime, 11 more only when called
-    from distributed import Client, LocalCluster  # deferred: loads distributed, dask, numpy, 19 more only when called
+    from distributed import Client, LocalCluster  # deferred: loads distributed, dask, click, 18 more only when called
 
     address = scheduler or sweep.scheduler
     if address:
@@ -355,7 +356,6 @@ def run_sweep(sweep: Sweep, scheduler: str | None = None, workers: int | None = 
     sweep.out.mkdir(parents=True, exist_ok=True)
     csv_path = write_csv(rows, list(sweep.grid), sweep.out / "results.csv")
     parquet_path = write_parquet(rows, list(sweep.grid), sweep.out / "results.parquet")
-    from dse.plots import plot_all  # deferred: loads dse.plots only when called
     plots = plot_all(rows, list(sweep.grid), sweep.out)
     return {"rows": rows, "submitted": {"designs": ex.designs, "apps": ex.apps},
             "failed": sum(r.get("status") != "ok" for r in rows), "csv": csv_path,
@@ -364,7 +364,7 @@ def run_sweep(sweep: Sweep, scheduler: str | None = None, workers: int | None = 
 
 
 def _gather(client, futs: dict, rows_by_file: dict, progress: bool) -> None:
-    from distributed import as_completed  # deferred: loads distributed, dask, numpy, 19 more only when called
+    from distributed import as_completed  # deferred: loads distributed, dask, click, 18 more only when called
 
     bar = None
     if progress:
@@ -414,8 +414,8 @@ def write_parquet(rows: list[dict], grid: list[str], path: Path) -> Path:
     as in the CSV), a grid column's Arrow type inferred from its values (e.g. ``pe``
     string, ``tracks`` int64). Returns ``path``. Raises :class:`~cgra.errors.ConfigError`
     naming the column and the row when a value does not convert to its column's type."""
-    import pyarrow as pa  # deferred: loads numpy, pyarrow, cloudpickle, 1 more only when called
-    import pyarrow.parquet as pq  # deferred: loads numpy, pyarrow, cloudpickle, 1 more only when called
+    import pyarrow as pa  # deferred: loads pyarrow, cloudpickle, cython_runtime only when called
+    import pyarrow.parquet as pq  # deferred: loads pyarrow, cloudpickle, cython_runtime only when called
 
 
     cast = {"int64": int, "float64": float, "string": str}

@@ -32,6 +32,7 @@ from typing import Any
 
 from dse.run import Executor, point_row, write_csv, write_parquet
 from dse.sweep import Point, Sweep
+from dse.plots import plot_all, plot_search
 
 #: the objectives, both minimised: (trial CSV column, unit)
 OBJECTIVES = (("runtime_us", "us, summed over the apps"), ("area_cells", "yosys cells"))
@@ -132,7 +133,6 @@ def run_search(sweep: Sweep, scheduler: str | None = None, workers: int | None =
     rows = list(results.values())
     results_csv = write_csv(rows, fields, out / "results.csv")
     results_parquet = write_parquet(rows, fields, out / "results.parquet")
-    from dse.plots import plot_all, plot_search  # deferred: loads dse.plots only when called
     plots = plot_all(rows, fields, out) + [plot_search(trials, fields, out)]
     return {"trials": trials, "front": front,
             "submitted": {"designs": ex.designs, "apps": ex.apps}, "cached": ex.cached,

@@ -46,6 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from cgra.errors import CgraError, ConfigError
+from garnet.params import _FIELDS, from_dict, load_toml
+from mapper.apps import APPS
 
 #: PE variants by name (AHA paper §8.7): D1 the integer PE, D2 + a 1..4-cycle delay chain
 #: per data input, D3 + add3 / multiply-add
@@ -135,7 +137,6 @@ def load_sweep(path: str | Path, cache: str | Path | None = None,
                out: str | Path | None = None) -> Sweep:
     """Read and validate a sweep file (module docstring); ``cache`` / ``out`` override the
     file's. Raises :class:`ConfigError` naming the file and the field."""
-    from garnet.params import _FIELDS, from_dict, load_toml  # deferred: loads garnet, garnet.params only when called
 
     p = Path(path)
     if not p.is_file():
@@ -180,7 +181,6 @@ def load_sweep(path: str | Path, cache: str | Path | None = None,
                        "{app = \"name\", unroll = N}")
     if not apps:
         raise _err(p, "sweep.apps", "no apps; list at least one (e.g. [\"gaussian\"])")
-    from mapper.apps import APPS  # deferred: loads numpy only when called
     for a in apps:
         if a.app not in APPS and not Path(a.app).is_file():
             raise _err(p, "sweep.apps", f"unknown app {a.app!r}; shipped apps: {sorted(APPS)}")
@@ -215,10 +215,10 @@ def load_sweep(path: str | Path, cache: str | Path | None = None,
         try:
             params = from_dict(d, f"{p} (grid point {label})")
             if "pe" in values:
-                from garnet.params import pe_spec  # deferred: loads garnet, garnet.params only when called
+                from garnet.params import pe_spec  # deferred: loads  only when called
                 pe_spec(params.pe, where=f"{p}: field 'grid.pe'")
             if "mem_preset" in values:
-                from lake.spec import preset  # deferred: loads numpy only when called
+                from lake.spec import preset  # deferred: loads  only when called
                 preset(params.mem_preset)
         except ConfigError:
             raise

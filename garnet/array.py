@@ -43,6 +43,16 @@ from cgra.hdl import m
 import hashlib
 import networkx as nx
 import numpy as np
+from canal.graph import IO, parse_id
+from canal.graph import NodeKind
+from canal.graph import Side
+from canal.graph import no_gc
+from canal.interconnect import Interconnect
+from canal.passes import CorePortConnections, InterconnectParams
+from canal.passes import uniform_graphs
+from canal.rtl import array_circuit as canal_array
+from canal.rtl import array_netlist, array_verilog
+from canal.rtl import tile_shapes as canal_tile_shapes
 
 CoreFn = Callable[[int, int], "CoreSpec | None"]
 #: PnR tags of IO tiles
@@ -63,8 +73,6 @@ def default_core_fn(params: GarnetParams) -> CoreFn:
 
 def interconnect_params(params: GarnetParams):
     """The :class:`canal.passes.InterconnectParams` of ``params``."""
-    from canal.graph import Side  # deferred: loads canal, canal.config, canal.graph, 3 more only when called
-    from canal.passes import CorePortConnections, InterconnectParams  # deferred: loads canal, canal.config, canal.graph, 3 more only when called
 
     tracks = params.pipeline_register_tracks or list(range(params.tracks))
     regs = [(t, Side[s]) for s in params.pipeline_register_sides for t in tracks]
@@ -84,8 +92,6 @@ def build_interconnect(params: GarnetParams, core_fn: CoreFn | None = None, timi
     Pipeline registers on sides not in
     ``params.register_bypass_sides`` are made mandatory (:func:`fix_registers`). Raises
     ``SpecError`` from Canal for a core whose ports the interconnect cannot carry."""
-    from canal.interconnect import Interconnect  # deferred: loads canal, canal.config, canal.graph, 3 more only when called
-    from canal.passes import uniform_graphs  # deferred: loads canal, canal.config, canal.graph, 3 more only when called
 
     graphs, cores, tm = uniform_graphs(interconnect_params(params),
                                        core_fn or default_core_fn(params), timing)
@@ -110,7 +116,6 @@ def fix_registers(graph, sides: list[str]):
     The copy (170 k fan-in lists per width at 64x32) is made with the cyclic garbage
     collector paused (:func:`canal.graph.no_gc`): the new lists would trigger collections
     that rescan every live node of the build."""
-    from canal.graph import no_gc  # deferred: loads canal, canal.config, canal.graph, 3 more only when called
 
     with no_gc():
         return _fix_registers(graph.copy(), sides)
@@ -120,7 +125,7 @@ def _fix_registers(g, sides: list[str]):
     """:func:`fix_registers` applied to ``g`` itself (returned): only RMUX nodes are
     visited; a fan-in list that loses an edge is replaced by a new list, never edited, so
     a list ``g`` shares with another graph is left intact; ``g.delay`` loses the edges."""
-    from canal.graph import NodeKind, Side  # deferred: loads canal, canal.config, canal.graph, 3 more only when called
+    from canal.graph import NodeKind, Side  # deferred: loads  only when called
 
     rmux, reg = NodeKind.RMUX, NodeKind.REG
     want = {side for side in Side if side.name in sides}
@@ -189,7 +194,6 @@ class FaninGraph:
         of its REG nodes (int64 array), both in node order. One pass over the nodes per
         graph, kept for :func:`connectivity` and :func:`combinational_cycle`."""
 
-        from canal.graph import NodeKind  # deferred: loads canal, canal.config, canal.graph, 3 more only when called
 
         hit = self._classes.get(id(graph))
         if hit is not None and hit[0] is graph and hit[1] == len(graph.nodes):
@@ -250,7 +254,6 @@ def combinational_cycle(ic, dg: FaninGraph | None = None) -> list[str] | None:
     shown is a BFS shortest cycle (networkx) inside the first such component.
     ``dg``: the :func:`fanin_digraph` of ``ic.graphs`` (saves building it twice)."""
 
-    from canal.graph import IO, parse_id  # deferred: loads canal, canal.config, canal.graph, 3 more only when called
 
     if dg is None:
         dg = fanin_digraph(ic.graphs)
@@ -407,7 +410,6 @@ def check_interconnect(ic, params: GarnetParams, source: str | None = None) -> N
     the TOML field, the problem (counts and an example node) and the fix. Runs with the
     cyclic garbage collector paused (:func:`canal.graph.no_gc`: the index arrays of a 64x32
     array are built from 1.4 M strings and ints, which would trigger full collections)."""
-    from canal.graph import no_gc  # deferred: loads canal, canal.config, canal.graph, 3 more only when called
 
     with no_gc():
         _check_interconnect(ic, params, source)
@@ -468,7 +470,7 @@ SIDE_NAMES = ("NORTH", "SOUTH", "EAST", "WEST")
 
 def _blame_cycle(ic, cycle: list[str], params: GarnetParams) -> tuple[str, str]:
     """(TOML field, fix) for a combinational cycle."""
-    from canal.graph import NodeKind, parse_id, rmux_id  # deferred: loads canal, canal.config, canal.graph, 3 more only when called
+    from canal.graph import NodeKind, parse_id, rmux_id  # deferred: loads  only when called
 
     outs = []
     for nid in cycle:
@@ -496,7 +498,6 @@ def _blame_cycle(ic, cycle: list[str], params: GarnetParams) -> tuple[str, str]:
 
 def array_circuit(ic, params: GarnetParams):
     """The top-level magma circuit of the array (cached per process by content)."""
-    from canal.rtl import array_circuit as canal_array  # deferred: loads canal, canal.config, canal.graph, 4 more only when called
 
     return canal_array(ic, name="Garnet", flush_interval=params.flush_interval)
 
@@ -527,7 +528,6 @@ def core_identity(core: CoreSpec | None) -> tuple:
 def tile_shapes(ic) -> dict:
     """(x, y) -> :class:`canal.rtl.TileShape` of every tile (:func:`canal.rtl.tile_shapes`:
     tiles of equal shape share one object)."""
-    from canal.rtl import tile_shapes as canal_tile_shapes  # deferred: loads canal, canal.config, canal.graph, 4 more only when called
 
     return canal_tile_shapes(ic)
 
@@ -537,7 +537,7 @@ def top_name(ic, shapes: dict, params: GarnetParams, name: str = "Garnet") -> st
     (``<name>_<W>x<H>_<hash>``: tile modules by position, inter-tile wiring, flush
     interval; tests/garnet check the two agree)."""
 
-    from canal.graph import IO, NodeKind  # deferred: loads canal, canal.config, canal.graph, 3 more only when called
+    from canal.graph import IO, NodeKind  # deferred: loads  only when called
 
     cols, rows = ic.size
     wiring = [(nid, tuple(g.fanin[nid])) for w, g in sorted(ic.graphs.items())
@@ -557,8 +557,6 @@ def array_top(ic, params: GarnetParams, shapes: dict, tile_ports: dict[str, list
     :func:`canal.rtl.array_circuit` builds its magma body from -- written by
     :func:`canal.rtl.array_verilog` without magma or CIRCT (linear in the tile count).
     Raises :class:`~cgra.errors.SpecError` when a tile port is missing or of another width."""
-    from canal.graph import no_gc  # deferred: loads canal, canal.config, canal.graph, 3 more only when called
-    from canal.rtl import array_netlist, array_verilog  # deferred: loads canal, canal.config, canal.graph, 4 more only when called
 
     with no_gc():
         net = array_netlist(ic, params.flush_interval)

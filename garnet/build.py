@@ -93,6 +93,14 @@ from cgra.errors import CgraError
 from garnet.params import pe_spec
 import itertools
 import signal
+from canal import collateral as canal_coll
+from canal.graph import no_gc
+from canal.timing import TimingModel
+from canal.timing import default_table_text
+from cgra.config import pack_fields
+import importlib.metadata as md
+import multiprocessing
+import traceback
 
 DEFAULT_RULES_DIR = Path("build/rules")
 #: the build cache inside a design directory (hidden: not collateral, not in the manifest)
@@ -316,7 +324,6 @@ def source_hash(group: str) -> str:
     """sha256 over the source files of :data:`SOURCES` ``[group]`` (``peak`` without its
     rule synthesiser ``peak/rules``, whose output has its own key), plus the tool versions
     for ``rtl``."""
-    import importlib.metadata as md  # deferred: loads _bisect, _csv, _random only when called
 
     h = hashlib.sha256()
     files: set[Path] = set()
@@ -380,14 +387,13 @@ class SpecHashes:
 
 
 def spec_hashes(params: GarnetParams) -> SpecHashes:
-    from canal.timing import default_table_text  # deferred: loads networkx only when called
     from peak import spec_hash  # deferred: loads z3, pysmt, hwtypes, 1 more only when called
 
     spec = pe_spec(params.pe)
     kinds = {params.tile_kind(x, y) for x in range(params.width) for y in range(params.height)}
     mem_hash = None
     if "mem" in kinds:
-        from lake.collateral import collateral  # deferred: loads numpy only when called
+        from lake.collateral import collateral  # deferred: loads lake.collateral, lake.lut only when called
         mem_hash = collateral(params.mem_preset)["spec_hash"]
     table = Path(params.timing).read_bytes() if params.timing else default_table_text().encode()
     return SpecHashes(spec, spec_hash(spec), mem_hash, hashlib.sha256(table).hexdigest())
@@ -403,7 +409,7 @@ def fast_key(params: GarnetParams, sh: SpecHashes, rules: bool,
 
 
 def _inputs(params: GarnetParams, sh: SpecHashes) -> Inputs:
-    from garnet.cores import io_core, mem_core, pe_core  # deferred: loads magma, z3, pysmt, 16 more only when called
+    from garnet.cores import io_core, mem_core, pe_core  # deferred: loads magma, z3, pysmt, 14 more only when called
 
     pe = pe_core(sh.spec)
     if pe.info["spec_hash"] != sh.pe_hash:
@@ -420,7 +426,7 @@ def _inputs(params: GarnetParams, sh: SpecHashes) -> Inputs:
 
 def compute_keys(inp: Inputs, rules: bool, config_file: str | None) -> Keys:
     """The :class:`Keys` of a design (see the module docstring)."""
-    from garnet.array import core_identity, core_interface  # deferred: loads magma, z3, pysmt, 16 more only when called
+    from garnet.array import core_identity, core_interface  # deferred: loads magma, z3, pysmt, 14 more only when called
 
     p = inp.params
     ic = _sha("interconnect", p.subset(INTERCONNECT_FIELDS), inp.timing_hash,
@@ -542,9 +548,9 @@ def drive_clocks(top) -> None:
     found once per definition. Definitions with no or several sources are left to magma
     (which warns)."""
 
-    from magma.clock import ClockTypes  # deferred: loads magma, z3, pysmt, 16 more only when called
-    from magma.is_definition import isdefinition  # deferred: loads magma, z3, pysmt, 16 more only when called
-    from magma.passes.clock import get_output_clocks_in_defn, get_undriven_clocks_in_value  # deferred: loads magma, z3, pysmt, 16 more only when called
+    from magma.clock import ClockTypes  # deferred: loads magma, z3, pysmt, 14 more only when called
+    from magma.is_definition import isdefinition  # deferred: loads magma, z3, pysmt, 14 more only when called
+    from magma.passes.clock import get_output_clocks_in_defn, get_undriven_clocks_in_value  # deferred: loads magma, z3, pysmt, 14 more only when called
 
     seen: set = set()
     stack = [top]
@@ -571,9 +577,8 @@ def drive_clocks(top) -> None:
 def compile_module(circuit, workdir: Path) -> list[tuple[str, str]]:
     """CIRCT Verilog of ``circuit`` (and every sub-module it defines), split per module
     (:func:`split_verilog`), dependencies first; ``workdir`` holds the temporary files."""
-    from cgra.hdl import m  # deferred: loads magma, z3, pysmt, 16 more only when called
+    from cgra.hdl import m  # deferred: loads magma, z3, pysmt, 14 more only when called
 
-    from canal.graph import no_gc  # deferred: loads networkx only when called
 
     workdir.mkdir(parents=True, exist_ok=True)
     base = workdir / circuit.name
@@ -616,8 +621,8 @@ def generate_rtl(ic, inp: Inputs, cache: BuildCache, workdir: Path,
     as text (:func:`garnet.array.array_top`), each taken from ``cache`` when its key is
     there (module docstring). Raises :class:`CollateralError` when two modules of one name
     differ, :class:`~cgra.errors.SpecError` when a tile lacks a port the top drives."""
-    from canal.rtl import tile_circuit  # deferred: loads magma, z3, pysmt, 16 more only when called
-    from garnet.array import array_top, port_list, tile_shapes, top_name  # deferred: loads magma, z3, pysmt, 16 more only when called
+    from canal.rtl import tile_circuit  # deferred: loads magma, z3, pysmt, 14 more only when called
+    from garnet.array import array_top, port_list, tile_shapes, top_name  # deferred: loads magma, z3, pysmt, 14 more only when called
 
     src = source_hash("rtl")
     say("tile shapes")
@@ -678,7 +683,6 @@ class RtlWorker:
 
     @classmethod
     def start(cls, ic, inp: Inputs, cache: BuildCache, workdir: Path) -> "RtlWorker":
-        import multiprocessing  # deferred: loads __mp_main__, multiprocessing only when called
 
         ctx = multiprocessing.get_context("fork")
         recv, send = ctx.Pipe(duplex=False)
@@ -720,12 +724,10 @@ class RtlWorker:
 def _rtl_worker(conn, ic, inp: Inputs, cache_root: Path, workdir: Path) -> None:
     """Body of :class:`RtlWorker` (in the forked child; multiprocessing ends it with
     ``os._exit``)."""
-    import traceback  # deferred: loads textwrap, traceback only when called
 
 
     signal.signal(signal.SIGTERM, signal.SIG_DFL)     # stop() ends it at once
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C: the parent stops it
-    from canal.graph import no_gc  # deferred: loads networkx only when called
 
     try:
         marks: list[tuple[str, float]] = []
@@ -897,7 +899,6 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
     frozen = False
     worker: RtlWorker | None = None
     moved: list[tuple[Path, Path]] = []
-    from canal.graph import no_gc  # deferred: loads networkx only when called
     try:
         # -- RTL: CIRCT in a worker process, forked as soon as the graphs exist, while
         # this one checks the interconnect and writes the other collateral
@@ -1051,8 +1052,7 @@ def _interconnect(params: GarnetParams, inp: Inputs, keys: Keys, cache: BuildCac
     soon as the graphs exist, before the check (the caller forks its RTL worker there; a
     failed check raises and the caller stops it). ``resolve_timing=False`` leaves the timing
     model's path classes to the caller (``ic.timing.resolve(ic.graphs)``)."""
-    from canal.timing import TimingModel  # deferred: loads networkx only when called
-    from garnet.array import build_interconnect, check_interconnect  # deferred: loads magma, z3, pysmt, 16 more only when called
+    from garnet.array import build_interconnect, check_interconnect  # deferred: loads magma, z3, pysmt, 14 more only when called
 
     validated = cache.interconnect_validated(keys.interconnect)
     say("interconnect graphs (validated before)" if validated else "interconnect graphs")
@@ -1072,7 +1072,7 @@ def _top_declaration(top: str, ports: list[dict]):
     """A magma declaration of the top module ``top`` with the ports of design.json
     (``[{name, direction input/output, width}]``; ``CLK`` a clock, ``RESET`` a reset): what
     a fault testbench drives (the Verilog is the text in rtl/)."""
-    from garnet.array import tile_declaration  # deferred: loads magma, z3, pysmt, 16 more only when called
+    from garnet.array import tile_declaration  # deferred: loads magma, z3, pysmt, 14 more only when called
 
     kinds = {"CLK": "clock", "RESET": "reset"}
     return tile_declaration(top, [
@@ -1092,7 +1092,7 @@ def _tile_counts(params: GarnetParams) -> dict[str, int]:
 
 def _docs(params: GarnetParams, inp: Inputs) -> dict[str, bytes]:
     """pe.json and mem.json (bytes, as :func:`garnet.collateral.write_json` writes them)."""
-    from garnet.cores import mem_collateral, mem_core  # deferred: loads magma, z3, pysmt, 16 more only when called
+    from garnet.cores import mem_collateral, mem_core  # deferred: loads magma, z3, pysmt, 14 more only when called
 
     mem_doc = gc.no_mem_doc()
     if params.mem_ratio:
@@ -1106,7 +1106,7 @@ def _docs(params: GarnetParams, inp: Inputs) -> dict[str, bytes]:
 def _design_doc(params: GarnetParams, cfg: str | None, counts: dict, inp: Inputs, top: str,
                 names: list[str], vbytes: int, top_ports: list[dict], rules: bool,
                 rules_source: str, rule_counts: dict) -> dict:
-    from garnet.cores import tags  # deferred: loads magma, z3, pysmt, 16 more only when called
+    from garnet.cores import tags  # deferred: loads magma, z3, pysmt, 14 more only when called
 
     return {
         "name": params.name,
@@ -1145,7 +1145,7 @@ def write_fabric(dest: Path, params: GarnetParams, ic, spec: type, pe) -> None:
     (JSON and text) and layout, ``timing.json``, ``pe.json`` (PE ``spec``, core ``pe``),
     ``mem.json`` and ``config_map.json``; formats in :mod:`garnet.collateral`. No RTL, no
     rules, no design.json (the caller writes it last, with :func:`garnet.collateral.write_design`)."""
-    from garnet.cores import mem_collateral, mem_core  # deferred: loads magma, z3, pysmt, 16 more only when called
+    from garnet.cores import mem_collateral, mem_core  # deferred: loads magma, z3, pysmt, 14 more only when called
 
     _write_routing(dest, params, ic)
     gc.write_json(Path(dest) / "pe.json", _pe_doc(spec, pe))
@@ -1160,8 +1160,7 @@ def _write_routing(dest: Path, params: GarnetParams, ic) -> None:
     """The routing graphs (JSON and text), layout, ``timing.json`` and ``config_map.json``
     of ``ic`` (the ``fabric`` group); resolves ``ic.timing`` first when it is not (from the
     representative edges the graph dumps return)."""
-    from canal import collateral as canal_coll  # deferred: loads networkx, numpy only when called
-    from garnet.cores import tags  # deferred: loads magma, z3, pysmt, 16 more only when called
+    from garnet.cores import tags  # deferred: loads magma, z3, pysmt, 14 more only when called
 
     routing = Path(dest) / "routing"
     routing.mkdir(parents=True, exist_ok=True)
@@ -1197,7 +1196,6 @@ def _pe_doc(spec, pe) -> dict:
 
 def _core_regs(fields) -> dict:
     """Where each core field lives inside feature 0: [{field, reg, lo, width, field_lo}]."""
-    from cgra.config import pack_fields  # deferred: loads cgra.config only when called
 
     slices = pack_fields(tuple(fields))
     return {"feature": 0, "registers": (max(s.reg for s in slices) + 1) if slices else 0,

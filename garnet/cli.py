@@ -33,8 +33,8 @@ def rtl(config: str, out: str, rules_dir: str | None, no_rules: bool, jobs: int 
 
     from cgra.cli import end_process  # deferred: loads cgra, cgra.cli, cgra.errors, 1 more only when called
     from cgra.interrupt import raise_if_terminated  # deferred: loads cgra, cgra.interrupt only when called
-    from garnet.build import generate  # deferred: loads psutil only when called
-    from garnet.params import load_toml  # deferred: loads cgra, cgra.errors, garnet.params only when called
+    from garnet.build import generate  # deferred: loads networkx, numpy, psutil only when called
+    from garnet.params import load_toml  # deferred: loads networkx, numpy only when called
 
     t0 = time.perf_counter()
     params = load_toml(config)          # validated before any generation
@@ -64,7 +64,7 @@ def rtl(config: str, out: str, rules_dir: str | None, no_rules: bool, jobs: int 
 @click.argument("design", type=click.Path(file_okay=False))
 def lint(design: str) -> None:
     """Run `verilator --lint-only -Wall` on the RTL of DESIGN (exit 1 on lint errors)."""
-    from garnet.lint import lint as run_lint  # deferred: loads cgra, cgra.errors, garnet.collateral, 1 more only when called
+    from garnet.lint import lint as run_lint  # deferred: loads cgra, cgra.config, cgra.core, 3 more only when called
 
     rep = run_lint(design)
     for e in rep.errors[:20]:

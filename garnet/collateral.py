@@ -38,6 +38,8 @@ from json.encoder import encode_basestring_ascii as _encode_str
 from typing import Any, Iterable, Mapping
 
 from cgra.errors import CollateralError
+from cgra.config import config_address
+from cgra.core import ConfigMemory
 
 DESIGN_SCHEMA = "garnet.design/2"
 CONFIG_MAP_SCHEMA = "garnet.config_map/1"
@@ -299,7 +301,6 @@ def config_map_json(tiles: Mapping[tuple[int, int], Any],
     per tile (the JSON encoder's own string and integer encodings). Raises
     :class:`~cgra.errors.ConfigError` as :func:`canal.config.config_map_rows` for an address
     part out of range."""
-    from cgra.config import config_address  # deferred: loads cgra.config only when called
 
     empty = _dumps(config_map_doc([], []))
     tail = '"tiles":[],"fields":[]}'
@@ -374,7 +375,6 @@ def read_config_map(path: str | Path, hint: str = "regenerate the design with `c
     if not isinstance(rows, list):
         raise CollateralError(f"{path}: config map has no 'fields' list; {hint}")
     cmap = ConfigMap.from_rows(rows, str(path))
-    from cgra.core import ConfigMemory  # deferred: loads cgra.config, cgra.core only when called
 
     try:
         for t in doc.get("tiles", []):

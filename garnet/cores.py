@@ -32,6 +32,17 @@ from cgra.hdl import m
 from cgra.config import ConfigField
 from cgra.core import CoreSpec, PortSpec
 from cgra.errors import ConfigError, SpecError
+from canal.cores import io_core as canal_io
+from lake.collateral import collateral
+from lake.config import config_fields
+from lake.spec import PRESETS
+from lake.spec import preset
+from peak import normal_form
+from peak.assembler import assembler
+from peak.assembler import is_bit_type, is_bv_type
+from peak.load import load_spec
+from peak.rtl import pe_circuit
+import lake
 
 
 def tags(data_width: int = 16) -> dict[str, str]:
@@ -54,8 +65,6 @@ def load_pe_spec(path: str, field: str = "field 'pe'", base: str | None = None) 
     field 'pe' = 'my_pe.py:PE': ..."``) when the reference does not resolve to a PEak spec,
     and :class:`SpecError` (``file:line: ...``, the same error ``cgra rules`` reports) when
     the spec itself is malformed."""
-    from peak import normal_form  # deferred: loads peak, peak.assembler, peak.coerce, 7 more only when called
-    from peak.load import load_spec  # deferred: loads peak, peak.assembler, peak.coerce, 7 more only when called
 
     try:
         spec = load_spec(path, where=field, base=base)
@@ -75,7 +84,6 @@ def _sanitize(s: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _pe_core_circuit(spec: type, circuit_name: str) -> Any:
-    from peak.rtl import pe_circuit  # deferred: loads peak, peak.assembler, peak.coerce, 8 more only when called
 
     pe = pe_circuit(spec)
     core = pe_core(spec)
@@ -106,8 +114,7 @@ def pe_core(spec: type) -> CoreSpec:
     """The PE core of a PEak spec (tag ``p``): ports = the spec's inputs and outputs (bits),
     one config field ``inst`` (assembler width, reset 0). Module ``PECore_<Spec>_<hash8>``.
     Raises :class:`SpecError` from PEak for a malformed spec."""
-    from peak import normal_form, spec_hash, spec_ref  # deferred: loads peak, peak.assembler, peak.coerce, 7 more only when called
-    from peak.assembler import assembler  # deferred: loads peak, peak.assembler, peak.coerce, 7 more only when called
+    from peak import normal_form, spec_hash, spec_ref  # deferred: loads  only when called
 
     nf = normal_form(spec)
     asm = assembler(nf.isa)
@@ -129,7 +136,6 @@ def pe_core(spec: type) -> CoreSpec:
 def _width(T: Any) -> int:
     """Width in bits of a port type (``Bit`` = 1, sized ``BitVector[n]`` = n); a type
     :func:`peak.normal_form` accepted. :class:`SpecError` for anything else."""
-    from peak.assembler import is_bit_type, is_bv_type  # deferred: loads peak, peak.assembler, peak.coerce, 7 more only when called
 
     if is_bit_type(T):
         return 1
@@ -143,8 +149,6 @@ def _width(T: Any) -> int:
 def mem_core(preset_name: str) -> CoreSpec:
     """The MEM core of a Lake preset (tag ``m``): :func:`lake.core_spec` with the timing
     class recorded. Raises :class:`ConfigError` for an unknown preset."""
-    import lake  # deferred: loads lake, lake.affine, lake.config, 3 more only when called
-    from lake.spec import PRESETS  # deferred: loads lake, lake.affine, lake.config, 3 more only when called
 
     if preset_name not in PRESETS:
         raise ConfigError(f"field 'mem_preset' = {preset_name!r}: unknown Lake preset; "
@@ -163,7 +167,6 @@ def io_core(width: int = 16) -> CoreSpec:
 
 @functools.lru_cache(maxsize=None)
 def _io(width: int) -> CoreSpec:
-    from canal.cores import io_core as canal_io  # deferred: loads canal, canal.config, canal.cores, 4 more only when called
 
     return canal_io("io_core" if width == 16 else f"io_core_{width}", "I", width)
 
@@ -175,9 +178,6 @@ def mem_collateral(preset_name: str) -> dict:
     read_latency (cycles), extent_width, schedule_width (bits)) plus the external ports,
     the routable tile ports and the config fields (name, width, reset) in packing order.
     Lake's own collateral (:func:`lake.collateral.collateral`) is merged in."""
-    from lake.collateral import collateral  # deferred: loads lake, lake.affine, lake.collateral, 5 more only when called
-    from lake.config import config_fields  # deferred: loads lake, lake.affine, lake.config, 3 more only when called
-    from lake.spec import preset  # deferred: loads lake, lake.affine, lake.config, 3 more only when called
 
     spec = preset(preset_name)
     core = mem_core(preset_name)

@@ -46,6 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from cgra.errors import ConfigError, SpecError
+from canal.timing import TimingModel
+from lake.spec import PRESETS
 
 SIDES = ("NORTH", "SOUTH", "EAST", "WEST")
 #: widest data word (``data_width``): the Verilator stream harness drives ports of <= 64 bits
@@ -184,7 +186,6 @@ def check_hop_widths(p: GarnetParams, source: str | None = None) -> None:
     for a width of ``widths`` in a tile class of the layout: the default table has 16- and
     1-bit figures only, and another width is never given 16-bit numbers silently (see
     :mod:`canal.timing`). One-line :class:`ConfigError` on field ``timing``."""
-    from canal.timing import TimingModel  # deferred: loads networkx only when called
 
     kinds = {p.tile_kind(x, y) for x in range(p.width) for y in range(p.height)}
     try:
@@ -273,7 +274,7 @@ def validate(p: GarnetParams, source: str | None = None) -> None:
         if not isinstance(t, int) or not 0 <= t < p.tracks:
             raise err("pipeline_register_tracks", f"tracks are 0..{p.tracks - 1}; [] = all")
     if p.timing:
-        from canal.timing import TimingModel  # deferred: loads networkx only when called
+        from canal.timing import TimingModel  # deferred: loads  only when called
         if not Path(p.timing).is_file():
             raise err("timing", "no such delay table file; give a JSON table like "
                                 "canal/data/delays_ps.json (path relative to the TOML file), "
@@ -287,11 +288,10 @@ def validate(p: GarnetParams, source: str | None = None) -> None:
         raise err("flush_interval", "use 0 (flush wired directly) or N >= 1 rows per spine "
                                     "register stage")
     check_pe_width(pe_spec(p.pe, _where(source, "pe")), p, source)
-    from lake.spec import PRESETS  # deferred: loads numpy only when called
     if p.mem_ratio and p.mem_preset not in PRESETS:
         raise err("mem_preset", f"unknown Lake preset; known presets: {sorted(PRESETS)}")
     if p.mem_ratio:
-        from lake.spec import preset  # deferred: loads numpy only when called
+        from lake.spec import preset  # deferred: loads  only when called
         words = {e.width for e in preset(p.mem_preset).external_ports if e.width > 1}
         if words != {p.data_width}:
             fits = sorted(n for n in PRESETS if {e.width for e in preset(n).external_ports

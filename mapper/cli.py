@@ -107,7 +107,7 @@ def _layer_opts(fn: Callable) -> Callable:
 def _side(app: str, size: int | None, default: int = 64) -> int:
     """The input side: ``size``, else a DNN layer's default (mapper.apps.dnn.DEFAULT_SIZE),
     else ``default``."""
-    from mapper.apps.dnn import DEFAULT_SIZE  # deferred: loads mapper.apps, mapper.frontend only when called
+    from mapper.apps.dnn import DEFAULT_SIZE  # deferred: loads mapper.apps, mapper.frontend, mapper.images only when called
     return size if size is not None else DEFAULT_SIZE.get(app, default)
 
 
@@ -138,9 +138,9 @@ def map_cmd(app: str, design: Path, out: Path | None, size: int | None, width: i
     from rich.table import Table  # deferred: loads rich only when called
 
     from mapper.params import AppParams, default_run_dir  # deferred: loads mapper.params only when called
-    from mapper.flow import run_map  # deferred: loads canal.smt, mapper.backend, mapper.closure, 7 more only when called
+    from mapper.flow import run_map  # deferred: loads canal.smt, lake.model, mapper.apps, 10 more only when called
 
-    from mapper.dnn.array import is_layer  # deferred: loads mapper.dnn, mapper.frontend, mapper.interp, 1 more only when called
+    from mapper.dnn.array import is_layer  # deferred: loads canal.smt, lake.model, mapper.apps, 8 more only when called
 
     if size is not None or is_layer(app):
         width = height = _side(app, size)
@@ -183,7 +183,7 @@ def _open(run_dir: Path, design: Path | None):
 @_design_opt()
 def pack_cmd(run_dir: Path, design: Path | None) -> None:
     """Pack the mapped netlist of RUN_DIR (registers into PE inputs, constants into PEs)."""
-    from mapper.flow import run_pack  # deferred: loads canal.smt, mapper.backend, mapper.closure, 7 more only when called
+    from mapper.flow import run_pack  # deferred: loads canal.smt, lake.model, mapper.apps, 10 more only when called
     packed = run_pack(run_dir, _open(run_dir, design))
     counts = ", ".join(f"{n} {t}" for t, n in sorted(packed.counts().items()))
     click.echo(f"{packed.name}: packed {counts}; {len(packed.absorbed_regs)} registers "
@@ -200,7 +200,7 @@ def pack_cmd(run_dir: Path, design: Path | None) -> None:
 def place_cmd(run_dir: Path, design: Path | None, seed: int, alpha: float,
               analytical: bool) -> None:
     """Place the packed design of RUN_DIR (simulated annealing)."""
-    from mapper.flow import run_place  # deferred: loads canal.smt, mapper.backend, mapper.closure, 7 more only when called
+    from mapper.flow import run_place  # deferred: loads canal.smt, lake.model, mapper.apps, 10 more only when called
     pl = run_place(run_dir, _open(run_dir, design), PlaceParams(seed, alpha, analytical))
     click.echo(f"placed {len(pl.sites)} instances: HPWL {pl.hpwl} tiles, cost {pl.cost:.1f}, "
                f"seed {pl.seed}, {pl.seconds:.2f} s -> {run_dir}/placement.json")
@@ -213,7 +213,7 @@ def place_cmd(run_dir: Path, design: Path | None, seed: int, alpha: float,
               help="PathFinder rip-up-and-re-route rounds")
 def route_cmd(run_dir: Path, design: Path | None, max_iterations: int) -> None:
     """Route the placed design of RUN_DIR (PathFinder)."""
-    from mapper.flow import run_route  # deferred: loads canal.smt, mapper.backend, mapper.closure, 7 more only when called
+    from mapper.flow import run_route  # deferred: loads canal.smt, lake.model, mapper.apps, 10 more only when called
     rr = run_route(run_dir, _open(run_dir, design), RouterParams(max_iterations))
     its = ", ".join(f"{w}-bit {n}" for w, n in rr.iterations.items())
     click.echo(f"routed {len(rr.nets)} nets: wirelength {rr.total_wirelength()} segments, "
@@ -258,7 +258,7 @@ def _pipeline_params(fmax: float | None):
 @_fmax_opt()
 def pipeline_cmd(run_dir: Path, design: Path | None, fmax: float | None) -> None:
     """Branch-delay matching, pipelining and timing analysis of the routed design."""
-    from mapper.flow import run_pipeline  # deferred: loads canal.smt, mapper.backend, mapper.closure, 7 more only when called
+    from mapper.flow import run_pipeline  # deferred: loads canal.smt, lake.model, mapper.apps, 10 more only when called
     pr = run_pipeline(run_dir, _open(run_dir, design), _pipeline_params(fmax))
     click.echo(f"pipelined: {len(pr.enabled_regs)} balancing + {len(pr.forced_regs)} "
                f"pipelining registers, critical path {pr.timing.period_ps:.0f} ps "
@@ -270,7 +270,7 @@ def pipeline_cmd(run_dir: Path, design: Path | None, fmax: float | None) -> None
 @_design_opt()
 def bitstream_cmd(run_dir: Path, design: Path | None) -> None:
     """Write the bitstream of the pipelined design of RUN_DIR."""
-    from mapper.flow import run_bitstream  # deferred: loads canal.smt, mapper.backend, mapper.closure, 7 more only when called
+    from mapper.flow import run_bitstream  # deferred: loads canal.smt, lake.model, mapper.apps, 10 more only when called
     bs = run_bitstream(run_dir, _open(run_dir, design))
     click.echo(f"{bs.name}: {len(bs.entries)} config words -> {run_dir}/{bs.name}.bs")
 
@@ -315,9 +315,9 @@ def verify_cmd(design: Path, bitstream: Path, netlist: Path | None) -> None:
 def sim_cmd(run_dir: Path, design: Path | None, image: str, tensor_seed: int) -> None:
     """Simulate the bitstream of RUN_DIR on the design's RTL (Verilator) and compare with
     both golden models."""
-    from mapper.dnn.array import LayerRun  # deferred: loads mapper.dnn, mapper.frontend, mapper.interp, 1 more only when called
+    from mapper.dnn.array import LayerRun  # deferred: loads canal.smt, lake.model, mapper.apps, 8 more only when called
     from mapper.params import SimOptions  # deferred: loads mapper.params only when called
-    from mapper.flow import run_sim  # deferred: loads canal.smt, mapper.backend, mapper.closure, 7 more only when called
+    from mapper.flow import run_sim  # deferred: loads canal.smt, lake.model, mapper.apps, 10 more only when called
     coll = _open(run_dir, design)
     progress, step = _progress(run_dir.name)
     t0 = time.perf_counter()
@@ -394,8 +394,8 @@ def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
     """Map APP (a shipped app or a DNN layer: resnet_layer, resnet_stride2, mobilenet_layer,
     gemm) onto the design, simulate it on the RTL and compare with both golden models."""
     from mapper.params import AppParams, FlowParams, RunParams, SimOptions  # deferred: loads mapper.params only when called
-    from mapper.dnn.array import is_layer  # deferred: loads mapper.dnn, mapper.frontend, mapper.interp, 1 more only when called
-    from mapper.flow import run_app  # deferred: loads canal.smt, mapper.backend, mapper.closure, 7 more only when called
+    from mapper.dnn.array import is_layer  # deferred: loads canal.smt, lake.model, mapper.apps, 8 more only when called
+    from mapper.flow import run_app  # deferred: loads canal.smt, lake.model, mapper.apps, 10 more only when called
 
     t0 = time.perf_counter()
     side = _side(app, size)
@@ -469,7 +469,7 @@ def layer_cmd(layer: str, design: Path | None, size: int | None, channels: int |
 
     from mapper.dnn import plan as dnn_plan  # deferred: loads mapper.dnn, mapper.frontend, mapper.interp only when called
     from mapper.frontend import tensor  # deferred: loads mapper.frontend, mapper.interp only when called
-    from mapper.apps import dnn  # deferred: loads mapper.apps, mapper.frontend only when called
+    from mapper.apps import dnn  # deferred: loads mapper.apps, mapper.frontend, mapper.images only when called
     from mapper.sim.halide import run_halide_outputs  # deferred: loads mapper.frontend, mapper.sim only when called
 
     pipe = dnn.build_layer(layer, size, channels, block)
@@ -485,7 +485,7 @@ def layer_cmd(layer: str, design: Path | None, size: int | None, channels: int |
                                   f"of {a.size} values")
     lake_line = None
     if memories:
-        from mapper.dnn import memory as dnn_memory  # deferred: loads mapper.dnn, mapper.frontend, mapper.interp only when called
+        from mapper.dnn import memory as dnn_memory  # deferred: loads lake.model, mapper.dnn, mapper.frontend, 1 more only when called
 
         got, lms = dnn_memory.simulate(pipe, ins, res.preset, double_buffer=double_buffer)
         name = pipe.output.name

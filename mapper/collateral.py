@@ -37,6 +37,7 @@ from garnet.collateral import ConfigMap
 from peak.rules.format import Rule, TableFile, read_table
 from peak.ir import DECOMPOSITIONS
 from peak.load import load_spec
+from peak.collateral import load_pe_json
 
 
 # ---------------------------------------------------------------------------- rules
@@ -200,7 +201,6 @@ def load_collateral(path: str | Path, check_spec: bool = True) -> Collateral:
     missing, malformed, modified after generation, of another schema version, or stale
     (spec hashes disagree between files, or with the current PE spec source when
     ``check_spec``)."""
-    from peak.collateral import load_pe_json  # deferred: loads peak.collateral only when called
 
     root = Path(path)
     design = gc.read_design(root)

@@ -107,7 +107,7 @@ def map_app(p: AppParams, coll: Collateral) -> AppMapping:
             kernel_netlist(kernels[kname], pe_doc, nl, coll.mem.get("preset") if coll.mem else None)
         times["compute mapping"] = time.perf_counter() - t
     else:
-        from mapper.apps import lower_app  # deferred: loads mapper.apps only when called
+        from mapper.apps import lower_app  # deferred: loads  only when called
         name = p.app
         t = time.perf_counter()
         pipeline_ir: ir.Pipeline = lower_app(p.app, p.width, p.height, p.unroll)

@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from cgra.errors import MappingError
+import numpy as np
 
 DATA = "d"
 BIT = "b"
@@ -494,7 +495,6 @@ class PipelineInput:
 
     def pattern_image(self) -> Any:
         """The ``[y, x]`` image (uint16, :attr:`shape`) of a :attr:`pattern` input."""
-        import numpy as np  # deferred: loads numpy only when called
 
         dim, m, off = self.pattern
         w, h = self.shape
@@ -514,7 +514,6 @@ class PipelineInput:
         """The streamed image of this input from the user's array ``img`` (``[y, x]``, shape
         ``(height, width)`` of :attr:`source_shape`): padded with repeat-edge values when
         :attr:`pad` is set. Raises :class:`MappingError` for a wrong shape."""
-        import numpy as np  # deferred: loads numpy only when called
 
         a = np.asarray(img)
         w, h = self.source_shape
@@ -528,7 +527,6 @@ def pad_image(img: Any, pad: tuple[int, int, int, int]) -> Any:
     """``img`` (``[y, x]``) extended by ``pad = (left, right, top, bottom)`` pixels, each new
     pixel a copy of the nearest edge pixel (Halide ``BoundaryConditions.repeat_edge``,
     numpy ``pad(mode="edge")``); the array itself when ``pad`` is all zeros."""
-    import numpy as np  # deferred: loads numpy only when called
 
     left, right, top, bottom = pad
     if not any(pad):

@@ -31,6 +31,9 @@ from peak.normalize import normal_form
 from peak import spec_hash
 from peak.assembler import is_bit_type
 from peak.assembler import is_signed_type
+from cgra.config import ConfigField
+from cgra.core import CoreSpec, PortSpec
+from peak.collateral import pe_json
 
 
 def _u(x: Any) -> Any:
@@ -409,9 +412,6 @@ def pe_core_spec(spec: type) -> Any:
     """A :class:`cgra.core.CoreSpec` for ``spec``: tag ``p``, one config field ``inst``
     (the flat instruction, packed LSB first into 32-bit registers), ``build`` =
     :func:`pe_core_circuit`, ``info`` = :func:`peak.collateral.pe_json`."""
-    from cgra.config import ConfigField  # deferred: loads cgra.config only when called
-    from cgra.core import CoreSpec, PortSpec  # deferred: loads cgra.config, cgra.core only when called
-    from peak.collateral import pe_json  # deferred: loads peak.collateral only when called
     nf = normal_form(spec)
     asm = assembler(nf.isa)
     ports = tuple([PortSpec(n, getattr(T, "size", 1), "in") for n, T in nf.inputs] +

@@ -25,6 +25,8 @@ from mapper.apps import (bayer_demosaic, brighten_bf16, brighten_blur, camera_pi
                          gaussian_edge, harris, laplacian_pyramid, nlm_bf16, pointwise, rgb_luma,
                          unsharp, upsample, upsample_bilinear)
 from mapper.frontend import dsl
+from mapper.images import bayer_rggb
+from mapper.images import load_image, load_rgb
 
 #: app name -> builder(width, height, unroll) -> dsl.Pipeline
 APPS: dict[str, Callable[[int, int, int], dsl.Pipeline]] = {
@@ -88,7 +90,6 @@ def app_images(pipe: dsl.Pipeline, img: np.ndarray) -> dict[str, np.ndarray]:
     (:func:`mapper.images.bayer_rggb`). Values are the pixels for an integer input, their bf16
     encodings (:func:`dsl.to_bf16_bits`, nearest even; exact for 0..255) for a ``BFloat16``
     input. Raises :class:`MappingError` for an array of the wrong rank."""
-    from mapper.images import bayer_rggb  # deferred: loads mapper.images only when called
 
     img = np.asarray(img)
     want = 2 if pipe.image == "grey" else 3
@@ -108,7 +109,6 @@ def load_app_image(pipe: dsl.Pipeline, source: str, size: tuple[int, int]) -> np
     """The test image ``source`` (sample name or file) as the app's convention needs it:
     grey ``[y, x]`` (:func:`mapper.images.load_image`) or colour ``[y, x, c]``
     (:func:`mapper.images.load_rgb`); ``size`` = ``(height, width)``."""
-    from mapper.images import load_image, load_rgb  # deferred: loads mapper.images only when called
 
     return load_image(source, size) if pipe.image == "grey" else load_rgb(source, size)
 

@@ -42,6 +42,7 @@ import numpy as np
 from cgra.errors import MappingError
 from mapper.frontend.dsl import (Func, Input, Int16, Pipeline, RDom, UInt16, Var, cast,
                                  clamp)
+from mapper.images import load_rgb
 
 #: requantisation shift of the shipped layers (weights -8..7 times 0..255 activations over
 #: 9 C_in taps: sums up to ~2^14 for C_in = 16)
@@ -176,7 +177,6 @@ def image_tensor(source: str, width: int, height: int, channels: int) -> np.ndar
     """A real image as a ``(channels, height, width)`` uint16 activation tensor (values
     0..255): channel ``c`` = colour plane ``c % 3`` (R, G, B) of :func:`mapper.images.load_rgb`
     of ``source`` (a shipped scikit-image sample or a file). Raises :class:`MappingError`."""
-    from mapper.images import load_rgb  # deferred: loads mapper.images only when called
 
     rgb = load_rgb(source, (width, height))
     return np.stack([rgb[:, :, c % 3] for c in range(channels)]).astype(np.uint16)

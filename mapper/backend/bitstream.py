@@ -44,6 +44,9 @@ from mapper.backend.pack import PackedDesign
 from mapper.backend.place import Placement
 from mapper.backend.route import RoutingResult
 from canal.config import config_memory_writes
+from lake.config import configure
+from lake.lut import check_table, lut_fields
+from lake.spec import preset as lake_preset
 
 SCHEMA = "mapper.bitstream/1"
 
@@ -57,8 +60,6 @@ def lake_mem_encoder(inst: str, config: dict[str, Any], ports: dict[str, Any]) -
     ``out<k>`` (memory mapping's names) are the preset's k-th input / output port. Raises
     :class:`ConfigError` naming the instance when the preset is unknown or a program does not
     fit."""
-    from lake.config import configure  # pure encoder, no hardware generation
-    from lake.spec import preset as lake_preset  # deferred: loads lake, lake.affine, lake.config, 3 more only when called
 
     preset = config.get("preset")
     if preset is None:
@@ -185,7 +186,6 @@ def lut_mem_fields(inst: str, config: dict[str, Any]) -> dict[str, int]:
     """Core fields of a MEM in lookup-table mode (:func:`lake.lut.lut_fields` of
     ``config['preset']``), after checking its table fits the preset
     (:func:`lake.lut.check_table`). Raises :class:`ConfigError` naming the instance."""
-    from lake.lut import check_table, lut_fields  # pure helpers, no hardware generation
 
     preset = config.get("preset")
     try:

@@ -104,6 +104,7 @@ import numpy as np
 from canal.routing import RoutingGraph
 from cgra.errors import InternalError, RoutingError
 from mapper.backend.nets import RouteNet, Terminal
+import multiprocessing
 
 STATUSES = ("optimal", "unroutable", "timeout")
 SOLVERS = ("highs", "z3")
@@ -491,7 +492,6 @@ def _worker_context():
     """The multiprocessing context of the HiGHS workers: ``fork`` (the worker starts in
     milliseconds with the solver already imported, and re-runs no ``__main__`` module).
     HiGHS itself only ever runs in workers, so no solver thread pool is copied."""
-    import multiprocessing  # deferred: loads __mp_main__, multiprocessing, signal only when called
 
     return multiprocessing.get_context("fork")
 

@@ -39,6 +39,8 @@ from mapper.collateral import Collateral
 from mapper.backend.pipeline import PipelineResult
 from canal.config import config_memory_writes
 from pathlib import Path
+from mapper.backend.bitstream import parse_text
+from mapper.backend.bitstream import rom_contents
 
 
 class VerificationError(CgraError):
@@ -151,7 +153,6 @@ def check_lut_contents(bitstream: list[tuple[int, int]], res: PipelineResult,
     ``bitstream`` (module docstring); returns the number of words checked. The tile is the
     one the instance's output net is routed from. Raises :class:`VerificationError` naming the instance, the word, the
     address and both values."""
-    from mapper.backend.bitstream import rom_contents  # deferred: loads mapper.backend only when called
 
     words = dict(bitstream)
     checked = 0
@@ -256,7 +257,6 @@ def read_bitstream_file(path) -> list[tuple[int, int]]:
     """``[(addr, data)]`` of a ``.bs`` file (:func:`mapper.backend.bitstream.parse_text`); raises
     :class:`CollateralError` when it cannot be read."""
 
-    from mapper.backend.bitstream import parse_text  # deferred: loads mapper.backend only when called
     try:
         text = Path(path).read_text()
     except OSError as exc:

@@ -63,6 +63,16 @@ from mapper.mapping.memory import kernel_instance, merge_banks
 from mapper.netlist import Netlist
 from mapper.backend.place import site_capacity
 from pathlib import Path
+from mapper import stages as st
+from mapper.apps.dnn import LAYERS
+from mapper.apps.dnn import build_layer
+from mapper.apps.dnn import layer_inputs
+from mapper.backend.report import report as pnr_report
+from mapper.mapping.streams import program_events
+from mapper.params import AppParams
+from mapper.sim.halide import run_halide_outputs
+from mapper.sim.run import io_port
+from mapper.sim.run import proved_flow, simulate_on_rtl
 
 if TYPE_CHECKING:
     from mapper.collateral import Collateral
@@ -404,7 +414,6 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
     for (gname, o), sinks in prev_writers.items():
         ss = nets.setdefault((kernel_instance(f"{gname}_o{o}"), "out"), [])
         ss.extend(s for s in sinks if s not in ss)
-    from mapper.mapping.streams import program_events  # deferred: loads mapper.mapping only when called
     for j in range(len(assign)):
         nets[(f"io_in_load{j}", "out")] = sink_of[j]
         for k, off, n in assign[j]:
@@ -467,8 +476,6 @@ def layer_streams(ln: LayerNetlist, pipe: dsl.Pipeline, packed, sites: dict[str,
     tile): every IO load stream in its MEMs' order, each output lane sampled on its program's
     cycles at the coordinates of its last-pass steps. Raises :class:`SimulationError` for a
     missing input tensor or an output program that does not match its steps."""
-    from mapper.sim.run import io_port  # deferred: loads canal.smt, mapper.backend, mapper.mapping, 3 more only when called
-    from mapper.mapping.streams import program_events  # deferred: loads mapper.mapping only when called
 
     arrays = tensor._check_inputs(pipe, inputs)
     doms = tensor.domains(pipe)
@@ -525,13 +532,11 @@ def first_difference(got: np.ndarray, want: np.ndarray) -> tuple[tuple[int, ...]
 # ---------------------------------------------------------------------------- the map stage
 def is_layer(app: str) -> bool:
     """A DNN layer (:data:`mapper.apps.dnn.LAYERS`), compiled by this module."""
-    from mapper.apps.dnn import LAYERS  # deferred: loads mapper.apps only when called
     return app in LAYERS
 
 
 def layer_pipeline(p: AppParams):
     """The tensor program of DNN layer ``p.app`` at ``p``'s sizes."""
-    from mapper.apps.dnn import build_layer  # deferred: loads mapper.apps only when called
     return build_layer(p.app, p.width, p.channels, p.block)
 
 
@@ -635,12 +640,6 @@ def run_layer_sim(run_dir, coll, app: dict[str, Any], opts, say, seconds=None) -
     (:func:`layer_report` under ``layer``). Raises :class:`SimulationError` naming the first
     differing output value and the golden."""
 
-    from mapper import stages as st  # deferred: loads mapper.backend, mapper.stages only when called
-    from mapper.apps.dnn import layer_inputs  # deferred: loads mapper.apps only when called
-    from mapper.params import AppParams  # deferred: loads mapper.backend, mapper.params only when called
-    from mapper.sim.run import proved_flow, simulate_on_rtl  # deferred: loads canal.smt, mapper.backend, mapper.mapping, 3 more only when called
-    from mapper.sim.halide import run_halide_outputs  # deferred: loads mapper.sim only when called
-    from mapper.backend.report import report as pnr_report  # deferred: loads mapper.backend only when called
 
     run_dir = Path(run_dir)
     secs = dict(seconds or {})

@@ -125,6 +125,8 @@ from mapper.frontend import dsl
 from cgra.errors import ConfigError
 from lake.config import configure
 from lake.spec import preset as lake_preset
+from lake.model import input_names, make_model, make_stimulus, run_model
+from mapper.dnn.plan import accumulation_of, reductions
 
 
 @dataclass(frozen=True)
@@ -722,7 +724,6 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
     a double buffer's share write begins (default: the share, the MEM's own load stream).
     ``flatten=False`` (with ``loop_cycles``) keeps the tiles outside the reduction counters
     (no loop perfection: the ablation of the paper's Fig. 13). Raises :class:`MappingError`."""
-    from mapper.dnn.plan import accumulation_of, reductions  # deferred: loads mapper.dnn only when called
 
     mem = {"capacity": 2048, "max_dimensionality": 6, "read_latency": 1, "fetch_width": 1,
            **(preset or {})}
@@ -1009,7 +1010,6 @@ def _run_phase(pipe: dsl.Pipeline, f: dsl.Func, lm: LayerMemories,
                arrays: dict[str, np.ndarray], doms: dict[str, tensor.Domain], preset: str,
                spec: Any, lat: int) -> np.ndarray:
     """One reduction on Lake models: its final sums over its domain (int64 words)."""
-    from lake.model import input_names, make_model, make_stimulus, run_model  # deferred: loads lake.model only when called
 
     n = lm.steps
     want = lm.start + lm.stall * np.arange(n)

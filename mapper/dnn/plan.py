@@ -74,6 +74,7 @@ from mapper import ir
 from mapper.dnn import coarse, step as dnn_step
 from mapper.frontend import tensor
 from mapper.frontend import dsl
+from garnet import collateral as gc
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,6 @@ class Resources:
         """The resources of a generated design directory (``design.json`` tile counts,
         ``mem.json``). Raises :class:`~cgra.errors.CollateralError` for a missing or
         malformed file."""
-        from garnet import collateral as gc  # deferred: loads garnet, garnet.collateral only when called
 
         root = Path(path)
         design = gc.read_design(root)

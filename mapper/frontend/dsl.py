@@ -89,6 +89,7 @@ from cgra.errors import MappingError
 from mapper import ir
 from mapper.frontend import float_math
 import builtins
+from fractions import Fraction
 
 
 # ------------------------------------------------------------------------------ types
@@ -1043,7 +1044,6 @@ class Pipeline:
           ``crop`` = ``nominal`` moved by each output's ``sigma``.
 
         Raises :class:`MappingError` when two paths give a stage different rates."""
-        from fractions import Fraction  # deferred: loads _decimal, decimal, fractions only when called
 
         lo, hi = builtins.min, builtins.max        # this module's min / max build Exprs
         w, h = self.inputs[0].shape

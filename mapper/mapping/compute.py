@@ -76,6 +76,7 @@ from mapper.netlist import Netlist
 from mapper.collateral import Rule, RuleTable, load_pe_model
 from peak.ir import COMMUTATIVE
 import z3
+from peak.collateral import assemble_fields
 
 _SHIFTS = ("coreir.lshr", "coreir.shl", "coreir.ashr")
 
@@ -852,7 +853,6 @@ def cover_kernel(kernel: ir.Kernel, table: RuleTable, pe_doc: dict[str, Any],
         mk = cover_kernel(cut, table, pe_doc, pe_name or kernel.name, method, balance)
         mk.kernel = kernel
         return _with_luts(mk, cuts)
-    from peak.collateral import assemble_fields  # deferred: loads peak.collateral only when called
 
     if balance is None:
         plain = cover_kernel(kernel, table, pe_doc, pe_name, method, False)

@@ -45,6 +45,9 @@ from mapper.mapping.streams import stream_events
 from mapper.backend.verify import verify
 from mapper.backend.report import report as pnr_report
 from mapper.interp import run_outputs
+from mapper.apps import HALIDE_TOLERANCE_ULP, app_images, build_app, display_image, load_app_image, lower_app
+from mapper.images import save_comparison, save_png
+from mapper.sim.halide import run_halide_outputs
 
 @dataclass
 class StreamPlan:
@@ -308,10 +311,6 @@ def simulate_app(run_dir: str | Path, coll: Collateral, opts: SimOptions | None 
     many bf16 ulps and ``run_report.json`` gets ``halide_ulp``: output -> tolerance, maximum
     measured, differing pixels), output pictures and ``run_report.json``. Raises
     :class:`SimulationError` naming the first mismatching pixel and the golden model."""
-    from mapper.apps import (HALIDE_TOLERANCE_ULP, app_images, build_app, display_image,
-                             load_app_image, lower_app)  # deferred: loads mapper.apps, mapper.frontend only when called
-    from mapper.sim.halide import run_halide_outputs  # deferred: loads mapper.frontend, mapper.sim only when called
-    from mapper.images import save_comparison, save_png  # deferred: loads mapper.images only when called
     say = step or (lambda _m: None)
     opts = opts or SimOptions()
     run_dir = Path(run_dir)

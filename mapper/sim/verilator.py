@@ -82,6 +82,7 @@ import numpy as np
 import psutil
 
 from cgra.errors import CollateralError, SimulationError
+from garnet import collateral as gc
 
 HARNESS_VERSION = "cgra.stream_harness/1"
 #: control ports of the top module the harness drives itself (docs/garnet.md)
@@ -154,7 +155,6 @@ def load_design_doc(design_dir: str | Path) -> dict[str, Any]:
     """``design.json`` of a design directory (read through :func:`garnet.collateral.read_design`,
     the format's owner) with its RTL files verified against the manifest. Raises
     :class:`CollateralError` when it is missing, stale or lacks the top module / port list."""
-    from garnet import collateral as gc  # deferred: loads garnet, garnet.collateral only when called
 
     doc = gc.read_design(design_dir)
     gc.verify_files(design_dir, doc, [f for f in doc["files"] if f.startswith("rtl/")])

@@ -39,7 +39,7 @@ def write_edited(path: str | Path, edits: list[tuple[str, str]]) -> Path:
     """Write the stock PE's source with ``edits`` applied to ``path`` (a ``.py`` file; its
     class ``PE`` is the edited spec). Raises :class:`SpecError` naming the first ``old`` text
     the source no longer contains (the stock PE changed: update the edit)."""
-    from peak.examples import cgra_pe  # deferred: loads the stock PE spec only when called
+    from peak.examples import cgra_pe  # deferred: loads peak.examples only when called
 
     src = Path(cgra_pe.__file__).read_text()
     for old, new in edits:
