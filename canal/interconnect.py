@@ -36,7 +36,7 @@ class Interconnect:
             raise SpecError("Interconnect: the graphs of different widths cover different tiles "
                             "or cores; build them from the same tile records")
         if resolve_timing and self.timing is not None and not self.timing.classes:
-            self.timing.resolve(self.graphs)      # every path class must have a delay
+            self.timing = self.timing.resolve(self.graphs)  # every path class must have a delay
         self._number_config_memories()
 
     def _number_config_memories(self) -> None:

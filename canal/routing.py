@@ -11,6 +11,7 @@ pipeline-register sites per tile and the mandatory registers. Tiles are canal's
 """
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError
 from pathlib import Path
 from typing import Iterable
 
@@ -28,6 +29,9 @@ class RoutingGraph:
     ``params`` (builder parameters), ``source`` (file name). Integer view for the router:
     ``ids`` (index -> node id), ``index`` (node id -> index), ``succ`` (index -> successor
     indices), ``xy``, ``kind`` (``SB``/``PORT``/``REG``/``RMUX``).
+
+    Frozen once built: assigning or deleting an attribute raises
+    :class:`dataclasses.FrozenInstanceError` (the collateral is read once and shared).
     """
 
     def __init__(self, ig: InterconnectGraph, source: str = "<graph>"):
@@ -59,6 +63,15 @@ class RoutingGraph:
         self.mandatory_regs: set[int] = {
             i for i, n in enumerate(self.ids) if self.kind[i] == "REG"
             and all(len(ig.fanin[self.ids[j]]) == 1 for j in self.succ[i])}
+        self._frozen = True
+
+    def __setattr__(self, name: str, value) -> None:
+        if getattr(self, "_frozen", False):
+            raise FrozenInstanceError(f"cannot assign to field '{name}' of a RoutingGraph")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field '{name}' of a RoutingGraph")
 
     @classmethod
     def load(cls, path: str | Path) -> RoutingGraph:

@@ -56,6 +56,7 @@ class alias. A width that has figures of its own never takes an alias.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from importlib import resources
@@ -142,10 +143,12 @@ def validate_table(table: Any, source: str) -> dict[str, Any]:
     return table
 
 
-@dataclass
+@dataclass(frozen=True)
 class TimingModel:
     """A delay table (ps), where it came from, the class aliases in force, and (after
-    :meth:`resolve`) the delay of every path class a design uses (module docstring)."""
+    :meth:`resolve`, which returns a new model) the delay of every path class a design uses
+    (module docstring). Frozen: the only thing that grows is :attr:`notes`, the record of
+    aliases the queries fell back on."""
 
     table: dict[str, Any]
     source: str = "default"
@@ -387,7 +390,7 @@ class TimingModel:
                 ) -> "TimingModel":
         """Fill :attr:`classes` with the delay of every path class the ``graphs`` (width ->
         InterconnectGraph) produce, the core of every tile class, the clock-skew terms and
-        :attr:`pe_ops`; returns ``self``. Raises :class:`ConfigError` naming the first class
+        :attr:`pe_ops`; returns a new model (with the same :attr:`notes` list). Raises :class:`ConfigError` naming the first class
         the table has no delay for. ``edges``: width -> the representative edges of that
         graph (:func:`canal.collateral.class_representatives`; ``None`` or absent: every
         edge is read), the same classes in the same order from a few hundred edges."""
@@ -403,8 +406,7 @@ class TimingModel:
             classes[f"core:{tc}"] = self.core_delay(tc)
         for term in _SKEW_TERMS:
             classes[f"skew:{term}"] = float((self.table.get("clock_skew") or {}).get(term, 0.0))
-        self.classes = classes
-        self.pe_ops = {op: float(self.table["pe_op_ns"][k]) * 1000.0
-                       for op, k in PE_OP_CLASSES.items()
-                       if k in (self.table.get("pe_op_ns") or {})}
-        return self
+        pe_ops = {op: float(self.table["pe_op_ns"][k]) * 1000.0
+                  for op, k in PE_OP_CLASSES.items()
+                  if k in (self.table.get("pe_op_ns") or {})}
+        return dataclasses.replace(self, classes=classes, pe_ops=pe_ops)

@@ -63,6 +63,25 @@ class CollateralError(CgraError):
     """A collateral directory is missing, stale (spec hash mismatch) or malformed."""
 
 
+class OutputError(CgraError):
+    """An output path cannot be written: it is a file where a directory is needed, lies
+    under a file, or is not writable (:mod:`cgra.outputs`; raised before any work)."""
+
+
+class LockError(OutputError):
+    """An output directory is being written by another live process (:mod:`cgra.lock`).
+
+    ``directory`` is the directory, ``pid`` and ``command`` the holder's (``None`` when the
+    holder had not recorded itself yet)."""
+
+    def __init__(self, message: str, directory: str | None = None, pid: int | None = None,
+                 command: str | None = None):
+        self.directory = directory
+        self.pid = pid
+        self.command = command
+        super().__init__(message)
+
+
 #: exit status of a bug in this project's code (BSD sysexits.h ``EX_SOFTWARE``)
 EXIT_INTERNAL = 70
 

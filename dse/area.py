@@ -31,6 +31,7 @@ from itertools import product
 from pathlib import Path
 
 from cgra.errors import CollateralError
+from cgra.procs import pdeathsig_preexec
 
 
 class UnknownCellError(CollateralError):
@@ -307,7 +308,8 @@ def tile_cells(design: Path, module: str, cache: Path, timeout: float = 1800) ->
             files.append(stub.name)
         script = SCRIPT.format(files=" ".join(files), top=module)
         res = subprocess.run(["yosys", "-q", "-p", script], cwd=tmp, capture_output=True,
-                             text=True, timeout=timeout)
+                             text=True, timeout=timeout,
+                             preexec_fn=pdeathsig_preexec())    # dies with the worker
         stat = (Path(tmp) / "stat.txt").read_text() if res.returncode == 0 else ""
     if res.returncode != 0:
         err = (res.stderr or res.stdout).strip().splitlines()

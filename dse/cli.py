@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from cgra.outputs import check_output_dir, claim_output_dir
+
 
 @click.command("dse")
 @click.argument("sweep_file", type=click.Path(dir_okay=False))
@@ -25,12 +27,17 @@ def dse(sweep_file: str, scheduler: str | None, workers: int | None, cache: str 
     from dse.sweep import load_sweep  # deferred: loads networkx, numpy only when called
 
     sweep = load_sweep(sweep_file, cache=cache, out=out)
-    if sweep.search is not None:
-        _search(sweep, scheduler, workers, not no_progress)
-        return
-    from dse.run import run_sweep  # deferred: loads networkx, numpy only when called
+    # the cache is shared by sweeps and written by the Dask workers (designs, runs, results):
+    # checked, not locked; the output directory is this command's alone. The workers write
+    # only below the cache and take no lock, so none waits for a lock held here.
+    check_output_dir(sweep.cache, "--cache")
+    with claim_output_dir(sweep.out, "--out"):
+        if sweep.search is not None:
+            _search(sweep, scheduler, workers, not no_progress)
+            return
+        from dse.run import run_sweep  # deferred: loads networkx, numpy only when called
 
-    res = run_sweep(sweep, scheduler=scheduler, workers=workers, progress=not no_progress)
+        res = run_sweep(sweep, scheduler=scheduler, workers=workers, progress=not no_progress)
     n = len(res["rows"])
     click.echo(f"{sweep.name}: {len(sweep.points)} designs x {len(sweep.apps)} apps = {n} "
                f"points; computed {res['submitted']['apps']} points "

@@ -271,6 +271,12 @@ class Executor:
     Use as a context manager (closes the client and cluster)."""
 
     def __init__(self, sweep: Sweep, scheduler: str | None = None, workers: int | None = None):
+        if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                    or not 1 <= workers <= 1024):
+            # before any work: a LocalCluster of -1 workers waits forever for them
+            raise ConfigError(f"--workers = {workers!r} is out of range: give an integer in "
+                              f"[1, 1024] (LocalCluster worker processes; default the sweep "
+                              f"file's, else one per core)")
         self.sweep, self.scheduler, self.workers = sweep, scheduler, workers
         self.client = self.cluster = None
         self._design_futs: dict[str, Any] = {}

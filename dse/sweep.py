@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import math
 import json
 import re
 import tomllib
@@ -186,6 +187,12 @@ def load_sweep(path: str | Path, cache: str | Path | None = None,
             raise _err(p, "sweep.apps", f"unknown app {a.app!r}; shipped apps: {sorted(APPS)}")
         if a.unroll < 1:
             raise _err(p, "sweep.apps", f"{a.app}: unroll {a.unroll} must be >= 1")
+    for key, lo, hi in (("seed", 0, None), ("workers", 0, 1024), ("fmax_mhz", 0, 1e6)):
+        v = sw.get(key)
+        if v is not None and not (math.isfinite(v) and v >= lo and (hi is None or v <= hi)):
+            span = f"[{lo}, {hi:g}]" if hi is not None else f">= {lo}"
+            raise _err(p, f"sweep.{key}", f"{v!r} is out of range: give a number {span}"
+                       + (" (0 = one worker per core)" if key == "workers" else ""))
     image = sw.get("image", [64, 64])
     if len(image) != 2 or not all(isinstance(v, int) and v > 0 for v in image):
         raise _err(p, "sweep.image", f"{image!r}: expected [width, height] in pixels")
@@ -245,6 +252,8 @@ def _load_search(p: Path, doc: Any) -> Search:
                    f"{list(SEARCH_METHODS)}")
     if s.trials < 1:
         raise _err(p, "search.trials", f"{s.trials} must be >= 1")
+    if s.seed < 0:
+        raise _err(p, "search.seed", f"{s.seed} must be >= 0")
     if s.population < 2:
         raise _err(p, "search.population", f"{s.population} must be >= 2 (NSGA-II crossover "
                    "needs two parents)")

@@ -87,7 +87,7 @@ def build_interconnect(params: GarnetParams, core_fn: CoreFn | None = None, timi
     ``core_fn(x, y)`` overrides the default layout; ``timing`` (a
     :class:`canal.timing.TimingModel`) gives the edge delays (default: the project's table);
     ``resolve_timing=False`` leaves its path classes to the caller
-    (``ic.timing.resolve(ic.graphs)``: the same classes; the bypasses the registers lose
+    (``ic.timing = ic.timing.resolve(ic.graphs)``: the same classes; the bypasses the registers lose
     are of the class ``bypass`` every model has).
     Pipeline registers on sides not in
     ``params.register_bypass_sides`` are made mandatory (:func:`fix_registers`). Raises

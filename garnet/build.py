@@ -13,8 +13,10 @@ Layout of the output directory (schema ``garnet.design/2``; formats owned by
     routing/graph_<w>.txt  the same in the plain-text router format
     routing/layout.txt     one line per row y, one PnR tag per column x (p, m, I)
     routing/layout.json    {"width", "height", "rows": [...], "tags": {...}}
-    pe.json                PE spec, hash, instruction width, assembler layout, ports
-    mem.json               MEM preset: capacity, ports, config fields (mapper MemSpec keys)
+    pe.json                PEak's PE document (spec, hash, instruction layout, ports) + the
+                           tile's additions (garnet.pe/2, :mod:`garnet.collateral`)
+    mem.json               Lake's preset document (capacity, ports, modes, config fields) +
+                           the tile's additions (garnet.mem/2)
     config_map.json        every config field: tile, feature, register, bits, address
     timing.json            the delay model (canal.timing/2) the routing graphs' delays use
     design.json            schema version, parameters, spec hashes, top module and ports,
@@ -86,6 +88,7 @@ from typing import Any, Callable
 import psutil
 
 from cgra.errors import CollateralError, InternalError
+from cgra.procs import die_with_parent
 
 from garnet import collateral as gc
 from garnet.params import INTERCONNECT_FIELDS, GarnetParams, validate
@@ -97,7 +100,6 @@ from canal import collateral as canal_coll
 from canal.graph import no_gc
 from canal.timing import TimingModel
 from canal.timing import default_table_text
-from cgra.config import pack_fields
 import importlib.metadata as md
 import multiprocessing
 import traceback
@@ -686,7 +688,8 @@ class RtlWorker:
 
         ctx = multiprocessing.get_context("fork")
         recv, send = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_rtl_worker, args=(send, ic, inp, cache.root, workdir),
+        proc = ctx.Process(target=_rtl_worker,
+                           args=(send, recv, os.getpid(), ic, inp, cache.root, workdir),
                            name="garnet-rtl", daemon=True)
         proc.start()
         send.close()
@@ -721,11 +724,15 @@ class RtlWorker:
         self.conn.close()
 
 
-def _rtl_worker(conn, ic, inp: Inputs, cache_root: Path, workdir: Path) -> None:
+def _rtl_worker(conn, parent_end, parent_pid: int, ic, inp: Inputs, cache_root: Path,
+                workdir: Path) -> None:
     """Body of :class:`RtlWorker` (in the forked child; multiprocessing ends it with
-    ``os._exit``)."""
-
-
+    ``os._exit``). It dies with its parent (``kill -9`` of ``cgra rtl``): SIGKILL on the
+    parent's death (:func:`cgra.procs.die_with_parent`), and it closes its inherited copy of
+    the parent's end of the pipe, ``parent_end``, so that sending the RTL to a dead parent
+    fails (EPIPE) instead of blocking forever on a full pipe that it reads itself."""
+    die_with_parent(parent_pid)
+    parent_end.close()
     signal.signal(signal.SIGTERM, signal.SIG_DFL)     # stop() ends it at once
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C: the parent stops it
 
@@ -929,7 +936,7 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
         for name, data in docs.items():
             (tmp / name).write_bytes(data)
         if ic is not None and not ic.timing.classes:
-            ic.timing.resolve(ic.graphs)        # (the routing collateral was reused)
+            ic.timing = ic.timing.resolve(ic.graphs)   # (the routing collateral was reused)
 
         # -- rules
         if rules:
@@ -1051,7 +1058,7 @@ def _interconnect(params: GarnetParams, inp: Inputs, keys: Keys, cache: BuildCac
     a function of the key, so they are the ones that passed). ``built(ic)`` is called as
     soon as the graphs exist, before the check (the caller forks its RTL worker there; a
     failed check raises and the caller stops it). ``resolve_timing=False`` leaves the timing
-    model's path classes to the caller (``ic.timing.resolve(ic.graphs)``)."""
+    model's path classes to the caller (``ic.timing = ic.timing.resolve(ic.graphs)``)."""
     from garnet.array import build_interconnect, check_interconnect  # deferred: loads magma, z3, pysmt, 14 more only when called
 
     validated = cache.interconnect_validated(keys.interconnect)
@@ -1092,13 +1099,10 @@ def _tile_counts(params: GarnetParams) -> dict[str, int]:
 
 def _docs(params: GarnetParams, inp: Inputs) -> dict[str, bytes]:
     """pe.json and mem.json (bytes, as :func:`garnet.collateral.write_json` writes them)."""
-    from garnet.cores import mem_collateral, mem_core  # deferred: loads magma, z3, pysmt, 14 more only when called
+    from garnet.cores import mem_collateral, pe_collateral  # deferred: loads magma, z3, pysmt, 14 more only when called
 
-    mem_doc = gc.no_mem_doc()
-    if params.mem_ratio:
-        mem_doc = gc.mem_doc(mem_collateral(params.mem_preset),
-                             _core_regs(mem_core(params.mem_preset).config_fields))
-    return {"pe.json": (json.dumps(_pe_doc(inp.spec, inp.cores["pe"]), indent=1) + "\n")
+    mem_doc = mem_collateral(params.mem_preset) if params.mem_ratio else gc.no_mem_doc()
+    return {"pe.json": (json.dumps(pe_collateral(inp.spec, inp.cores["pe"]), indent=1) + "\n")
             .encode(),
             "mem.json": (json.dumps(mem_doc, indent=1) + "\n").encode()}
 
@@ -1145,15 +1149,12 @@ def write_fabric(dest: Path, params: GarnetParams, ic, spec: type, pe) -> None:
     (JSON and text) and layout, ``timing.json``, ``pe.json`` (PE ``spec``, core ``pe``),
     ``mem.json`` and ``config_map.json``; formats in :mod:`garnet.collateral`. No RTL, no
     rules, no design.json (the caller writes it last, with :func:`garnet.collateral.write_design`)."""
-    from garnet.cores import mem_collateral, mem_core  # deferred: loads magma, z3, pysmt, 14 more only when called
+    from garnet.cores import mem_collateral, pe_collateral  # deferred: loads magma, z3, pysmt, 14 more only when called
 
     _write_routing(dest, params, ic)
-    gc.write_json(Path(dest) / "pe.json", _pe_doc(spec, pe))
-    mem_doc = None
-    if params.mem_ratio:
-        mem_doc = gc.mem_doc(mem_collateral(params.mem_preset),
-                             _core_regs(mem_core(params.mem_preset).config_fields))
-    gc.write_json(Path(dest) / "mem.json", mem_doc if mem_doc is not None else gc.no_mem_doc())
+    gc.write_json(Path(dest) / "pe.json", pe_collateral(spec, pe))
+    gc.write_json(Path(dest) / "mem.json", mem_collateral(params.mem_preset)
+                  if params.mem_ratio else gc.no_mem_doc())
 
 
 def _write_routing(dest: Path, params: GarnetParams, ic) -> None:
@@ -1169,35 +1170,10 @@ def _write_routing(dest: Path, params: GarnetParams, ic) -> None:
         reps[w] = canal_coll.dump_graph(g, routing / f"graph_{w}.json",
                                         routing / f"graph_{w}.txt", ic.timing)
     if not ic.timing.classes:   # from the dumps' columns: a few hundred edges per width
-        ic.timing.resolve(ic.graphs, edges=reps)
+        ic.timing = ic.timing.resolve(ic.graphs, edges=reps)
     rows = canal_coll.layout(next(iter(ic.graphs.values())))
     (routing / "layout.txt").write_text("\n".join(rows) + "\n")
     gc.write_json(routing / "layout.json",
                   gc.layout_doc(params.width, params.height, rows, tags(params.data_width)))
     ic.timing.save(Path(dest) / "timing.json")
     gc.write_config_map(Path(dest) / "config_map.json", ic.tiles, ic.configs)
-
-
-def _pe_doc(spec, pe) -> dict:
-    """pe.json: PEak's own document (:func:`peak.collateral.pe_json`, schema peak.pe/1, whose
-    ``spec`` is a reference :func:`peak.load_spec` resolves in any process) plus what the
-    array adds: ``module`` (Verilog core), ``tag``, ``layout`` (= ``fields``, the assembler
-    layout), ``config_slices`` (where ``inst`` lives in feature 0) and the core latency."""
-    from peak.collateral import pe_json  # deferred: loads z3, pysmt, hwtypes, 1 more only when called
-
-    doc = pe_json(spec)
-    doc.update({"garnet_schema": gc.PE_GARNET_SCHEMA, "module": pe.name, "tag": "p",
-                "layout": doc["fields"], "config_slices": _core_regs(pe.config_fields),
-                "latency": {"cycles": 0, "note": "outputs are combinational in the inputs "
-                            "and the PE state; an input in DELAY mode adds 1 cycle, "
-                            "DELAY<k> k cycles"}})
-    return doc
-
-
-def _core_regs(fields) -> dict:
-    """Where each core field lives inside feature 0: [{field, reg, lo, width, field_lo}]."""
-
-    slices = pack_fields(tuple(fields))
-    return {"feature": 0, "registers": (max(s.reg for s in slices) + 1) if slices else 0,
-            "slices": [{"field": s.name, "reg": s.reg, "lo": s.lo, "width": s.width,
-                        "field_lo": s.field_lo} for s in slices]}

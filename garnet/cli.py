@@ -6,6 +6,8 @@ import sys
 import click
 import time
 
+from cgra.outputs import check_output_dir, claim_output_dir
+
 
 @click.command("rtl")
 @click.option("--config", "config", required=True, type=click.Path(dir_okay=False),
@@ -33,14 +35,22 @@ def rtl(config: str, out: str, rules_dir: str | None, no_rules: bool, jobs: int 
 
     from cgra.cli import end_process  # deferred: loads cgra, cgra.cli, cgra.errors, 1 more only when called
     from cgra.interrupt import raise_if_terminated  # deferred: loads cgra, cgra.interrupt only when called
-    from garnet.build import generate  # deferred: loads networkx, numpy, psutil only when called
+    from garnet.build import DEFAULT_RULES_DIR, generate  # deferred: loads networkx, numpy, psutil only when called
     from garnet.params import load_toml  # deferred: loads networkx, numpy only when called
 
     t0 = time.perf_counter()
     params = load_toml(config)          # validated before any generation
+    if not no_rules:                    # the shared rule tables are written there
+        check_output_dir(rules_dir if rules_dir is not None else DEFAULT_RULES_DIR,
+                         "--rules-dir")
+    if cache_dir is not None:
+        check_output_dir(cache_dir, "--cache-dir")
     console = Console(stderr=True)
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=console, transient=True) as progress:
+    # the design directory is installed by renaming a finished temporary sibling over it
+    # (garnet.build): only its parent is created here; the lock is held until it is in place
+    with claim_output_dir(out, "--out", create=False), \
+            Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                     console=console, transient=True) as progress:
         task = progress.add_task(f"{params.name}: start", total=None)
 
         def step(msg: str) -> None:

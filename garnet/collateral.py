@@ -10,9 +10,14 @@ Pure (no hardware imports): ``cgra rtl`` (:mod:`garnet.build`) writes through it
                                                      below (the manifest)
     config_map.json        garnet.config_map/1 (here) every config field: tile, feature,
                                                      register, bits, address
-    mem.json               garnet.mem/1      (here)  Lake preset collateral + config slices
-    pe.json                peak.pe/1 (peak.collateral) + the array's additions (module, tag,
-                                                     config slices, latency)
+    mem.json               garnet.mem/2      (here)  ``lake``: Lake's own document, as Lake
+                                                     wrote it (lake.collateral/1, read as a
+                                                     :class:`lake.collateral.MemInfo`);
+                                                     ``tile``: what the array adds
+                                                     (:class:`TileCore`)
+    pe.json                garnet.pe/2       (here)  ``peak``: PEak's own document
+                                                     (peak.pe/1, :class:`peak.collateral.PEInfo`);
+                                                     ``tile``: what the array adds
     rules/garnet_rules.json garnet.rules_stamp/1 (here) which PE / IR library the rules are for
     rules/<PE>.rules.json  peak-rule-table (peak.rules.format)
     routing/graph_<w>.json canal.routing_graph/1 (canal.collateral), and .txt
@@ -26,6 +31,14 @@ its bytes. :func:`verify_files` recomputes them: an edited, truncated, missing o
 is refused with a :class:`~cgra.errors.CollateralError` naming the file, both hashes and the
 ``cgra rtl`` command that regenerates the design. ``design_id`` = sha256 of design.json's
 bytes identifies one generation of a design (stage files of the mapper record it).
+
+**One author per document.** pe.json and mem.json nest the core generator's document
+unchanged (``peak`` / ``lake``) beside the array's own fields (``tile``: tag, Verilog
+module, routable ports, where the core's config fields live in feature 0, latency), so no
+key of PEak or Lake is overridden or renamed. Readers get frozen dataclasses:
+:func:`read_design_info` (:class:`DesignInfo`), :func:`read_pe` (:class:`PEInfo` +
+:class:`TileCore`), :func:`read_mem` (:class:`MemInfo` + :class:`TileCore`),
+:func:`read_config_map` (:class:`ConfigMap`).
 """
 from __future__ import annotations
 
@@ -35,16 +48,21 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from json.encoder import encode_basestring_ascii as _encode_str
-from typing import Any, Iterable, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from cgra.errors import CollateralError
 from cgra.config import config_address
 from cgra.core import ConfigMemory
 
+if TYPE_CHECKING:
+    from lake.collateral import MemInfo
+    from peak.collateral import PEInfo
+
 DESIGN_SCHEMA = "garnet.design/2"
 CONFIG_MAP_SCHEMA = "garnet.config_map/1"
-MEM_SCHEMA = "garnet.mem/1"
-PE_GARNET_SCHEMA = "garnet.pe/1"
+MEM_SCHEMA = "garnet.mem/2"
+PE_SCHEMA = "garnet.pe/2"
 STAMP_SCHEMA = "garnet.rules_stamp/1"
 BUILD_SCHEMA = "garnet.build/1"
 STAMP = "garnet_rules.json"
@@ -148,6 +166,78 @@ def read_design(root: str | Path) -> dict[str, Any]:
     return doc
 
 
+@dataclass(frozen=True)
+class TopPort:
+    """A port of the top module: name, ``in``/``out``, width (bits)."""
+
+    name: str
+    direction: str
+    width: int
+
+
+@dataclass(frozen=True)
+class DesignInfo:
+    """``design.json`` as its readers need it (typed; :func:`read_design_info`): the
+    design's name, the TOML it came from, the array (``columns`` x ``rows`` tiles, tile
+    counts per kind), data width and interconnect widths (bits), the spec hashes of its
+    cores, the top module and its ports, the flush spine interval (rows per register, 0:
+    none) and the file manifest (relative path -> sha256)."""
+
+    root: Path
+    name: str
+    config_file: str | None
+    columns: int
+    rows: int
+    tile_counts: Mapping[str, int]
+    data_width: int
+    widths: tuple[int, ...]
+    pe_hash: str | None
+    mem_hash: str | None
+    top: str | None
+    ports: tuple[TopPort, ...]
+    flush_interval: int
+    files: Mapping[str, str]
+
+    @property
+    def hint(self) -> str:
+        """How to regenerate this design (:func:`regen_hint`)."""
+        return regen_hint(self.root, {"name": self.name, "config_file": self.config_file})
+
+    def verify_files(self, only: Iterable[str] | None = None) -> None:
+        """:func:`verify_manifest` of this design's directory."""
+        verify_manifest(self.root, self.files, self.hint, only)
+
+    @classmethod
+    def from_json(cls, root: str | Path, doc: dict[str, Any]) -> "DesignInfo":
+        """Type a schema-checked design.json document (:func:`read_design`). Raises
+        :class:`CollateralError` naming the malformed key."""
+        root = Path(root)
+        try:
+            params = doc.get("params") or {}
+            array = doc.get("array") or {}
+            hashes = doc.get("spec_hashes") or {}
+            return cls(
+                root, str(doc.get("name") or root.name), doc.get("config_file"),
+                int(params.get("width", array.get("width", 0))),
+                int(params.get("height", array.get("height", 0))),
+                MappingProxyType({str(k): int(v) for k, v in (array.get("tiles") or {}).items()}),
+                int(params.get("data_width", 16)),
+                tuple(int(w) for w in params.get("widths") or ()),
+                hashes.get("pe"), hashes.get("mem"), doc.get("top"),
+                tuple(TopPort(str(q["name"]), str(q["direction"]), int(q["width"]))
+                      for q in doc.get("ports") or ()),
+                int(params.get("flush_interval", 0) or 0),
+                MappingProxyType(dict(doc["files"])))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CollateralError(f"{root / 'design.json'}: malformed ({exc!r}); "
+                                  f"{regen_hint(root, doc)}") from None
+
+
+def read_design_info(root: str | Path) -> DesignInfo:
+    """:func:`read_design`, typed (:class:`DesignInfo`). Raises :class:`CollateralError`."""
+    return DesignInfo.from_json(root, read_design(root))
+
+
 def design_id(root: str | Path) -> str:
     """sha256 of ``design.json`` (identifies one generation of the design)."""
     return file_sha256(Path(root) / "design.json")
@@ -155,12 +245,17 @@ def design_id(root: str | Path) -> str:
 
 def verify_files(root: str | Path, design: dict[str, Any],
                  only: Iterable[str] | None = None) -> None:
-    """Check the manifest: every listed file exists with its recorded sha256 and no managed
-    file is unlisted. ``only``: check just these relative paths. Raises
-    :class:`CollateralError` naming the file, the hashes and the regeneration command."""
+    """Check the manifest of a design.json document (:func:`verify_manifest`)."""
+    verify_manifest(root, design["files"], regen_hint(root, design), only)
+
+
+def verify_manifest(root: str | Path, want: Mapping[str, str], hint: str,
+                    only: Iterable[str] | None = None) -> None:
+    """Check the manifest ``want`` (relative path -> sha256): every listed file exists with
+    its recorded sha256 and no managed file is unlisted. ``only``: check just these relative
+    paths. Raises :class:`CollateralError` naming the file, the hashes and ``hint`` (the
+    regeneration command)."""
     root = Path(root)
-    hint = regen_hint(root, design)
-    want: dict[str, str] = design["files"]
     names = sorted(want) if only is None else list(only)
     for rel in names:
         if rel not in want:
@@ -219,7 +314,7 @@ class FieldLoc:
     field_lo: int
 
 
-@dataclass
+@dataclass(frozen=True)
 class ConfigMap:
     """The config map as the bitstream generator uses it: routing node id -> (x, y,
     [:class:`FieldLoc`]) for every mux select field (rows with a ``node``); core fields
@@ -230,8 +325,12 @@ class ConfigMap:
     config_memories: dict[tuple[int, int], Any] = field(default_factory=dict)
 
     @classmethod
-    def from_rows(cls, rows: Iterable[dict[str, Any]], source: str = "<rows>") -> "ConfigMap":
-        cm = cls()
+    def from_rows(cls, rows: Iterable[dict[str, Any]], source: str = "<rows>",
+                  config_memories: Mapping[tuple[int, int], Any] | None = None
+                  ) -> "ConfigMap":
+        """The map of the config-map rows (:func:`canal.config.config_map_rows`) and the
+        tiles' config memories. Raises :class:`CollateralError` naming ``source``."""
+        cm = cls(config_memories=dict(config_memories or {}))
         try:
             for r in rows:
                 if r.get("node") is None:
@@ -374,37 +473,113 @@ def read_config_map(path: str | Path, hint: str = "regenerate the design with `c
     rows = doc.get("fields")
     if not isinstance(rows, list):
         raise CollateralError(f"{path}: config map has no 'fields' list; {hint}")
-    cmap = ConfigMap.from_rows(rows, str(path))
-
+    memories: dict[tuple[int, int], ConfigMemory] = {}
     try:
         for t in doc.get("tiles", []):
             d = t.get("config_memory")
             if d is not None:
-                cmap.config_memories[(int(t["x"]), int(t["y"]))] = ConfigMemory(
+                memories[(int(t["x"]), int(t["y"]))] = ConfigMemory(
                     int(d["words"]), int(d["width"]), int(d["feature"]))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CollateralError(f"{path}: malformed config_memory of a tile ({exc!r}); "
                               f"{hint}") from None
-    return cmap
+    return ConfigMap.from_rows(rows, str(path), memories)
 
 
-# ---------------------------------------------------------------------------- mem.json
-def mem_doc(collateral: dict[str, Any], config_slices: dict[str, Any]) -> dict[str, Any]:
-    """``mem.json`` of a design with MEM tiles: the Lake collateral of the preset (with the
-    preset's ``spec_hash``, :func:`lake.collateral.spec_hash`) plus where the fields live in
-    feature 0."""
-    return {**collateral, "schema": MEM_SCHEMA, "lake_schema": collateral.get("schema"),
-            "tag": "m", "config": config_slices}
+# ---------------------------------------------------------------------------- pe.json, mem.json
+@dataclass(frozen=True)
+class CoreSlice:
+    """Bits ``[lo, lo+width)`` of register ``reg`` of feature 0 hold bits
+    ``[field_lo, field_lo+width)`` of the core's config field ``field``."""
+
+    field: str
+    reg: int
+    lo: int
+    width: int
+    field_lo: int = 0
+
+
+@dataclass(frozen=True)
+class TileCore:
+    """What the array adds to a core's own collateral (the ``tile`` object of pe.json and
+    mem.json): the layout ``tag`` of its tiles, its Verilog ``module``, its routable
+    ``ports`` ((name, ``in``/``out``, width in bits)), where its config fields live in
+    feature 0 (``config_registers`` 32-bit registers, :class:`CoreSlice` each) and its
+    latency (cycles from an input to an output; ``None``: not stated) with a note."""
+
+    tag: str
+    module: str
+    config_registers: int
+    config_slices: tuple[CoreSlice, ...]
+    ports: tuple[tuple[str, str, int], ...] = ()
+    latency_cycles: int | None = None
+    latency_note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "tag": self.tag, "module": self.module,
+            "ports": [{"name": n, "direction": d, "width": w} for n, d, w in self.ports],
+            "config": {"feature": 0, "registers": self.config_registers,
+                       "slices": [{"field": c.field, "reg": c.reg, "lo": c.lo,
+                                   "width": c.width, "field_lo": c.field_lo}
+                                  for c in self.config_slices]}}
+        if self.latency_cycles is not None:
+            doc["latency"] = {"cycles": self.latency_cycles, "note": self.latency_note}
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: Any, where: str, hint: str) -> "TileCore":
+        try:
+            cfg, lat = doc["config"], doc.get("latency")
+            return cls(str(doc["tag"]), str(doc["module"]), int(cfg["registers"]),
+                       tuple(CoreSlice(str(c["field"]), int(c["reg"]), int(c["lo"]),
+                                       int(c["width"]), int(c.get("field_lo", 0)))
+                             for c in cfg["slices"]),
+                       tuple((str(q["name"]), str(q["direction"]), int(q["width"]))
+                             for q in doc.get("ports") or ()),
+                       None if lat is None else int(lat["cycles"]),
+                       "" if lat is None else str(lat.get("note", "")))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CollateralError(f"{where}: malformed 'tile' object ({exc!r}); {hint}") from None
+
+
+def pe_doc(peak_doc: dict[str, Any], tile: TileCore) -> dict[str, Any]:
+    """``pe.json``: PEak's document (:func:`peak.collateral.pe_json`) and the array's
+    additions, each under its own key."""
+    return {"schema": PE_SCHEMA, "peak": peak_doc, "tile": tile.to_json()}
+
+
+def read_pe(path: str | Path, hint: str) -> tuple[PEInfo, TileCore]:
+    """``pe.json``: PEak's part (:class:`PEInfo`) and the array's (:class:`TileCore`).
+    Raises :class:`CollateralError` naming the file."""
+    from peak.collateral import PEInfo  # deferred: loads z3, pysmt, hwtypes only when called
+
+    doc = check_schema(read_json(path, hint), PE_SCHEMA, path, hint)
+    return (PEInfo.from_json(doc.get("peak"), f"{path} (peak)"),
+            TileCore.from_json(doc.get("tile"), str(path), hint))
+
+
+def mem_doc(lake_doc: dict[str, Any], tile: TileCore) -> dict[str, Any]:
+    """``mem.json`` of a design with MEM tiles: the Lake collateral of the preset as Lake
+    wrote it (:func:`lake.collateral.collateral`, with the preset's ``spec_hash``) and the
+    array's additions, each under its own key."""
+    return {"schema": MEM_SCHEMA, "lake": lake_doc, "tile": tile.to_json()}
 
 
 def no_mem_doc() -> dict[str, Any]:
-    return {"schema": MEM_SCHEMA, "name": None, "note": "mem_ratio = 0: no MEM tiles"}
+    return {"schema": MEM_SCHEMA, "lake": None, "note": "mem_ratio = 0: no MEM tiles"}
 
 
-def read_mem(path: str | Path, hint: str) -> dict[str, Any] | None:
-    """``mem.json``, or ``None`` when the design has no MEM tiles."""
+def read_mem(path: str | Path, hint: str) -> tuple[MemInfo, TileCore] | None:
+    """``mem.json``: Lake's part (:class:`MemInfo`) and the array's (:class:`TileCore`), or
+    ``None`` when the design has no MEM tiles. Raises :class:`CollateralError`."""
+    from lake.collateral import MemInfo  # deferred: loads numpy and Lake's encoder only when called
+
     doc = check_schema(read_json(path, hint), MEM_SCHEMA, path, hint)
-    return None if doc.get("name") is None else doc
+    if doc.get("lake") is None:
+        return None
+    return (MemInfo.from_json(doc["lake"], f"{path} (lake)"),
+            TileCore.from_json(doc.get("tile"), str(path), hint))
 
 
 # ---------------------------------------------------------------------------- rules stamp

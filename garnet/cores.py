@@ -29,15 +29,15 @@ from typing import Any
 
 from cgra.hdl import m
 
-from cgra.config import ConfigField
+from cgra.config import ConfigField, pack_fields
 from cgra.core import CoreSpec, PortSpec
 from cgra.errors import ConfigError, SpecError
 from canal.cores import io_core as canal_io
 from lake.collateral import collateral
-from lake.config import config_fields
 from lake.spec import PRESETS
-from lake.spec import preset
+from garnet.collateral import CoreSlice, TileCore, mem_doc, pe_doc
 from peak import normal_form
+from peak.collateral import pe_json
 from peak.assembler import assembler
 from peak.assembler import is_bit_type, is_bv_type
 from peak.load import load_spec
@@ -171,27 +171,33 @@ def _io(width: int) -> CoreSpec:
     return canal_io("io_core" if width == 16 else f"io_core_{width}", "I", width)
 
 
-def mem_collateral(preset_name: str) -> dict:
-    """The ``mem.json`` entry of a preset: what memory mapping needs (keys of
-    ``mapper.mapping.memory.MemSpec.from_dict``: name, capacity (words), word_width (bits),
-    fetch_width, sram_depth (wide words), in_ports, out_ports, max_dimensionality,
-    read_latency (cycles), extent_width, schedule_width (bits)) plus the external ports,
-    the routable tile ports and the config fields (name, width, reset) in packing order.
-    Lake's own collateral (:func:`lake.collateral.collateral`) is merged in."""
+#: the PE core's latency as pe.json states it
+PE_LATENCY_NOTE = ("outputs are combinational in the inputs and the PE state; an input in "
+                   "DELAY mode adds 1 cycle, DELAY<k> k cycles")
 
-    spec = preset(preset_name)
-    core = mem_core(preset_name)
-    st = spec.storage
-    doc = {"name": preset_name, "module": core.name, "capacity": st.words,
-           "word_width": st.data_width, "fetch_width": st.fetch_width,
-           "sram_depth": st.capacity, "in_ports": len(spec.inputs),
-           "out_ports": len(spec.outputs), "max_dimensionality": spec.max_dims,
-           "read_latency": st.read_latency, "extent_width": spec.extent_width,
-           "schedule_width": spec.schedule_width, "chain_bits": spec.chain_bits,
-           "external_ports": [{"name": p.name, "direction": p.direction, "width": p.width}
-                              for p in spec.external_ports],
-           "tile_ports": [{"name": p.name, "direction": p.direction, "width": p.width}
-                          for p in core.ports],
-           "config_fields": [{"name": f.name, "width": f.width, "reset": f.reset}
-                             for f in config_fields(spec)]}
-    return {**collateral(preset_name), **doc}
+
+def core_tile(core: CoreSpec, latency_cycles: int | None = None, note: str = "") -> TileCore:
+    """What the array adds to a core's collateral (:class:`garnet.collateral.TileCore`): its
+    tag, module, routable ports and where its config fields live in feature 0
+    (:func:`cgra.config.pack_fields`)."""
+    slices = pack_fields(tuple(core.config_fields))
+    return TileCore(core.tag, core.name, (max(c.reg for c in slices) + 1) if slices else 0,
+                    tuple(CoreSlice(c.name, c.reg, c.lo, c.width, c.field_lo) for c in slices),
+                    tuple((q.name, q.direction, q.width) for q in core.ports),
+                    latency_cycles, note)
+
+
+def mem_collateral(preset_name: str) -> dict:
+    """The ``mem.json`` document of a design whose MEM tiles use Lake preset
+    ``preset_name`` (schema ``garnet.mem/2``): Lake's collateral as Lake writes it
+    (:func:`lake.collateral.collateral`) under ``lake``, the tile's additions
+    (:func:`core_tile`) under ``tile``. Raises :class:`ConfigError` for an unknown preset."""
+    return mem_doc(collateral(preset_name), core_tile(mem_core(preset_name)))
+
+
+def pe_collateral(spec: type, pe: CoreSpec) -> dict:
+    """The ``pe.json`` document of PE spec ``spec`` whose core is ``pe`` (schema
+    ``garnet.pe/2``): PEak's document (:func:`peak.collateral.pe_json`, whose ``spec`` is a
+    reference :func:`peak.load_spec` resolves in any process) under ``peak``, the tile's
+    additions (tag, module, ports, config slices, latency 0 cycles) under ``tile``."""
+    return pe_doc(pe_json(spec), core_tile(pe, 0, PE_LATENCY_NOTE))

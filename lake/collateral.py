@@ -19,17 +19,23 @@ Schema ``lake.collateral/1`` (all widths in bits, latencies in cycles)::
      "controllers": [{"name", "role", "port", "address_generators": [{"name","width"}]}],
      "components": {...}, "config_fields": [{"name", "width", "reset"}]}
 
-The mapper reads only this (plus the pure encoder :func:`lake.config.configure`).
+The mapper reads only this (plus the pure encoder :func:`lake.config.configure`), typed as a
+:class:`MemInfo` (:meth:`MemInfo.from_json`, the one reader). Word vocabulary: a *word* is
+``data_width`` bits (what one port moves per cycle); a *wide word* is ``fetch_width`` words
+(``word_width`` bits, what one SRAM access moves); ``capacity_words`` = ``fetch_width *
+capacity_wide_words``.
 """
 from __future__ import annotations
 
 import hashlib
 import importlib.util
 import json
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
-from cgra.errors import ConfigError
+from cgra.errors import CollateralError, ConfigError
 from lake.config import config_fields, configure
 from lake.lut import LUT_LATENCY
 from lake.program import delay_line
@@ -178,3 +184,97 @@ def write_collateral(preset: MemorySpec | str, path: str | Path) -> Path:
 def all_collateral() -> dict[str, dict]:
     """Preset name -> collateral, for every preset (the ``mem.json`` garnet writes)."""
     return {name: collateral(name) for name in PRESETS}
+
+
+@dataclass(frozen=True)
+class LookupTableInfo:
+    """The lookup-table mode of a memory (``lookup_table`` of the collateral): the config
+    field that enables it, its latency (cycles), entries (words of ``width`` bits), index
+    bits and the ports of index and value."""
+
+    field: str
+    latency: int
+    words: int
+    width: int
+    index_bits: int
+    index_port: str
+    output_port: str
+
+
+@dataclass(frozen=True)
+class MemInfo:
+    """A Lake memory's collateral (schema ``lake.collateral/1``, module docstring), typed.
+    Widths in bits, latencies in cycles, capacities in words unless named ``wide``."""
+
+    preset: str
+    module: str
+    spec_hash: str
+    #: words (``data_width`` bits each) the memory holds
+    capacity_words: int
+    #: SRAM rows (wide words of ``fetch_width`` words)
+    capacity_wide_words: int
+    #: bits of a word (a port's width)
+    data_width: int
+    #: words per SRAM access
+    fetch_width: int
+    #: bits of a wide word (``fetch_width * data_width``)
+    wide_word_width: int
+    #: scheduled read cycle -> data on the output port
+    read_latency: int
+    in_ports: tuple[str, ...]
+    out_ports: tuple[str, ...]
+    max_dimensionality: int
+    max_schedule_cycle: int
+    #: bits of each extent register / of the schedule cycle counter / of the chain id
+    extent_width: int
+    schedule_width: int
+    chain_id_width: int
+    supported_modes: tuple[str, ...]
+    constraints: tuple[str, ...]
+    #: smallest write-to-read distance (cycles) of a full-rate delay line
+    min_delay_full_rate: int
+    lookup_table: LookupTableInfo | None
+    #: (name, width (bits), reset) of each config field, in packing order
+    config_fields: tuple[tuple[str, int, int], ...]
+
+    @classmethod
+    def from_json(cls, doc: Any, where: str = "lake collateral") -> "MemInfo":
+        """Parse a ``lake.collateral/1`` document. Raises :class:`CollateralError` naming
+        ``where`` and the missing or malformed key."""
+        if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+            got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+            raise CollateralError(f"{where}: Lake collateral schema {got!r} is not "
+                                  f"{SCHEMA!r}; regenerate the design with `cgra rtl`")
+        try:
+            regs, lut = doc["register_widths"], doc.get("lookup_table")
+            return cls(
+                str(doc["preset"]), str(doc["module"]), str(doc["spec_hash"]),
+                int(doc["capacity_words"]), int(doc["capacity_wide_words"]),
+                int(doc["data_width"]), int(doc["fetch_width"]), int(doc["word_width"]),
+                int(doc["read_latency"]),
+                tuple(str(q["name"]) for q in doc["ports"]["in"]),
+                tuple(str(q["name"]) for q in doc["ports"]["out"]),
+                int(doc["max_dimensionality"]), int(doc["max_schedule_cycle"]),
+                int(regs["extent"]), int(regs["schedule"]), int(regs["chain_id"]),
+                tuple(str(m) for m in doc["supported_modes"]),
+                tuple(str(c) for c in doc.get("constraints", ())),
+                int(doc["min_delay_full_rate"]),
+                None if lut is None else LookupTableInfo(
+                    str(lut["field"]), int(lut["latency"]), int(lut["words"]),
+                    int(lut["width"]), int(lut["index_bits"]), str(lut["index_port"]),
+                    str(lut["output_port"])),
+                tuple((str(f["name"]), int(f["width"]), int(f["reset"]))
+                      for f in doc["config_fields"]))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CollateralError(f"{where}: malformed Lake collateral ({exc!r}); regenerate "
+                                  f"the design with `cgra rtl`") from None
+
+    @classmethod
+    def of_preset(cls, preset: MemorySpec | str) -> "MemInfo":
+        """The collateral of a preset (:func:`collateral`), typed."""
+        spec = as_spec(preset)
+        return cls.from_json(collateral(spec), f"Lake preset {spec.name}")
+
+    def supports(self, mode: str) -> bool:
+        """True when ``mode`` (e.g. ``lookup_table``) is one of :attr:`supported_modes`."""
+        return mode in self.supported_modes

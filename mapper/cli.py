@@ -29,6 +29,7 @@ from typing import Any, Callable
 import click
 
 from cgra.errors import ConfigError
+from cgra.outputs import check_output_dir, claim_output_dir
 from mapper.mapping.memory import DEFAULT_SR_THRESHOLD
 from mapper.stages import ORDER
 from cgra.errors import SimulationError
@@ -70,7 +71,10 @@ def _progress(label: str):
 
 
 def _design_opt(required: bool = False) -> Callable:
-    return click.option("--design", required=required, default=None,
+    # no `default` when required: click >= 8.3 takes an explicit default=None as a given
+    # value, and `cgra run gaussian` reached the command with design None (a traceback)
+    extra: dict[str, Any] = {} if required else {"default": None}
+    return click.option("--design", required=required, **extra,
                         type=click.Path(file_okay=False, path_type=Path),
                         help="design directory written by `cgra rtl` (e.g. build/small)"
                         + ("" if required else "; default: the one the run was mapped on"))
@@ -144,11 +148,13 @@ def map_cmd(app: str, design: Path, out: Path | None, size: int | None, width: i
 
     if size is not None or is_layer(app):
         width = height = _side(app, size)
-    coll = load_collateral(design)
     out = out if out is not None else default_run_dir(app)
-    res = run_map(out, coll, AppParams(app, width, height, unroll, threshold, vectors, seed,
-                                       channels, block, loop_cycles, double_buffer,
-                                       flatten))
+    params = AppParams(app, width, height, unroll, threshold, vectors, seed, channels, block,
+                       loop_cycles, double_buffer, flatten)
+    params.validate()                   # before the run directory is touched
+    with claim_output_dir(out, "--out"):
+        coll = load_collateral(design)
+        res = run_map(out, coll, params)
     console = Console()
     c = res.counts()
     table = Table(title=f"cgra map {res.name} onto {design}")
@@ -178,13 +184,20 @@ def _open(run_dir: Path, design: Path | None):
     return open_design(run_dir, design)
 
 
+def _claim(run_dir: Path):
+    """The run directory of a stage command, checked and locked for the command
+    (:func:`cgra.outputs.claim_output_dir`)."""
+    return claim_output_dir(run_dir, "RUN_DIR")
+
+
 @click.command("pack")
 @_RUN_DIR
 @_design_opt()
 def pack_cmd(run_dir: Path, design: Path | None) -> None:
     """Pack the mapped netlist of RUN_DIR (registers into PE inputs, constants into PEs)."""
     from mapper.flow import run_pack  # deferred: loads canal.smt, lake.model, mapper.apps, 10 more only when called
-    packed = run_pack(run_dir, _open(run_dir, design))
+    with _claim(run_dir):
+        packed = run_pack(run_dir, _open(run_dir, design))
     counts = ", ".join(f"{n} {t}" for t, n in sorted(packed.counts().items()))
     click.echo(f"{packed.name}: packed {counts}; {len(packed.absorbed_regs)} registers "
                f"absorbed, {len(packed.folded_consts)} constants folded -> "
@@ -201,7 +214,8 @@ def place_cmd(run_dir: Path, design: Path | None, seed: int, alpha: float,
               analytical: bool) -> None:
     """Place the packed design of RUN_DIR (simulated annealing)."""
     from mapper.flow import run_place  # deferred: loads canal.smt, lake.model, mapper.apps, 10 more only when called
-    pl = run_place(run_dir, _open(run_dir, design), PlaceParams(seed, alpha, analytical))
+    with _claim(run_dir):
+        pl = run_place(run_dir, _open(run_dir, design), PlaceParams(seed, alpha, analytical))
     click.echo(f"placed {len(pl.sites)} instances: HPWL {pl.hpwl} tiles, cost {pl.cost:.1f}, "
                f"seed {pl.seed}, {pl.seconds:.2f} s -> {run_dir}/placement.json")
 
@@ -214,7 +228,8 @@ def place_cmd(run_dir: Path, design: Path | None, seed: int, alpha: float,
 def route_cmd(run_dir: Path, design: Path | None, max_iterations: int) -> None:
     """Route the placed design of RUN_DIR (PathFinder)."""
     from mapper.flow import run_route  # deferred: loads canal.smt, lake.model, mapper.apps, 10 more only when called
-    rr = run_route(run_dir, _open(run_dir, design), RouterParams(max_iterations))
+    with _claim(run_dir):
+        rr = run_route(run_dir, _open(run_dir, design), RouterParams(max_iterations))
     its = ", ".join(f"{w}-bit {n}" for w, n in rr.iterations.items())
     click.echo(f"routed {len(rr.nets)} nets: wirelength {rr.total_wirelength()} segments, "
                f"iterations {its}, {rr.seconds:.2f} s -> {run_dir}/routing.json")
@@ -259,7 +274,8 @@ def _pipeline_params(fmax: float | None):
 def pipeline_cmd(run_dir: Path, design: Path | None, fmax: float | None) -> None:
     """Branch-delay matching, pipelining and timing analysis of the routed design."""
     from mapper.flow import run_pipeline  # deferred: loads canal.smt, lake.model, mapper.apps, 10 more only when called
-    pr = run_pipeline(run_dir, _open(run_dir, design), _pipeline_params(fmax))
+    with _claim(run_dir):
+        pr = run_pipeline(run_dir, _open(run_dir, design), _pipeline_params(fmax))
     click.echo(f"pipelined: {len(pr.enabled_regs)} balancing + {len(pr.forced_regs)} "
                f"pipelining registers, critical path {pr.timing.period_ps:.0f} ps "
                f"({pr.timing.fmax_mhz:.0f} MHz) -> {run_dir}/pipelined.json")
@@ -271,7 +287,8 @@ def pipeline_cmd(run_dir: Path, design: Path | None, fmax: float | None) -> None
 def bitstream_cmd(run_dir: Path, design: Path | None) -> None:
     """Write the bitstream of the pipelined design of RUN_DIR."""
     from mapper.flow import run_bitstream  # deferred: loads canal.smt, lake.model, mapper.apps, 10 more only when called
-    bs = run_bitstream(run_dir, _open(run_dir, design))
+    with _claim(run_dir):
+        bs = run_bitstream(run_dir, _open(run_dir, design))
     click.echo(f"{bs.name}: {len(bs.entries)} config words -> {run_dir}/{bs.name}.bs")
 
 
@@ -318,11 +335,14 @@ def sim_cmd(run_dir: Path, design: Path | None, image: str, tensor_seed: int) ->
     from mapper.dnn.array import LayerRun  # deferred: loads canal.smt, lake.model, mapper.apps, 8 more only when called
     from mapper.params import SimOptions  # deferred: loads mapper.params only when called
     from mapper.flow import run_sim  # deferred: loads canal.smt, lake.model, mapper.apps, 10 more only when called
-    coll = _open(run_dir, design)
-    progress, step = _progress(run_dir.name)
     t0 = time.perf_counter()
-    with progress:
-        run = run_sim(run_dir, coll, SimOptions(image, tensor_seed=tensor_seed), step)
+    with _claim(run_dir):
+        coll = _open(run_dir, design)
+        if coll.root is not None:
+            check_output_dir(coll.root / "sim", "--design")     # the Verilator cache
+        progress, step = _progress(run_dir.name)
+        with progress:
+            run = run_sim(run_dir, coll, SimOptions(image, tensor_seed=tensor_seed), step)
     if isinstance(run, LayerRun):
         _layer_summary(run, t0)
     else:
@@ -372,6 +392,9 @@ def _summary(run, t0: float) -> None:
 @click.option("--tensor-seed", "tensor_seed", default=0, show_default=True,
               help="DNN layers: seed of the random tensors (`--image random`: the first "
                    "input too)")
+@click.option("--max-cycles", "max_cycles", default=None, type=int,
+              help="simulated-cycle budget; a larger image is refused before anything runs "
+                   "(default 4194304: a 2048x2048 image at one pixel per cycle)")
 @click.option("--from", "resume_from", default="map", show_default=True,
               type=click.Choice(ORDER[:-1]),
               help="first stage to run; the files of earlier stages in the run directory "
@@ -390,10 +413,11 @@ def _summary(run, t0: float) -> None:
 def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
             size: int | None, unroll: int, channels: int | None, block: int | None,
             loop_cycles: int, double_buffer: bool, flatten: bool, tensor_seed: int,
-            resume_from: str, fmax: float | None, alphas: str | None, absorb: int) -> None:
+            max_cycles: int | None, resume_from: str, fmax: float | None, alphas: str | None,
+            absorb: int) -> None:
     """Map APP (a shipped app or a DNN layer: resnet_layer, resnet_stride2, mobilenet_layer,
     gemm) onto the design, simulate it on the RTL and compare with both golden models."""
-    from mapper.params import AppParams, FlowParams, RunParams, SimOptions  # deferred: loads mapper.params only when called
+    from mapper.params import AppParams, FlowParams, RunParams, SimOptions, default_run_dir  # deferred: loads mapper.params only when called
     from mapper.dnn.array import is_layer  # deferred: loads canal.smt, lake.model, mapper.apps, 8 more only when called
     from mapper.flow import run_app  # deferred: loads canal.smt, lake.model, mapper.apps, 10 more only when called
 
@@ -405,10 +429,17 @@ def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
                        design, out,
                        FlowParams(place=PlaceParams(seed=seed), pipeline=_pipeline_params(fmax),
                                   alphas=_alphas(alphas), absorb_chains=absorb),
-                       SimOptions(image, tensor_seed=tensor_seed), resume_from)
-    progress, step = _progress(app)
-    with progress:
-        run = run_app(params, step)
+                       SimOptions(image, tensor_seed=tensor_seed,
+                                  **({} if max_cycles is None else {"max_cycles": max_cycles})),
+                       resume_from)
+    run_dir = Path(out) if out is not None else default_run_dir(app)
+    params.validate()                   # before the run directory is touched
+    with claim_output_dir(run_dir, "--out"):
+        if Path(design).is_dir():
+            check_output_dir(Path(design) / "sim", "--design")     # the Verilator cache
+        progress, step = _progress(app)
+        with progress:
+            run = run_app(params, step)
     if is_layer(app):
         _layer_summary(run, t0)
     else:
@@ -475,7 +506,7 @@ def layer_cmd(layer: str, design: Path | None, size: int | None, channels: int |
     pipe = dnn.build_layer(layer, size, channels, block)
     res = dnn_plan.Resources.from_design(design) if design else dnn_plan.DEFAULT_32X16
     plan = dnn_plan.plan_layer(pipe, res)
-    ins = dnn.layer_inputs(pipe, seed, image)
+    ins = dnn.layer_inputs(pipe, seed, image, strict=True)
     ours = tensor.evaluate(pipe, ins)
     gold = run_halide_outputs(pipe, ins)
     for name, a in ours.items():

@@ -1,10 +1,16 @@
 """The collateral a design gives the mapper, read and validated once: :class:`Collateral`.
 
 The mapper never imports the hardware generators; it reads the files ``cgra rtl`` wrote
-through the modules that own their formats (:mod:`garnet.collateral` for design.json, the
-config map, mem.json and the rules stamp; :mod:`peak.collateral` for pe.json;
-:mod:`peak.rules.format` for the rule table; :mod:`canal.collateral` for the routing graphs;
-:mod:`canal.timing` for timing.json). :func:`load_collateral` checks, in this order:
+through the modules that own their formats, once, into frozen dataclasses
+(:mod:`garnet.collateral` for design.json (:class:`~garnet.collateral.DesignInfo`), the
+config map (:class:`~garnet.collateral.ConfigMap`), the rules stamp, and the envelopes of
+pe.json and mem.json (:class:`~garnet.collateral.TileCore`); :mod:`peak.collateral` for
+PEak's part of pe.json (:class:`~peak.collateral.PEInfo`); :mod:`lake.collateral` for Lake's
+part of mem.json (:class:`~lake.collateral.MemInfo`); :mod:`peak.rules.format` for the rule
+table; :mod:`canal.collateral` for the routing graphs
+(:class:`~canal.routing.RoutingGraph`); :mod:`canal.timing` for timing.json
+(:class:`~canal.timing.TimingModel`)). No other mapper module opens a design file or
+indexes a collateral dict. :func:`load_collateral` checks, in this order:
 
 1. ``design.json`` (schema ``garnet.design/2``) and its manifest: every file of the
    directory has the sha256 recorded when it was written (:func:`garnet.collateral.verify_files`)
@@ -33,11 +39,12 @@ from canal.routing import RoutingGraph, as_graphs
 from canal.timing import TimingModel
 from cgra.errors import CgraError, CollateralError
 from garnet import collateral as gc
-from garnet.collateral import ConfigMap
+from garnet.collateral import ConfigMap, DesignInfo, TileCore
+from lake.collateral import MemInfo
+from peak.collateral import PEInfo
 from peak.rules.format import Rule, TableFile, read_table
 from peak.ir import DECOMPOSITIONS
 from peak.load import load_spec
-from peak.collateral import load_pe_json
 
 
 # ---------------------------------------------------------------------------- rules
@@ -90,11 +97,11 @@ def load_rule_table(path: str | Path, spec_hash: str | None = None) -> RuleTable
     return RuleTable.from_file(read_table(Path(path), spec_hash))
 
 
-def load_pe_model(pe_doc: dict[str, Any]) -> type:
-    """The PE spec class named by ``pe.json`` (``spec``, any reference
+def load_pe_model(pe: PEInfo) -> type:
+    """The PE spec class named by ``pe.json`` (:attr:`PEInfo.spec`, any reference
     :func:`peak.load_spec` accepts): a pure Python class whose instances are the PE's
     Python model. Raises :class:`CollateralError` when it does not import."""
-    ref = str(pe_doc.get("spec", ""))
+    ref = pe.spec
     try:
         return load_spec(ref)
     except CollateralError:
@@ -105,25 +112,30 @@ def load_pe_model(pe_doc: dict[str, Any]) -> type:
 
 
 # ---------------------------------------------------------------------------- the object
-@dataclass
+@dataclass(frozen=True)
 class Collateral:
     """Everything the mapper knows about one design, validated (module docstring).
 
-    ``root``: the design directory (``None`` for :meth:`from_graphs`); ``design``: parsed
-    design.json; ``pe``/``mem``: parsed pe.json / mem.json (``mem`` ``None`` without MEM
-    tiles; both ``None`` from :meth:`from_graphs`); ``rules``: the rule table; ``graphs``:
-    width (bits) -> :class:`~mapper.backend.route.RoutingGraph`, widest first; ``config_map``: mux
-    select fields; ``timing``: the delay model; ``design_id``: sha256 of design.json."""
+    ``root``: the design directory (``None`` for :meth:`from_graphs`); ``design``: design.json
+    (``None`` for :meth:`from_graphs`); ``pe`` / ``mem``: PEak's and Lake's part of pe.json /
+    mem.json (``mem`` ``None`` without MEM tiles; both ``None`` from :meth:`from_graphs`);
+    ``pe_tile`` / ``mem_tile``: what the array adds to them; ``rules``: the rule table;
+    ``graphs``: width (bits) -> :class:`~canal.routing.RoutingGraph`, widest first;
+    ``config_map``: mux select fields; ``timing``: the delay model; ``design_id``: sha256 of
+    design.json; ``fabric_name``: the name of a collateral built from graphs."""
 
     root: Path | None
-    design: dict[str, Any]
-    pe: dict[str, Any] | None
-    mem: dict[str, Any] | None
+    design: DesignInfo | None
+    pe: PEInfo | None
+    mem: MemInfo | None
     rules: RuleTable | None
     graphs: dict[int, RoutingGraph]
     config_map: ConfigMap
     timing: TimingModel
     design_id: str | None = None
+    pe_tile: TileCore | None = None
+    mem_tile: TileCore | None = None
+    fabric_name: str = "fabric"
 
     @classmethod
     def from_graphs(cls, graphs: Iterable[InterconnectGraph | RoutingGraph] | Any,
@@ -138,16 +150,26 @@ class Collateral:
             graphs = graphs.values()
         rgs = as_graphs(graphs)
         rows = config_map_rows(tile_configs({w: rg.ig for w, rg in rgs.items()}))
-        return cls(None, {"name": name}, None, None, None, rgs,
-                   ConfigMap.from_rows(rows, name), timing or ic_timing or TimingModel.load())
+        return cls(None, None, None, None, None, rgs, ConfigMap.from_rows(rows, name),
+                   timing or ic_timing or TimingModel.load(), fabric_name=name)
 
     @property
     def name(self) -> str:
-        return str(self.design.get("name") or (self.root.name if self.root else "fabric"))
+        return self.design.name if self.design is not None else self.fabric_name
 
     @property
     def pe_hash(self) -> str:
-        return str(self.require("pe")["spec_hash"])
+        return self.require("pe").spec_hash
+
+    @property
+    def pe_latency(self) -> int | None:
+        """The PE core's latency (cycles) as pe.json states it, ``None`` when not stated."""
+        return self.pe_tile.latency_cycles if self.pe_tile is not None else None
+
+    @property
+    def mem_preset(self) -> str | None:
+        """The Lake preset of the MEM tiles, ``None`` without MEM tiles."""
+        return self.mem.preset if self.mem is not None else None
 
     @property
     def size(self) -> tuple[int, int]:
@@ -158,11 +180,8 @@ class Collateral:
     def data_width(self) -> int:
         """Bits of a data word: design.json's ``params.data_width`` (designs of before the
         parameter: 16), else (a fabric from graphs) the widest routing graph."""
-        params = self.design.get("params") or {}
-        if "data_width" in params:
-            return int(params["data_width"])
-        if self.root is not None:
-            return 16
+        if self.design is not None:
+            return self.design.data_width
         return max(self.graphs)
 
     @property
@@ -171,7 +190,9 @@ class Collateral:
         return next(iter(self.graphs.values())).tiles
 
     def regen_hint(self) -> str:
-        return gc.regen_hint(self.root or self.name, self.design)
+        if self.design is not None:
+            return self.design.hint
+        return gc.regen_hint(self.root or self.name)
 
     def require(self, what: str) -> Any:
         """``pe``, ``rules`` (or ``mem``): the part, or :class:`CollateralError` when this
@@ -194,6 +215,17 @@ def load_fabric(paths: Iterable[str | Path], timing: TimingModel | None = None,
     return Collateral.from_graphs([RoutingGraph.load(p) for p in paths], timing, name)
 
 
+def load_design_summary(path: str | Path) -> tuple[DesignInfo, MemInfo | None]:
+    """The light part of a design directory, for planning without the routing graphs:
+    design.json (:class:`~garnet.collateral.DesignInfo`) and Lake's part of mem.json
+    (``None`` without MEM tiles), both checked against the manifest. Raises
+    :class:`CollateralError`."""
+    design = gc.read_design_info(path)
+    design.verify_files(["mem.json"])
+    parts = gc.read_mem(Path(path) / "mem.json", design.hint)
+    return design, (parts[0] if parts is not None else None)
+
+
 def load_collateral(path: str | Path, check_spec: bool = True) -> Collateral:
     """Read and validate the design directory ``path`` once (module docstring).
 
@@ -203,26 +235,26 @@ def load_collateral(path: str | Path, check_spec: bool = True) -> Collateral:
     ``check_spec``)."""
 
     root = Path(path)
-    design = gc.read_design(root)
-    hint = gc.regen_hint(root, design)
-    gc.verify_files(root, design)
-    hashes = design.get("spec_hashes") or {}
+    design = gc.read_design_info(root)
+    hint = design.hint
+    design.verify_files()
 
-    pe = load_pe_json(str(root / "pe.json"))
-    if hashes.get("pe") != pe["spec_hash"]:
-        raise CollateralError(f"{root / 'pe.json'}: PE spec hash {pe['spec_hash'][:12]} "
-                              f"differs from design.json ({str(hashes.get('pe'))[:12]}): the "
+    pe, pe_tile = gc.read_pe(root / "pe.json", hint)
+    if design.pe_hash != pe.spec_hash:
+        raise CollateralError(f"{root / 'pe.json'}: PE spec hash {pe.spec_hash[:12]} "
+                              f"differs from design.json ({str(design.pe_hash)[:12]}): the "
                               f"files come from different runs; {hint}")
     if check_spec:
         from peak import spec_hash as current_hash  # deferred: the import would close an import circle or shadow a name
         now = current_hash(load_pe_model(pe))
-        if now != pe["spec_hash"]:
-            raise CollateralError(f"{root / 'pe.json'} is stale: PE {pe['spec']} was edited "
+        if now != pe.spec_hash:
+            raise CollateralError(f"{root / 'pe.json'} is stale: PE {pe.spec} was edited "
                                   f"after the design was generated (spec hash now {now[:12]}, "
-                                  f"recorded {pe['spec_hash'][:12]}); {hint}")
+                                  f"recorded {pe.spec_hash[:12]}); {hint}")
 
-    mem = gc.read_mem(root / "mem.json", hint)
-    if mem is not None and mem.get("spec_hash") != hashes.get("mem"):
+    mem_parts = gc.read_mem(root / "mem.json", hint)
+    mem, mem_tile = mem_parts if mem_parts is not None else (None, None)
+    if mem is not None and mem.spec_hash != design.mem_hash:
         raise CollateralError(f"{root / 'mem.json'}: MEM spec hash differs from design.json: "
                               f"the files come from different runs; {hint}")
 
@@ -231,19 +263,18 @@ def load_collateral(path: str | Path, check_spec: bool = True) -> Collateral:
         raise CollateralError(f"{rules_dir} is missing (the design was generated with "
                               f"--no-rules?); {hint}")
     stamp = gc.read_stamp(rules_dir, hint)
-    if stamp.get("spec_hash") != pe["spec_hash"]:
+    if stamp.get("spec_hash") != pe.spec_hash:
         raise CollateralError(f"{rules_dir / gc.STAMP}: rules are stale (PE spec hash "
                               f"{str(stamp.get('spec_hash'))[:12]}, the design's PE has "
-                              f"{pe['spec_hash'][:12]}); {hint}")
-    rules = load_rule_table(rules_dir / str((stamp.get("files") or [""])[0]), pe["spec_hash"])
+                              f"{pe.spec_hash[:12]}); {hint}")
+    rules = load_rule_table(rules_dir / str((stamp.get("files") or [""])[0]), pe.spec_hash)
 
-    widths = (design.get("params") or {}).get("widths") or []
-    if not widths:
+    if not design.widths:
         raise CollateralError(f"{root / 'design.json'}: no interconnect widths in 'params'; "
                               f"{hint}")
-    graphs = as_graphs(RoutingGraph.load(root / "routing" / f"graph_{int(w)}.json")
-                       for w in widths)
+    graphs = as_graphs(RoutingGraph.load(root / "routing" / f"graph_{w}.json")
+                       for w in design.widths)
     config_map = gc.read_config_map(root / "config_map.json", hint)
     timing = TimingModel.read(root / "timing.json")
     return Collateral(root, design, pe, mem, rules, graphs, config_map, timing,
-                      gc.design_id(root))
+                      gc.design_id(root), pe_tile, mem_tile)

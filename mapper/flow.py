@@ -31,14 +31,14 @@ from mapper.backend.bitstream import Bitstream, generate
 from mapper.closure import Once, attempts, sweep
 from mapper.backend.pack import PackParams, pack
 from mapper.backend.pipeline import PipelineParams, PipelineResult, pipeline
-from mapper.backend.place import PlaceParams, Placement, check_capacity, place
+from mapper.backend.place import PlaceParams, Placement, check_capacity, place, site_capacity
 from mapper.backend.route import RouterParams, RoutingResult, route_design
 from mapper.collateral import Collateral, load_collateral, load_pe_model
 from mapper.backend.absorb import absorb_chains, check_absorb
 from mapper.backend.checks import check_placed, check_routed
 from mapper.dnn.array import is_layer, map_layer, run_layer_sim
 from mapper.mapping.compute import (ComputeMapping, MappedKernel, check_equivalence, check_luts,
-                                    cover_kernel, kernel_netlist, map_compute)
+                                    cover_kernel, kernel_netlist, map_compute, min_pe_count)
 from mapper.mapping.memory import MemoryMapping, map_memory
 from mapper.netlist import Netlist
 from mapper.params import AppParams, FlowParams, RunParams, SimOptions, Step, default_run_dir
@@ -75,6 +75,24 @@ def is_coreir(app: str) -> bool:
     return app.endswith(".json") or Path(app).is_file()
 
 
+def check_pe_bound(pipeline_ir: ir.Pipeline, rules: Any, coll: Collateral) -> None:
+    """Refuse, before memory and compute mapping, a pipeline whose unrolled kernels need
+    more PEs than the design has even by :func:`~mapper.mapping.compute.min_pe_count`'s
+    lower bound (an unroll far beyond the array would otherwise spend minutes mapping).
+    Raises :class:`MappingError` naming both counts and the fix."""
+    have = sum(site_capacity(coll).get(("p",), {}).values())
+    need = 0
+    for s in pipeline_ir.stages:
+        k = s.kernel if pipeline_ir.unroll == 1 else ir.unroll_stage(s, pipeline_ir.unroll).kernel
+        need += min_pe_count(k, rules)
+        if need > have:
+            raise MappingError(f"{pipeline_ir.name} at unroll {pipeline_ir.unroll} needs at "
+                               f"least {need} PE tiles (its kernels' ops over the largest "
+                               f"rule) but design {coll.name} ({coll.size[0]}x{coll.size[1]}) "
+                               f"has {have}; use a smaller unroll or a larger design (e.g. "
+                               f"configs/default.toml)")
+
+
 def map_app(p: AppParams, coll: Collateral) -> AppMapping:
     """Front end, memory mapping (DSL apps, with ``mem.json``) and compute mapping (the rule
     table) of ``p.app`` onto ``coll``; a CoreIR file maps each kernel stand-alone with IO
@@ -82,8 +100,9 @@ def map_app(p: AppParams, coll: Collateral) -> AppMapping:
     vectors. Raises :class:`~cgra.errors.CollateralError` for a collateral without rules or
     MEM, :class:`MappingError` for an unknown app, an op without a rule, a failed
     equivalence check, or a netlist that needs more tiles of a kind than the design has."""
+    p.validate()
     times: dict[str, float] = {}
-    rules, pe_doc = coll.require("rules"), coll.require("pe")
+    rules, pe = coll.require("rules"), coll.require("pe")
     memory = compute = None
     if is_layer(p.app):
         compute, _ln = map_layer(p, coll, times)
@@ -102,9 +121,9 @@ def map_app(p: AppParams, coll: Collateral) -> AppMapping:
         nl = Netlist(name)
         kernels: dict[str, MappedKernel] = {}
         for kname, k in kernels_ir.items():
-            kernels[kname] = cover_kernel(k, rules, pe_doc)
+            kernels[kname] = cover_kernel(k, rules, pe)
             check_luts(kernels[kname], coll.mem)
-            kernel_netlist(kernels[kname], pe_doc, nl, coll.mem.get("preset") if coll.mem else None)
+            kernel_netlist(kernels[kname], pe, nl, coll.mem_preset, coll.pe_latency)
         times["compute mapping"] = time.perf_counter() - t
     else:
         from mapper.apps import lower_app  # deferred: loads  only when called
@@ -112,20 +131,21 @@ def map_app(p: AppParams, coll: Collateral) -> AppMapping:
         t = time.perf_counter()
         pipeline_ir: ir.Pipeline = lower_app(p.app, p.width, p.height, p.unroll)
         times["front end"] = time.perf_counter() - t
+        check_pe_bound(pipeline_ir, rules, coll)
         t = time.perf_counter()
         memory = map_memory(pipeline_ir, coll.require("mem"), p.threshold)
         times["memory mapping"] = time.perf_counter() - t
         t = time.perf_counter()
-        compute = map_compute(memory.netlist, rules, pe_doc, mem=coll.mem)
+        compute = map_compute(memory.netlist, rules, pe, mem=coll.mem, latency=coll.pe_latency)
         nl, kernels = compute.netlist, compute.kernels
         times["compute mapping"] = time.perf_counter() - t
+    check_capacity(nl, coll)        # before the equivalence check: a refusal costs no vectors
     if p.vectors > 0:
         t = time.perf_counter()
-        spec = load_pe_model(pe_doc)
+        spec = load_pe_model(pe)
         for m in kernels.values():
-            check_equivalence(m, pe_doc, spec, p.vectors, p.seed)
+            check_equivalence(m, pe, spec, p.vectors, p.seed)
         times["equivalence check"] = time.perf_counter() - t
-    check_capacity(nl, coll)
     return AppMapping(name, nl, kernels, memory, compute, times, p.vectors)
 
 
@@ -133,6 +153,7 @@ def run_map(run_dir: str | Path, coll: Collateral, p: AppParams) -> AppMapping:
     """:func:`map_app`, writing ``netlist.json``, ``<name>.packed`` and ``app.json``."""
     run_dir = Path(run_dir)
     res = map_app(p, coll)              # nothing is written unless mapping succeeds
+    st.clear_run_dir(run_dir)           # no file of an earlier run (another app) stays
     run_dir.mkdir(parents=True, exist_ok=True)
     net_path = st.stage_file(run_dir, "map")
     res.netlist.save(net_path)
@@ -255,6 +276,27 @@ def run_sim(run_dir: str | Path, coll: Collateral, opts: SimOptions | None = Non
 
 
 # ---------------------------------------------------------------------------- chain
+#: the AppParams fields that decide what ``cgra map`` produced (``vectors`` and ``seed`` only
+#: check it)
+MAPPING_FIELDS = ("app", "width", "height", "unroll", "threshold", "channels", "block",
+                  "loop_cycles", "double_buffer", "flatten")
+
+
+def check_resume(run_dir: Path, app: AppParams, resume_from: str) -> None:
+    """``--from <stage>`` reuses the earlier stages' files of ``run_dir``: they must have been
+    made for this app and these mapping options (``app.json`` records them), else
+    :class:`MappingError` naming the run directory, what differs and the fix (today's
+    run would otherwise silently finish the old app)."""
+    doc = st.read_app(run_dir)
+    was = doc.get("params") or {}
+    now = asdict(app)
+    diff = [f for f in MAPPING_FIELDS if f in was and was[f] != now.get(f)]
+    if diff:
+        what = ", ".join(f"{f} {was[f]!r} (now {now.get(f)!r})" for f in diff)
+        raise MappingError(f"--from {resume_from}: run directory {run_dir} was mapped with "
+                           f"{what}; rerun from map (drop --from) or use another --out")
+
+
 def run_stages(p: RunParams, until: str = "sim", step: Step | None = None) -> Any:
     """Run the stages from ``p.resume_from`` through ``until`` (module docstring), each
     reading the previous stage's file; returns the last stage's result (an :class:`AppRun`
@@ -262,6 +304,7 @@ def run_stages(p: RunParams, until: str = "sim", step: Step | None = None) -> An
     ``PlacementError``, ``RoutingError``, ``CollateralError``, ``ConfigError``,
     ``SimulationError``)."""
     say = step or (lambda _m: None)
+    p.validate()
     for name, what in (("--from", p.resume_from), ("until", until)):
         if what not in st.ORDER:
             raise MappingError(f"{name} {what!r}: not a stage; stages: {st.ORDER}")
@@ -272,6 +315,7 @@ def run_stages(p: RunParams, until: str = "sim", step: Step | None = None) -> An
         say("collateral")
         coll = load_collateral(p.design)
     else:
+        check_resume(run_dir, p.app, p.resume_from)
         coll = open_design(run_dir, p.design)
     secs: dict[str, float] = {"load_collateral": time.perf_counter() - t0}
     if p.flow.absorb_chains:

@@ -1,12 +1,21 @@
 """Parameters of the compiler flow, in one module: what to compile (:class:`AppParams`), the
 back end (:class:`FlowParams`, grouping each stage's own parameters), the simulation
 (:class:`SimOptions`) and one end-to-end run (:class:`RunParams`); and the run directory default.
+
+**Validated in one place.** Each class's ``validate()`` checks every numeric field before
+any work (:func:`mapper.flow.map_app` and :func:`mapper.flow.run_stages` call it first):
+finite and inside the range in :data:`RANGES`, else a :class:`~cgra.errors.ConfigError`
+naming the command-line option, the value and the range. The simulated-cycle budget
+(:data:`DEFAULT_MAX_SIM_CYCLES`) is checked against the image before anything runs.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable
+
+from cgra.errors import ConfigError
 
 from mapper.mapping.memory import DEFAULT_SR_THRESHOLD
 from mapper.backend.pack import PackParams
@@ -15,6 +24,87 @@ from mapper.backend.place import PlaceParams
 from mapper.backend.route import RouterParams
 
 Step = Callable[[str], None]
+
+#: the simulated-cycle budget of one run (cycles): a 2048 x 2048 image at one pixel per
+#: cycle. The stream harness runs the 8 x 8 array at roughly 10^5 cycles/s, the 32 x 16 one
+#: at a few 10^4 (bench/results/e2e.csv), so the budget is minutes of Verilator; a larger
+#: image or layer is refused before anything runs unless ``SimOptions.max_cycles`` (``cgra
+#: run --max-cycles``) raises it
+DEFAULT_MAX_SIM_CYCLES = 2048 * 2048
+
+#: (class, field) -> (command-line option, lowest, highest, integer?) of every numeric
+#: parameter (``None``: unbounded on that side)
+RANGES: dict[tuple[str, str], tuple[str, float | None, float | None, bool]] = {
+    ("AppParams", "width"): ("--width", 1, 4096, True),
+    ("AppParams", "height"): ("--height", 1, 4096, True),
+    ("AppParams", "unroll"): ("--unroll", 1, 4096, True),
+    ("AppParams", "threshold"): ("--threshold", 0, 1 << 20, True),
+    ("AppParams", "vectors"): ("--vectors", 0, 10 ** 7, True),
+    ("AppParams", "seed"): ("--seed", 0, None, True),
+    ("AppParams", "channels"): ("--channels", 1, 4096, True),
+    ("AppParams", "block"): ("--block", 1, 64, True),
+    ("AppParams", "loop_cycles"): ("--loop-cycles", 1, 4096, True),
+    ("PlaceParams", "seed"): ("--seed", 0, None, True),
+    ("PlaceParams", "alpha"): ("--alpha", 0.0, 16.0, False),
+    ("PlaceParams", "inner"): ("PlaceParams.inner", 1e-6, None, False),
+    ("PlaceParams", "max_temperatures"): ("PlaceParams.max_temperatures", 1, None, True),
+    ("PlaceParams", "anchor"): ("PlaceParams.anchor", 0.0, None, False),
+    ("RouterParams", "max_iterations"): ("--max-iterations", 1, 100_000, True),
+    ("RouterParams", "max_exact_states"): ("RouterParams.max_exact_states", 1, None, True),
+    ("RouterParams", "pres_fac"): ("RouterParams.pres_fac", 0.0, None, False),
+    ("RouterParams", "pres_mult"): ("RouterParams.pres_mult", 1.0, None, False),
+    ("RouterParams", "hist_fac"): ("RouterParams.hist_fac", 0.0, None, False),
+    ("RouterParams", "base_cost"): ("RouterParams.base_cost", 1e-9, None, False),
+    ("PipelineParams", "target_period_ps"): ("--fmax (as a period in ps)", 1.0, None, False),
+    ("PipelineParams", "max_pipeline_steps"): ("PipelineParams.max_pipeline_steps", 0, None,
+                                               True),
+    ("PipelineParams", "max_reroutes"): ("PipelineParams.max_reroutes", 0, None, True),
+    ("PipelineParams", "broadcast_fanout"): ("PipelineParams.broadcast_fanout", 0, None, True),
+    ("PipelineParams", "broadcast_leaves"): ("PipelineParams.broadcast_leaves", 2, None, True),
+    ("PipelineParams", "max_rejected"): ("PipelineParams.max_rejected", 0, None, True),
+    ("FlowParams", "place_attempts"): ("FlowParams.place_attempts", 1, 1000, True),
+    ("FlowParams", "timing_attempts"): ("FlowParams.timing_attempts", 0, 1000, True),
+    ("FlowParams", "absorb_chains"): ("--absorb", 0, None, True),
+    ("SimOptions", "tensor_seed"): ("--tensor-seed", 0, None, True),
+    ("SimOptions", "max_cycles"): ("--max-cycles", 1, None, True),
+    ("SimParams", "jobs"): ("SimParams.jobs", 1, 1024, True),
+    ("SimParams", "build_timeout_s"): ("SimParams.build_timeout_s", 1e-3, None, False),
+    ("SimParams", "run_timeout_s"): ("SimParams.run_timeout_s", 1e-3, None, False),
+    ("SimParams", "flush_wait"): ("SimParams.flush_wait", 0, None, True),
+}
+
+
+def _range_text(lo: float | None, hi: float | None, integer: bool) -> str:
+    kind = "an integer" if integer else "a number"
+    if lo is not None and hi is not None:
+        return f"{kind} in [{lo:g}, {hi:g}]"
+    if lo is not None:
+        return f"{kind} >= {lo:g}"
+    return f"{kind} <= {hi:g}" if hi is not None else f"{kind}"
+
+
+def check_fields(obj: Any) -> None:
+    """Check every field of dataclass ``obj`` that :data:`RANGES` lists (``None`` values
+    are skipped: "not given"). Raises :class:`ConfigError` naming the option, the value and
+    the range."""
+    cls = type(obj).__name__
+    for f in fields(obj):
+        spec = RANGES.get((cls, f.name))
+        if spec is None:
+            continue
+        value = getattr(obj, f.name)
+        if value is None:
+            continue
+        flag, lo, hi, integer = spec
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if ok and integer:
+            ok = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        if ok:
+            ok = math.isfinite(value) and (lo is None or value >= lo) \
+                and (hi is None or value <= hi)
+        if not ok:
+            raise ConfigError(f"{flag} = {value!r} is out of range: give "
+                              f"{_range_text(lo, hi, integer)} ({cls}.{f.name})")
 
 
 def default_run_dir(app: str) -> Path:
@@ -49,6 +139,20 @@ class AppParams:
     double_buffer: bool = True
     flatten: bool = True
 
+    def validate(self) -> None:
+        """Every numeric field in range (:data:`RANGES`); an app name is given. Raises
+        :class:`ConfigError`."""
+        if not isinstance(self.app, str) or not self.app.strip():
+            raise ConfigError("APP is empty: give a shipped app (cgra run --help), a DNN "
+                              "layer or a CoreIR JSON path")
+        check_fields(self)
+
+    def min_cycles(self) -> int:
+        """A lower bound of the cycles one run streams: one output pixel per lane per cycle
+        over the ``width`` x ``height`` image (DSL apps and CoreIR kernels; DNN layers
+        stream fewer words than pixels per channel and have their own estimate)."""
+        return math.ceil(self.width * self.height / max(1, self.unroll))
+
 
 @dataclass
 class FlowParams:
@@ -74,6 +178,18 @@ class FlowParams:
     #: stages (not on a resume from a later stage)
     absorb_chains: int = 0
 
+    def validate(self) -> None:
+        """Every numeric field of the flow and of each stage's parameters in range
+        (:data:`RANGES`); the exponents of the sweep finite and positive. Raises
+        :class:`ConfigError`."""
+        check_fields(self)
+        for part in (self.place, self.route, self.pipeline):
+            check_fields(part)
+        for a in self.alphas:
+            if not isinstance(a, (int, float)) or not math.isfinite(a) or not 0 < a <= 16:
+                raise ConfigError(f"--alpha-sweep value {a!r} is out of range: give numbers "
+                                  f"in (0, 16], e.g. 1,1.5,2")
+
 
 def attempt_seeds(p: FlowParams) -> list[int]:
     """Placement seeds of the attempts (:attr:`FlowParams.place_attempts`)."""
@@ -92,6 +208,15 @@ class SimOptions:
     image: str = "camera"
     sim: Any = None
     tensor_seed: int = 0
+    #: the simulated-cycle budget (:data:`DEFAULT_MAX_SIM_CYCLES`)
+    max_cycles: int = DEFAULT_MAX_SIM_CYCLES
+
+    def validate(self) -> None:
+        """Every numeric field (and the Verilator options') in range. Raises
+        :class:`ConfigError`."""
+        check_fields(self)
+        if self.sim is not None:
+            check_fields(self.sim)
 
 
 @dataclass
@@ -108,6 +233,21 @@ class RunParams:
     sim: SimOptions = field(default_factory=SimOptions)
     resume_from: str = "map"
 
+    def validate(self) -> None:
+        """All parameters in range (:meth:`AppParams.validate`, :meth:`FlowParams.validate`,
+        :meth:`SimOptions.validate`) and the run within the simulated-cycle budget: raises
+        :class:`ConfigError` before any work."""
+        self.app.validate()
+        self.flow.validate()
+        self.sim.validate()
+        need = self.app.min_cycles()
+        if need > self.sim.max_cycles:
+            raise ConfigError(f"{self.app.app} on a {self.app.width}x{self.app.height} image "
+                              f"at unroll {self.app.unroll} streams at least {need} cycles, "
+                              f"over the simulation budget of {self.sim.max_cycles} "
+                              f"(SimOptions.max_cycles); use a smaller image (--size), a "
+                              f"larger unroll, or raise the budget with --max-cycles")
 
-__all__ = ["AppParams", "FlowParams", "RunParams", "SimOptions", "Step",
-           "attempt_seeds", "default_run_dir"]
+
+__all__ = ["AppParams", "DEFAULT_MAX_SIM_CYCLES", "FlowParams", "RANGES", "RunParams",
+           "SimOptions", "Step", "attempt_seeds", "check_fields", "default_run_dir"]

@@ -20,6 +20,15 @@ design's design.json>, "input": {"file": <previous stage file>, "sha256": <its b
 generation of the design, or whose input file has changed since: a stale result is never
 silently reused. Every document is plain JSON (terminals are ``[instance, port]`` pairs).
 
+Each reader also checks what it reads against the design and the files it was made from, so
+every command reading a stage file gets the same checks, linear in the file:
+:func:`load_placement` (every instance of packed.json placed once, on the array, on a tile
+whose tag takes it: :func:`~mapper.backend.place.check_placement`), :func:`load_routing`
+(every net of packed.json routed, every node in the routing graph of its width, every path
+connected from its net's source to its sink: :func:`~mapper.backend.route.check_routes`) and
+:func:`load_bitstream` (``<app>.bs`` holds exactly bitstream.json's words). A violation is a
+:class:`~cgra.errors.CgraError` naming the file, the item and the command that remakes it.
+
 Text forms for interop with the cgra_pnr / cyclone tools: ``.place`` (two header lines, then
 ``<name>\\t<x>\\t<y>\\t\\t#<block id>`` per instance, block ids as in ``.packed``) and ``.route``
 (``Net ID: <net> Segment Size: <n>``, then per sink ``Segment: <k> Size: <m>`` and one node per
@@ -29,6 +38,7 @@ from __future__ import annotations
 
 import json
 import os
+from itertools import zip_longest
 from pathlib import Path
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -36,14 +46,14 @@ from typing import TYPE_CHECKING, Any
 from canal.collateral import node_line
 from cgra.errors import CollateralError
 from garnet.collateral import file_sha256
-from mapper.backend.bitstream import Bitstream
+from mapper.backend.bitstream import Bitstream, read_text_file
 from mapper.collateral import load_collateral
 from mapper.netlist import Netlist
 from mapper.backend.pack import PackedDesign, PackedInstance, PackedNet
 from mapper.backend.pipeline import PassReport, PipelineResult, TimingReport
-from mapper.backend.place import Placement
+from mapper.backend.place import Placement, check_placement
 from mapper.backend.report import draw, save_report
-from mapper.backend.route import NetRoute, RoutingResult
+from mapper.backend.route import NetRoute, RoutingResult, check_routes
 
 if TYPE_CHECKING:
     from mapper.collateral import Collateral
@@ -72,6 +82,37 @@ ORDER = list(STAGES)
 
 def stage_file(run_dir: str | Path, stage: str) -> Path:
     return Path(run_dir) / STAGES[stage][0]
+
+
+#: files every run writes besides the stage files and ``<app>.*`` / ``<app>_*``
+RUN_FILES = ("app.json", "pnr_report.json", "pnr.png", "timing.png", "sim.bs", "sim.stim",
+             "sim.out", "input.png", "input.npy", "compare.png")
+
+
+def clear_run_dir(run_dir: str | Path) -> list[Path]:
+    """Remove what an earlier run left in ``run_dir`` before a new mapping is written there:
+    the stage files, :data:`RUN_FILES`, and the files named after the app its ``app.json``
+    records (``<app>.*``, ``<app>_*``), so a run of another app into the same directory never
+    leaves the old app's bitstream or images beside the new ones. Other files are kept.
+    Returns the files removed."""
+    d = Path(run_dir)
+    if not d.is_dir():
+        return []
+    names = {f for f, _ in STAGES.values()} | set(RUN_FILES)
+    old = None
+    try:
+        doc = json.loads((d / "app.json").read_text())
+        old = str(doc.get("name")) if isinstance(doc, dict) and doc.get("name") else None
+    except (OSError, json.JSONDecodeError):
+        pass
+    gone = []
+    for f in sorted(d.iterdir()):
+        stale = f.name in names or (old is not None and (
+            f.name.startswith(f"{old}.") or f.name.startswith(f"{old}_")))
+        if stale and f.is_file():
+            f.unlink()
+            gone.append(f)
+    return gone
 
 
 def header(schema: str, coll: Collateral, run_dir: str | Path, stage: str) -> dict[str, Any]:
@@ -384,10 +425,20 @@ def save_placement(run_dir: Path, coll: Collateral, pl: Placement) -> None:
     (run_dir / f"{app_name(run_dir)}.place").write_text(place_text(pl, ids))
 
 
-def load_placement(run_dir: str | Path, coll: Collateral) -> Placement:
-    """placement.json of a run directory (checked, :func:`read_stage`)."""
+def load_placement(run_dir: str | Path, coll: Collateral,
+                   packed: PackedDesign | None = None) -> Placement:
+    """placement.json of a run directory (checked, :func:`read_stage`), checked against the
+    packed design (``packed``, else the run's packed.json) and the array of ``coll``
+    (:func:`~mapper.backend.place.check_placement`: every instance placed once, on the
+    array, on a tile whose tag takes it, no site over capacity). Raises
+    :class:`~cgra.errors.PlacementError` naming the file, the instance, the site and the
+    tile's tag."""
     d = read_stage(run_dir, "place", PLACEMENT_SCHEMA, coll)
-    return placement_from_json(d, str(stage_file(run_dir, "place")))
+    where = str(stage_file(run_dir, "place"))
+    pl = placement_from_json(d, where)
+    check_placement(packed if packed is not None else load_packed(run_dir, coll), pl, coll,
+                    where, f"run `cgra place {run_dir}` again")
+    return pl
 
 
 def save_routing(run_dir: Path, coll: Collateral, rr: RoutingResult) -> None:
@@ -397,10 +448,21 @@ def save_routing(run_dir: Path, coll: Collateral, rr: RoutingResult) -> None:
     (run_dir / f"{app_name(run_dir)}.route").write_text(route_text(rr, coll))
 
 
-def load_routing(run_dir: str | Path, coll: Collateral) -> RoutingResult:
-    """routing.json of a run directory (checked, :func:`read_stage`)."""
+def load_routing(run_dir: str | Path, coll: Collateral, packed: PackedDesign | None = None,
+                 placement: Placement | None = None) -> RoutingResult:
+    """routing.json of a run directory (checked, :func:`read_stage`), checked against the
+    packed design and placement it routes (``packed`` / ``placement``, else the run's files,
+    :func:`load_packed`, :func:`load_placement`) and the routing graphs of ``coll``
+    (:func:`~mapper.backend.route.check_routes`: every net present, every node in the graph
+    of its width, every path connected from its net's source to its sink). Raises
+    :class:`~cgra.errors.RoutingError` naming the file, the net, the sink and the node."""
     d = read_stage(run_dir, "route", ROUTING_SCHEMA, coll)
-    return routing_from_json(d, str(stage_file(run_dir, "route")))
+    where = str(stage_file(run_dir, "route"))
+    rr = routing_from_json(d, where)
+    packed = packed if packed is not None else load_packed(run_dir, coll)
+    placement = placement if placement is not None else load_placement(run_dir, coll, packed)
+    check_routes(packed, placement, rr, coll, where, f"run `cgra route {run_dir}` again")
+    return rr
 
 
 def save_pipelined(run_dir: str | Path, coll: Collateral, flow: FlowResult) -> None:
@@ -420,8 +482,9 @@ def load_flow(run_dir: str | Path, coll: Collateral) -> FlowResult:
     """The saved back-end results of a run directory (through the pipelining stage)."""
     d = read_stage(run_dir, "pipeline", PIPELINED_SCHEMA, coll)
     pr = pipelined_from_json(d, str(stage_file(run_dir, "pipeline")))
-    return FlowResult(load_packed(run_dir, coll), load_placement(run_dir, coll),
-                      load_routing(run_dir, coll), pr, None)
+    packed = load_packed(run_dir, coll)
+    pl = load_placement(run_dir, coll, packed)
+    return FlowResult(packed, pl, load_routing(run_dir, coll, packed, pl), pr, None)
 
 
 def save_bitstream(run_dir: str | Path, coll: Collateral, bs: Bitstream) -> None:
@@ -432,10 +495,39 @@ def save_bitstream(run_dir: str | Path, coll: Collateral, bs: Bitstream) -> None
               {**bs.to_json(), **header(BITSTREAM_SCHEMA, coll, run_dir, "bitstream")})
 
 
+def bitstream_file(run_dir: str | Path) -> Path:
+    """``<app>.bs`` of a run directory: the bitstream a user deploys, what `cgra sim` runs."""
+    return Path(run_dir) / f"{app_name(Path(run_dir))}.bs"
+
+
 def load_bitstream(run_dir: str | Path, coll: Collateral) -> Bitstream:
-    """bitstream.json of a run directory (checked, :func:`read_stage`)."""
+    """bitstream.json of a run directory (checked, :func:`read_stage`) and the ``<app>.bs``
+    beside it (:func:`bitstream_file`), which must hold exactly its words, line for line:
+    the returned bitstream's :meth:`~mapper.backend.bitstream.Bitstream.pairs` are the
+    ``.bs`` file's. Raises :class:`CollateralError` naming the ``.bs`` file and its first
+    line that is missing, extra or differs from bitstream.json (or when it cannot be read),
+    :class:`~cgra.errors.ConfigError` naming the line that is malformed. (Every address and
+    data word is checked against the config map where the words are proved,
+    :func:`mapper.backend.verify.verify`.)"""
     d = read_stage(run_dir, "bitstream", BITSTREAM_SCHEMA, coll)
-    return Bitstream.from_json(d, str(stage_file(run_dir, "bitstream")))
+    bs = Bitstream.from_json(d, str(stage_file(run_dir, "bitstream")))
+    path = bitstream_file(run_dir)
+    fix = f"run `cgra bitstream {run_dir}` again"
+    words = read_text_file(path, fix)
+    want = bs.pairs()
+    for k, (got, exp) in enumerate(zip_longest(words, want), 1):
+        if got == exp:
+            continue
+        if got is None:
+            what = f"is missing (the file ends after line {k - 1})"
+        else:
+            what = f"is '{got[0]:08X} {got[1]:08X}'"
+        need = f"no line {k} (it has {len(want)} words)" if exp is None \
+            else f"'{exp[0]:08X} {exp[1]:08X}'"
+        raise CollateralError(f"{path} line {k} {what}, but bitstream.json, written with it "
+                              f"by `cgra bitstream`, has {need}: the .bs file was changed "
+                              f"after it was written; {fix}")
+    return bs
 
 
 def save_run_report(run_dir: str | Path, coll: Collateral, report: dict[str, Any]) -> None:

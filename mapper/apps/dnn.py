@@ -39,7 +39,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from cgra.errors import MappingError
+from cgra.errors import ConfigError, MappingError
 from mapper.frontend.dsl import (Func, Input, Int16, Pipeline, RDom, UInt16, Var, cast,
                                  clamp)
 from mapper.images import load_rgb
@@ -182,12 +182,27 @@ def image_tensor(source: str, width: int, height: int, channels: int) -> np.ndar
     return np.stack([rgb[:, :, c % 3] for c in range(channels)]).astype(np.uint16)
 
 
-def layer_inputs(pipe: Pipeline, seed: int = 0, image: str | None = None
-                 ) -> dict[str, np.ndarray]:
+def takes_image(pipe: Pipeline) -> bool:
+    """True when the layer's first input is an unsigned (channels, height, width) activation
+    that :func:`layer_inputs` can fill with a real image (not gemm's 2-D operand)."""
+    first = pipe.inputs[0] if pipe.inputs else None
+    return first is not None and not first.type.signed and len(first.shape) == 3
+
+
+def layer_inputs(pipe: Pipeline, seed: int = 0, image: str | None = None,
+                 strict: bool = False) -> dict[str, np.ndarray]:
     """Inputs of a layer (arrays, coordinates reversed): from ``numpy.random.default_rng(seed)``
     activations ``0..255`` (``UInt16`` inputs) and weights ``-8..7`` (``Int16`` inputs), in the
     order of ``pipe.inputs``; with ``image``, the first input is that real image
-    (:func:`image_tensor`)."""
+    (:func:`image_tensor`). ``strict``: an ``image`` the layer cannot use (:func:`takes_image`
+    is false) raises :class:`~cgra.errors.ConfigError` instead of being ignored."""
+    if strict and image is not None and not takes_image(pipe):
+        first = pipe.inputs[0]
+        raise ConfigError(f"--image {image}: layer {pipe.name}'s first input {first.name} is "
+                          f"{'signed' if first.type.signed else 'unsigned'} "
+                          f"{'x'.join(map(str, reversed(first.shape)))}, not an unsigned "
+                          f"(channels, height, width) activation, so the image would be "
+                          f"ignored; drop --image (its tensors are random, --seed)")
     rng = np.random.default_rng(seed)
     out = {}
     for idx, i in enumerate(pipe.inputs):

@@ -224,8 +224,8 @@ def absorb_chains(packed, placement: Placement, routing: RoutingResult, pr: Pipe
     t0 = time.perf_counter()
     say = say or (lambda _m: None)
     check_absorb(p, coll)
-    spec = MemSpec.from_dict(coll.mem)
-    preset = str(coll.mem.get("preset", spec.name))
+    spec = MemSpec.from_info(coll.mem)
+    preset = spec.name
     target = p.pipeline.target_period_ps
     best = (packed, placement, routing, pr)
     rounds: list[dict[str, Any]] = []
@@ -296,7 +296,7 @@ def check_absorb(p: FlowParams, coll: Collateral) -> None:
     if coll.mem is None:
         raise MappingError(f"--absorb {p.absorb_chains}: the design has no MEM tiles to hold "
                            f"delay lines; drop --absorb")
-    check_min_chain(p.absorb_chains, MemSpec.from_dict(coll.mem))
+    check_min_chain(p.absorb_chains, MemSpec.from_info(coll.mem))
 
 
 __all__ = ["ABSORB_ROUNDS", "absorb_chains", "check_absorb", "MIN_CHAIN", "DelayLine", "balancing_chains", "check_min_chain", "plan_delay_lines", "last_cycle",

@@ -26,7 +26,9 @@ Unused tiles get no entry (they stay in their reset configuration).
 
 Files (:meth:`Bitstream.save`): ``<name>.bs`` with one ``AAAAAAAA DDDDDDDD`` line (hex) per
 entry, and ``<name>.bs.json`` (schema ``mapper.bitstream/1``) listing each entry with the tile,
-feature, register and the fields it sets and what they configure.
+feature, register and the fields it sets and what they configure. A ``.bs`` file is read by
+:func:`read_text_file` (a malformed line is refused naming the file and the line) and its
+words checked against the config map by :func:`check_words`.
 """
 from __future__ import annotations
 
@@ -153,15 +155,120 @@ class Bitstream:
         return txt, js
 
 
-def parse_text(text: str) -> list[tuple[int, int]]:
-    """Inverse of :meth:`Bitstream.to_text`; raises :class:`ConfigError` naming the line."""
+_LINE = re.compile(r"\s*([0-9A-Fa-f]{8})\s+([0-9A-Fa-f]{8})\s*")
+
+
+class BitstreamWords(list):
+    """``[(addr, data)]`` read from a ``.bs`` file (:func:`read_text_file`), word ``k - 1``
+    from line ``k``; ``source`` names the file in error messages (:func:`check_words`)."""
+
+    def __init__(self, pairs: list[tuple[int, int]], source: str):
+        super().__init__(pairs)
+        self.source = source
+
+
+#: what fixes a bad bitstream file
+REGENERATE = "regenerate the bitstream (`cgra bitstream`)"
+
+
+def parse_text(text: str, where: str = "bitstream",
+               fix: str = REGENERATE) -> list[tuple[int, int]]:
+    """Inverse of :meth:`Bitstream.to_text`: one ``AAAAAAAA DDDDDDDD`` line (8 hexadecimal
+    digits each) per word. Raises :class:`ConfigError` naming ``where`` and the line, ending
+    with ``fix``."""
     out = []
     for k, line in enumerate(text.splitlines(), 1):
-        parts = line.split()
-        if len(parts) != 2 or any(len(p) != 8 for p in parts):
-            raise ConfigError(f"bitstream line {k}: expected 'AAAAAAAA DDDDDDDD', got {line!r}")
-        out.append((int(parts[0], 16), int(parts[1], 16)))
+        m = _LINE.fullmatch(line)
+        if m is None:
+            raise ConfigError(f"{where} line {k}: expected 'AAAAAAAA DDDDDDDD' (address and "
+                              f"data, 8 hexadecimal digits each), got {line!r}; {fix}")
+        out.append((int(m.group(1), 16), int(m.group(2), 16)))
     return out
+
+
+def read_text_file(path: str | Path, fix: str = REGENERATE) -> BitstreamWords:
+    """The words of a ``.bs`` file (:func:`parse_text`). Raises :class:`CollateralError`
+    when it cannot be read, :class:`ConfigError` naming the file and the line when a line is
+    malformed; both end with ``fix``."""
+    try:
+        text = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "not text"
+        raise CollateralError(f"{path}: cannot read bitstream ({why}); {fix}") from None
+    return BitstreamWords(parse_text(text, str(path), fix), str(path))
+
+
+def register_masks(coll: Collateral, addrs: set[int]) -> dict[int, int]:
+    """Address -> the bits of its 32-bit data word that config fields occupy, for those of
+    ``addrs`` that are config registers of the design: feature 0 of a tile with core config
+    fields (:func:`cgra.config.pack_fields`), a mux select field of the config map
+    (:attr:`garnet.collateral.ConfigMap.nodes`) or a word of a tile's config memory
+    (:func:`canal.config.config_memory_writes`). One pass over the config map."""
+    tiles = coll.tiles
+    wanted = {(a >> 8 & 0xFF, a & 0xFF) for a in addrs}
+    masks: dict[int, int] = {}
+    for xy in wanted:
+        t = tiles.get(xy)
+        if t is None:
+            continue
+        for sl in pack_fields(t.config_fields) if t.config_fields else ():
+            a = sl.reg << 24 | xy[0] << 8 | xy[1]
+            masks[a] = masks.get(a, 0) | ((1 << sl.width) - 1) << sl.lo
+    for a in addrs:
+        reg, feat, x, y = split_address(a)
+        t = tiles.get((x, y))
+        cm = t.config_memory if t is not None else None
+        if cm is not None and cm.feature is not None and 0 <= feat - cm.feature < cm.features \
+                and (feat - cm.feature) * 256 + reg < cm.words:
+            masks[a] = masks.get(a, 0) | ((1 << cm.width) - 1)
+    for x, y, locs in coll.config_map.nodes.values():
+        if (x, y) not in wanted:
+            continue
+        for loc in locs:
+            a = loc.reg << 24 | loc.feature << 16 | x << 8 | y
+            if a in addrs:
+                masks[a] = masks.get(a, 0) | ((1 << loc.width) - 1) << loc.lo
+    return masks
+
+
+def check_words(words: list[tuple[int, int]], coll: Collateral,
+                where: str | None = None) -> None:
+    """Every ``(addr, data)`` of ``words`` writes a config register of the design of
+    ``coll`` (:func:`register_masks`: a tile of the array, and a core field, mux select
+    field or config-memory word of that tile), each address once, and sets no data bit
+    outside that register's fields. ``where`` (default: the ``source`` of
+    :class:`BitstreamWords`, else ``bitstream``) and the line (word ``k - 1`` is line ``k``)
+    are named. Raises :class:`ConfigError`. Linear in the words and the config map."""
+    where = where or getattr(words, "source", "bitstream")
+    fix = (f"the bitstream was not made for design {coll.name} or was changed; regenerate it "
+           f"(`cgra bitstream`)")
+    first: dict[int, int] = {}
+    for k, (a, _d) in enumerate(words, 1):
+        if a in first:
+            raise ConfigError(f"{where} line {k}: address {a:08X} is written a second time "
+                              f"(first on line {first[a]}); {fix}")
+        first[a] = k
+    masks = register_masks(coll, set(first))
+    cols, rows = coll.size
+    for k, (a, d) in enumerate(words, 1):
+        reg, feat, x, y = split_address(a)
+        at = f"address {a:08X} (tile ({x}, {y}), feature {feat}, register {reg})"
+        m = masks.get(a)
+        if m is None:
+            t = coll.tiles.get((x, y))
+            if not (x < cols and y < rows):
+                why = f"tile ({x}, {y}) is off the {cols}x{rows} array"
+            elif t is None or not t.tag:
+                why = f"tile ({x}, {y}) has no core and no such register"
+            else:
+                why = (f"tile ({x}, {y}) (tag '{t.tag}', core {t.core}) has no config "
+                       f"register {reg} in feature {feat}")
+            raise ConfigError(f"{where} line {k}: {at} belongs to no config field of the "
+                              f"config map: {why}; {fix}")
+        if d & ~m:
+            raise ConfigError(f"{where} line {k}: data {d:08X} at {at} sets bits "
+                              f"{d & ~m:08X} that no config field of the register holds "
+                              f"(its fields: {m:08X}); {fix}")
 
 
 def core_values(packed: PackedDesign, inst: str, field_names: set[str],

@@ -92,6 +92,7 @@ assignment) is reported as the minimal conflicting net set without a cut.
 """
 from __future__ import annotations
 
+import os
 import random
 import time
 from collections import deque
@@ -103,6 +104,7 @@ import numpy as np
 
 from canal.routing import RoutingGraph
 from cgra.errors import InternalError, RoutingError
+from cgra.procs import die_with_parent
 from mapper.backend.nets import RouteNet, Terminal
 import multiprocessing
 
@@ -451,7 +453,8 @@ def _solve_highs(prog: Program, time_limit: float, feasibility: bool = False) ->
                integrality, limit)
     ctx = _worker_context()
     recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_highs_worker, args=(send, payload), daemon=True)
+    proc = ctx.Process(target=_highs_worker, args=(send, recv, os.getpid(), payload),
+                       daemon=True)
     proc.start()
     send.close()
     try:
@@ -496,9 +499,13 @@ def _worker_context():
     return multiprocessing.get_context("fork")
 
 
-def _highs_worker(conn, payload) -> None:
+def _highs_worker(conn, parent_end, parent_pid: int, payload) -> None:
     """Worker process body: solve the program with :func:`scipy.optimize.milp` and send
-    ``(status, message, x, mip_dual_bound)``."""
+    ``(status, message, x, mip_dual_bound)``. It dies with its parent (:mod:`cgra.procs`)
+    and closes its inherited copy of the parent's end of the pipe, ``parent_end``, so a
+    send to a dead parent fails instead of blocking."""
+    die_with_parent(parent_pid)
+    parent_end.close()
     from scipy.optimize import Bounds, LinearConstraint, milp  # deferred: loads scipy, numpy, cython_runtime only when called
     from scipy.sparse import csr_array  # deferred: loads scipy, numpy, cython_runtime only when called
 

@@ -39,6 +39,7 @@ from mapper.backend.nets import Terminal
 from mapper.backend.route import TileSite
 
 if TYPE_CHECKING:
+    from peak.collateral import PEInfo
     from mapper.collateral import Collateral
 
 PLACEABLE_TAGS = ("p", "m", "I", "i", "r")
@@ -62,16 +63,16 @@ _DELAY_TAG = re.compile(r"^DELAY(\d*)$")
 MODE_FIELD = "{port}_mode"
 
 
-def delay_codes(pe_doc: dict[str, Any] | None, field_name: str) -> dict[int, int]:
+def delay_codes(pe: PEInfo | None, field_name: str) -> dict[int, int]:
     """Delay depth (cycles) -> code of the instruction field ``field_name`` of ``pe.json``
-    (``pe_doc``), from the field's tags: ``DELAY`` (or ``DELAY1``) = 1 cycle, ``DELAY<k>`` =
+    (``pe``), from the field's tags: ``DELAY`` (or ``DELAY1``) = 1 cycle, ``DELAY<k>`` =
     ``k`` cycles, and ``BYPASS`` = 0 cycles. Empty when the field is missing or lacks
     ``BYPASS`` or ``DELAY`` (the input cannot be registered through its mode). Raises
     :class:`MappingError` when two tags give the same depth."""
-    if not pe_doc:
+    if pe is None:
         return {}
-    f = next((f for f in pe_doc.get("fields", []) if f["name"] == field_name), None)
-    tags = (f or {}).get("tags") or {}
+    f = pe.field(field_name)
+    tags = (f.tags if f is not None else None) or {}
     if "DELAY" not in tags or "BYPASS" not in tags:
         return {}
     out = {0: int(tags["BYPASS"])}
@@ -87,30 +88,30 @@ def delay_codes(pe_doc: dict[str, Any] | None, field_name: str) -> dict[int, int
     return out
 
 
-def input_delay(pe_doc: dict[str, Any] | None, config: dict[str, Any], port: str,
+def input_delay(pe: PEInfo | None, config: dict[str, Any], port: str,
                 mode_field: str = MODE_FIELD) -> int | None:
     """Cycles by which PE core input ``port`` of an instance with ``config`` (its
     ``instruction`` field values) is delayed by its mode field (0 = ``BYPASS``), or ``None``
     when the input cannot be delayed through its mode (no such field or tags, no
     ``instruction``, or the input is a constant / another non-delay mode)."""
-    if not pe_doc or "instruction" not in config:
+    if pe is None or "instruction" not in config:
         return None
     name = mode_field.format(port=port)
-    codes = delay_codes(pe_doc, name)
+    codes = delay_codes(pe, name)
     if not codes:
         return None
     depth = {c: k for k, c in codes.items()}
     return depth.get(int(config["instruction"].get(name, codes[0])))
 
 
-def max_input_delay(pe_doc: dict[str, Any] | None, port: str,
+def max_input_delay(pe: PEInfo | None, port: str,
                     mode_field: str = MODE_FIELD) -> int:
     """The longest delay (cycles) the mode field of PE core input ``port`` offers (1 for the
     default PE, 4 for ``cgra_pe_d2``; 0 without a delay mode)."""
-    return max(delay_codes(pe_doc, mode_field.format(port=port)), default=0)
+    return max(delay_codes(pe, mode_field.format(port=port)), default=0)
 
 
-def input_register(pe_doc: dict[str, Any] | None, config: dict[str, Any], port: str,
+def input_register(pe: PEInfo | None, config: dict[str, Any], port: str,
                    mode_field: str = MODE_FIELD, cycles: int = 1) -> tuple[str, int] | None:
     """``(instruction field, code)`` that delays PE core input ``port`` of an instance with
     ``config`` (its ``instruction`` field values) by ``cycles`` more cycles than now: the
@@ -118,15 +119,15 @@ def input_register(pe_doc: dict[str, Any] | None, config: dict[str, Any], port: 
     ``j + cycles`` cycles (tags from ``pe.json``, :func:`delay_codes`), else ``None`` (no
     such field, the input is a constant, or the PE has no ``j + cycles``-cycle mode: the
     default PE goes from ``BYPASS`` to ``DELAY`` only)."""
-    now = input_delay(pe_doc, config, port, mode_field)
+    now = input_delay(pe, config, port, mode_field)
     if now is None or cycles < 1:
         return None
     name = mode_field.format(port=port)
-    code = delay_codes(pe_doc, name).get(now + cycles)
+    code = delay_codes(pe, name).get(now + cycles)
     return None if code is None else (name, code)
 
 
-def set_input_register(pe_doc: dict[str, Any], config: dict[str, Any], field_name: str,
+def set_input_register(pe: PEInfo, config: dict[str, Any], field_name: str,
                        code: int) -> None:
     """Switch instruction field ``field_name`` to ``code`` in ``config`` (its ``instruction``
     values and the flat ``inst``, re-assembled with the ``pe.json`` layout)."""
@@ -135,7 +136,7 @@ def set_input_register(pe_doc: dict[str, Any], config: dict[str, Any], field_nam
     instr = dict(config["instruction"])
     instr[field_name] = code
     config["instruction"] = instr
-    config["inst"] = assemble_fields(pe_doc, instr)
+    config["inst"] = assemble_fields(pe, instr)
 
 
 @dataclass

@@ -369,27 +369,61 @@ def place(packed: PackedDesign, coll: Collateral,
                      p.alpha)
 
 
-def check_placement(packed: PackedDesign, placement: Placement,
-                    coll: Collateral) -> None:
-    """Raise :class:`PlacementError` unless every instance sits on a site of its tag and no
-    site holds more instances than its capacity."""
+def check_placement(packed: PackedDesign, placement: Placement, coll: Collateral,
+                    where: str = "", fix: str = "") -> None:
+    """Raise :class:`PlacementError` unless ``placement`` places exactly the instances of
+    ``packed``, every site is on the array (``0 <= x < columns``, ``0 <= y < rows``) on a tile
+    whose tag takes the instance (module docstring: a PE on a ``p`` tile, a MEM on an ``m``
+    tile, an IO on an ``I`` / ``i`` tile, a register on a tile with pipeline-register nodes of
+    its width), and no site holds more instances of a class than its capacity
+    (:func:`site_capacity`). The message names the instance, the site and the tile's tag;
+    ``where`` (the file read, e.g. ``placement.json``) prefixes it and ``fix`` ends it.
+    Linear in the instances and tiles."""
+    pre = f"{where}: " if where else ""
+    tail = f"; {fix}" if fix else ""
     cls = _site_class(packed)
     caps = site_capacity(coll)
-    count: dict[tuple, int] = {}
+    cols, rows = coll.size
+    tiles = coll.tiles
+    for name in placement.sites:
+        if name not in packed.instances:
+            raise PlacementError(f"{pre}instance {name} has a site but is not an instance of "
+                                 f"the packed design {packed.name}{tail}")
+    occupants: dict[tuple, list[str]] = {}
     for name in packed.instances:
         if name not in placement.sites:
-            raise PlacementError(f"instance {name} is not placed")
+            raise PlacementError(f"{pre}instance {name} is not placed{tail}")
         xy = tuple(placement.sites[name])
         c = cls[name]
-        if xy not in caps.get(c, {}):
-            tag = coll.tiles[xy].tag if xy in coll.tiles else "?"
-            raise PlacementError(f"instance {name} (tag '{c[0]}') is placed on tile {xy} of "
-                                 f"tag '{tag}'")
-        key = (c, xy)
-        count[key] = count.get(key, 0) + 1
-        if count[key] > caps[c][xy]:
-            raise PlacementError(f"tile {xy} holds {count[key]} instances of class {c}, "
-                                 f"capacity {caps[c][xy]}")
+        what = _class_name(c)
+        inst = f"instance {name} ({what}, tag '{c[0]}')"
+        if not (0 <= xy[0] < cols and 0 <= xy[1] < rows):
+            raise PlacementError(f"{pre}{inst} is placed at site {xy}, off the {cols}x{rows} "
+                                 f"array (x 0..{cols - 1}, y 0..{rows - 1}){tail}")
+        tile = _tile_kind(tiles.get(xy))
+        cap = caps.get(c, {}).get(xy, 0)
+        if cap == 0:
+            raise PlacementError(f"{pre}{inst} is placed at site {xy}, {tile} that holds no "
+                                 f"{what}{tail}")
+        here = occupants.setdefault((c, xy), [])
+        here.append(name)
+        if len(here) > cap:
+            are = "are both" if len(here) == 2 else "are all"
+            raise PlacementError(f"{pre}instances {', '.join(here)} ({what}, tag '{c[0]}') "
+                                 f"{are} placed at site {xy}, {tile} that holds {cap} "
+                                 f"{what}{'s' if cap > 1 else ''}{tail}")
+
+
+def _class_name(c: tuple) -> str:
+    """``PE``, ``MEM``, ``16-bit IO``, ``16-bit register``, ... of a site class."""
+    return f"{c[1]}-bit register" if c[0] == "r" else TAG_NAMES.get(c[0], f"tag {c[0]!r}")
+
+
+def _tile_kind(tile) -> str:
+    """``a tile of tag 'p' (PE)`` / ``an empty tile (no core)`` of a tile record."""
+    if tile is None or not tile.tag:
+        return "an empty tile (no core)"
+    return f"a tile of tag '{tile.tag}' ({TAG_NAMES.get(tile.tag, tile.tag)})"
 
 
 def check_capacity(nl: Netlist, coll: Collateral, tags: tuple[str, ...] = ("p", "m")) -> None:

@@ -46,6 +46,8 @@ from mapper.backend.exact_route import explain_unrouted
 from mapper.backend.nets import RouteNet, Terminal
 
 if TYPE_CHECKING:
+    from mapper.backend.pack import PackedDesign
+    from mapper.backend.place import Placement
     from mapper.collateral import Collateral
 
 TileSite = TileInfo
@@ -548,6 +550,101 @@ def _site(placement, inst: str) -> tuple[int, int]:
 
 
 # --------------------------------------------------------------------------- checkers
+
+def check_routes(packed: PackedDesign, placement: Placement, result: RoutingResult,
+                 coll: Collateral, where: str = "", fix: str = "") -> None:
+    """Raise :class:`RoutingError` unless ``result`` routes exactly the nets of ``packed``
+    as placed by ``placement`` (checked by :func:`mapper.backend.place.check_placement`
+    first) on the graphs of ``coll``:
+
+    * every net of ``packed`` is routed, with its width and source, and no other net;
+    * every net has a path to each of its sinks and to nothing else;
+    * every node of a path is a node of the routing graph of the net's width, and
+      consecutive nodes are joined by an edge of that graph;
+    * every path starts at the node of the net's source (the core port of the source's
+      tile, or the ``REG`` node of a register, ``reg_sites``) and ends at the node of its
+      sink (a core port, or the ``REG`` node of a register sink, in the register's tile);
+    * and the invariants of :func:`check_routing` (trees, no node used by two nets).
+
+    The message names the net, the sink, the node (and its step on the path); ``where`` (the
+    file read, e.g. ``routing.json``) prefixes it and ``fix`` ends it. Linear in the routed
+    nodes."""
+    pre = f"{where}: " if where else ""
+    tail = f"; {fix}" if fix else ""
+    nets = {n.name: n for n in packed.nets}
+    for name in result.nets:
+        if name not in nets:
+            raise RoutingError(f"{pre}net {name} is not a net of the packed design "
+                               f"{packed.name}{tail}")
+
+    def node_of(term: Terminal, direction: str, rg: RoutingGraph, net: str) -> str:
+        inst, port = term
+        x, y = placement.sites[inst]
+        if packed.instances[inst].tag == "r":
+            reg = result.reg_sites.get(inst)
+            if reg is None:
+                raise RoutingError(f"{pre}net {net}: register {inst} (placed in tile "
+                                   f"({x}, {y})) has no REG node in reg_sites{tail}")
+            i = rg.index.get(reg)
+            if i is None or rg.kind[i] != "REG" or rg.xy[i] != (x, y):
+                raise RoutingError(f"{pre}net {net}: register {inst}'s REG node {reg} "
+                                   f"(reg_sites) is not a {rg.width}-bit pipeline-register "
+                                   f"node of its tile ({x}, {y}){tail}")
+            return reg
+        try:
+            return rg.port_node(x, y, packed.core_port(inst, port, x, y, rg, direction))
+        except RoutingError as exc:
+            raise RoutingError(f"{pre}net {net}: terminal {inst}.{port}: {exc}{tail}") from None
+
+    for name, net in nets.items():
+        r = result.nets.get(name)
+        if r is None:
+            raise RoutingError(f"{pre}net {name} of the packed design ({net.width}-bit, "
+                               f"source {net.source[0]}.{net.source[1]}) is not routed{tail}")
+        if r.width != net.width or tuple(r.source) != tuple(net.source):
+            raise RoutingError(f"{pre}net {name} is routed as a {r.width}-bit net from "
+                               f"{r.source[0]}.{r.source[1]}; the packed design's is "
+                               f"{net.width}-bit from {net.source[0]}.{net.source[1]}{tail}")
+        rg = coll.graphs.get(net.width)
+        if rg is None:
+            raise RoutingError(f"{pre}net {name} is {net.width}-bit but design {coll.name} has "
+                               f"routing graphs of {sorted(coll.graphs)} bits{tail}")
+        sinks = set(net.sinks)
+        for term in net.sinks:
+            if term not in r.paths:
+                raise RoutingError(f"{pre}net {name} has no path to its sink "
+                                   f"{term[0]}.{term[1]}{tail}")
+        src = node_of(net.source, "out", rg, name)
+        for term, path in r.paths.items():
+            sink = f"{term[0]}.{term[1]}"
+            if term not in sinks:
+                raise RoutingError(f"{pre}net {name} has a path to {sink}, which is not one of "
+                                   f"its sinks{tail}")
+            if not path:
+                raise RoutingError(f"{pre}net {name}: the path to sink {sink} is empty{tail}")
+            for k, n in enumerate(path):
+                if n not in rg.index:
+                    raise RoutingError(f"{pre}net {name}: node {n} (step {k} of the path to "
+                                       f"sink {sink}) is not a node of the {rg.width}-bit "
+                                       f"routing graph{tail}")
+            for k, (a, b) in enumerate(pairwise(path)):
+                if not rg.has_edge(a, b):
+                    raise RoutingError(f"{pre}net {name}: the path to sink {sink} is not "
+                                       f"connected: no edge {a} -> {b} (steps {k} and {k + 1}) "
+                                       f"in the {rg.width}-bit routing graph{tail}")
+            if path[0] != src:
+                raise RoutingError(f"{pre}net {name}: the path to sink {sink} starts at "
+                                   f"{path[0]}, not at the net's source "
+                                   f"{net.source[0]}.{net.source[1]} ({src}){tail}")
+            end = node_of(term, "in", rg, name)
+            if path[-1] != end:
+                raise RoutingError(f"{pre}net {name}: the path to sink {sink} ends at "
+                                   f"{path[-1]}, not at the sink's node {end}{tail}")
+    try:
+        check_routing(result, coll)
+    except RoutingError as exc:
+        raise RoutingError(f"{pre}{exc}{tail}") from None
+
 
 def check_routing(result: RoutingResult, coll: Collateral) -> None:
     """Check the routing invariants; raises :class:`RoutingError` naming the first violation.

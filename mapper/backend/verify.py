@@ -13,8 +13,15 @@ of Canal's SMT model (:mod:`canal.smt`), and z3 proves, for every net of the pip
 * the latency (clock cycles) at every node equals the number of pipeline registers (``REG``
   nodes) the pipelining pass put on the path to it.
 
-The pipelining report is checked against its own routes first: every register the pass says it
-enabled lies on a route. The contents of every lookup table (a MEM in lookup-table mode,
+Before the proof, linear checks of the structure: every word writes a config register of the
+design's config map and sets only bits of its fields, each address once
+(:func:`mapper.backend.bitstream.check_words`: an address no tile has is refused), and every
+placed instance's core config is written to a tile of the kind it names
+(:func:`check_structure`: a PE on an IO tile is refused, so is a core whose config registers
+are not written). The pipelining report is checked against its own routes: every register
+the pass says it enabled lies on a route.
+
+The contents of every lookup table (a MEM in lookup-table mode,
 :func:`mapper.mapping.compute.lut_config`) and coordinate-pattern ROM
 (:func:`mapper.mapping.memory.pattern_rom`) are checked word for word: the bitstream must write entry
 ``i`` to word ``i`` of the SRAM of the tile its output is routed from
@@ -33,14 +40,13 @@ from typing import Any
 
 from canal.graph import NodeKind
 from canal.smt import BitstreamSelects, FieldSpot, InterconnectModel, NodeValue, ProofResult
-from cgra.config import config_address
-from cgra.errors import CgraError, CollateralError
+from cgra.config import config_address, pack_fields
+from cgra.errors import CgraError
 from mapper.collateral import Collateral
 from mapper.backend.pipeline import PipelineResult
 from canal.config import config_memory_writes
-from pathlib import Path
-from mapper.backend.bitstream import parse_text
-from mapper.backend.bitstream import rom_contents
+from mapper.backend.bitstream import BitstreamWords, check_words, read_text_file, rom_contents
+from mapper.backend.place import TAG_NAMES, site_capacity
 
 
 class VerificationError(CgraError):
@@ -183,16 +189,78 @@ def check_lut_contents(bitstream: list[tuple[int, int]], res: PipelineResult,
     return checked
 
 
+def check_structure(bitstream: list[tuple[int, int]], res: PipelineResult,
+                    coll: Collateral) -> int:
+    """Each instance of ``res.packed`` (but netlist registers) is routed at one tile, of a
+    kind that takes it (the tag's sites, :func:`mapper.backend.place.site_capacity`: a PE on
+    a PE tile, never on an IO tile), and ``bitstream`` writes its core config there: every
+    register of feature 0 of that tile's core config fields. The tile of an instance is the
+    tile of the core-port nodes its routed nets start or end at (``res.routing``; an
+    instance no net touches has no tile and is not checked). Returns the number of
+    instances checked; raises :class:`VerificationError` naming the instance, its kind, the
+    tile and its tag, or the register not written. Linear in the routed paths."""
+    where = getattr(bitstream, "source", "bitstream")
+    tiles_of: dict[str, dict[tuple[int, int], str]] = {}     # instance -> tile -> a port node
+    for r in res.routing.nets.values():
+        rg = coll.graphs.get(r.width)
+        if rg is None:
+            continue
+        for term, path in r.paths.items():
+            if not path:
+                continue
+            for inst, nid in ((r.source[0], path[0]), (term[0], path[-1])):
+                i = rg.index.get(nid)
+                if i is not None:
+                    tiles_of.setdefault(inst, {}).setdefault(rg.xy[i], nid)
+    caps = site_capacity(coll)
+    words = {a for a, _ in bitstream}
+    checked = 0
+    for inst, pi in res.packed.instances.items():
+        if pi.tag == "r" or inst not in tiles_of:
+            continue
+        what = f"{TAG_NAMES.get(pi.tag, pi.tag)} {inst} (tag '{pi.tag}')"
+        at = tiles_of[inst]
+        if len(at) > 1:
+            (a, na), (b, nb) = list(at.items())[:2]
+            raise VerificationError(f"{where}: {what}: its nets are routed at two tiles, {a} "
+                                    f"({na}) and {b} ({nb}); an instance sits on one tile; "
+                                    f"route it again (`cgra route`)")
+        (x, y), nid = next(iter(at.items()))
+        tile = coll.tiles.get((x, y))
+        if (x, y) not in caps.get((pi.tag,), {}):
+            tag = f"tag '{tile.tag}'" if tile is not None and tile.tag else "no core"
+            raise VerificationError(
+                f"{where}: {what} is routed at tile ({x}, {y}) ({nid}), a tile of {tag}: its "
+                f"core config cannot be written to a tile of that kind; place and route it "
+                f"again (`cgra place`, `cgra route`)")
+        for reg in sorted({sl.reg for sl in pack_fields(tile.config_fields)}
+                          if tile.config_fields else ()):
+            addr = config_address(reg, 0, x, y)
+            if addr not in words:
+                raise VerificationError(
+                    f"{where}: {what} at tile ({x}, {y}): its core config register {reg} "
+                    f"(address {addr:08X}) is not written; regenerate the bitstream "
+                    f"(`cgra bitstream`)")
+        checked += 1
+    return checked
+
+
 def verify(bitstream: list[tuple[int, int]], res: PipelineResult, coll: Collateral,
            model: InterconnectModel | None = None, timeout_ms: int = 20_000) -> VerifyReport:
-    """Prove that ``bitstream`` (``[(addr, data)]``) realises the routing of ``res`` on the
-    fabric of ``coll`` (module docstring). Returns a :class:`VerifyReport`; raises
+    """Prove that ``bitstream`` (``[(addr, data)]``; a :class:`BitstreamWords` names its file
+    in the messages) realises the routing of ``res`` on the fabric of ``coll`` (module
+    docstring). First, linear checks: every word writes a config register of the config map
+    (:func:`mapper.backend.bitstream.check_words`, :class:`~cgra.errors.ConfigError` naming
+    the line and the address) and every instance's core config is written to a tile of its
+    kind (:func:`check_structure`). Returns a :class:`VerifyReport`; raises
     :class:`VerificationError` with the net, node and field of the first wrong node, and
     :class:`~cgra.errors.ConfigError` when z3 does not answer within ``timeout_ms``."""
     t0 = time.perf_counter()
+    check_words(bitstream, coll)
     model = model or model_of(coll)
     check_report(res)
     want, owner, nets = expected_values(model, res)
+    check_structure(bitstream, res, coll)
     t1 = time.perf_counter()
     selects = BitstreamSelects(bitstream, model.spots)
     proof = model.prove(want, selects, timeout_ms)
@@ -253,17 +321,14 @@ def _explain(model: InterconnectModel, proof: ProofResult, selects: BitstreamSel
             f"{_describe(model, v.expected, src_owner)}{more}")
 
 
-def read_bitstream_file(path) -> list[tuple[int, int]]:
-    """``[(addr, data)]`` of a ``.bs`` file (:func:`mapper.backend.bitstream.parse_text`); raises
-    :class:`CollateralError` when it cannot be read."""
-
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise CollateralError(f"{path}: cannot read bitstream ({exc.strerror})") from None
-    return parse_text(text)
+def read_bitstream_file(path) -> BitstreamWords:
+    """``[(addr, data)]`` of a ``.bs`` file (:func:`mapper.backend.bitstream.read_text_file`:
+    :class:`CollateralError` when it cannot be read, :class:`~cgra.errors.ConfigError`
+    naming the file and the line when a line is malformed); :func:`verify` names the file in
+    its messages."""
+    return read_text_file(path)
 
 
 __all__ = ["VerificationError", "VerifyReport", "check_lut_contents", "check_report",
-           "expected_values",
+           "check_structure", "expected_values",
            "model_of", "read_bitstream_file", "verify"]

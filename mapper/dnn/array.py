@@ -55,11 +55,13 @@ import numpy as np
 from cgra.errors import MappingError, SimulationError
 from lake.affine import counters
 from mapper.dnn import memory as dnn_memory, step as dnn_step
+from mapper.dnn.memory import MemFacts
 from mapper.frontend import tensor
 from mapper.dnn.plan import read_one
 from mapper.frontend import dsl
 from mapper.mapping.compute import map_compute
-from mapper.mapping.memory import kernel_instance, merge_banks
+from lake.collateral import MemInfo
+from mapper.mapping.memory import MemSpec, kernel_instance, merge_banks
 from mapper.netlist import Netlist
 from mapper.backend.place import site_capacity
 from pathlib import Path
@@ -203,7 +205,7 @@ def output_program(lm: dnn_memory.LayerMemories, f: dsl.Func, o: int) -> dict[st
     return dnn_memory.port_program(ext, [0] * len(ext), strides, offset)
 
 
-def _load_plan(pipe: dsl.Pipeline, facts: dict[str, int], loop_cycles: int, io_tiles: int,
+def _load_plan(pipe: dsl.Pipeline, facts: MemFacts, loop_cycles: int, io_tiles: int,
                double_buffer: bool, hold: frozenset, flatten: bool
                ) -> tuple[list[list[tuple[MemKey, int, int]]], dict[MemKey, int],
                           dict[MemKey, int]]:
@@ -244,25 +246,25 @@ def _load_plan(pipe: dsl.Pipeline, facts: dict[str, int], loop_cycles: int, io_t
         for k, _o, n in lst:
             lane.append((k, off, n))
             if k in periods:     # to the first read event: the lane's end + a PUB's slack
-                leads[k] = longest - off + dnn_memory.fetch_slack(facts.get("fetch_width", 1))
+                leads[k] = longest - off + dnn_memory.fetch_slack(facts.fetch_width)
             off += n
         out.append(lane)
     return out, leads, periods
 
 
-def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
+def layer_netlist(pipe: dsl.Pipeline, mem: MemInfo | MemSpec | dict[str, Any], io_tiles: int,
                   loop_cycles: int = DEFAULT_LOOP_CYCLES,
                   double_buffer: bool = True, flatten: bool = True) -> LayerNetlist:
     """The memory-side netlist of tensor program ``pipe`` (module docstring) for a MEM with
-    ``mem`` facts (``mem.json``: ``preset``, ``capacity``, ``max_dimensionality``,
-    ``read_latency``) on an array with ``io_tiles`` 16-bit IO tiles. Raises
-    :class:`MappingError`."""
-    facts = {"capacity": int(mem["capacity"]),
-             "max_dimensionality": int(mem["max_dimensionality"]),
-             "read_latency": int(mem.get("read_latency", 1)),
-             "fetch_width": int(mem.get("fetch_width", 1))}
-    lat = facts["read_latency"]
-    preset = str(mem.get("preset", mem.get("name")))
+    ``mem`` (a design's :class:`~lake.collateral.MemInfo`, a
+    :class:`~mapper.mapping.memory.MemSpec` or a preset dict of
+    :data:`mapper.mapping.memory.PRESETS`: preset, capacity, max_dimensionality,
+    read_latency, fetch_width, word width) on an array with ``io_tiles`` 16-bit IO tiles.
+    Raises :class:`MappingError`."""
+    spec = MemSpec.of(mem)
+    facts = MemFacts.of(spec)
+    lat = facts.read_latency
+    preset = spec.name
     if loop_cycles < 1:
         raise MappingError(f"{pipe.name}: loop_cycles {loop_cycles} must be >= 1 (the read-"
                            f"add-write loop takes at least a cycle)")
@@ -286,7 +288,7 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
             shortest = min((periods[k] for k, _o, _n in lst if k in periods), default=0)
             late |= {k for k, _o, _n in lst if k in leads and leads[k] > shortest}
         if not late:
-            first_step = longest + lat + dnn_memory.fetch_slack(facts["fetch_width"])
+            first_step = longest + lat + dnn_memory.fetch_slack(facts.fetch_width)
             lms = dnn_memory.map_layer(pipe, facts, loop_cycles, first_step, double_buffer,
                                        leads, frozenset(hold), flatten)
             # a PUB's refills that contend with the reads for its SRAM port: held whole
@@ -422,7 +424,7 @@ def layer_netlist(pipe: dsl.Pipeline, mem: dict[str, Any], io_tiles: int,
         span = max(int(program_events(nl.instances[_mem_name(k)].config["ports"][
             "data_in_0"])[0].max()) + 1 for k, _o, _n in assign[j])
         nl.instances[f"io_in_load{j}"].config["program"] = _load_program(0, span)
-    word = int(mem.get("word_width", 16))
+    word = spec.word_width
     for src, ss in nets.items():
         nl.add_net(src, ss, word, f"{src[0]}_{src[1]}".replace(".", "_"))
     for src, ss in bits.items():
@@ -556,7 +558,8 @@ def map_layer(p: AppParams, coll: Collateral, times: dict[str, float]):
     _pipe, ln = layer_mapping(p, coll)
     times["memory mapping"] = time.perf_counter() - t
     t = time.perf_counter()
-    compute = map_compute(ln.netlist, coll.require("rules"), coll.require("pe"), mem=coll.mem)
+    compute = map_compute(ln.netlist, coll.require("rules"), coll.require("pe"), mem=coll.mem,
+                          latency=coll.pe_latency)
     times["compute mapping"] = time.perf_counter() - t
     return compute, ln
 

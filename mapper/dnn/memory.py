@@ -127,6 +127,35 @@ from lake.config import configure
 from lake.spec import preset as lake_preset
 from lake.model import input_names, make_model, make_stimulus, run_model
 from mapper.dnn.plan import accumulation_of, reductions
+from mapper.mapping.memory import MemSpec
+
+
+@dataclass(frozen=True)
+class MemFacts:
+    """What layer memory mapping needs of a MEM: ``capacity`` (words), the address
+    generators' ``max_dimensionality``, ``read_latency`` (cycles) and ``fetch_width`` (words
+    per SRAM access). Defaults: the dual-port 2048 x 16 SRAM."""
+
+    capacity: int = 2048
+    max_dimensionality: int = 6
+    read_latency: int = 1
+    fetch_width: int = 1
+
+    @classmethod
+    def of(cls, mem: Any) -> "MemFacts":
+        """``mem`` as facts: ``None`` (the defaults), a :class:`MemFacts`, a
+        :class:`~mapper.mapping.memory.MemSpec`, a design's
+        :class:`~lake.collateral.MemInfo`, or a dict of these four keys (tests, sweeps)."""
+        if mem is None:
+            return cls()
+        if isinstance(mem, cls):
+            return mem
+        if isinstance(mem, dict):
+            return cls(**{k: int(v) for k, v in mem.items()
+                          if k in cls.__dataclass_fields__})
+        spec = MemSpec.of(mem)
+        return cls(spec.capacity, spec.max_dimensionality, spec.read_latency,
+                   spec.fetch_width)
 
 
 @dataclass(frozen=True)
@@ -653,15 +682,15 @@ def _whole_wide(nest: list[Counter], sched: list[int], st: dnn_step.Stream,
 
 
 def _choose_layout(nest: list[Counter], sched: list[int], sh: _Share, bases: tuple[int, ...],
-                   whole: int, lat: int, mem: dict[str, Any], double: bool,
+                   whole: int, lat: int, mem: MemFacts, double: bool,
                    leads: list[int | None], slack: int = 0) -> list[OperandMem] | None:
     """The MEMs of a host stream (module docstring, "Double buffers" and "Banks"): with
     ``double``, one double buffer when both halves fit a MEM, else a ping-pong pair when one
     share does; the whole box (``None``) when it fits ``whole <= capacity``; else the fewest
     banks whose shares fit; ``None`` also when nothing fits (the caller refuses)."""
-    cap, dims = mem["capacity"], mem["max_dimensionality"]
+    cap, dims = mem.capacity, mem.max_dimensionality
     run = [sh.strides[k] for k in range(sh.t) if sh.strides[k] and k != sh.wide.shift]
-    if mem.get("fetch_width", 1) > 1 and run and run[0] > 1:
+    if mem.fetch_width > 1 and run and run[0] > 1:
         double = False   # a PUB's one SRAM port: strided reads leave no room for refills
     big = 1 << 40                      # offsets are placed later: only the layout is chosen
     if double:
@@ -700,7 +729,7 @@ def _stall(need: int, distance: int, fw: int) -> int | None:
     return -(-(need + 4) // (distance - fw + 1))
 
 
-def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
+def map_layer(pipe: dsl.Pipeline, preset: MemFacts | MemSpec | dict[str, Any] | None = None,
               loop_cycles: int | None = None, min_start: int = 0,
               double_buffer: bool = False, leads: dict[tuple, int] | None = None,
               hold: frozenset = frozenset(), flatten: bool = True) -> list[LayerMemories]:
@@ -725,9 +754,8 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
     ``flatten=False`` (with ``loop_cycles``) keeps the tiles outside the reduction counters
     (no loop perfection: the ablation of the paper's Fig. 13). Raises :class:`MappingError`."""
 
-    mem = {"capacity": 2048, "max_dimensionality": 6, "read_latency": 1, "fetch_width": 1,
-           **(preset or {})}
-    lat, fw = mem["read_latency"], mem["fetch_width"]
+    mem = MemFacts.of(preset)
+    lat, fw = mem.read_latency, mem.fetch_width
     slack = fetch_slack(fw)
     reds = [f for f in pipe.funcs if f.update_expr is not None]
     if not reds:
@@ -761,17 +789,17 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
             d_in = _distance(f, sk, inner, True)
             s_in = _stall(need, d_in, fw)
             if s_in is not None and (stall is None or s_in < stall) and \
-                    d_in <= mem["capacity"]:
+                    d_in <= mem.capacity:
                 nest, dist, stall, tiles_inner = inner, d_in, s_in, True
         if stall is None:
             raise MappingError(f"Func {f.name}: a pass updates {dist} partial sums per lane, "
                                f"not a multiple of the PUB's {fw}-word wide word; use an "
                                f"output tile of a multiple of {fw} pixels or a MEM with "
                                f"fetch width 1 (dual-port)")
-        if len(nest) > mem["max_dimensionality"]:
+        if len(nest) > mem.max_dimensionality:
             raise MappingError(f"Func {f.name}: {len(nest)} loop counters "
                                f"({', '.join(c.name for c in nest)}) but the MEM's address "
-                               f"generators have {mem['max_dimensionality']} dimensions")
+                               f"generators have {mem.max_dimensionality} dimensions")
         base = {v.name: lo for v, (lo, _) in zip(f.vars, doms[f.name], strict=True)}
         base.update({rv.name: rv.lo for rv in f.rdom.vars})
         boxes = []
@@ -799,11 +827,11 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
                                             double_buffer and key not in hold,
                                             [(leads or {}).get((*key, b * n_s))
                                              for b in range(2)], slack)
-                if layout is None and pitch > mem["capacity"]:
+                if layout is None and pitch > mem.capacity:
                     per = (f" ({sh.words} per iteration of {nest[sh.t].name})"
                            if sh is not None else "")
                     raise MappingError(f"Func {f.name}: a stream of {prod} needs {pitch} "
-                                       f"words{per}, more than one MEM ({mem['capacity']}) "
+                                       f"words{per}, more than one MEM ({mem.capacity}) "
                                        f"holds, and no split over its outermost moving "
                                        f"counter fits; use a smaller input or more lanes")
                 boxes.append((prod, st, tuple(bs), gs, es, strides, sh, layout, wide, pitch))
@@ -824,7 +852,7 @@ def map_layer(pipe: dsl.Pipeline, preset: dict[str, Any] | None = None,
                               layout[0].double is not None, start, lat,
                               [om.double.lead if om.double else None
                                for om in layout if om.load_bank is None],
-                              mem["max_dimensionality"], slack)
+                              mem.max_dimensionality, slack)
                 for om in lay:
                     om.stream = st
                 lm.mems.setdefault(prod, []).extend(lay)
@@ -955,8 +983,8 @@ def simulate(pipe: dsl.Pipeline, inputs: dict[str, Any], preset: str = "dualport
 
     spec = lake_preset(preset)
     lat = spec.storage.read_latency
-    facts = {"capacity": capacity or spec.storage.words, "max_dimensionality": spec.max_dims,
-             "read_latency": lat, "fetch_width": spec.storage.fetch_width}
+    facts = MemFacts(capacity or spec.storage.words, spec.max_dims, lat,
+                     spec.storage.fetch_width)
     while True:
         lms = map_layer(pipe, facts, loop_cycles, min_start, double_buffer, leads, hold,
                         flatten)

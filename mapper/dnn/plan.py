@@ -74,7 +74,7 @@ from mapper import ir
 from mapper.dnn import coarse, step as dnn_step
 from mapper.frontend import tensor
 from mapper.frontend import dsl
-from garnet import collateral as gc
+from mapper.collateral import load_design_summary
 
 
 @dataclass(frozen=True)
@@ -105,20 +105,17 @@ class Resources:
 
     @classmethod
     def from_design(cls, path: str | Path) -> Resources:
-        """The resources of a generated design directory (``design.json`` tile counts,
-        ``mem.json``). Raises :class:`~cgra.errors.CollateralError` for a missing or
-        malformed file."""
-
-        root = Path(path)
-        design = gc.read_design(root)
-        hint = gc.regen_hint(root, design)
-        tiles = (design.get("array") or {}).get("tiles") or {}
-        mem = gc.read_mem(root / "mem.json", hint) or {}
-        return cls(design.get("name", root.name), int(tiles.get("PE", 0)),
-                   int(tiles.get("MEM", 0)), int(tiles.get("IO", 0)),
-                   int(mem.get("capacity", 0)), int(mem.get("out_ports", 1)),
-                   int(mem.get("fetch_width", 1)), int(mem.get("read_latency", 1)),
-                   int(mem.get("in_ports", 1)), str(mem.get("preset", "dualport_2048x16")))
+        """The resources of a generated design directory (design.json's tile counts, Lake's
+        part of mem.json: :func:`mapper.collateral.load_design_summary`). Raises
+        :class:`~cgra.errors.CollateralError` for a missing or malformed file."""
+        design, mem = load_design_summary(path)
+        counts = design.tile_counts
+        if mem is None:
+            return cls(design.name, counts.get("PE", 0), counts.get("MEM", 0),
+                       counts.get("IO", 0), 0)
+        return cls(design.name, counts.get("PE", 0), counts.get("MEM", 0),
+                   counts.get("IO", 0), mem.capacity_words, len(mem.out_ports),
+                   mem.fetch_width, mem.read_latency, len(mem.in_ports), mem.preset)
 
     def with_mem(self, preset: str, words: int, read_ports: int,
                  fetch_width: int) -> Resources:

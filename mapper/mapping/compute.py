@@ -76,7 +76,8 @@ from mapper.netlist import Netlist
 from mapper.collateral import Rule, RuleTable, load_pe_model
 from peak.ir import COMMUTATIVE
 import z3
-from peak.collateral import assemble_fields
+from lake.collateral import MemInfo
+from peak.collateral import PEInfo, assemble_fields
 
 _SHIFTS = ("coreir.lshr", "coreir.shl", "coreir.ashr")
 
@@ -257,6 +258,19 @@ def prepare_kernel(kernel: ir.Kernel, table: RuleTable, balance: bool = False) -
     k = ir.canonicalize(_fold_shifts(k))
     k = ir.canonicalize(rewrite_for_table(k, table))
     return ir.canonicalize(_decompose(k, table))
+
+
+def min_pe_count(kernel: ir.Kernel, table: RuleTable) -> int:
+    """A lower bound on the PEs :func:`cover_kernel` needs for ``kernel``, in the time of
+    :func:`prepare_kernel` (no covering): every compute op of the prepared kernel (not an
+    input, a constant or a lookup) is computed by some PE, and one PE computes at most the
+    ops of the largest rule pattern. For refusing a kernel that cannot fit before mapping it
+    (an unroll far beyond the array)."""
+    k = prepare_kernel(kernel, table)
+    ops = sum(1 for n in k.live_nodes()
+              if n.op != ir.INPUT and n.op not in ir.CONST_OPS and n.op != ir.LUT_OP)
+    per_pe = max((r.n_ops for r in table.rules), default=1)
+    return -(-ops // max(1, per_pe))
 
 
 # ---------------------------------------------------------------------------- matching
@@ -612,10 +626,10 @@ def _select_exact(k: ir.Kernel, cands: dict[int, list[_Match]],
     return sel, _cover_cost(sel, k, const_cost)
 
 
-def pe_data_width(pe_doc: dict[str, Any]) -> int:
+def pe_data_width(pe: PEInfo) -> int:
     """Bits of the PE's data words: its widest input in ``pe.json`` (the design's
     ``data_width``)."""
-    return max(int(p["width"]) for p in pe_doc["inputs"])
+    return pe.data_width
 
 
 #: ops whose ``w``-bit result is not the low ``w`` bits of the ``W``-bit result for any
@@ -820,10 +834,10 @@ def _with_luts(mk: MappedKernel, cuts: list[tuple[str, tuple[int, ...], int, boo
     return mk
 
 
-def cover_kernel(kernel: ir.Kernel, table: RuleTable, pe_doc: dict[str, Any],
+def cover_kernel(kernel: ir.Kernel, table: RuleTable, pe: PEInfo,
                  pe_name: str | None = None, method: str = "optimal",
                  balance: bool | None = None) -> MappedKernel:
-    """Cover ``kernel`` with the rules of ``table`` for the PE described by ``pe_doc``
+    """Cover ``kernel`` with the rules of ``table`` for the PE described by ``pe``
     (``pe.json``). PE names are ``<pe_name>_pe<k>`` (default prefix: the kernel name).
 
     ``method`` (module docstring): ``optimal`` (default; minimum total PE cost, exact by
@@ -847,16 +861,16 @@ def cover_kernel(kernel: ir.Kernel, table: RuleTable, pe_doc: dict[str, Any],
     Raises :class:`MappingError` naming the op, node, kernel and PE when a node has no rule,
     or when the table holds no constant rule to materialise a needed constant.
     """
-    kernel = widen_kernel(kernel, pe_data_width(pe_doc))
+    kernel = widen_kernel(kernel, pe.data_width)
     cut, cuts = split_luts(kernel)
     if cuts:
-        mk = cover_kernel(cut, table, pe_doc, pe_name or kernel.name, method, balance)
+        mk = cover_kernel(cut, table, pe, pe_name or kernel.name, method, balance)
         mk.kernel = kernel
         return _with_luts(mk, cuts)
 
     if balance is None:
-        plain = cover_kernel(kernel, table, pe_doc, pe_name, method, False)
-        tree = cover_kernel(kernel, table, pe_doc, pe_name, method, True)
+        plain = cover_kernel(kernel, table, pe, pe_name, method, False)
+        tree = cover_kernel(kernel, table, pe, pe_name, method, True)
         return tree if tree.pe_count() <= plain.pe_count() else plain
 
     if method not in COVER_METHODS:
@@ -864,8 +878,8 @@ def cover_kernel(kernel: ir.Kernel, table: RuleTable, pe_doc: dict[str, Any],
                            f"use one of {', '.join(COVER_METHODS)}")
     t0 = time.perf_counter()
     prefix = pe_name or kernel.name
-    pe_label = pe_doc.get("spec", pe_doc.get("name", "?"))
-    pe_inputs = {p["name"]: int(p["width"]) for p in pe_doc["inputs"]}
+    pe_label = pe.spec or pe.name or "?"
+    pe_inputs = pe.input_widths()
     k = prepare_kernel(kernel, table, balance)
     const_cost: dict[ConstKey, float] = {}
     for n in k.live_nodes():
@@ -925,16 +939,16 @@ def cover_kernel(kernel: ir.Kernel, table: RuleTable, pe_doc: dict[str, Any],
                                        f"inconsistent; regenerate it with `cgra rules`)")
                 values[fname] = consts[cname]
             try:
-                inst = assemble_fields(pe_doc, values)
+                inst = assemble_fields(pe, values)
             except CgraError as exc:  # ConfigError from the assembler: name the rule
                 raise MappingError(f"kernel {kernel.name}: rule {rule.target} does not assemble "
                                    f"for PE {pe_label} ({exc}); the rule table is stale, "
                                    f"regenerate it with `cgra rules`") from None
-            pe = MappedPE(f"{prefix}_pe{len(pes)}", rule.target, rule.op,
-                          list(nodes) if ri is rule.instances[-1] else [], values, inst)
-            pes.append(pe)
-            by_name[pe.name] = pe
-            made[ri.id] = pe
+            mpe = MappedPE(f"{prefix}_pe{len(pes)}", rule.target, rule.op,
+                           list(nodes) if ri is rule.instances[-1] else [], values, inst)
+            pes.append(mpe)
+            by_name[mpe.name] = mpe
+            made[ri.id] = mpe
         pending.append((rule, made, inputs))
         iid, port = rule.outputs[rule.root_output]
         made[iid].outputs.add(port)
@@ -970,18 +984,18 @@ def cover_kernel(kernel: ir.Kernel, table: RuleTable, pe_doc: dict[str, Any],
     # connect PE inputs now that every needed node has a source
     for rule, made, inputs in pending:
         for ri in rule.instances:
-            pe = made[ri.id]
+            mpe = made[ri.id]
             for pin, b in ri.inputs.items():
                 if b.kind == "ir":
                     src = source(inputs[b.port])
                 elif b.kind == "tie":
                     src = const_src(int(b.value or 0), pe_inputs.get(pin, 16),
-                                    f"PE {pe.name} input {pin} (tied by rule {rule.target})")
+                                    f"PE {mpe.name} input {pin} (tied by rule {rule.target})")
                 elif b.kind == "wire":
                     src = ("pe", made[b.instance].name, b.port)
                 else:
                     continue
-                pe.inputs[pin] = src
+                mpe.inputs[pin] = src
                 if src[0] == "pe":
                     by_name[src[1]].outputs.add(src[2])
     outputs = {name: source(nid) for name, nid in k.outputs.items()}
@@ -1025,15 +1039,15 @@ def _topo(pes: list[MappedPE], luts: dict[str, Src] | None = None) -> list[Mappe
 
 
 # ---------------------------------------------------------------------------- simulation
-def simulate(mapped: MappedKernel, pe_doc: dict[str, Any], spec: type,
+def simulate(mapped: MappedKernel, pe: PEInfo, spec: type,
              inputs: dict[str, list[int]], free: random.Random | None = None,
              models: dict[str, Any] | None = None) -> dict[str, int]:
     """Evaluate the mapped PEs once with the PE Python model ``spec`` (one call per PE, in
     topological order). ``inputs[name][i]`` = kernel input element i; don't-care PE inputs
     get random values from ``free`` (0 when ``None``). Returns kernel output -> value."""
-    in_names = [p["name"] for p in pe_doc["inputs"]]
-    in_widths = [int(p["width"]) for p in pe_doc["inputs"]]
-    out_names = [p["name"] for p in pe_doc["outputs"]]
+    in_names = [q.name for q in pe.inputs]
+    in_widths = [q.width for q in pe.inputs]
+    out_names = [q.name for q in pe.outputs]
     models = models if models is not None else {}
     vals: dict[tuple[str, str], int] = {}
 
@@ -1079,7 +1093,7 @@ class EquivalenceReport:
     seconds: float
 
 
-def check_equivalence(mapped: MappedKernel, pe_doc: dict[str, Any], spec: type | None = None,
+def check_equivalence(mapped: MappedKernel, pe: PEInfo, spec: type | None = None,
                       vectors: int = 1000, seed: int = 0) -> EquivalenceReport:
     """Check that the mapped PEs compute the original kernel: ``vectors`` random input
     vectors (uniform ``w``-bit words per kernel input element; don't-care PE inputs random
@@ -1087,7 +1101,7 @@ def check_equivalence(mapped: MappedKernel, pe_doc: dict[str, Any], spec: type |
     :meth:`mapper.ir.Kernel.evaluate` of the *original* kernel. Raises :class:`MappingError`
     with the first counterexample (inputs, expected, got)."""
     t0 = time.perf_counter()
-    spec = spec or load_pe_model(pe_doc)
+    spec = spec or load_pe_model(pe)
     rng = random.Random(seed)
     k = mapped.kernel
     models: dict[str, Any] = {}
@@ -1095,7 +1109,7 @@ def check_equivalence(mapped: MappedKernel, pe_doc: dict[str, Any], spec: type |
         ins = {name: [rng.getrandbits(k.input_widths[name]) for _ in range(size)]
                for name, size in k.inputs.items()}
         want = k.evaluate(ins)
-        got = simulate(mapped, pe_doc, spec, ins, rng, models)
+        got = simulate(mapped, pe, spec, ins, rng, models)
         if got != want:
             bad = {o: (want[o], got[o]) for o in want if want[o] != got[o]}
             raise MappingError(f"kernel {k.name}: mapped PEs differ from the kernel on vector "
@@ -1105,22 +1119,22 @@ def check_equivalence(mapped: MappedKernel, pe_doc: dict[str, Any], spec: type |
 
 
 # ---------------------------------------------------------------------------- netlists
-def _out_widths(pe_doc: dict[str, Any]) -> dict[str, int]:
-    return {p["name"]: int(p["width"]) for p in pe_doc["outputs"]}
 
 
-def pe_config(pe: MappedPE, mapped: MappedKernel, pe_doc: dict[str, Any]) -> dict[str, Any]:
+
+def pe_config(pe: MappedPE, mapped: MappedKernel, latency: int | None = None
+              ) -> dict[str, Any]:
     """Netlist config of a PE instance: ``inst`` (flat instruction, the PE core's config
-    field), the rule, the IR ops covered, the instruction field values and the core latency
-    (cycles, from ``pe.json`` when given)."""
+    field), the rule, the IR ops covered, the instruction field values and the core
+    ``latency`` (cycles, :attr:`mapper.collateral.Collateral.pe_latency`; omitted when
+    ``None``)."""
     cfg: dict[str, Any] = {
         "inst": pe.inst, "rule": pe.rule, "op": pe.op, "kernel": mapped.kernel.name,
         "ops": [mapped.prepared.nodes[i].op for i in pe.nodes],
         "instruction": dict(pe.fields),
     }
-    lat = pe_doc.get("latency")
-    if isinstance(lat, dict) and "cycles" in lat:
-        cfg["latency"] = int(lat["cycles"])
+    if latency is not None:
+        cfg["latency"] = int(latency)
     return cfg
 
 
@@ -1137,10 +1151,10 @@ def lut_config(lt: MappedLUT, mapped: MappedKernel, preset: str | None = None
     return cfg
 
 
-def _add_pes(nl: Netlist, mapped: MappedKernel, pe_doc: dict[str, Any],
-             preset: str | None = None) -> None:
+def _add_pes(nl: Netlist, mapped: MappedKernel, preset: str | None = None,
+             latency: int | None = None) -> None:
     for pe in mapped.pes:
-        nl.add_instance(pe.name, "pe", "p", pe_config(pe, mapped, pe_doc))
+        nl.add_instance(pe.name, "pe", "p", pe_config(pe, mapped, latency))
     for lt in mapped.luts:
         nl.add_instance(lt.name, "mem", "m", lut_config(lt, mapped, preset))
 
@@ -1160,15 +1174,17 @@ def _lut_width(mapped: MappedKernel, name: str) -> int:
     return next(lt.width for lt in mapped.luts if lt.name == name)
 
 
-def kernel_netlist(mapped: MappedKernel, pe_doc: dict[str, Any], nl: Netlist | None = None,
-                   preset: str | None = None) -> Netlist:
+def kernel_netlist(mapped: MappedKernel, pe: PEInfo, nl: Netlist | None = None,
+                   preset: str | None = None, latency: int | None = None) -> Netlist:
     """A stand-alone netlist of one mapped kernel (added to ``nl`` when given): its PEs, one
     IO input per used kernel input element (``io_in_<kernel>_<input>_<i>``, kind ``io_in``,
-    tag ``I``/``i`` by width) and one IO output per kernel output (``io_out_<kernel>_<out>``)."""
+    tag ``I``/``i`` by width) and one IO output per kernel output (``io_out_<kernel>_<out>``).
+    ``preset``: the MEM preset of lookups; ``latency``: the PE core latency
+    (:func:`pe_config`)."""
     nl = nl if nl is not None else Netlist(mapped.kernel.name)
     k = mapped.kernel
-    _add_pes(nl, mapped, pe_doc, preset)
-    ow = _out_widths(pe_doc)
+    _add_pes(nl, mapped, preset, latency)
+    ow = pe.output_widths()
     sinks = _internal_sinks(mapped)
     ends: dict[tuple[str, str], list[tuple[str, str]]] = {}
     widths: dict[tuple[str, str], int] = {}
@@ -1204,20 +1220,20 @@ def kernel_netlist(mapped: MappedKernel, pe_doc: dict[str, Any], nl: Netlist | N
     return nl
 
 
-def check_luts(m: MappedKernel, mem: dict[str, Any] | None) -> None:
-    """A lookup needs a MEM tile with lookup-table mode that holds its table (``mem``: the
-    design's ``mem.json``; ``None``: a design without MEM tiles). Raises
+def check_luts(m: MappedKernel, mem: MemInfo | None) -> None:
+    """A lookup needs a MEM tile with lookup-table mode that holds its table (``mem``: Lake's
+    part of the design's ``mem.json``; ``None``: a design without MEM tiles). Raises
     :class:`MappingError` naming the lookup and the fix."""
     if not m.luts:
         return
     if mem is None:
         raise MappingError(f"kernel {m.kernel.name}: lookup {m.luts[0].name} needs a MEM tile "
                            f"in lookup-table mode; the design has no MEM tiles (mem_ratio > 0)")
-    if "lookup_table" not in mem.get("supported_modes", []):
+    if not mem.supports("lookup_table"):
         raise MappingError(f"kernel {m.kernel.name}: lookup {m.luts[0].name} needs a MEM tile "
-                           f"with lookup-table mode; preset {mem.get('preset')!r} has none "
+                           f"with lookup-table mode; preset {mem.preset!r} has none "
                            f"(use a dual-port preset, e.g. mem_preset = \"dualport_2048x16\")")
-    cap = int(mem.get("capacity_words", 0))
+    cap = mem.capacity_words
     for lt in m.luts:
         if len(lt.table) > cap:
             raise MappingError(f"kernel {m.kernel.name}: lookup {lt.name} has "
@@ -1239,8 +1255,9 @@ class ComputeMapping:
         return {s: m.pe_count() for s, m in self.kernels.items()}
 
 
-def map_compute(netlist: Netlist, table: RuleTable, pe_doc: dict[str, Any],
-                method: str = "optimal", mem: dict[str, Any] | None = None) -> ComputeMapping:
+def map_compute(netlist: Netlist, table: RuleTable, pe: PEInfo,
+                method: str = "optimal", mem: MemInfo | None = None,
+                latency: int | None = None) -> ComputeMapping:
     """Replace each ``kernel`` placeholder instance (``kernel_<stage>``, config ``dag`` =
     the kernel JSON; see :mod:`mapper.mapping.memory`) of ``netlist`` by its PEs and rewire the nets:
     a net read by placeholder port ``<input>.<index>`` now drives the PE inputs that read
@@ -1250,14 +1267,15 @@ def map_compute(netlist: Netlist, table: RuleTable, pe_doc: dict[str, Any],
     PE's are widened first (:func:`widen_kernel`; config ``signed`` = a signed stage, whose
     constants are sign-extended); net widths are the memory netlist's (the MEM word) and
     the PE's output widths. A lookup becomes a MEM instance (:func:`lut_config`; ``mem``,
-    the design's ``mem.json``, gives its preset and capacity, checked by :func:`check_luts`;
-    ``None``: not checked here). Returns a new netlist;
+    Lake's part of the design's ``mem.json``, gives its preset and capacity, checked by
+    :func:`check_luts`; ``None``: not checked here). ``latency``: the PE core latency
+    (:func:`pe_config`). Returns a new netlist;
     raises :class:`MappingError` (no rule for an op, see :func:`cover_kernel`; a lookup
     table longer than the MEM tile holds, or a MEM without lookup-table mode)."""
     t0 = time.perf_counter()
     out = Netlist(netlist.name)
     mapped: dict[str, MappedKernel] = {}
-    ow = _out_widths(pe_doc)
+    ow = pe.output_widths()
     for name, inst in netlist.instances.items():
         if inst.kind != "kernel":
             out.add_instance(name, inst.kind, inst.tag, inst.config)
@@ -1266,13 +1284,13 @@ def map_compute(netlist: Netlist, table: RuleTable, pe_doc: dict[str, Any],
         if kernel_instance(stage) != name or "dag" not in inst.config:
             raise MappingError(f"netlist {netlist.name}: kernel placeholder {name} has no "
                                f"'dag' / 'stage' config; build it with mapper.mapping.memory.map_memory")
-        k = widen_kernel(ir.Kernel.from_dict(inst.config["dag"]), pe_data_width(pe_doc),
+        k = widen_kernel(ir.Kernel.from_dict(inst.config["dag"]), pe.data_width,
                          bool(inst.config.get("signed", False)))
-        m = cover_kernel(k, table, pe_doc, pe_name=f"pe_{stage}", method=method)
+        m = cover_kernel(k, table, pe, pe_name=f"pe_{stage}", method=method)
         mapped[name] = m
         if mem is not None:
             check_luts(m, mem)
-        _add_pes(out, m, pe_doc, mem.get("preset") if mem else None)
+        _add_pes(out, m, mem.preset if mem else None, latency)
 
     driver: dict[tuple[str, str], tuple[str, str]] = {}
     widths: dict[tuple[str, str], int] = {}

@@ -34,7 +34,8 @@ ports of :mod:`mapper.mapping.schedule`.
    loaded with the bitstream, and its read port runs at the reader's time
    (:func:`pattern_rom`), so no delay line follows it.
 
-MEM collateral (``MemSpec.from_dict``): ``name``, ``capacity`` (words), ``in_ports``,
+MEM collateral: a design's :class:`lake.collateral.MemInfo` (:meth:`MemSpec.from_info`), or
+a preset dict (``MemSpec.from_dict``): ``name``, ``capacity`` (words), ``in_ports``,
 ``out_ports``, ``max_dimensionality``, ``read_latency`` (cycles), ``extent_width`` (bits of
 each extent register), ``schedule_width`` (bits of the cycle counter), optional
 ``word_width`` (bits of a MEM word: the width of every net of the memory-side netlist, i.e.
@@ -60,6 +61,7 @@ import islpy as isl
 import networkx as nx
 
 from cgra.errors import ConfigError, MappingError
+from lake.collateral import MemInfo
 from lake.config import configure as lake_configure
 from lake.config import output_run_length
 from lake.spec import PRESETS as LAKE_PRESETS
@@ -107,6 +109,28 @@ class MemSpec:
     #: smallest write-to-read schedule distance (cycles) of a full-rate delay line
     #: (``min_delay_full_rate`` of the collateral; 7 on the PUB: aggregator + transpose buffer)
     min_delay: int = 0
+
+    @classmethod
+    def from_info(cls, info: MemInfo) -> MemSpec:
+        """What memory mapping needs of a design's MEM (:class:`lake.collateral.MemInfo`,
+        Lake's part of ``mem.json``): ``capacity`` = ``capacity_words``, ``word_width`` =
+        the word's ``data_width`` (not Lake's wide-word ``word_width``), ``min_delay`` =
+        ``min_delay_full_rate``."""
+        return cls(info.preset, info.capacity_words, len(info.in_ports), len(info.out_ports),
+                   info.max_dimensionality, info.read_latency, info.extent_width,
+                   info.schedule_width, info.data_width, info.fetch_width,
+                   info.min_delay_full_rate)
+
+    @classmethod
+    def of(cls, mem: MemSpec | MemInfo | dict[str, Any]) -> MemSpec:
+        """``mem`` as a :class:`MemSpec`: itself, :meth:`from_info` of a design's
+        :class:`~lake.collateral.MemInfo`, or :meth:`from_dict` of a preset dict
+        (:data:`PRESETS`)."""
+        if isinstance(mem, MemSpec):
+            return mem
+        if isinstance(mem, MemInfo):
+            return cls.from_info(mem)
+        return cls.from_dict(mem)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> MemSpec:
@@ -614,7 +638,7 @@ def kernel_instance(stage: str) -> str:
     return f"kernel_{stage}"
 
 
-def map_memory(pipeline: ir.Pipeline, mem: dict[str, Any] | MemSpec,
+def map_memory(pipeline: ir.Pipeline, mem: MemSpec | MemInfo | dict[str, Any],
                threshold: int = DEFAULT_SR_THRESHOLD,
                latencies: dict[str, int] | None = None) -> MemoryMapping:
     """Schedule ``pipeline``, extract buffers, run shift-register optimisation, map the
@@ -626,7 +650,7 @@ def map_memory(pipeline: ir.Pipeline, mem: dict[str, Any] | MemSpec,
     fit the MEM's config registers or dimensionality.
     """
     t0 = time.perf_counter()
-    spec = mem if isinstance(mem, MemSpec) else MemSpec.from_dict(mem)
+    spec = MemSpec.of(mem)
     if threshold < 0:
         raise MappingError(f"memory mapping {pipeline.name}: threshold must be >= 0")
     # a MEM delay line needs its first tap >= min_delay + read_latency cycles after its base

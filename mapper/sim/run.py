@@ -42,6 +42,7 @@ from mapper.collateral import Collateral
 from mapper.params import AppParams, SimOptions, Step
 from mapper.stages import RUN_SCHEMA, FlowResult, load_bitstream, load_flow, read_app
 from mapper.mapping.streams import stream_events
+from mapper.backend.bitstream import BitstreamWords
 from mapper.backend.verify import verify
 from mapper.backend.report import report as pnr_report
 from mapper.interp import run_outputs
@@ -264,34 +265,73 @@ def check_output(app: str, got: np.ndarray, goldens: dict[str, np.ndarray],
 
 
 def proved_flow(run_dir: Path, coll: Collateral, say: Step, secs: dict[str, float]):
-    """``(FlowResult with its bitstream, proof)``: the run's pipelined design and bitstream,
-    the bitstream proved to realise the routing with pipelining's latencies
-    (:func:`mapper.backend.verify.verify`; ``secs['proof']``)."""
+    """``(FlowResult with its bitstream, proof)``: the run's pipelined design and bitstream
+    (:func:`mapper.stages.load_flow`: packed design, placement and routing checked against
+    each other and the design; :func:`mapper.stages.load_bitstream`: ``<app>.bs``, the file
+    a user deploys, must hold exactly bitstream.json's words), the ``.bs`` words proved to
+    realise the routing with pipelining's latencies (:func:`mapper.backend.verify.verify`,
+    its messages naming the ``.bs`` file and line; ``secs['proof']``). What is simulated is
+    these words."""
     flow = load_flow(run_dir, coll)
     flow.bitstream = load_bitstream(run_dir, coll)
+    words = BitstreamWords(flow.bitstream.pairs(), str(st.bitstream_file(run_dir)))
     say("prove bitstream")
     t = time.perf_counter()
-    proof = verify(flow.bitstream.pairs(), flow.pipelined, coll)
+    proof = verify(words, flow.pipelined, coll)
     secs["proof"] = time.perf_counter() - t
     return flow, proof
+
+
+#: files a simulation writes into the run directory whatever the app: the harness's
+#: (``sim.bs``, ``sim.stim``, ``sim.out``), the report and the pictures of every app
+SIM_FILES = ("sim.bs", "sim.stim", "sim.out", "run_report.json", "input.png", "input.npy",
+             "compare.png")
+
+
+def clear_sim_outputs(run_dir: Path, name: str) -> list[Path]:
+    """Remove what an earlier simulation of app ``name`` left in ``run_dir`` (:data:`SIM_FILES`,
+    ``<name>.png`` / ``.npy`` and ``<name>_*.png`` / ``.npy``: outputs, a DNN layer's
+    ``<name>_output.npy``), so that a harness or a step that writes nothing cannot leave a
+    stale result that seems to match. Returns the files removed."""
+    d = Path(run_dir)
+    found = [d / f for f in SIM_FILES]
+    found += [d / f"{name}{ext}" for ext in (".png", ".npy")]
+    found += sorted(p for ext in ("png", "npy") for p in d.glob(f"{name}_*.{ext}"))
+    gone = []
+    for p in found:
+        if p.is_file():
+            p.unlink()
+            gone.append(p)
+    return gone
 
 
 def simulate_on_rtl(run_dir: Path, coll: Collateral, flow: FlowResult,
                     inputs: dict[str, np.ndarray], ports: list[str], cycles: int,
                     opts: SimOptions, say: Step, secs: dict[str, float], name: str):
-    """Build (or reuse) the design's Verilator harness and run ``flow``'s bitstream on it for
-    ``cycles`` cycles with ``inputs`` (top port -> words per cycle), sampling ``ports``;
-    ``secs`` gets ``verilator_build`` and ``simulation``. Returns ``(harness, SimRun)``.
-    Raises :class:`SimulationError` when a config register does not read back its bits."""
+    """Remove the outputs of an earlier simulation (:func:`clear_sim_outputs`), build (or
+    reuse) the design's Verilator harness and run ``flow``'s bitstream (the ``.bs`` words,
+    :func:`proved_flow`) on it for ``cycles`` cycles with ``inputs`` (top port -> words per
+    cycle), sampling ``ports``; ``secs`` gets ``verilator_build`` and ``simulation``. Returns
+    ``(harness, SimRun)``. Raises :class:`SimulationError` when the harness writes no output
+    file or a config register does not read back its bits."""
     from mapper.sim.verilator import SimParams, build_harness, run_harness  # deferred: loads psutil only when called
 
+    clear_sim_outputs(run_dir, name)
     sim_params = opts.sim or SimParams()
     say("verilator build")
     harness = build_harness(coll.root, sim_params, progress=say)
     secs["verilator_build"] = harness.build_seconds
     say("simulate")
-    sim = run_harness(harness, flow.bitstream.pairs(), inputs, ports, cycles, run_dir,
-                      sim_params)
+    out = Path(run_dir) / "sim.out"
+    try:
+        sim = run_harness(harness, flow.bitstream.pairs(), inputs, ports, cycles, run_dir,
+                          sim_params)
+    except FileNotFoundError as exc:
+        if exc.filename is None or Path(exc.filename) != out:
+            raise
+        raise SimulationError(f"{name}: the simulation harness {harness.exe} exited without "
+                              f"writing {out}; rebuild it (remove {Path(harness.exe).parent})"
+                              f" and run `cgra sim` again") from None
     secs["simulation"] = sim.seconds
     if sim.readback_mismatches:
         a, e, g = sim.readback_mismatches[0]
@@ -412,6 +452,6 @@ def run_report(app: dict[str, Any], opts: SimOptions, coll: Collateral, flow: Fl
     }
 
 
-__all__ = ["NAN_ULP_DISTANCE", "AppRun", "StreamPlan", "bf16_ulp_distance", "check_output",
-           "first_mismatch", "io_port", "proved_flow", "run_report", "simulate_app",
-           "simulate_on_rtl", "stream_plan"]
+__all__ = ["NAN_ULP_DISTANCE", "SIM_FILES", "AppRun", "StreamPlan", "bf16_ulp_distance",
+           "check_output", "clear_sim_outputs", "first_mismatch", "io_port", "proved_flow",
+           "run_report", "simulate_app", "simulate_on_rtl", "stream_plan"]

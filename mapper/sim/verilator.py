@@ -9,7 +9,8 @@ precompiled-header switch, :data:`BUILD_RECIPE`). Concurrent builds (pytest-xdis
 build is stamped ``ok`` and never rebuilt. A build runs in ``sim/.<key>.tmp-<pid>/`` and is
 renamed into place when complete; an interrupted build removes its directory and kills its
 Verilator/make/compiler process group, and a directory left by a killed process is removed by
-the next build.
+the next build. Verilator, make and the simulation harness are sent SIGKILL when the process
+that started them dies (``kill -9`` runs no cleanup: :mod:`cgra.procs`).
 
 Protocol driven by the harness (docs/garnet.md, "Driving the top module"), one line of
 ``sim.log`` per phase:
@@ -76,13 +77,15 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable, Sequence
 
 import numpy as np
 import psutil
 
 from cgra.errors import CollateralError, SimulationError
+from cgra.procs import pdeathsig_preexec
 from garnet import collateral as gc
+from garnet.collateral import DesignInfo, TopPort
 
 HARNESS_VERSION = "cgra.stream_harness/1"
 #: control ports of the top module the harness drives itself (docs/garnet.md)
@@ -151,18 +154,18 @@ class SimRun:
     files: dict[str, Path] = field(default_factory=dict)
 
 
-def load_design_doc(design_dir: str | Path) -> dict[str, Any]:
-    """``design.json`` of a design directory (read through :func:`garnet.collateral.read_design`,
+def load_design_doc(design_dir: str | Path) -> DesignInfo:
+    """``design.json`` of a design directory (:func:`garnet.collateral.read_design_info`,
     the format's owner) with its RTL files verified against the manifest. Raises
     :class:`CollateralError` when it is missing, stale or lacks the top module / port list."""
 
-    doc = gc.read_design(design_dir)
-    gc.verify_files(design_dir, doc, [f for f in doc["files"] if f.startswith("rtl/")])
+    design = gc.read_design_info(design_dir)
+    design.verify_files([f for f in design.files if f.startswith("rtl/")])
     for k in ("top", "ports"):
-        if k not in doc:
+        if not getattr(design, k):
             raise CollateralError(f"{Path(design_dir) / 'design.json'}: missing key '{k}'; "
-                                  f"{gc.regen_hint(design_dir, doc)}")
-    return doc
+                                  f"{design.hint}")
+    return design
 
 
 def _rtl_files(design_dir: Path) -> list[Path]:
@@ -183,19 +186,20 @@ def _check_port_width(width: int) -> None:
                               f"at most 64 bits")
 
 
-def harness_source(top: str, ports: list[dict[str, Any]]) -> tuple[str, list[str], list[str]]:
+def harness_source(top: str, ports: Sequence[TopPort]) -> tuple[str, list[str], list[str]]:
     """C++ source of the stream harness for top module ``top`` with ``ports``
-    (``[{name, direction, width}]`` from design.json). Returns ``(source, data inputs,
-    outputs)``; the data inputs are every input except :data:`CONTROL_PORTS`."""
-    names = {p["name"] for p in ports}
+    (:class:`garnet.collateral.TopPort`: name, direction, width from design.json). Returns
+    ``(source, data inputs, outputs)``; the data inputs are every input except
+    :data:`CONTROL_PORTS`."""
+    names = {p.name for p in ports}
     for c in CONTROL_PORTS:
         if c not in names:
             raise CollateralError(f"design.json: top module {top} has no port '{c}' (the harness "
                                   f"drives {', '.join(CONTROL_PORTS)}); regenerate the design")
-    ins = [p["name"] for p in ports if str(p["direction"]).startswith("in") and p["name"] not in CONTROL_PORTS]
-    outs = [p["name"] for p in ports if str(p["direction"]).startswith("out")]
+    ins = [p.name for p in ports if p.direction.startswith("in") and p.name not in CONTROL_PORTS]
+    outs = [p.name for p in ports if p.direction.startswith("out")]
     for p in ports:
-        _check_port_width(int(p["width"]))
+        _check_port_width(p.width)
     set_cases = "\n".join(f"    case {k}: t->{n} = v; break;" for k, n in enumerate(ins))
     get_cases = "\n".join(f"    case {k}: return (uint64_t)t->{n};" for k, n in enumerate(outs))
     zero = "\n".join(f"  t->{n} = 0;" for n in ins)
@@ -330,13 +334,11 @@ def _verilator_version(verilator: str) -> str:
     return r.stdout.strip()
 
 
-def _flush_wait(doc: dict[str, Any], params: SimParams) -> int:
+def _flush_wait(design: DesignInfo, params: SimParams) -> int:
     if params.flush_wait is not None:
         return int(params.flush_wait)
-    p = doc.get("params", {})
-    interval = int(p.get("flush_interval", 0) or 0)
-    height = int(p.get("height", doc.get("array", {}).get("height", 1)))
-    return (height // interval + 1) if interval else 1
+    interval = design.flush_interval
+    return (design.rows // interval + 1) if interval else 1
 
 
 # -- build directories and child processes -------------------------------------------------
@@ -407,8 +409,11 @@ def _run_streamed(cmd: list[str], cwd: Path, log, deadline: float,
     timeout (``deadline``, :func:`time.monotonic` seconds), an exception or
     KeyboardInterrupt, the whole group is killed (:func:`_kill_group`) and the exception
     propagates (:class:`subprocess.TimeoutExpired` for the timeout)."""
+    # its own session, so the whole group can be killed; SIGKILL when this process dies
+    # (kill -9 runs no cleanup: cgra.procs)
     proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+                            stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=pdeathsig_preexec())
     try:
         fd = proc.stdout.fileno()
         buf = b""
@@ -531,10 +536,10 @@ def build_harness(design_dir: str | Path, params: SimParams | None = None,
     say = progress or (lambda _m: None)
     d = Path(design_dir).resolve()
     doc = load_design_doc(d)
-    top = doc["top"]
+    top = doc.top
     files = _rtl_files(d)
-    src, ins, outs = harness_source(top, doc["ports"])
-    widths = {q["name"]: int(q["width"]) for q in doc["ports"]}
+    src, ins, outs = harness_source(top, doc.ports)
+    widths = {q.name: q.width for q in doc.ports}
     make_vars = [f"OPT_FAST={p.opt_fast}", f"OPT_SLOW={p.opt_slow}"]
     flags = [*p.extra_flags, *make_vars, f"pch={int(p.precompiled_header)}", BUILD_RECIPE]
     h = hashlib.sha256()
@@ -680,7 +685,8 @@ def run_harness(h: Harness, bitstream: list[tuple[int, int]], inputs: dict[str, 
     t0 = time.perf_counter()
     try:
         r = subprocess.run([str(h.exe), str(bs_path), str(stim_path), str(out_path)],
-                           capture_output=True, text=True, timeout=p.run_timeout_s)
+                           capture_output=True, text=True, timeout=p.run_timeout_s,
+                           preexec_fn=pdeathsig_preexec())     # dies with this process
     except subprocess.TimeoutExpired:
         raise SimulationError(f"simulation of {h.top} exceeded {p.run_timeout_s:.0f} s "
                               f"({cycles} cycles)") from None

@@ -21,7 +21,8 @@ exits 130 / 143).
 A malformed spec (``--pe`` or ``--check-against``) is a :class:`~cgra.errors.SpecError`
 reported before anything is written (``file:line: ...``, exit status 2); ``--out`` is not
 created, and if a spec error surfaces later the directory is removed when this run created
-it.
+it. An ``--out`` that is a file, lies below a file or is not writable is an
+:class:`~cgra.errors.OutputError` (exit status 2), also before anything is done.
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from cgra.errors import RuleError, SpecError
+from cgra.outputs import check_output_dir
 from peak.load import load_spec
 from peak.normalize import normal_form
 from peak.rules.synth import BindingPolicy
@@ -67,6 +69,9 @@ def rules(pe_ref: str, out: str, jobs: int, check_ref: str | None, method: str,
           timeout_s: float, ties: str, only: tuple[str, ...], force: bool) -> None:
     """Synthesise the rewrite rules of a PE (cached by spec hash)."""
     console = Console(stderr=False)
+    # the shared rules directory: checked here, not locked (its cache entries have their
+    # own locks, and a second `cgra rules` waits for the entry it needs: peak.rules.table)
+    check_output_dir(out, "--out")
     spec = load_spec(pe_ref)
     other = load_spec(check_ref) if check_ref else None
     normal_form(spec)                   # SpecError (file:line) before anything is written

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import signal
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -55,6 +56,7 @@ from typing import Any, Callable
 import z3
 
 from cgra.errors import CgraError, RuleError
+from cgra.procs import die_with_parent
 from peak import normal_form, spec_hash
 from peak.ir import (DECOMPOSITIONS, Target, ir_op, library_hash, target_dag, targets,
                      wants_float)
@@ -263,7 +265,10 @@ def solve_target(spec: type, t: Target, width: int, policy: BindingPolicy, metho
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(spec: type) -> None:
+def _init_worker(spec: type, parent_pid: int) -> None:
+    # A worker dies with the parent (kill -9 of `cgra rules`): else it would block forever
+    # on the task queue, holding the cache entry's lock it inherited (cgra.procs).
+    die_with_parent(parent_pid)
     # Ctrl-C reaches the whole process group: the parent handles it and terminates the
     # workers (a worker raising KeyboardInterrupt would print a traceback); SIGTERM (what
     # the parent sends) ends a worker at once, not through the parent's inherited handler.
@@ -566,7 +571,7 @@ def _run_pool(spec: type, tasks: list[tuple[Target, Entry | None]], jobs: int, w
     after the z3 query running in it."""
     ctx = multiprocessing.get_context("fork")
     ex = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx,
-                             initializer=_init_worker, initargs=(spec,))
+                             initializer=_init_worker, initargs=(spec, os.getpid()))
     try:
         futs: dict[Future, Target] = {
             ex.submit(_work, t.key, width, policy, method, timeout_ms, cand): t

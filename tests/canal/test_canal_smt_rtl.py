@@ -86,6 +86,7 @@ from canal.paths import walk_path
 from canal.rtl import array_circuit, array_netlist, compile_array, top_port_name
 from canal.smt import (InterconnectModel, NodeValue, decode_selects, encode_selects,
                        spots_from_configs)
+from garnet.collateral import TopPort
 from mapper.sim.verilator import Harness, harness_source, run_harness
 
 N, S, E = Side.NORTH, Side.SOUTH, Side.EAST
@@ -128,9 +129,8 @@ def harness4(io4, tmp_path_factory) -> Harness:
     t0 = time.perf_counter()
     arr = array_circuit(io4)
     verilog = compile_array(arr, d)
-    ports = [{"name": "CLK", "direction": "in", "width": 1},
-             {"name": "RESET", "direction": "in", "width": 1}]
-    ports += [{"name": n, "direction": dr, "width": w} for n, dr, w in array_netlist(io4).ports]
+    ports = [TopPort("CLK", "in", 1), TopPort("RESET", "in", 1)]
+    ports += [TopPort(n, dr, w) for n, dr, w in array_netlist(io4).ports]
     src, ins, outs = harness_source(arr.name, ports)
     (d / "harness.cpp").write_text(src)
     cmd = ["verilator", "--cc", "--exe", "--build", "-j", "2", "-Wno-fatal", "-Wno-lint",

@@ -53,11 +53,11 @@ def test_width32_design_has_32_bit_pe_mem_io(width32_design):
     ports = {p["name"]: p["width"] for p in d["ports"]}
     assert ports["glb2io_32_X00_Y00"] == ports["io2glb_32_X07_Y00"] == 32
     assert ports["glb2io_1_X00_Y00"] == 1 and not any("_16_" in n for n in ports)
-    pe = json.loads((width32_design / "pe.json").read_text())
+    pe = json.loads((width32_design / "pe.json").read_text())["peak"]
     assert pe["spec"] == "peak.examples.cgra_pe:make_pe(32)" and pe["name"] == "PE32"
     assert {p["name"]: p["width"] for p in pe["inputs"]}["data0"] == 32
-    mem = json.loads((width32_design / "mem.json").read_text())
-    assert mem["name"] == "dualport_1024x32" and mem["word_width"] == 32
+    mem = json.loads((width32_design / "mem.json").read_text())["lake"]
+    assert mem["preset"] == "dualport_1024x32" and mem["data_width"] == 32
     assert sorted(p.name for p in (width32_design / "routing").glob("graph_*.json")) == [
         "graph_1.json", "graph_32.json"]
     timing = json.loads((width32_design / "timing.json").read_text())

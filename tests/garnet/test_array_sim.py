@@ -27,7 +27,7 @@ ADD_CONST = 7
 def _encode_inst(pe_doc: dict, values: dict[str, object]) -> int:
     """Flat instruction from pe.json's assembler layout; enum values by tag name."""
     inst = 0
-    for f in pe_doc["layout"]:
+    for f in pe_doc["peak"]["fields"]:
         if f["name"] not in values:
             continue
         v = values[f["name"]]

@@ -30,7 +30,7 @@ def test_design_json(small_design):
     from lake.collateral import collateral as lake_collateral
     assert doc["spec_hashes"]["mem"] == lake_collateral("dualport_2048x16")["spec_hash"]
     mem = json.loads((d / "mem.json").read_text())
-    assert mem["spec_hash"] == doc["spec_hashes"]["mem"]      # one Lake spec hash
+    assert mem["lake"]["spec_hash"] == doc["spec_hashes"]["mem"]      # one Lake spec hash
     assert doc["array"]["tiles"] == {"IO": 8, "MEM": 14, "PE": 42}
     assert doc["top"] == result.top and doc["top"].startswith("Garnet_8x8_")
     assert doc["rules"]["source"] == "skipped"
@@ -117,22 +117,39 @@ def test_config_map_covers_every_field(small_design):
         seen[r["addr"]] = seen.get(r["addr"], 0) | mask
     mem_rows = [r for r in rows if (r["x"], r["y"]) == (3, 1) and r["feature"] == 0]
     assert {r["field"] for r in mem_rows} == {f["name"] for f in json.loads(
-        (d / "mem.json").read_text())["config_fields"]}
+        (d / "mem.json").read_text())["lake"]["config_fields"]}
 
 
 def test_pe_and_mem_json(small_design):
     _, d = small_design
-    pe = json.loads((d / "pe.json").read_text())
-    assert pe["spec"] == "peak.examples.cgra_pe:PE"
-    assert pe["instruction_width"] == 62 and pe["tag"] == "p"
-    assert [f["name"] for f in pe["layout"]][:3] == ["alu", "signed", "cond"]
-    assert pe["config_slices"]["registers"] == 2
-    mem = json.loads((d / "mem.json").read_text())
-    assert (mem["name"], mem["capacity"], mem["in_ports"], mem["out_ports"]) == \
+    from garnet.collateral import read_mem, read_pe
+    from lake.collateral import MemInfo, collateral
+    from peak.collateral import pe_json
+    from peak.examples.cgra_pe import PE
+
+    doc = json.loads((d / "pe.json").read_text())
+    assert sorted(doc) == ["peak", "schema", "tile"]       # PEak's document, then the tile's
+    assert doc["peak"] == json.loads(json.dumps(pe_json(PE)))   # as PEak wrote it
+    pe, tile = read_pe(d / "pe.json", "regenerate")
+    assert pe.spec == "peak.examples.cgra_pe:PE" and pe.instruction_width == 62
+    assert [f.name for f in pe.fields][:3] == ["alu", "signed", "cond"]
+    assert (tile.tag, tile.config_registers, tile.latency_cycles) == ("p", 2, 0)
+    assert {c.field for c in tile.config_slices} == {"inst"}
+    doc = json.loads((d / "mem.json").read_text())
+    assert doc["lake"] == collateral("dualport_2048x16")     # Lake's document, unchanged
+    mem, mtile = read_mem(d / "mem.json", "regenerate")
+    assert mem == MemInfo.of_preset("dualport_2048x16")
+    assert (mem.preset, mem.capacity_words, len(mem.in_ports), len(mem.out_ports)) == \
         ("dualport_2048x16", 2048, 1, 1)
+    assert (mtile.tag, mtile.module) == ("m", mem.module)
+    assert {n for n, _d, _w in mtile.ports} >= {"data_in_0", "data_out_0"}
     from mapper.mapping.memory import MemSpec
-    spec = MemSpec.from_dict(mem)
-    assert (spec.capacity, spec.read_latency, spec.max_dimensionality) == (2048, 1, 6)
+    spec = MemSpec.from_info(mem)
+    assert (spec.capacity, spec.read_latency, spec.max_dimensionality, spec.word_width) == \
+        (2048, 1, 6, 16)
+    pub = MemSpec.from_info(MemInfo.of_preset("pub_512x64"))
+    # the word is the port's 16 bits, not Lake's 64-bit wide word
+    assert (pub.capacity, pub.word_width, pub.fetch_width, pub.min_delay) == (2048, 16, 4, 7)
 
 
 @pytest.mark.parametrize("stage", ["Verilog (CIRCT)", "collateral"])

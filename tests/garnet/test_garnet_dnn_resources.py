@@ -38,15 +38,15 @@ def test_default_counts_follow_the_default_config():
     from pathlib import Path
 
     from garnet.build import _tile_counts
-    from garnet.cores import mem_collateral
+    from lake.collateral import MemInfo
     from garnet.params import load_toml
     from mapper.dnn.plan import DEFAULT_32X16
 
     params = load_toml(Path(__file__).resolve().parents[2] / "configs" / "default.toml")
     counts = _tile_counts(params)
-    mem = mem_collateral(params.mem_preset)
+    mem = MemInfo.of_preset(params.mem_preset)
     assert (DEFAULT_32X16.pes, DEFAULT_32X16.mems, DEFAULT_32X16.ios) == \
         (counts["PE"], counts["MEM"], counts["IO"])
     assert (DEFAULT_32X16.mem_words, DEFAULT_32X16.mem_read_ports,
             DEFAULT_32X16.mem_write_ports, DEFAULT_32X16.fetch_width) == (
-        mem["capacity"], mem["out_ports"], mem["in_ports"], mem["fetch_width"])
+        mem.capacity_words, len(mem.out_ports), len(mem.in_ports), mem.fetch_width)

@@ -161,7 +161,7 @@ def test_pe_edit_keeps_interconnect_graphs(tmp_path):
     mem = [n for n in rtl if n.startswith("Tile_lake_")]
     assert mem and all(rtl2[n] == rtl[n] for n in mem)        # MEM tile reused verbatim
     coll = load_collateral(out)                                 # every hash checks out
-    assert coll.pe["spec_hash"] == second.pe_hash
+    assert coll.pe.spec_hash == second.pe_hash
 
 
 def test_validation_refuses_before_writing(tmp_path):

@@ -93,7 +93,7 @@ def write_collateral(root: Path, spec_path: str, rules: Path, width: int = 16,
     gc.write_stamp(dst, spec_path, h, ir_hash(), rules_key(h, ir_hash()), files)
     gc.write_design(root, {"name": root.name, "params": params.to_dict(),
                            "spec_hashes": {"pe": h, "mem": json.loads(
-                               (root / "mem.json").read_text())["spec_hash"]}})
+                               (root / "mem.json").read_text())["lake"]["spec_hash"]}})
     return root
 
 

@@ -23,8 +23,8 @@ COREIR = list(example_kernels().values())
 pytest_plugins = ["mapper_support"]
 
 
-def _tag(pe_doc, field, name):
-    return next(f for f in pe_doc["fields"] if f["name"] == field)["tags"][name]
+def _tag(pe, field, name):
+    return pe.field(field).tags[name]
 
 
 def test_coreir_files_found():

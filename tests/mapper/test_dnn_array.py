@@ -15,11 +15,11 @@ from mapper.dnn import array as dnn_array, memory as dnn_memory
 from mapper.frontend import tensor
 from mapper.apps import dnn
 from mapper.frontend.dsl import Func, Input, Int16, Pipeline, RDom, Var, cast
+from lake.collateral import MemInfo
 from mapper.mapping.streams import program_events
 
 #: the default design's MEM facts (mem.json of configs/default.toml)
-MEM = {"preset": "dualport_2048x16", "name": "dualport_2048x16", "capacity": 2048,
-       "max_dimensionality": 6, "read_latency": 1, "word_width": 16}
+MEM = MemInfo.of_preset("dualport_2048x16")
 
 
 def _resnet():
@@ -304,7 +304,7 @@ def test_assignment_is_a_packing(sizes, lanes):
 
 
 #: the PUB design's MEM facts (mem.json of configs/small_pub.toml / default_pub.toml)
-PUB_MEM = dict(MEM, preset="pub_512x64", name="pub_512x64", fetch_width=4)
+PUB_MEM = MemInfo.of_preset("pub_512x64")
 
 
 @pytest.mark.parametrize("double", [False, True], ids=["whole", "double"])

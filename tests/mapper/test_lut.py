@@ -309,5 +309,5 @@ def test_coreir_kernel_with_rom2_maps_through_the_flow(default_design, tmp_path)
     assert list(mems) == ["hcompute_rom_lut0"]
     cfg = mems["hcompute_rom_lut0"].config
     assert cfg["lut"] == [10, 13, 16, 19, 22, 25, 28, 31] and cfg["clamped"]
-    assert cfg["preset"] == c.mem["preset"] == "dualport_2048x16"
+    assert cfg["preset"] == c.mem.preset == "dualport_2048x16"
     assert am.kernels["hcompute_rom"].luts[0].raddr[0] == "pe"      # the umin clamp

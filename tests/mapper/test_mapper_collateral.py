@@ -3,6 +3,8 @@ manifest of design.json, spec hashes, stale and missing files -> CollateralError
 file, the hashes and how to regenerate it."""
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import shutil
 from pathlib import Path
@@ -40,9 +42,16 @@ def _reseal(design: Path) -> None:
 
 def test_valid_design_loads(design):
     c = load_collateral(design)
-    assert c.pe["spec"] == "peak.examples.cgra_pe:PE"
-    assert c.pe["instruction_width"] == 62
-    assert c.mem["name"] == "dualport_2048x16"
+    assert c.pe.spec == "peak.examples.cgra_pe:PE"
+    assert c.pe.instruction_width == 62 and c.pe_latency == 0
+    assert c.mem.preset == c.mem_preset == "dualport_2048x16"
+    assert (c.mem.capacity_words, c.mem.data_width, c.mem.wide_word_width) == (2048, 16, 16)
+    assert c.design.name == c.name == "default" and c.design.widths == (16, 1)
+    for part, field in ((c, "pe"), (c.pe, "spec"), (c.mem, "capacity_words"),
+                        (c.design, "widths"), (c.timing, "table"), (c.config_map, "nodes"),
+                        (c.graphs[16], "succ"), (c.pe_tile, "latency_cycles")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(part, field, None)                # typed, frozen collateral
     assert c.rules.spec_hash == c.pe_hash
     assert c.rules.status["coreir.add"] == "found"
     assert c.rules.status["pattern.muladd"] == "none"      # the default PE has no MAC

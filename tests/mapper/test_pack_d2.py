@@ -9,6 +9,7 @@ import pytest
 
 from cgra.errors import MappingError
 from mapper.netlist import Netlist
+from peak.collateral import InstrField, PEInfo, PortInfo
 from mapper.backend.pack import (delay_codes, input_delay, input_register, max_input_delay, pack,
                          set_input_register)
 
@@ -18,8 +19,11 @@ D2_TAGS = {"BYPASS": 0, "DELAY": 1, "CONST": 2, "DELAY2": 3, "DELAY3": 4, "DELAY
 D1_TAGS = {"BYPASS": 0, "DELAY": 1, "CONST": 2}
 
 
-def _doc(tags: dict[str, int]) -> dict:
-    return {"fields": [{"name": "data0_mode", "tags": tags}]}
+def _doc(tags: dict[str, int]) -> PEInfo:
+    """A PE whose only instruction field is ``data0_mode`` with ``tags`` (3 bits)."""
+    return PEInfo("x:PE", "PE", "0" * 64, 3,
+                  (InstrField("data0_mode", 0, 3, "enum", False, tags),),
+                  (PortInfo("data0", 16),), (PortInfo("res", 16),))
 
 
 def _cfg(code: int) -> dict:
@@ -57,18 +61,18 @@ def test_input_register_steps_through_the_tags():
     assert input_register(d1, {}, "data0") is None                 # no instruction
 
 
-def _chain(n_regs: int, pe_doc: dict) -> Netlist:
+def _chain(n_regs: int, pe) -> Netlist:
     """in -> r1 -> ... -> r<n> -> pe.data0, in -> pe.data1; pe.res -> out (an Add)."""
     from peak.collateral import assemble_fields
 
-    instr = {f["name"]: 0 for f in pe_doc["fields"]}
+    instr = {f.name: 0 for f in pe.fields}
     nl = Netlist("chain")
     nl.add_instance("in", "io_in", "I")
     nl.add_instance("out", "io_out", "I")
     for k in range(1, n_regs + 1):
         nl.add_instance(f"r{k}", "reg", "r", {"delay": 1})
     nl.add_instance("pe", "pe", "p", {"instruction": instr,
-                                      "inst": assemble_fields(pe_doc, instr)})
+                                      "inst": assemble_fields(pe, instr)})
     nl.add_net(("in", "out"), [("r1", "in"), ("pe", "data1")], 16, "n0")
     for k in range(1, n_regs):
         nl.add_net((f"r{k}", "out"), [(f"r{k + 1}", "in")], 16, f"n{k}")
@@ -114,8 +118,8 @@ def test_set_input_register_rewrites_the_flat_instruction(d2_design):
     cfg = {"instruction": dict(cfg["instruction"]), "inst": cfg["inst"]}
     set_input_register(d2.pe, cfg, *input_register(d2.pe, cfg, "data1", cycles=3))
     assert cfg["instruction"]["data1_mode"] == 4                 # DELAY3
-    f = next(f for f in d2.pe["fields"] if f["name"] == "data1_mode")
-    assert (cfg["inst"] >> f["lo"]) & 7 == 4
+    f = d2.pe.field("data1_mode")
+    assert (cfg["inst"] >> f.lo) & 7 == 4
 
 
 def _routed_regs(coll, app: str):

@@ -87,5 +87,8 @@ def test_memory_nets_have_the_mem_word_width():
 
 
 def test_pe_data_width():
-    doc = {"inputs": [{"name": "data0", "width": 32}, {"name": "bit0", "width": 1}]}
-    assert pe_data_width(doc) == 32
+    from peak.collateral import PEInfo, PortInfo
+
+    pe = PEInfo("x:PE", "PE", "0" * 64, 8, (), (PortInfo("data0", 32), PortInfo("bit0", 1)),
+                (PortInfo("res", 32),))
+    assert pe_data_width(pe) == 32

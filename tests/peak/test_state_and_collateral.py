@@ -11,7 +11,8 @@ from hwtypes.adt import Enum, Product
 
 from cgra.errors import CollateralError, ConfigError
 from peak.assembler import assembler
-from peak.collateral import assemble_fields, disassemble_fields, load_pe_json, pe_json
+from peak.collateral import (PEInfo, assemble_fields, disassemble_fields, load_pe_json,
+                             pe_json)
 from peak.examples.cgra_pe import PE
 from peak.examples.toy_pe import Inst as ToyInst
 from peak.examples.toy_pe import Opcode, ToyPE
@@ -125,8 +126,12 @@ def test_pe_json_and_field_assembly(tmp_path):
     path.write_text(json.dumps({**doc, "schema": "old"}))
     with pytest.raises(CollateralError, match="schema"):
         load_pe_json(str(path))
-    toy = pe_json(ToyPE)
+    toy = PEInfo.of_spec(ToyPE)
     assert assemble_fields(toy, {"op": "And", "reg_out": 1}) == 0b1001
+    assert back == PEInfo.of_spec(PE) and back.data_width == 16
+    assert back.field("alu").tags["Add"] == assemble_fields(back, {"alu": "Add"})
+    with pytest.raises(CollateralError, match=r"pe.json: missing key 'fields'"):
+        PEInfo.from_json({k: v for k, v in doc.items() if k != "fields"}, "pe.json")
     assert assembler(ToyInst).decode(0b1001) == ToyInst(Opcode.And, Bit(0), Bit(0), Bit(1))
 
 

@@ -195,13 +195,13 @@ def test_a_coreir_float_kernel_maps_and_simulates_on_the_fp_pe(bf16_table):
     from mapper.collateral import load_rule_table
     from mapper.mapping.compute import cover_kernel, simulate
     from mapper.frontend.coreir import import_coreir_dict
-    from peak.collateral import pe_json
+    from peak.collateral import PEInfo
     path = Path(__file__).resolve().parents[1] / "mapper" / "test_coreir_float.py"
     spec = importlib.util.spec_from_file_location("_coreir_float", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     (k,) = import_coreir_dict(mod._doc(), "f.json").values()
-    doc = pe_json(cgra_pe_bf16.PE)
+    doc = PEInfo.of_spec(cgra_pe_bf16.PE)
     m = cover_kernel(k, load_rule_table(bf16_table.view), doc)
     assert sorted(p.rule for p in m.pes) == ["float.add", "float.lt", "float.max",
                                             "float.mul", "float.sub"]

@@ -1,0 +1,71 @@
+"""Child processes that die with their parent.
+
+A ``cgra`` command killed outright (``kill -9``, the OOM killer) runs no cleanup code, so a
+worker it forked (the RTL worker of ``cgra rtl``, the rule-synthesis pool of ``cgra rules``,
+the HiGHS worker of the exact router) or a tool it started (Verilator, make, the simulation
+harness, yosys) would be left running, or blocked forever on a pipe to the dead parent.
+
+:func:`die_with_parent`, called in the child right after the fork (a ``multiprocessing``
+target's first line, a pool's initializer, or ``subprocess.Popen(preexec_fn=...)`` through
+:func:`pdeathsig_preexec`), asks Linux to send it SIGKILL when its parent dies
+(``prctl(PR_SET_PDEATHSIG)``, prctl(2)), then checks that the parent did not die before the
+call took effect (``os.getppid()`` changed: the child kills itself). The setting survives
+``execve``, so a tool started through ``preexec_fn`` gets it too (its own children, e.g. the
+compilers make starts, do not: they are short-lived and end by themselves).
+
+Linux sends the signal when the *thread* that forked the child exits: fork from a thread
+that outlives the child (the command's main thread, a worker thread waiting for the
+result). On a system without ``prctl`` the call does nothing and the callers' other guard
+applies: the child holds no copy of its parent's end of their pipe, so it sees EOF or
+EPIPE instead of blocking forever.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+from typing import Callable
+
+#: prctl(2) option (linux/prctl.h)
+PR_SET_PDEATHSIG = 1
+
+
+def _load_prctl():
+    """libc's ``prctl`` (looked up once, in the parent: nothing is loaded in a forked
+    child), or None where there is none."""
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
+                   ctypes.c_ulong]
+    return fn
+
+
+_PRCTL = _load_prctl()
+
+
+def die_with_parent(parent_pid: int, sig: int = signal.SIGKILL) -> bool:
+    """In a child process: be sent ``sig`` (default SIGKILL) when the parent dies (module
+    docstring); ``parent_pid`` is the parent's pid, read *before* the fork. If the parent
+    is already gone, the child sends itself ``sig`` now. Returns whether the kernel
+    accepted the request (False without ``prctl``)."""
+    ok = _PRCTL is not None and _PRCTL(PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
+    if os.getppid() != parent_pid:
+        os.kill(os.getpid(), sig)
+    return ok
+
+
+def pdeathsig_preexec(sig: int = signal.SIGKILL) -> Callable[[], None]:
+    """A ``preexec_fn`` for :class:`subprocess.Popen` that makes the started program die
+    with this process (call it in the parent: it captures this process's pid). The child
+    runs only a libc call and two system calls before ``exec``."""
+    parent = os.getpid()
+
+    def preexec() -> None:
+        die_with_parent(parent, sig)
+    return preexec
+
+
+__all__ = ["die_with_parent", "pdeathsig_preexec"]
