@@ -140,7 +140,7 @@ def harness4(io4, tmp_path_factory) -> Harness:
            str(verilog), str(d / "harness.cpp")]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
-    widths = {p["name"]: p["width"] for p in ports}
+    widths = {p.name: p.width for p in ports}
     return Harness(d, arr.name, d / "harness", ins, outs, widths, "smt_rtl", False,
                    time.perf_counter() - t0, 1)
 

@@ -122,9 +122,11 @@ def test_same_seed_same_bitstream(small_design, tmp_path):
 def test_too_large_app_names_the_resource(small_design, tmp_path):
     with pytest.raises(CgraError) as e:
         _compile(small_design, tmp_path, unroll=16)
-    # 16 lanes: 16 copies of the 18-PE kernel (with the lanes' shared adds) do not fit
-    assert str(e.value).startswith("gaussian needs 246 PE tiles but design small (8x8) has "
-                                   "42; use a larger design")
+    # 16 lanes: 16 copies of the 18-PE kernel (246 PEs with the lanes' shared adds) do not
+    # fit; the lower bound (ops over the largest rule) refuses it before memory mapping
+    assert str(e.value).startswith("gaussian at unroll 16 needs at least 115 PE tiles (its "
+                                   "kernels' ops over the largest rule) but design small "
+                                   "(8x8) has 42; use a smaller unroll")
     assert not (tmp_path / "netlist.json").exists()
     with pytest.raises(CgraError) as e:          # 8 lanes fit the PEs but not the IO row
         _compile(small_design, tmp_path / "p", unroll=8, app="pointwise")

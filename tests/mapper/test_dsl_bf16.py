@@ -171,10 +171,12 @@ def test_bf16_errors(make, match):
 def test_float_op_without_rule_names_the_fp_pe():
     from mapper.collateral import RuleTable
     from mapper.mapping.compute import cover_kernel
+    from peak.collateral import PEInfo, PortInfo
 
     k = build_app("gaussian_bf16", 8, 8).lower().stages[0].kernel
     with pytest.raises(MappingError, match="no rewrite rule.*float.*configs/bf16.toml"):
-        cover_kernel(k, RuleTable([]), {"name": "PE", "inputs": [{"name": "data0", "width": 16}]})
+        cover_kernel(k, RuleTable([]), PEInfo("x:PE", "PE", "0" * 64, 8, (),
+                                               (PortInfo("data0", 16),), (PortInfo("res", 16),)))
 
 
 def test_float_literal_definition_needs_a_type():

@@ -4,7 +4,7 @@ rewrites keep the table), the DSL ``LUT`` (numpy == Halide), the CoreIR import o
 index clamp where the mapper cannot bound the index) and the camera pipeline's gamma curve."""
 from __future__ import annotations
 
-import copy
+import dataclasses
 import json
 
 import numpy as np
@@ -237,14 +237,14 @@ def test_lookup_maps_to_a_mem_between_pes_and_simulates_equal(default_design):
 def test_check_luts_names_the_missing_mode_and_the_capacity(default_design):
     c = load_collateral(default_design)
     m = cover_kernel(_lut_kernel(), c.rules, c.pe)
-    mem = copy.deepcopy(c.mem)
+    mem = c.mem
     check_luts(m, mem)
-    assert "lookup_table" in mem["supported_modes"]
-    mem["capacity_words"] = 32
+    assert mem.supports("lookup_table") and mem.lookup_table.words == 2048
+    mem = dataclasses.replace(mem, capacity_words=32)
     with pytest.raises(MappingError, match="lookup k_lut0 has 64 entries; the MEM tile holds "
                                            "32 words"):
         check_luts(m, mem)
-    mem["supported_modes"] = ["delay_line"]
+    mem = dataclasses.replace(mem, supported_modes=("delay_line",))
     with pytest.raises(MappingError, match="needs a MEM tile with lookup-table mode; preset "
                                            "'dualport_2048x16' has none"):
         check_luts(m, mem)
