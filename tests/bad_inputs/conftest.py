@@ -14,12 +14,13 @@ if str(ROOT) not in sys.path:          # the real `mapper` package before tests/
 
 import pytest  # noqa: E402
 
+from garnet.build import generate  # noqa: E402
+from garnet.params import load_toml  # noqa: E402
+
 
 @pytest.fixture(scope="session")
 def small_design(tmp_path_factory) -> Path:
     """configs/small.toml's design directory (8x8, default PE, dual-port MEM, rules)."""
-    from garnet.build import generate
-    from garnet.params import load_toml
 
     base = tmp_path_factory.getbasetemp()
     root = (base.parent if base.name.startswith("popen-gw") else base) / "e2e"

@@ -8,12 +8,18 @@ from __future__ import annotations
 import dataclasses
 import math
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from cgra.errors import ConfigError, MappingError
-from mapper import flow
+from dse.run import Executor
+from dse.sweep import load_sweep
+from mapper import flow, ir
+from mapper.apps import lower_app
+from mapper.mapping.compute import min_pe_count
 from mapper.backend.place import PlaceParams
 from mapper.backend.pipeline import PipelineParams
 from mapper.collateral import load_collateral
@@ -106,9 +112,6 @@ def test_an_unroll_beyond_the_array_is_refused_before_mapping(small_design, monk
 @pytest.mark.bad_hang
 def test_the_pe_bound_is_a_lower_bound(small_design):
     """On apps that fit, the bound never exceeds the PEs compute mapping uses."""
-    from mapper.apps import lower_app
-    from mapper.mapping.compute import min_pe_count
-    from mapper import ir
 
     coll = load_collateral(small_design)
     for app, unroll in (("gaussian", 1), ("gaussian", 2), ("unsharp", 1), ("pointwise", 4)):
@@ -173,7 +176,6 @@ def _sweep(tmp_path: Path, extra: str) -> Path:
     ("fmax_mhz = inf", ["sweep.fmax_mhz", "inf is out of range"]),
 ])
 def test_sweep_file_numbers_out_of_range(tmp_path, extra, words):
-    from dse.sweep import load_sweep
 
     with pytest.raises(ConfigError) as exc:
         load_sweep(_sweep(tmp_path, extra))
@@ -185,8 +187,6 @@ def test_sweep_file_numbers_out_of_range(tmp_path, extra, words):
 @pytest.mark.parametrize("workers", [-1, 0, 5000])
 def test_dse_workers_out_of_range_is_refused_before_a_cluster(tmp_path, workers):
     """`cgra dse --workers -1` waited forever for a LocalCluster of -1 workers."""
-    from dse.run import Executor
-    from dse.sweep import load_sweep
 
     sweep = load_sweep(_sweep(tmp_path, ""))
     with pytest.raises(ConfigError, match=rf"--workers = {workers} is out of range: give an "
@@ -197,8 +197,6 @@ def test_dse_workers_out_of_range_is_refused_before_a_cluster(tmp_path, workers)
 
 # ---------------------------------------------------------------------------- the command line
 def _cgra(*args, cwd: Path) -> tuple[int, str]:
-    import subprocess
-    import sys
 
     exe = Path(sys.executable).with_name("cgra")
     res = subprocess.run([str(exe), *map(str, args)], cwd=cwd, capture_output=True, text=True,

@@ -9,6 +9,11 @@ import pytest
 from canal.collateral import load_json, load_text
 from cgra.config import config_address
 from garnet.params import from_dict
+from garnet.collateral import read_mem, read_pe
+from lake.collateral import MemInfo, collateral
+from mapper.mapping.memory import MemSpec
+from peak.collateral import pe_json
+from peak.examples.cgra_pe import PE
 
 
 def test_design_json(small_design):
@@ -122,11 +127,6 @@ def test_config_map_covers_every_field(small_design):
 
 def test_pe_and_mem_json(small_design):
     _, d = small_design
-    from garnet.collateral import read_mem, read_pe
-    from lake.collateral import MemInfo, collateral
-    from peak.collateral import pe_json
-    from peak.examples.cgra_pe import PE
-
     doc = json.loads((d / "pe.json").read_text())
     assert sorted(doc) == ["peak", "schema", "tile"]       # PEak's document, then the tile's
     assert doc["peak"] == json.loads(json.dumps(pe_json(PE)))   # as PEak wrote it
@@ -143,7 +143,6 @@ def test_pe_and_mem_json(small_design):
         ("dualport_2048x16", 2048, 1, 1)
     assert (mtile.tag, mtile.module) == ("m", mem.module)
     assert {n for n, _d, _w in mtile.ports} >= {"data_in_0", "data_out_0"}
-    from mapper.mapping.memory import MemSpec
     spec = MemSpec.from_info(mem)
     assert (spec.capacity, spec.read_latency, spec.max_dimensionality, spec.word_width) == \
         (2048, 1, 6, 16)

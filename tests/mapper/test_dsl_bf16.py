@@ -16,6 +16,7 @@ from mapper.frontend.dsl import (BFloat16, Func, Input, Int16, Pipeline, RDom, T
 from mapper.sim.halide import run_halide
 from mapper.images import camera_crop
 from mapper.interp import run_pipeline
+from peak.collateral import PEInfo, PortInfo
 
 
 def _rne_bf16(v: np.ndarray) -> np.ndarray:
@@ -171,7 +172,6 @@ def test_bf16_errors(make, match):
 def test_float_op_without_rule_names_the_fp_pe():
     from mapper.collateral import RuleTable
     from mapper.mapping.compute import cover_kernel
-    from peak.collateral import PEInfo, PortInfo
 
     k = build_app("gaussian_bf16", 8, 8).lower().stages[0].kernel
     with pytest.raises(MappingError, match="no rewrite rule.*float.*configs/bf16.toml"):

@@ -12,6 +12,7 @@ from cgra.errors import MappingError
 from mapper import ir
 from mapper.apps import lower_app
 from mapper.mapping.compute import pe_data_width, widen_kernel
+from peak.collateral import PEInfo, PortInfo
 from mapper.mapping.memory import DUAL_PORT_SRAM, map_memory
 
 
@@ -87,7 +88,6 @@ def test_memory_nets_have_the_mem_word_width():
 
 
 def test_pe_data_width():
-    from peak.collateral import PEInfo, PortInfo
 
     pe = PEInfo("x:PE", "PE", "0" * 64, 8, (), (PortInfo("data0", 32), PortInfo("bit0", 1)),
                 (PortInfo("res", 32),))
