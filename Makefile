@@ -15,6 +15,8 @@ install: $(STAMP)
 $(STAMP): pyproject.toml $(wildcard */__init__.py)
 	@command -v verilator >/dev/null 2>&1 || (apt-get update && apt-get install -y verilator)
 	@command -v yosys >/dev/null 2>&1 || (apt-get update && apt-get install -y yosys)
+	@command -v sta >/dev/null 2>&1 || (apt-get update && apt-get install -y opensta)
+	@command -v iverilog >/dev/null 2>&1 || (apt-get update && apt-get install -y iverilog)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'

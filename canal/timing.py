@@ -178,6 +178,22 @@ class TimingModel:
                               f"another, e.g. {{\"io\": \"pe\"}}")
         return cls(table, str(path), dict(aliases))
 
+    @classmethod
+    def from_table(cls, table: dict[str, Any], source: str) -> "TimingModel":
+        """A model of a delay table held in memory (a measured one:
+        :mod:`garnet.sta.measure`), validated like a file; no class aliases."""
+        return cls(validate_table(table, source), source, {})
+
+    def describe(self) -> str:
+        """The model in a few words, for reports: ``measured (OpenSTA ..., liberty
+        <name> <corner>)``, ``cascade-table`` (the published table) or the table's path."""
+        meas = self.table.get("_measured")
+        if isinstance(meas, dict):
+            corner = (meas.get("corner") or {}).get("name", "?")
+            return f"measured ({meas.get('tool', 'OpenSTA')}, liberty {meas.get('liberty')} " \
+                   f"{corner})"
+        return "cascade-table" if self.source == "default" else f"table {self.source}"
+
     # -- timing.json -------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
         """The ``timing.json`` document (module docstring)."""
@@ -409,4 +425,28 @@ class TimingModel:
         pe_ops = {op: float(self.table["pe_op_ns"][k]) * 1000.0
                   for op, k in PE_OP_CLASSES.items()
                   if k in (self.table.get("pe_op_ns") or {})}
+        # a measured table gives each IR op's PE delay directly (ps)
+        pe_ops.update({str(op): float(v) for op, v in (self.table.get("pe_op_ps") or {}).items()})
         return dataclasses.replace(self, classes=classes, pe_ops=pe_ops)
+
+
+def retime(graphs: Any, tm: TimingModel) -> int:
+    """Set the delay of every edge of ``graphs`` (width -> InterconnectGraph) to the delay of
+    its path class under ``tm`` (:meth:`TimingModel.edge_class`, memoised like
+    :meth:`TimingModel._new_edge_classes`); returns the number of edges. The graphs are
+    built on a delay table; a measured model (:mod:`garnet.sta.measure`) exists only once
+    their RTL does, and re-times them with this."""
+    n = 0
+    for g in graphs.values():
+        nodes, tiles, delay = g.nodes, g.tiles, g.delay
+        memo: dict[tuple, float] = {}
+        for (src, dst) in delay:
+            a, b = nodes[src], nodes[dst]
+            t = tiles.get((b.x, b.y))
+            key = (a.kind, a.side, b.kind, b.io, b.side, t and t.timing_class)
+            d = memo.get(key)
+            if d is None:
+                d = memo[key] = tm.class_delay(tm.edge_class(g, src, dst))
+            delay[(src, dst)] = d
+            n += 1
+    return n

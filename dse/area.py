@@ -32,6 +32,8 @@ from pathlib import Path
 
 from cgra.errors import CollateralError
 from cgra.procs import pdeathsig_preexec
+from garnet.sta import liberty
+from garnet.sta.verilog import closure, flatten_packed, hoist_automatic, modules
 
 
 class UnknownCellError(CollateralError):
@@ -52,16 +54,9 @@ REWRITE_REVISION = 2
 
 
 # ----------------------------------------------------------------------------- cell weights
-#: Cell areas (um^2, the liberty ``area`` of the X1 drive strength) of the NanGate FreePDK45
-#: Open Cell Library (NanGate 45 nm Open Cell Library, release PDKv1.3_v2010_12, the
-#: library of OpenROAD's ``nangate45`` platform; quoted from its
-#: ``NangateOpenCellLibrary_typical.lib``, not read from a file) used to weigh the yosys cells.
-NANGATE45_X1_UM2: dict[str, float] = {
-    "INV": 0.532, "BUF": 0.798, "NAND2": 0.798, "NOR2": 0.798, "AND2": 1.064, "OR2": 1.064,
-    "XOR2": 1.596, "XNOR2": 1.596, "AOI21": 1.064, "OAI21": 1.064, "AOI22": 1.330,
-    "OAI22": 1.330, "MUX2": 1.862, "TBUF": 1.596, "DLH": 2.394, "DFF": 4.522, "DFFR": 5.320,
-    "DFFS": 5.320, "DFFRS": 6.384,
-}
+#: Cell areas (um^2) of the NanGate 45 nm X1 cells, owned by :mod:`garnet.sta.liberty`
+#: (provenance there), used to weigh the yosys cells.
+NANGATE45_X1_UM2 = liberty.NANGATE45_X1_UM2
 
 
 def _eq(*cells: str) -> float:
@@ -134,146 +129,6 @@ def nand2_area(cell_types: dict[str, int], module: str = "?") -> float:
         total += n * w
     return round(total, 3)
 
-_DECL = re.compile(r"\b(wire|reg|logic)\s*\[(\d+):(\d+)\]\s*\[(\d+):(\d+)\]\s*([A-Za-z_][\w$]*)")
-
-
-def _index_end(text: str, start: int) -> int:
-    """Index just past the ``]`` matching the ``[`` at ``start``."""
-    depth = 0
-    for i in range(start, len(text)):
-        c = text[i]
-        if c == "[":
-            depth += 1
-        elif c == "]":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    raise CollateralError(f"unbalanced [ at offset {start} in a Verilog module")
-
-
-_AUTO = re.compile(r"^(\s*)automatic\s+logic\s*(\[[^\]]*\])?\s*([A-Za-z_][\w$]*)\s*(=)?\s*;?",
-                   re.M)
-
-
-def hoist_automatic(text: str) -> str:
-    """Move ``automatic logic [w] x = e;`` declarations of procedural blocks (which yosys
-    0.23 does not parse) to module level: ``reg [w] x;`` after the port list, ``x = e;`` in
-    place."""
-    decls: list[str] = []
-
-    def sub(m: re.Match) -> str:
-        decls.append(f"  reg {m[2] or ''} {m[3]};")
-        return f"{m[1]}{m[3]} =" if m[4] else m[1]
-
-    text = _AUTO.sub(sub, text)
-    if not decls:
-        return text
-    head = text.index(");", text.index("module")) + 2
-    return text[:head] + "\n" + "\n".join(decls) + text[head:]
-
-
-def flatten_packed(text: str) -> str:
-    """Rewrite 2-D packed arrays (``wire [H:L][h:l] x``) as flat vectors and their element
-    selects ``x[i]`` as part selects (module docstring). Element selects nested in an index
-    (``y[x[s][0]]``: CIRCT writes a bit of a mux of vectors that way) are rewritten too, at
-    every depth: yosys 0.23 rejects a select of a 2-D name inside an index with
-    ``Unsupported expression on dynamic range select``."""
-    widths: dict[str, int] = {}
-
-    def decl(m: re.Match) -> str:
-        n = abs(int(m[2]) - int(m[3])) + 1
-        w = abs(int(m[4]) - int(m[5])) + 1
-        widths[m[6]] = w
-        return f"{m[1]} [{n * w - 1}:0] {m[6]}"
-
-    text = _DECL.sub(decl, text)
-    if not widths:
-        return text
-    use = re.compile(r"\b(" + "|".join(map(re.escape, sorted(widths, key=len, reverse=True)))
-                     + r")\s*\[")
-    return _flatten_uses(text, use, widths)
-
-
-def _depth0(expr: str) -> str:
-    """``expr`` without the contents of its bracketed sub-expressions (``a[b:c] ? d`` ->
-    ``a[] ? d``): what an index expression is at its own level."""
-    out: list[str] = []
-    depth = 0
-    for c in expr:
-        if c == "]":
-            depth -= 1
-        if depth == 0:
-            out.append(c)
-        if c == "[":
-            depth += 1
-    return "".join(out)
-
-
-def _flatten_uses(text: str, use: re.Pattern, widths: dict[str, int]) -> str:
-    """The element selects of the 2-D names ``widths`` (name -> element width, bits) in
-    ``text`` as part selects of the flat vectors, index expressions rewritten first."""
-    out: list[str] = []
-    pos = 0
-    while True:
-        m = use.search(text, pos)
-        if m is None:
-            break
-        # a declaration ('wire [N:0] x' never matches: the name precedes no '[' there)
-        name, br = m[1], m.end() - 1
-        end = _index_end(text, br)
-        inner = text[br + 1:end - 1]
-        out.append(text[pos:m.start()])
-        w = widths[name]
-        top = _depth0(inner)
-        if ":" in top and "+:" not in top and "?" not in top:
-            out.append(text[m.start():end])       # already a bit range of the flat vector
-        else:
-            base = f"({_flatten_uses(inner, use, widths)})*{w}"
-            if end < len(text) and text[end] == "[":      # x[i][b] / x[i][h:l]
-                end2 = _index_end(text, end)
-                sub = text[end + 1:end2 - 1]
-                rng = re.fullmatch(r"\s*(\d+)\s*:\s*(\d+)\s*", sub)
-                if rng:
-                    hi, lo = int(rng[1]), int(rng[2])
-                    out.append(f"{name}[{base} + {lo} +: {hi - lo + 1}]")
-                else:
-                    out.append(f"{name}[{base} + ({_flatten_uses(sub, use, widths)})]")
-                end = end2
-            else:
-                out.append(f"{name}[{base} +: {w}]")
-        pos = end
-    out.append(text[pos:])
-    return "".join(out)
-
-
-_MODULE = re.compile(r"^\s*module\s+([A-Za-z_][\w$]*)", re.M)
-_INST = re.compile(r"^\s*([A-Za-z_][\w$]*)\s+(?:#\s*\(.*?\)\s*)?[A-Za-z_][\w$]*\s*\(", re.M | re.S)
-
-
-def _modules(rtl: Path) -> dict[str, str]:
-    """module name -> Verilog text of every module in ``rtl/`` (one file may hold several)."""
-    mods: dict[str, str] = {}
-    for f in sorted(rtl.glob("*.v")):
-        text = f.read_text()
-        starts = [m for m in _MODULE.finditer(text)]
-        for i, m in enumerate(starts):
-            end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
-            mods[m[1]] = text[m.start():end]
-    return mods
-
-
-def _closure(top: str, mods: dict[str, str]) -> list[str]:
-    seen: list[str] = []
-    todo = [top]
-    while todo:
-        m = todo.pop()
-        if m in seen or m not in mods:
-            continue
-        seen.append(m)
-        todo.extend(i[1] for i in _INST.finditer(mods[m]) if i[1] in mods and i[1] != m)
-    return sorted(seen)
-
-
 def tile_cells(design: Path, module: str, cache: Path, timeout: float = 1800) -> dict:
     """``{module, cells, cell_types, nand2, key, seconds, cached}`` of one tile module of
     ``design`` (module docstring): ``cells`` the yosys cell count, ``cell_types`` the count
@@ -281,10 +136,10 @@ def tile_cells(design: Path, module: str, cache: Path, timeout: float = 1800) ->
     ``cell_types`` on every call, so cache entries written before it existed get it too);
     cached under ``cache`` by Verilog hash. Raises :class:`UnknownCellError` for a cell type
     without a weight, ``CollateralError`` when yosys fails."""
-    mods = _modules(Path(design) / "rtl")
+    mods = modules(Path(design) / "rtl")
     if module not in mods:
         raise CollateralError(f"{design}/rtl: no module {module}")
-    deps = _closure(module, mods)
+    deps = closure(module, mods)
     key = hashlib.sha256(json.dumps([SCRIPT, REWRITE_REVISION] + [mods[d] for d in deps])
                          .encode()).hexdigest()
     cache = Path(cache)
@@ -348,7 +203,7 @@ def design_area(design: Path, cache: Path) -> dict:
     times its tile count; ``nand2`` rounded to 0.1)."""
     design = Path(design)
     doc = json.loads((design / "design.json").read_text())
-    mods = _modules(design / "rtl")
+    mods = modules(design / "rtl")
     top = mods[doc["top"]]
     counts: dict[str, int] = {}
     for m in re.finditer(r"^\s*(Tile_[\w$]+)\s+[A-Za-z_][\w$]*\s*\(", top, re.M):
@@ -367,7 +222,7 @@ def design_area(design: Path, cache: Path) -> dict:
         m = re.search(r"\[(\d+):0\]\s*\[(\d+):0\]", mods["Memory"])
         per = (int(m[1]) + 1) * (int(m[2]) + 1) if m else 0
         sram = per * sum(n for mod, n in counts.items()
-                         if "Memory" in _closure(mod, mods))
+                         if "Memory" in closure(mod, mods))
     return {"cells": total, "nand2": round(nand2, 1), "by_tile": by_tile, "sram_bits": sram}
 
 

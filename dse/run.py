@@ -36,11 +36,12 @@ import multiprocessing
 #: version 2: ``cycles`` = the ideal stream cycles + the pipelining's extra output latency
 #: (version 1 added the ideal first-output cycle a second time: 843 for gaussian 32x24 where
 #: Verilator streams 777); a cached result of another version is computed again
-RESULT_SCHEMA = "dse.point/2"
+#: version 3: the row names the timing model its Fmax comes from (``timing_model``)
+RESULT_SCHEMA = "dse.point/3"
 #: the CSV columns, in order (grid fields are inserted after ``design``)
 COLUMNS = ["design", "app", "unroll", "status", "error", "pe_count", "mem_count", "io_count",
-           "reg_count", "pipeline_registers", "tracks", "wirelength", "fmax_mhz", "period_ps",
-           "latency_cycles", "cycles", "runtime_us", "energy_proxy", "area_cells", "area_nand2",
+           "reg_count", "pipeline_registers", "tracks", "wirelength", "fmax_mhz", "timing_model",
+           "period_ps", "latency_cycles", "cycles", "runtime_us", "energy_proxy", "area_cells", "area_nand2",
            "sram_bits",
            "design_seconds", "area_seconds", "map_s", "pack_s", "place_s", "route_s",
            "pipeline_s", "compile_s", "sim_cycles", "sim_s"]
@@ -50,7 +51,7 @@ COLUMN_TYPES = {"design": "string", "app": "string", "unroll": "int64", "status"
                 "error": "string", "pe_count": "int64", "mem_count": "int64",
                 "io_count": "int64", "reg_count": "int64", "pipeline_registers": "int64",
                 "tracks": "int64", "wirelength": "int64", "fmax_mhz": "float64",
-                "period_ps": "float64", "latency_cycles": "int64", "cycles": "int64",
+                "timing_model": "string", "period_ps": "float64", "latency_cycles": "int64", "cycles": "int64",
                 "runtime_us": "float64", "energy_proxy": "int64", "area_cells": "int64",
                 "area_nand2": "float64", "sram_bits": "int64", "design_seconds": "float64",
                 "area_seconds": "float64", "map_s": "float64", "pack_s": "float64",
@@ -176,6 +177,7 @@ def app_task(design: dict, app: str, unroll: int, image: tuple[int, int], seed: 
                    pipeline_registers=regs["balancing"] + regs["compute_pipelining"]
                    + regs["pe_input_balancing"],
                    wirelength=rep["wirelength_total"], fmax_mhz=fmax,
+                   timing_model=rep["timing"].get("model", ""),
                    period_ps=rep["timing"]["period_ps"], latency_cycles=first, cycles=cycles,
                    runtime_us=round(cycles / fmax, 3) if fmax else None,
                    wirelength_segments=rep["wirelength_segments"])

@@ -93,18 +93,21 @@ from cgra.procs import die_with_parent
 from garnet import collateral as gc
 from garnet.params import INTERCONNECT_FIELDS, GarnetParams, validate
 from cgra.errors import CgraError
-from garnet.params import pe_spec
+from garnet.params import pe_spec, table_path
 import itertools
 import signal
 from canal import collateral as canal_coll
 from canal.graph import no_gc
 from canal.timing import TimingModel
-from canal.timing import default_table_text
+from canal.timing import default_table_text, validate_table
 import importlib.metadata as md
 import multiprocessing
 import traceback
 
 DEFAULT_RULES_DIR = Path("build/rules")
+#: the shared cache of tile timing measurements (:mod:`garnet.sta.measure`, keyed by tile
+#: RTL, so any design reuses a tile measured for another): beside the rules directory
+TIMING_DIR_NAME = "timing"
 #: the build cache inside a design directory (hidden: not collateral, not in the manifest)
 CACHE_DIR_NAME = ".cache"
 CACHE_SCHEMA = "garnet.build_cache/1"
@@ -397,7 +400,12 @@ def spec_hashes(params: GarnetParams) -> SpecHashes:
     if "mem" in kinds:
         from lake.collateral import collateral  # deferred: loads lake.collateral, lake.lut only when called
         mem_hash = collateral(params.mem_preset)["spec_hash"]
-    table = Path(params.timing).read_bytes() if params.timing else default_table_text().encode()
+    if params.measured_timing:
+        from garnet.sta.measure import model_hash  # deferred: only for measured models
+        table = model_hash().encode()
+    else:
+        tp = table_path(params)
+        table = Path(tp).read_bytes() if tp else default_table_text().encode()
     return SpecHashes(spec, spec_hash(spec), mem_hash, hashlib.sha256(table).hexdigest())
 
 
@@ -435,9 +443,11 @@ def compute_keys(inp: Inputs, rules: bool, config_file: str | None) -> Keys:
               {k: core_interface(c) for k, c in sorted(inp.cores.items())},
               source_hash("interconnect"))
     ident = {k: core_identity(c) for k, c in sorted(inp.cores.items())}
-    fabric = _sha("fabric", ic, ident, inp.pe_hash, inp.mem_hash, source_hash("fabric"))
     rtl = _sha("rtl", ic, ident, inp.pe_hash, inp.mem_hash, p.flush_interval,
                source_hash("rtl"))
+    # a measured model is a function of the RTL (and the rules' instructions)
+    fabric = _sha("fabric", ic, ident, inp.pe_hash, inp.mem_hash, source_hash("fabric"),
+                  *((rtl, rules) if p.measured_timing else ()))
     design = _sha("design", gc.DESIGN_SCHEMA, p.to_dict(), config_file, rules)
     return Keys(ic, fabric, rtl, design)
 
@@ -926,10 +936,12 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
                 pygc.freeze()
                 frozen = True
 
-        # -- routing collateral (graphs, layout, timing, config map)
+        # -- routing collateral (graphs, layout, timing, config map); a measured model
+        # waits for the RTL (and the rules: per-op PE delays) and is written below
+        measure_later = params.measured_timing and not reuse["fabric"]
         if reuse["fabric"]:
             _link_tree(out, tmp, _group_files(prev, _FABRIC_FILES))
-        else:
+        elif not measure_later:
             say("routing graphs")
             with no_gc():
                 _write_routing(tmp, params, ic)
@@ -971,6 +983,15 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
             top, vbytes = rtl.top, sum(len(b.encode()) for _, b in rtl.modules)
             top_ports = _top_ports_of(rtl.ports)
             compiled, cached = rtl.compiled, rtl.cached
+
+        # -- the measured timing model: tiles synthesised and timed, graphs re-timed
+        if measure_later:
+            say("timing model (yosys + OpenSTA per tile)")
+            shared = Path(rules_dir) if rules_dir is not None else DEFAULT_RULES_DIR
+            _measure(ic, tmp, shared.parent / TIMING_DIR_NAME, rules, jobs)
+            say("routing graphs")
+            with no_gc():
+                _write_routing(tmp, params, ic)
 
         # -- design
         say("collateral")
@@ -1024,6 +1045,34 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
     return result
 
 
+def _graph_model(params: GarnetParams) -> TimingModel:
+    """The delay model the graphs are built on: the design's table, or for a measured
+    model the published table with every width of the design mapped to its 16-bit figures
+    (provisional: :func:`_measure` re-times every edge once the tiles are measured)."""
+    tm = TimingModel.load(table_path(params))
+    if not params.measured_timing:
+        return tm
+    table = dict(tm.table)
+    table["width_aliases"] = {str(w): "16" for w in params.widths if w != 16
+                              and str(w) not in table["switch_box_hop"]["pe"]}
+    return TimingModel(validate_table(table, "measured (provisional)"),
+                       "measured (provisional)", dict(tm.aliases))
+
+
+def _measure(ic, tmp: Path, cache: Path, rules: bool, jobs: int) -> None:
+    """Measure the tiles of ``tmp/rtl`` (:func:`garnet.sta.measure.measure_design`, cached
+    under ``cache`` by tile RTL: :data:`TIMING_DIR_NAME` beside the shared rules), make the
+    result ``ic``'s timing model and re-time its graphs (:func:`canal.timing.retime`)."""
+    from canal.timing import retime  # deferred: only for measured models
+    from garnet.sta.measure import measure_design  # deferred: only for measured models
+
+    table = measure_design(ic, tmp / "rtl", cache,
+                           tmp / "rules" if rules else None, jobs=min(jobs, 4))
+    tm = TimingModel.from_table(table, "measured")
+    ic.timing = tm.resolve(ic.graphs)
+    retime(ic.graphs, ic.timing)
+
+
 def _reasons(prev: _Previous | None, why_not: str, params: GarnetParams, inp: Inputs,
              keys: Keys, pkeys: dict) -> list[str]:
     """Short phrases saying why groups are rebuilt (for the summary line)."""
@@ -1063,7 +1112,7 @@ def _interconnect(params: GarnetParams, inp: Inputs, keys: Keys, cache: BuildCac
 
     validated = cache.interconnect_validated(keys.interconnect)
     say("interconnect graphs (validated before)" if validated else "interconnect graphs")
-    ic = build_interconnect(params, timing=TimingModel.load(params.timing or None),
+    ic = build_interconnect(params, timing=_graph_model(params),
                             resolve_timing=resolve_timing)
     if built is not None:
         built(ic)

@@ -29,8 +29,11 @@ TOML keys (all top level; every key is optional and takes the default below)::
                                     # other sides every route passes the register (1 cycle)
     cb_sides = ["NORTH", "SOUTH", "EAST", "WEST"]  # connection-box sides (all tracks)
     flush_interval = 4              # rows per flush-spine register stage; 0 = no spine
-    timing = ""                     # delay table JSON (ps), relative to the TOML file;
-                                    # "" = the project's default (canal/data/delays_ps.json)
+    timing = ""                     # the delay model: "" or "cascade-table" = the published
+                                    # table (canal/data/delays_ps.json); "measured" = every
+                                    # tile synthesised (yosys) and timed (OpenSTA) on the
+                                    # project's liberty (garnet.sta.measure); else a delay
+                                    # table JSON (ps), relative to the TOML file
 
 Default layout: IO tiles on the ``io_sides`` edges (top row by default), elsewhere a MEM in
 column x when ``mem_ratio > 0 and x % mem_ratio == mem_ratio - 1``, else a PE.
@@ -85,6 +88,11 @@ class GarnetParams:
     cb_sides: list[str] = field(default_factory=lambda: list(SIDES))
     flush_interval: int = 4
     timing: str = ""
+
+    @property
+    def measured_timing(self) -> bool:
+        """Whether the delay model is measured from the generated tiles."""
+        return self.timing == "measured"
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -150,7 +158,8 @@ def load_toml(path: str | Path) -> GarnetParams:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: TOML syntax error: {exc}") from None
     # file paths in the TOML are relative to the TOML file
-    if isinstance(doc.get("timing"), str) and doc["timing"]:
+    if isinstance(doc.get("timing"), str) and doc["timing"] \
+            and doc["timing"] not in TIMING_MODELS:
         doc["timing"] = str(p.parent / doc["timing"])
     pe = doc.get("pe")
     if isinstance(pe, str) and pe.count(":") == 1 and pe.split(":")[0].endswith(".py") \
@@ -181,6 +190,17 @@ def pe_spec(ref: str, where: str = "field 'pe'") -> type:
     return spec
 
 
+#: the named delay models of the ``timing`` field (anything else is a delay table file)
+TIMING_MODELS = ("measured", "cascade-table", "")
+
+
+def table_path(p: GarnetParams) -> str | None:
+    """The delay table file of ``p.timing``: ``None`` for the published table ("",
+    ``cascade-table``) and for ``measured`` (whose graphs are first built on the published
+    table, then re-timed from the measurement: :func:`garnet.build.generate`)."""
+    return None if not p.timing or p.timing in TIMING_MODELS else p.timing
+
+
 def check_hop_widths(p: GarnetParams, source: str | None = None) -> None:
     """Refuse a delay table (``timing``, "" = the default) without switch-box hop figures
     for a width of ``widths`` in a tile class of the layout: the default table has 16- and
@@ -189,7 +209,9 @@ def check_hop_widths(p: GarnetParams, source: str | None = None) -> None:
 
     kinds = {p.tile_kind(x, y) for x in range(p.width) for y in range(p.height)}
     try:
-        tm = TimingModel.load(p.timing or None)
+        tm = TimingModel.load(table_path(p))
+        if p.timing == "measured":
+            return                      # every width and class is measured
         for w in p.widths:
             for tclass in sorted(kinds):
                 tm.sb_hop(tclass, w, "NORTH", "SOUTH")
@@ -273,12 +295,12 @@ def validate(p: GarnetParams, source: str | None = None) -> None:
     for t in p.pipeline_register_tracks:
         if not isinstance(t, int) or not 0 <= t < p.tracks:
             raise err("pipeline_register_tracks", f"tracks are 0..{p.tracks - 1}; [] = all")
-    if p.timing:
+    if p.timing and p.timing not in TIMING_MODELS:
         from canal.timing import TimingModel  # deferred: loads  only when called
         if not Path(p.timing).is_file():
             raise err("timing", "no such delay table file; give a JSON table like "
                                 "canal/data/delays_ps.json (path relative to the TOML file), "
-                                "or \"\" for the default")
+                                "or \"measured\" / \"cascade-table\" for a model")
         try:
             TimingModel.load(p.timing)
         except ConfigError as exc:

@@ -278,7 +278,7 @@ def pipeline_cmd(run_dir: Path, design: Path | None, fmax: float | None) -> None
         pr = run_pipeline(run_dir, _open(run_dir, design), _pipeline_params(fmax))
     click.echo(f"pipelined: {len(pr.enabled_regs)} balancing + {len(pr.forced_regs)} "
                f"pipelining registers, critical path {pr.timing.period_ps:.0f} ps "
-               f"({pr.timing.fmax_mhz:.0f} MHz) -> {run_dir}/pipelined.json")
+               f"({pr.timing.fmax_mhz:.0f} MHz, {pr.timing.model}) -> {run_dir}/pipelined.json")
 
 
 @click.command("bitstream")
@@ -366,7 +366,8 @@ def _summary(run, t0: float) -> None:
     click.echo(f"{run.app} on design {coll.name} ({coll.root}, {w}x{h}): "
                f"{what} {golden}; {', '.join(f'{n} {k}' for k, n in sorted(res.items()))}; "
                f"wirelength {r['wirelength_total']}; {r['timing']['fmax_mhz']:.0f} MHz "
-               f"(critical path {r['timing']['period_ps']:.0f} ps); "
+               f"(critical path {r['timing']['period_ps']:.0f} ps, "
+               f"{r['timing'].get('model') or 'timing model'}); "
                f"{r['cycles']['stream']} cycles, first "
                f"output at {r['latency']['first_output_cycle']} (ideal "
                f"{r['latency']['ideal_first_output_cycle']}); "
@@ -456,7 +457,7 @@ def _layer_summary(run, t0: float) -> None:
                f"{'x'.join(map(str, r['output_shape']))} matches numpy and Halide "
                f"bit-exactly; {', '.join(f'{n} {k}' for k, n in sorted(res.items()))} "
                f"(MEMs: {', '.join(f'{n} {k}' for k, n in sorted(lay['mems'].items()))}); "
-               f"{r['timing']['fmax_mhz']:.0f} MHz")
+               f"{r['timing']['fmax_mhz']:.0f} MHz ({r['timing'].get('model') or 'timing model'})")
     db = lay.get("double_buffers", 0)
     click.echo(f"cycles {lay['cycles']} (load {lay['load_cycles']}"
                f"{f', {db} double-buffered operand MEMs' if db else ''}, compute "

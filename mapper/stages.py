@@ -308,6 +308,7 @@ def pipelined_to_json(pr: PipelineResult) -> dict[str, Any]:
             "pe_input_delay": [[i, p, k] for (i, p), k in pr.pe_input_delay.items()],
             "output_latency": pr.output_latency,
             "timing": {"period_ps": pr.timing.period_ps, "fmax_mhz": pr.timing.fmax_mhz,
+                       "model": pr.timing.model,
                        "path": [[n, a] for n, a in pr.timing.path]},
             **({} if pr.unpipelined is None else {"unpipelined": {
                 "period_ps": pr.unpipelined.period_ps, "fmax_mhz": pr.unpipelined.fmax_mhz,
@@ -330,7 +331,7 @@ def pipelined_from_json(d: dict[str, Any], where: str) -> PipelineResult:
             [_term(x, where) for x in d["pe_input_regs"]],
             {str(k): int(v) for k, v in d["output_latency"].items()},
             TimingReport(float(t["period_ps"]), float(t["fmax_mhz"]),
-                         [(str(n), float(a)) for n, a in t["path"]]),
+                         [(str(n), float(a)) for n, a in t["path"]], str(t.get("model", ""))),
             float(d["seconds"]),
             [PassReport(str(r["name"]), float(r["period_ps"]), float(r["fmax_mhz"]),
                         int(r["registers"]), int(r["latency"]), int(r["reroutes"]),

@@ -137,14 +137,17 @@ class PipelineParams:
 @dataclass
 class TimingReport:
     """Static timing result: ``period_ps`` (critical path delay), ``fmax_mhz``, ``path``:
-    [(node, arrival ps)] from start to end point."""
+    [(node, arrival ps)] from start to end point, and ``model``: the delay model it comes
+    from (:meth:`canal.timing.TimingModel.describe`)."""
 
     period_ps: float
     fmax_mhz: float
     path: list[tuple[str, float]]
+    model: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"period_ps": round(self.period_ps, 2), "fmax_mhz": round(self.fmax_mhz, 2),
+                "model": self.model,
                 "critical_path": [{"node": n, "arrival_ps": round(a, 2)} for n, a in self.path]}
 
 
@@ -872,7 +875,7 @@ def timing_analysis(packed: PackedDesign, placement: Placement, routing: Routing
             prev[n] = bp
     ends = [n for n in end if n in arr]
     if not ends:
-        return TimingReport(0.0, float("inf"), [])
+        return TimingReport(0.0, float("inf"), [], tm.describe())
     crit = max(ends, key=lambda n: (arr[n] - end[n], n))
     path = [crit]
     while prev.get(path[-1]) is not None:
@@ -880,7 +883,7 @@ def timing_analysis(packed: PackedDesign, placement: Placement, routing: Routing
     path.reverse()
     period = arr[crit] - end[crit]
     return TimingReport(period, 1e6 / period if period > 0 else float("inf"),
-                        [(n, arr[n]) for n in path])
+                        [(n, arr[n]) for n in path], tm.describe())
 
 
 def unpipelined_timing(packed: PackedDesign, placement: Placement, routing: RoutingResult,

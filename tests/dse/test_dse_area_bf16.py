@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from dse.area import _modules, flatten_packed, hoist_automatic, tile_cells
+from dse.area import tile_cells
+from garnet.sta.verilog import flatten_packed, hoist_automatic
+from garnet.sta.verilog import modules as _modules
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -68,6 +68,13 @@ def small_design(tmp_path_factory) -> pathlib.Path:
 
 
 @pytest.fixture(scope="session")
+def measured_small_design(tmp_path_factory) -> pathlib.Path:
+    """Collateral directory of configs/small_measured.toml (the 8x8 with the measured
+    timing model)."""
+    return _design(tmp_path_factory, "small_measured")
+
+
+@pytest.fixture(scope="session")
 def pub_small_design(tmp_path_factory) -> pathlib.Path:
     """Collateral directory of configs/small_pub.toml (8x8 with the wide-fetch PUB MEM)."""
     return _design(tmp_path_factory, "small_pub")

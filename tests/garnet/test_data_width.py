@@ -28,8 +28,8 @@ def test_width32_config_is_valid():
     p = load_toml(ROOT / "configs" / "width32.toml")
     assert (p.data_width, p.widths, p.mem_preset) == (32, [32, 1], "dualport_1024x32")
     assert p.pe == "peak.examples.cgra_pe:make_pe(32)"
-    assert p.timing == str(ROOT / "configs" / "delays_32.json")
-    from_dict(W32)                                   # the same, from a dict
+    assert p.timing == "measured"                    # a keyword, not a path
+    from_dict(W32)                                   # the derived 32-bit table, from a dict
 
 
 def test_default_data_width_is_16():
@@ -59,8 +59,10 @@ def test_mem_preset_of_another_word_width_is_refused():
 
 
 def test_delay_table_without_the_width_is_refused():
-    msg = _refused({**W32, "timing": ""})
-    assert msg.startswith("cfg.toml: field 'timing' = '': delay table default: "
+    """The published table (an option since the measured model is the default) has no
+    32-bit figures: refused, never given the 16-bit ones silently."""
+    msg = _refused({**W32, "timing": "cascade-table"})
+    assert msg.startswith("cfg.toml: field 'timing' = 'cascade-table': delay table default: "
                           "switch_box_hop['pe'] has no width 32")
     assert "width_aliases" in msg and "configs/delays_32.json" in msg
 

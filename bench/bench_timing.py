@@ -1,0 +1,142 @@
+"""The measured timing model (issue 40): figures for the closing note, measured side by side
+in one run.
+
+1. **Measured vs published, per class (ps)**: the 32x16 design of ``configs/default.toml``
+   built twice, ``timing = "measured"`` (the default) and ``timing = "cascade-table"``
+   (Cascade's published 12 nm table); every class of the published model with its measured
+   figure and the ratio.
+2. **Model generation time**: ``measure_design`` on the default design with an empty cache
+   (cold) and again (cached), and a no-change ``cgra rtl`` of the measured design.
+3. **Fmax of the README apps on both models**: gaussian and unsharp on the 8x8
+   (``configs/small.toml``), harris on the 32x16, each with the default pipelining and with
+   ``--fmax 900`` (the README's target): the Fmax reached (a target the model cannot reach
+   is reported as the shortfall: the critical path the model cannot pipeline).
+4. **Error vs SDF simulation** (:mod:`garnet.sta.sdf`): the three paths of PE tile (1, 1) of
+   the 8x8, model vs failing period.
+5. **Fmax vs tracks 3-6** (8x8, gaussian): the measured connection box and the app's Fmax on
+   each model (the published model's CB is the same at every track count).
+
+Run: ``.venv/bin/python bench/bench_timing.py`` (about 15 min on 2 cores, cold). Rows go to
+``bench/results/timing.csv``.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import benchlib
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from garnet.build import generate  # noqa: E402
+from garnet.params import load_toml  # noqa: E402
+
+RULES = ROOT / "build" / "rules"
+CGRA = str(ROOT / ".venv" / "bin" / "cgra")
+
+
+def build(root: Path, config: str, timing: str, **kw) -> Path:
+    params = load_toml(ROOT / "configs" / f"{config}.toml")
+    params.timing = timing
+    for k, v in kw.items():
+        setattr(params, k, v)
+    name = f"{config}-{timing}" + "".join(f"-{k}{v}" for k, v in kw.items())
+    out = root / name
+    generate(params, out, rules=True, rules_dir=RULES, jobs=2)
+    return out
+
+
+def run_app(design: Path, app: str, out: Path, fmax: float | None) -> dict:
+    cmd = [CGRA, "run", app, "--design", str(design), "--out", str(out)]
+    if fmax:
+        cmd += ["--fmax", str(fmax)]
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if res.returncode != 0:
+        return {"ok": False, "error": (res.stderr or res.stdout).strip().splitlines()[-1]}
+    rep = json.loads((out / "pnr_report.json").read_text())
+    return {"ok": True, "fmax_mhz": rep["timing"]["fmax_mhz"],
+            "period_ps": rep["timing"]["period_ps"], "model": rep["timing"].get("model")}
+
+
+def main() -> None:
+    rows: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="bench-timing-") as tmp:
+        root = Path(tmp)
+        # 1. per class
+        meas = build(root, "default", "measured")
+        table = build(root, "default", "cascade-table")
+        m = json.loads((meas / "timing.json").read_text())
+        t = json.loads((table / "timing.json").read_text())
+        p = {"design": "configs/default.toml (32x16)", "liberty": m["table"]["_measured"]["liberty"],
+             "corner": m["table"]["_measured"]["corner"]["name"]}
+        for key in sorted(t["classes"]):
+            if key in m["classes"] and t["classes"][key] > 0:
+                rows.append(benchlib.row("timing", f"class {key}", {
+                    "published_ps": t["classes"][key], "measured_ps": m["classes"][key],
+                    "ratio": round(m["classes"][key] / t["classes"][key], 3)}, "ps", p))
+        for op in ("coreir.add", "coreir.mul", "coreir.and", "coreir.ult"):
+            if op in m["pe_ops"] and op in t["pe_ops"]:
+                rows.append(benchlib.row("timing", f"pe op {op}", {
+                    "published_ps": t["pe_ops"][op], "measured_ps": m["pe_ops"][op],
+                    "ratio": round(m["pe_ops"][op] / t["pe_ops"][op], 3)}, "ps", p))
+        # 2. generation time
+        from garnet.array import build_interconnect
+        from garnet.sta.measure import measure_design
+        ic = build_interconnect(load_toml(ROOT / "configs" / "default.toml"))
+        cache = root / "cold-cache"
+        t0 = time.perf_counter()
+        measure_design(ic, meas / "rtl", cache, meas / "rules", jobs=2)
+        cold = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        measure_design(ic, meas / "rtl", cache, meas / "rules", jobs=2)
+        warm = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        again = load_toml(ROOT / "configs" / "default.toml")
+        again.timing = "measured"          # the same parameters: nothing to rebuild
+        generate(again, meas, rules=True, rules_dir=RULES, jobs=2)
+        nochange = time.perf_counter() - t0
+        assert json.loads((meas / "timing.json").read_text())["source"] == "measured"
+        gp = {"design": "configs/default.toml (32x16)", "tiles": 3}
+        rows.append(benchlib.row("timing", "model generation cold", round(cold, 2), "s", gp))
+        rows.append(benchlib.row("timing", "model generation cached", round(warm, 3), "s", gp))
+        rows.append(benchlib.row("timing", "cgra rtl no change (measured)", round(nochange, 2),
+                                 "s", gp))
+        # 3. README apps on both models
+        small_m = build(root, "small", "measured")
+        small_t = build(root, "small", "cascade-table")
+        for app, dm, dt, where in (("gaussian", small_m, small_t, "8x8"),
+                                   ("unsharp", small_m, small_t, "8x8"),
+                                   ("harris", meas, table, "32x16")):
+            for fmax in (None, 900.0):
+                got = {}
+                for label, d in (("measured", dm), ("cascade-table", dt)):
+                    got[label] = run_app(d, app, root / f"run-{app}-{label}-{fmax}", fmax)
+                rows.append(benchlib.row("timing", f"fmax {app}", got, "MHz",
+                                         {"design": where, "fmax_target": fmax, "seed": 0}))
+        # 4. SDF
+        from garnet.sta.sdf import validate
+        for r in validate(small_m, root / "sdf", (1, 1)):
+            rows.append(benchlib.row("timing", f"sdf {r['path']}", r, "ps",
+                                     {"design": "configs/small.toml (8x8)", "tile": [1, 1],
+                                      "step_ps": 0.5}))
+        # 5. tracks
+        for tracks in (3, 4, 5, 6):
+            got = {}
+            for label in ("measured", "cascade-table"):
+                d = build(root, "small", label, tracks=tracks)
+                doc = json.loads((d / "timing.json").read_text())
+                got[label] = {"cb_pe_ps": doc["classes"]["cb:pe"],
+                              **run_app(d, "gaussian", root / f"tr{tracks}-{label}", None)}
+            rows.append(benchlib.row("timing", "fmax vs tracks", got, "MHz",
+                                     {"design": "configs/small.toml (8x8)", "tracks": tracks,
+                                      "app": "gaussian", "seed": 0}))
+    benchlib.save_rows("timing", rows)
+
+
+if __name__ == "__main__":
+    main()

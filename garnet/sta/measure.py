@@ -1,0 +1,565 @@
+"""The measured timing model (Cascade §V-A, step 2): each distinct tile module synthesised
+with yosys onto the project's liberty (:mod:`garnet.sta.liberty`) and every path class
+Canal enumerates for it (:mod:`canal.timing_paths`) timed with OpenSTA.
+
+Per tile module (cached as ``<cache>/<module>-<key>.json``, ``key`` = sha256 of
+the module's Verilog with its sub-modules, the liberty text, the scripts and
+:data:`REVISION`: a no-change ``cgra rtl`` measures nothing):
+
+1. **Synthesis** (:data:`SYNTH`): yosys ``synth`` keeping the hierarchy (each ``CanalMux``
+   and the core stay instances, so the Canal edges are pins of the netlist), ``dfflibmap``
+   and ``abc`` onto the liberty: the interconnect's muxes (``CanalMux_*``) with ABC's
+   default liberty script, everything else (the core, the config logic) with ``abc -fast``
+   (the default script spent over 9 minutes on the 32-bit PE's multiplier in SAT sweeping,
+   ``-D`` over 6 on the D3 PE; ``-fast`` maps the 32-bit PE tile in 15 s, but its mux trees
+   vary in depth from one size to the next); the SRAM ``Memory`` black box becomes the
+   liberty's ``SRAM<words>x<width>`` macro. ``stat`` gives the tile's cell area (um^2).
+2. **Context** (SDC): ideal clock; the SB_IN ports driven with the transition of an X4 driver
+   into the wire that crosses the tile (``WIRE_FF_PER_UM * sqrt(area)``); each SB_OUT port
+   loaded with that wire plus the pins the track feeds in the next tile (the largest SB_IN
+   fan-out of this tile times a mux input); the cell driving each SB_OUT port upsized to X4
+   (an output driver, as a layout flow would size it).
+3. **Timing** of every class: the worst ``report_checks`` path from its start points
+   through its Canal edges (``-through`` the mux input pins); ``sb`` and ``reg`` classes end
+   at the path's endpoint (the SB_OUT port, or a mandatory register's D pin), ``cb`` at the
+   exit of the connection-box mux, ``core_out`` is the part after the core's last cell.
+4. **Core** (``link_design`` of the core module alone): the worst path from the core's
+   routed inputs, or from a register inside it, to its routed outputs (config inputs are
+   quasi-static: excluded), loaded like in the tile. For a PE with rules, each single-PE
+   rule's instruction (``inst_bits``) is applied with ``set_case_analysis`` on the
+   instruction input: the delay of that op (``pe_op_ps``).
+
+:func:`measured_table` assembles the delay table of :mod:`canal.timing` from the tiles: a
+side pair no tile of a class wires (never routed) takes the class's slowest hop, noted.
+Raises :class:`~cgra.errors.CollateralError` when yosys or OpenSTA fails or a class has no
+path (a naming mismatch between Canal and the netlist: a bug, named).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from cgra.errors import CollateralError
+from cgra.procs import pdeathsig_preexec
+
+from canal.timing_paths import PathClass, tile_path_classes
+from garnet.sta import liberty
+from garnet.sta.verilog import closure, flatten_packed, hoist_automatic, modules
+
+SCHEMA = "garnet.tile_timing/1"
+#: revision of the measurement method (part of every cache key)
+REVISION = 5
+SYNTH = ("read_verilog -sv {files}; hierarchy -top {top}; synth -top {top}; "
+         "dfflibmap -liberty {lib}; abc -liberty {lib} CanalMux_*; abc -fast -liberty {lib}; "
+         "opt_clean; "
+         "setundef -zero; write_verilog -noattr -noexpr -nohex -nodec -simple-lhs netlist.v; "
+         "tee -q -o stat.txt stat -liberty {lib}")
+#: the clock period given to the STA (ps); paths are read as arrival times, so it only has
+#: to exceed every path
+PERIOD_PS = 20000
+#: setup of the liberty's flip-flop (ps)
+SETUP_PS = liberty.DFF_SETUP_FO4 * liberty.FO4_PS
+_POINT = re.compile(r"^\s*(-?[\d.]+)\s+(-?[\d.]+)\s+[\^v]\s+(\S+)\s+\((\S+)\)")
+_ARRIVAL = re.compile(r"^\s*(-?[\d.]+)\s+data arrival time")
+
+
+def tool_versions() -> dict[str, str]:
+    """``{"synthesis": "yosys <version>", "sta": "OpenSTA <version>"}``; raises
+    :class:`CollateralError` naming the missing tool (Debian packages ``yosys``,
+    ``opensta``)."""
+    out = {}
+    for key, exe, args in (("synthesis", "yosys", ["-V"]), ("sta", "sta", ["-version"])):
+        if shutil.which(exe) is None:
+            raise CollateralError(f"the measured timing model needs `{exe}` (Debian package "
+                                  f"{'opensta' if exe == 'sta' else exe}): install it, or "
+                                  f"set timing = \"cascade-table\" in the design's TOML")
+        res = subprocess.run([exe, *args], capture_output=True, text=True, timeout=60)
+        text = (res.stdout or res.stderr).strip().splitlines()
+        ver = text[0] if text else "?"
+        out[key] = ver if key == "synthesis" else f"OpenSTA {ver}"
+    return out
+
+
+@dataclass(frozen=True)
+class TileJob:
+    """What one tile's measurement needs: the tile ``module``, its timing ``tclass``, the
+    Canal path classes, the core's routed input and output port names, the largest SB_IN
+    fan-out, and the PE rules' ``(op, inst_bits, free mask)`` (empty for other cores)."""
+
+    module: str
+    tclass: str
+    classes: tuple[PathClass, ...]
+    core_inputs: tuple[str, ...]
+    core_outputs: tuple[str, ...]
+    sb_in_fanout: int
+    core_out_fanout: int
+    ops: tuple[tuple[str, int, int], ...] = ()
+
+
+def tile_jobs(ic: Any, rule_insts: dict[str, list[tuple[int, int]]] | None = None
+              ) -> list[TileJob]:
+    """One :class:`TileJob` per distinct tile module of the interconnect ``ic`` (cores
+    present), in module-name order. ``rule_insts``: IR op -> PE instruction bits of the
+    single-PE rules (:func:`rule_instructions`: each with its free mask)."""
+    from canal.rtl import tile_shapes   # deferred: loads magma, 1 more only when called
+
+    jobs: dict[str, TileJob] = {}
+    for xy, shape in tile_shapes(ic).items():
+        info = ic.tiles[xy]
+        if shape.core is None or shape.module_name in jobs:
+            continue
+        tclass = info.timing_class
+        fan: dict[str, int] = {}
+        for _, srcs in shape.fanin:
+            for s in srcs:
+                fan[s] = fan.get(s, 0) + 1
+        ports = [n for n in shape.nodes if n.kind.value == "PORT"]
+        ins = tuple(sorted({n.name[len("PORT_"):] for n in ports if n.direction == "in"}))
+        outs = tuple(sorted({n.name[len("PORT_"):] for n in ports if n.direction == "out"}))
+        sb_fan = max((fan.get(n.name, 0) for n in shape.nodes
+                      if n.kind.value == "SB" and n.io.name == "SB_IN"), default=1)
+        out_fan = max((fan.get(n.name, 0) for n in ports if n.direction == "out"), default=1)
+        ops = tuple((op, bits, mask) for op, v in sorted((rule_insts or {}).items())
+                    for bits, mask in v) if tclass == "pe" else ()
+        jobs[shape.module_name] = TileJob(shape.module_name, tclass,
+                                          tuple(tile_path_classes(shape, tclass)), ins, outs,
+                                          max(sb_fan, 1), max(out_fan, 1), ops)
+    return [jobs[k] for k in sorted(jobs)]
+
+
+def rule_instructions(rules_dir: Path, pe_json: Path | None = None
+                      ) -> dict[str, list[tuple[int, int]]]:
+    """IR op -> ``[(instruction bits, free mask)]`` of every found single-PE rule under
+    ``rules_dir`` (the design's ``rules/``: ``<PE>.rules.json`` and the rule files it names),
+    plain targets and patterns alike (``coreir.lshr[in1=const]`` is the only way to shift on
+    the default PE); the free mask has the bits of the instruction's ``*_const`` fields
+    (an operand constant: its value is the app's, so the timing leaves it free), from the
+    PE document ``pe_json`` (the design's ``pe.json``). ``{}`` without rules."""
+    free = 0
+    if pe_json is not None and Path(pe_json).is_file():
+        doc = json.loads(Path(pe_json).read_text())
+        for f in (doc.get("peak") or doc).get("fields", []):
+            if f["name"].endswith("_const"):
+                free |= ((1 << f["width"]) - 1) << f["lo"]
+    out: dict[str, list[tuple[int, int]]] = {}
+    for table in sorted(Path(rules_dir).glob("*.rules.json")):
+        doc = json.loads(table.read_text())
+        for e in doc.get("entries", []):
+            if e.get("status") != "found" or not e.get("rule"):
+                continue
+            rule = json.loads((Path(rules_dir) / e["rule"]).read_text())
+            insts = rule.get("instances", [])
+            if len(insts) == 1 and "inst_bits" in insts[0]:
+                entry = (int(insts[0]["inst_bits"], 16) & ~free, free)
+                if entry not in out.setdefault(e["op"], []):
+                    out[e["op"]].append(entry)
+    return out
+
+
+# --------------------------------------------------------------------------- synthesis
+def _synthesise(mods: dict[str, str], job: TileJob, lib: Path, work: Path,
+                macros: dict[str, tuple[int, int]]) -> float:
+    """Write the tile's netlist into ``work/netlist.v``; returns its cell area (um^2)."""
+    files = []
+    for d in closure(job.module, mods):
+        if d == "Memory":
+            m = re.search(r"module\s+Memory\s*\((.*?)\);", mods["Memory"], re.S)
+            (work / "Memory.v").write_text(f"(* blackbox *) module Memory({m[1]});\nendmodule\n")
+        else:
+            (work / f"{d}.v").write_text(flatten_packed(hoist_automatic(mods[d])))
+        files.append(f"{d}.v")
+    script = SYNTH.format(files=" ".join(files), top=job.module, lib=lib)
+    res = subprocess.run(["yosys", "-q", "-p", script], cwd=work, capture_output=True,
+                         text=True, timeout=3600, preexec_fn=pdeathsig_preexec())
+    if res.returncode != 0:
+        err = (res.stderr or res.stdout).strip().splitlines()
+        raise CollateralError(f"yosys failed on tile {job.module}: "
+                              f"{err[-1] if err else res.returncode}; the measured timing "
+                              f"model needs a synthesisable tile (timing = \"cascade-table\" "
+                              f"in the TOML takes the published table instead)")
+    net = (work / "netlist.v").read_text()
+    for name, (words, width) in macros.items():
+        net = re.sub(rf"^(\s*){name}(\s+\S+\s*\()", rf"\1SRAM{words}x{width}\2", net,
+                     flags=re.M)
+    (work / "netlist.v").write_text(net)
+    stat = (work / "stat.txt").read_text()
+    m = re.search(rf"Chip area for top module '\\{re.escape(job.module)}':\s*([\d.]+)", stat)
+    if m is None:
+        raise CollateralError(f"yosys stat printed no area for tile {job.module}")
+    area = float(m[1])
+    for words, width in macros.values():
+        if re.search(rf"^\s*SRAM{words}x{width}\s", net, re.M):
+            area += 0.5 * words * width
+    return area
+
+
+def memory_macros(mods: dict[str, str]) -> dict[str, tuple[int, int]]:
+    """``{"Memory": (words, width)}`` when the design has the SRAM black box (read from its
+    ``RADDR`` and ``RDATA`` port widths)."""
+    text = mods.get("Memory")
+    if text is None:
+        return {}
+    a = re.search(r"input\s*\[(\d+):0\]\s*RADDR", text)
+    d = re.search(r"output\s*\[(\d+):0\]\s*RDATA", text)
+    if a is None or d is None:
+        raise CollateralError("rtl/Memory.v: no RADDR / RDATA ports to size the SRAM macro")
+    return {"Memory": (1 << (int(a[1]) + 1), int(d[1]) + 1)}
+
+
+# --------------------------------------------------------------------------------- STA
+def _bits(name: str, width: int) -> str:
+    return f"{name}[*]" if width > 1 else name
+
+
+def _sdc(job: TileJob, side_um: float, widths: dict[str, int]) -> list[str]:
+    wire = liberty.WIRE_FF_PER_UM * side_um
+    load = wire + job.sb_in_fanout * 2 * liberty.C_UNIT_FF
+    slew = liberty.output_slew_ps(4, load)
+    sb_in = [p for p in widths if "_SB_IN_B" in p]
+    sb_out = [p for p in widths if "_SB_OUT_B" in p]
+    ins = " ".join(_bits(p, widths[p]) for p in sb_in)
+    outs = " ".join(_bits(p, widths[p]) for p in sb_out)
+    lines = [f"create_clock -name clk -period {PERIOD_PS} [get_ports CLK]",
+             "set_input_delay 0 -clock clk [delete_from_list [all_inputs] [get_ports CLK]]",
+             # outputs constrained like a register's D pin: the worst path of a class is
+             # the one of the largest arrival, whichever of the two it ends at
+             f"set_output_delay {SETUP_PS} -clock clk [all_outputs]"]
+    if sb_in:
+        lines.append(f"set_input_transition {slew:.2f} [get_ports {{{ins}}}]")
+    if sb_out:
+        lines += [f"set_load {load:.3f} [get_ports {{{outs}}}]",
+                  f"foreach p [get_ports {{{outs}}}] {{",
+                  "  foreach c [get_fanin -to $p -flat -only_cells -levels 1] {",
+                  "    set r [get_property $c ref_name]",
+                  "    if {[regexp {^(.*)_X[12]$} $r -> base]} { replace_cell $c ${base}_X4 }",
+                  "  }", "}"]
+    return lines
+
+
+def _port_widths(netlist: str, module: str) -> dict[str, int]:
+    """port -> bit width of ``module`` in a yosys netlist."""
+    m = re.search(rf"^module\s+{re.escape(module)}\s*\(.*?\);(.*?)^endmodule", netlist,
+                  re.S | re.M)
+    if m is None:
+        raise CollateralError(f"netlist: no module {module}")
+    out = {}
+    for d in re.finditer(r"^\s*(input|output)\s*(?:\[(\d+):(\d+)\])?\s*([\w$]+)\s*;",
+                         m[1], re.M):
+        out[d[4]] = abs(int(d[2]) - int(d[3])) + 1 if d[2] else 1
+    return out
+
+
+def _run_sta(work: Path, script: list[str], what: str) -> str:
+    (work / f"{what}.tcl").write_text("\n".join(script) + "\n")
+    res = subprocess.run(["sta", "-no_splash", "-exit", f"{what}.tcl"], cwd=work,
+                         capture_output=True, text=True, timeout=3600,
+                         preexec_fn=pdeathsig_preexec())
+    if res.returncode != 0 or "Error" in res.stderr:
+        err = (res.stderr or res.stdout).strip().splitlines()
+        raise CollateralError(f"OpenSTA failed on {what}: {err[-1] if err else res.returncode}")
+    return res.stdout
+
+
+def _sections(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for block in text.split("@@CLASS ")[1:]:
+        key, _, body = block.partition("\n")
+        out[key.strip()] = body
+    return out
+
+
+def _arrival(body: str) -> float | None:
+    for line in body.splitlines():
+        m = _ARRIVAL.match(line)
+        if m:
+            return float(m[1])
+    return None
+
+
+def _points(body: str) -> list[tuple[float, str]]:
+    pts = []
+    for line in body.split("data arrival time")[0].splitlines():
+        m = _POINT.match(line)
+        if m:
+            pts.append((float(m[2]), m[3]))
+    return pts
+
+
+def _pin_width(through: str, core_widths: dict[str, int]) -> int:
+    """Bit width of a mux input pin ``mux_<node>/I<k>``: the node's ``_B<w>`` suffix, or
+    for a connection box (``mux_PORT_<port>``) the core port's width."""
+    inst = through.split("/")[0]
+    if inst.startswith("mux_PORT_"):
+        return core_widths.get(inst[len("mux_PORT_"):], 1)
+    m = re.search(r"_B(\d+)$", inst)
+    return int(m[1]) if m else 1
+
+
+def _tile_sta(job: TileJob, work: Path, lib: Path, side_um: float,
+              core_widths: dict[str, int]) -> dict[str, float]:
+    net = (work / "netlist.v").read_text()
+    widths = _port_widths(net, job.module)
+    script = [f"read_liberty {lib}", "read_verilog netlist.v", f"link_design {job.module}"]
+    script += _sdc(job, side_um, widths)
+    for pc in job.classes:
+        throughs = " ".join(_bits(t, _pin_width(t, core_widths)) for t in pc.throughs)
+        if pc.kind == "core_out":
+            frm = ""      # the mux inputs are on the core's output nets
+        elif pc.starts:
+            starts = " ".join(_bits(s, widths.get(s, 1)) for s in pc.starts)
+            frm = f"-from [get_ports {{{starts}}}]"
+        else:
+            frm = "-from [all_registers -clock_pins]"
+        script.append(f'puts "@@CLASS {pc.key}"')
+        script.append(f"report_checks {frm} -through [get_pins {{{throughs}}}] "
+                      f"-digits 2 -path_delay max")
+    out = _sections(_run_sta(work, script, "tile"))
+    res: dict[str, float] = {}
+    for pc in job.classes:
+        body = out.get(pc.key, "")
+        end = _arrival(body)
+        if end is None:
+            raise CollateralError(f"OpenSTA found no path for class {pc.key} of tile "
+                                  f"{job.module} (through {pc.throughs[0]}): the netlist and "
+                                  f"the Canal enumeration disagree")
+        if pc.kind == "cb":
+            pts = [t for t, p in _points(body) if p.startswith(f"{pc.exit}")]
+            end = max(pts) if pts else end
+        elif pc.kind == "core_out":
+            pts = _points(body)[:-1]          # without the endpoint
+            i = len(pts)
+            while i > 0 and pts[i - 1][1].startswith(("mux_SB_", "mux_RMUX_")):
+                i -= 1
+            end = end - (pts[i - 1][0] if i > 0 else 0.0)
+        res[pc.key] = round(max(res.get(pc.key, 0.0), end), 2)
+    return res
+
+
+def _core_sta(job: TileJob, work: Path, lib: Path, core_module: str) -> tuple[float, dict]:
+    """Worst core path (ps) and ``{op: ps}`` under each rule's instruction."""
+    net = (work / "netlist.v").read_text()
+    widths = _port_widths(net, core_module)
+    ins = [p for p in job.core_inputs if p in widths]
+    outs = [p for p in job.core_outputs if p in widths]
+    if not outs:
+        return 0.0, {}
+    load = job.core_out_fanout * 2 * liberty.C_UNIT_FF
+    slew = liberty.output_slew_ps(1, 2 * liberty.C_UNIT_FF * 4)
+    routed = set(ins) | set(outs) | {"CLK"}
+    static = [p for p in widths if p not in routed and p not in ("RESET", "clk_en", "flush")]
+    fin = " ".join(_bits(p, widths[p]) for p in ins)
+    fout = " ".join(_bits(p, widths[p]) for p in outs)
+    base = [f"read_liberty {lib}", "read_verilog netlist.v", f"link_design {core_module}",
+            f"create_clock -name clk -period {PERIOD_PS} [get_ports CLK]",
+            "set_input_delay 0 -clock clk [delete_from_list [all_inputs] [get_ports CLK]]",
+            f"set_output_delay {SETUP_PS} -clock clk [all_outputs]",
+            f"set_load {load:.3f} [get_ports {{{fout}}}]"]
+    if ins:
+        base.append(f"set_input_transition {slew:.2f} [get_ports {{{fin}}}]")
+    for p in static:
+        base.append(f"set_false_path -from [get_ports {{{_bits(p, widths[p])}}}]")
+    script = list(base)
+    if ins:
+        script += ['puts "@@CLASS comb"',
+                   f"report_checks -from [get_ports {{{fin}}}] -to [get_ports {{{fout}}}] "
+                   f"-digits 2"]
+    script += ['puts "@@CLASS reg"',
+               f"report_checks -from [all_registers -clock_pins] -to [get_ports {{{fout}}}] "
+               f"-digits 2"]
+    inst_port = next((p for p in widths if p.endswith("inst") or p == "config_inst"), None)
+    op_keys = []
+    if job.ops and inst_port is not None and ins:
+        n = widths[inst_port]
+        for i, (op, bits, free) in enumerate(job.ops):
+            for b in range(n):          # every bit set again: the previous op's are replaced
+                pin = f"{inst_port}[{b}]" if n > 1 else inst_port
+                if (free >> b) & 1:
+                    script.append(f"unset_case_analysis [get_ports {{{pin}}}]")
+                else:
+                    script.append(f"set_case_analysis {(bits >> b) & 1} [get_ports {{{pin}}}]")
+            script.append(f'puts "@@CLASS op:{i}"')
+            script.append(f"report_checks -from [get_ports {{{fin}}}] "
+                          f"-to [get_ports {{{fout}}}] -digits 2")
+            op_keys.append((i, op))
+    out = _sections(_run_sta(work, script, "core"))
+    worst = max((a for k in ("comb", "reg") if (a := _arrival(out.get(k, ""))) is not None),
+                default=0.0)
+    ops = {}
+    for i, op in op_keys:              # an op with several rules: the slowest
+        a = _arrival(out.get(f"op:{i}", ""))
+        if a is not None:
+            ops[op] = max(ops.get(op, 0.0), round(a, 2))
+    return round(worst, 2), ops
+
+
+def _core_module(tile_text: str) -> str | None:
+    m = re.search(r"^\s*([A-Za-z_][\w$]*)\s+core\s*\(", tile_text, re.M)
+    return m[1] if m else None
+
+
+# ----------------------------------------------------------------------------- per tile
+def tile_key(job: TileJob, mods: dict[str, str], lib_text: str) -> str:
+    body = [mods[d] for d in closure(job.module, mods)]
+    return hashlib.sha256(json.dumps(
+        [SCHEMA, REVISION, SYNTH, lib_text, job.tclass, body,
+         [(c.key, c.starts, c.throughs) for c in job.classes], job.core_inputs,
+         job.core_outputs, job.sb_in_fanout, job.core_out_fanout, job.ops]).encode()
+    ).hexdigest()
+
+
+def measure_tile(job: TileJob, mods: dict[str, str], cache: Path | None) -> dict:
+    """The measurement of one tile (module docstring): ``{schema, module, tclass, key,
+    area_um2, side_um, classes: {key: ps}, core_ps, core_out_ps, pe_op_ps: {op: ps},
+    seconds, cached}``; cached by :func:`tile_key` under ``cache`` (``None``: no cache)."""
+    macros = memory_macros(mods)
+    lib_text = liberty.liberty_text(tuple(sorted(macros.values())))
+    key = tile_key(job, mods, lib_text)
+    hit = Path(cache) / f"{job.module}-{key[:24]}.json" if cache else None
+    if hit is not None and hit.is_file():
+        try:
+            doc = json.loads(hit.read_text())
+            if doc.get("schema") == SCHEMA and doc.get("key") == key:
+                return {**doc, "cached": True}
+        except (OSError, json.JSONDecodeError):
+            pass
+    t = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="cgra-sta-") as tmp:
+        work = Path(tmp)
+        lib = work / f"{liberty.NAME}.lib"
+        lib.write_text(lib_text)
+        area = _synthesise(mods, job, lib, work, macros)
+        side = math.sqrt(area)
+        net = (work / "netlist.v").read_text()
+        core_mod = _core_module(mods[job.module])
+        core_widths = _port_widths(net, core_mod) if core_mod is not None else {}
+        classes = _tile_sta(job, work, lib, side, core_widths)
+        core_ps, ops = (_core_sta(job, work, lib, core_mod) if core_mod is not None
+                        else (0.0, {}))
+    core_out = max((v for k, v in classes.items() if k.startswith("core_out:")), default=0.0)
+    doc = {"schema": SCHEMA, "module": job.module, "tclass": job.tclass, "key": key,
+           "area_um2": round(area, 1), "side_um": round(side, 1),
+           "classes": {k: v for k, v in classes.items() if not k.startswith("core_out:")},
+           "core_ps": core_ps, "core_out_ps": core_out, "pe_op_ps": ops,
+           "seconds": round(time.perf_counter() - t, 2)}
+    if hit is not None:
+        hit.parent.mkdir(parents=True, exist_ok=True)
+        tmpf = hit.with_name(f".{hit.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+        tmpf.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        tmpf.replace(hit)
+    return {**doc, "cached": False}
+
+
+# ------------------------------------------------------------------------------ table
+def measured_table(results: Iterable[dict], widths: Iterable[int],
+                   versions: dict[str, str]) -> dict[str, Any]:
+    """The delay table (:mod:`canal.timing` format) of the tile measurements ``results``
+    for the graph ``widths``, with ``_measured`` recording the tools, the liberty, its
+    corner and each tile (module docstring)."""
+    results = list(results)
+    core: dict[str, float] = {}
+    cb: dict[str, float] = {}
+    hops: dict[str, dict[str, dict[str, float]]] = {}
+    reg = 0.0
+    ops: dict[str, float] = {}
+    notes: list[str] = []
+    for r in results:
+        tc = r["tclass"]
+        core[tc] = max(core.get(tc, 0.0), round(r["core_ps"] + r["core_out_ps"], 2))
+        for k, v in r["classes"].items():
+            kind, _, rest = k.partition(":")
+            if kind == "cb":
+                cb[tc] = max(cb.get(tc, 0.0), v)
+            elif kind == "reg":
+                reg = max(reg, v)
+            elif kind == "sb":
+                _, w, pair = rest.split(":")
+                d = hops.setdefault(tc, {}).setdefault(w, {})
+                d[pair] = max(d.get(pair, 0.0), v)
+        if tc == "pe":
+            for op, v in r["pe_op_ps"].items():
+                ops[op] = max(ops.get(op, 0.0), round(v + r["core_out_ps"], 2))
+    sides = ("N", "S", "E", "W")
+    for tc, by_w in hops.items():
+        for w in [str(x) for x in widths]:
+            d = by_w.setdefault(w, {})
+            if not d:
+                continue
+            worst = max(d.values())
+            for a in sides:
+                for b in sides:
+                    if a != b and f"{a}->{b}" not in d:
+                        d[f"{a}->{b}"] = worst
+                        notes.append(f"switch_box_hop[{tc}][{w}][{a}->{b}]: no tile wires "
+                                     f"it; took the class's slowest hop ({worst} ps)")
+        for w in list(by_w):
+            if not by_w[w]:
+                del by_w[w]
+    return {
+        "_about": "Measured: each tile synthesised with yosys onto the project's liberty "
+                  f"({liberty.NAME}) and its Canal path classes timed with OpenSTA "
+                  "(garnet.sta.measure).",
+        "core": dict(sorted(core.items())), "register_mux": reg,
+        "connection_box": dict(sorted(cb.items())),
+        "switch_box_hop": {tc: {w: dict(sorted(d.items())) for w, d in sorted(by_w.items())}
+                           for tc, by_w in sorted(hops.items())},
+        "clock_skew": {"mem_to_pe": 0.0, "pe_to_mem": 0.0, "enter_from_north": 0.0,
+                       "enter_from_south": 0.0, "pe_to_pe_west_east": 0.0},
+        "pe_op_ps": dict(sorted(ops.items())),
+        "_measured": {
+            "tool": versions.get("sta", "OpenSTA"), "synthesis": versions.get("synthesis", ""),
+            "liberty": liberty.NAME, "liberty_source": liberty.CITATION,
+            "synthesis_script": SYNTH.split("; write_verilog")[0],
+            "corner": dict(liberty.CORNER), "macro": liberty.MACRO_NOTE,
+            "clock_skew": "0: the generated array has no clock tree in its RTL (ideal clock)",
+            "notes": sorted(set(notes)),
+            # (no seconds or cache hits here: timing.json is the same bytes cold or warm)
+            "tiles": {r["module"]: {"tclass": r["tclass"], "area_um2": r["area_um2"],
+                                    "side_um": r["side_um"], "key": r["key"][:16]}
+                      for r in sorted(results, key=lambda r: r["module"])},
+        },
+    }
+
+
+def measure_design(ic: Any, rtl_dir: Path, cache: Path | None,
+                   rules_dir: Path | None = None, jobs: int = 1) -> dict[str, Any]:
+    """The measured delay table of a generated design: the interconnect ``ic``, its
+    ``rtl/`` and (for per-op PE delays) its ``rules/``; tiles in ``jobs`` threads (each
+    runs yosys and OpenSTA as subprocesses)."""
+    from concurrent.futures import ThreadPoolExecutor  # deferred: only when measuring
+
+    versions = tool_versions()
+    mods = modules(Path(rtl_dir))
+    insts = rule_instructions(rules_dir, Path(rtl_dir).parent / "pe.json") \
+        if rules_dir is not None and Path(rules_dir).is_dir() else {}
+    todo = tile_jobs(ic, insts)
+    missing = [j.module for j in todo if j.module not in mods]
+    if missing:
+        raise CollateralError(f"{rtl_dir}: no Verilog for tile module {missing[0]}")
+    with ThreadPoolExecutor(max(1, jobs)) as pool:
+        results = list(pool.map(lambda j: measure_tile(j, mods, cache), todo))
+    return measured_table(results, sorted(ic.graphs), versions)
+
+
+__all__ = ["measure_design", "measure_tile", "measured_table", "tile_jobs", "TileJob",
+           "rule_instructions", "tool_versions", "SCHEMA"]
+
+
+def model_hash() -> str:
+    """sha256 of what a measured model depends on besides the RTL: the source of the
+    measurement, the path enumeration and the liberty writer (part of the interconnect key
+    of a ``timing = "measured"`` design, :func:`garnet.build.spec_hashes`)."""
+    here = Path(__file__).resolve().parent
+    parts = [(here / n).read_bytes() for n in ("measure.py", "liberty.py", "verilog.py")]
+    parts.append((here.parents[1] / "canal" / "timing_paths.py").read_bytes())
+    return hashlib.sha256(b"measured\0" + b"\0".join(parts)).hexdigest()
