@@ -33,8 +33,11 @@ import benchlib
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from garnet.array import build_interconnect  # noqa: E402
 from garnet.build import generate  # noqa: E402
 from garnet.params import load_toml  # noqa: E402
+from garnet.sta.measure import measure_design  # noqa: E402
+from garnet.sta.sdf import validate  # noqa: E402
 
 RULES = ROOT / "build" / "rules"
 CGRA = str(ROOT / ".venv" / "bin" / "cgra")
@@ -85,8 +88,6 @@ def main() -> None:
                     "published_ps": t["pe_ops"][op], "measured_ps": m["pe_ops"][op],
                     "ratio": round(m["pe_ops"][op] / t["pe_ops"][op], 3)}, "ps", p))
         # 2. generation time
-        from garnet.array import build_interconnect
-        from garnet.sta.measure import measure_design
         ic = build_interconnect(load_toml(ROOT / "configs" / "default.toml"))
         cache = root / "cold-cache"
         t0 = time.perf_counter()
@@ -119,7 +120,6 @@ def main() -> None:
                 rows.append(benchlib.row("timing", f"fmax {app}", got, "MHz",
                                          {"design": where, "fmax_target": fmax, "seed": 0}))
         # 4. SDF
-        from garnet.sta.sdf import validate
         for r in validate(small_m, root / "sdf", (1, 1)):
             rows.append(benchlib.row("timing", f"sdf {r['path']}", r, "ps",
                                      {"design": "configs/small.toml (8x8)", "tile": [1, 1],

@@ -99,7 +99,7 @@ import signal
 from canal import collateral as canal_coll
 from canal.graph import no_gc
 from canal.timing import TimingModel
-from canal.timing import default_table_text, validate_table
+from canal.timing import default_table_text, retime, validate_table
 import importlib.metadata as md
 import multiprocessing
 import traceback
@@ -401,7 +401,7 @@ def spec_hashes(params: GarnetParams) -> SpecHashes:
         from lake.collateral import collateral  # deferred: loads lake.collateral, lake.lut only when called
         mem_hash = collateral(params.mem_preset)["spec_hash"]
     if params.measured_timing:
-        from garnet.sta.measure import model_hash  # deferred: only for measured models
+        from garnet.sta.measure import model_hash  # deferred: loads magma (canal.rtl), measured models only
         table = model_hash().encode()
     else:
         tp = table_path(params)
@@ -1063,8 +1063,7 @@ def _measure(ic, tmp: Path, cache: Path, rules: bool, jobs: int) -> None:
     """Measure the tiles of ``tmp/rtl`` (:func:`garnet.sta.measure.measure_design`, cached
     under ``cache`` by tile RTL: :data:`TIMING_DIR_NAME` beside the shared rules), make the
     result ``ic``'s timing model and re-time its graphs (:func:`canal.timing.retime`)."""
-    from canal.timing import retime  # deferred: only for measured models
-    from garnet.sta.measure import measure_design  # deferred: only for measured models
+    from garnet.sta.measure import measure_design  # deferred: loads magma (canal.rtl), measured models only
 
     table = measure_design(ic, tmp / "rtl", cache,
                            tmp / "rules" if rules else None, jobs=min(jobs, 4))

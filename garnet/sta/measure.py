@@ -45,6 +45,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +54,7 @@ from typing import Any, Iterable
 from cgra.errors import CollateralError
 from cgra.procs import pdeathsig_preexec
 
+from canal.rtl import tile_shapes
 from canal.timing_paths import PathClass, tile_path_classes
 from garnet.sta import liberty
 from garnet.sta.verilog import closure, flatten_packed, hoist_automatic, modules
@@ -112,8 +114,6 @@ def tile_jobs(ic: Any, rule_insts: dict[str, list[tuple[int, int]]] | None = Non
     """One :class:`TileJob` per distinct tile module of the interconnect ``ic`` (cores
     present), in module-name order. ``rule_insts``: IR op -> PE instruction bits of the
     single-PE rules (:func:`rule_instructions`: each with its free mask)."""
-    from canal.rtl import tile_shapes   # deferred: loads magma, 1 more only when called
-
     jobs: dict[str, TileJob] = {}
     for xy, shape in tile_shapes(ic).items():
         info = ic.tiles[xy]
@@ -461,10 +461,9 @@ def measure_tile(job: TileJob, mods: dict[str, str], cache: Path | None) -> dict
 
 
 # ------------------------------------------------------------------------------ table
-def measured_table(results: Iterable[dict], widths: Iterable[int],
-                   versions: dict[str, str]) -> dict[str, Any]:
+def measured_table(results: Iterable[dict], versions: dict[str, str]) -> dict[str, Any]:
     """The delay table (:mod:`canal.timing` format) of the tile measurements ``results``
-    for the graph ``widths``, with ``_measured`` recording the tools, the liberty, its
+    (every width they measured), with ``_measured`` recording the tools, the liberty, its
     corner and each tile (module docstring)."""
     results = list(results)
     core: dict[str, float] = {}
@@ -491,10 +490,7 @@ def measured_table(results: Iterable[dict], widths: Iterable[int],
                 ops[op] = max(ops.get(op, 0.0), round(v + r["core_out_ps"], 2))
     sides = ("N", "S", "E", "W")
     for tc, by_w in hops.items():
-        for w in [str(x) for x in widths]:
-            d = by_w.setdefault(w, {})
-            if not d:
-                continue
+        for w, d in by_w.items():
             worst = max(d.values())
             for a in sides:
                 for b in sides:
@@ -502,9 +498,6 @@ def measured_table(results: Iterable[dict], widths: Iterable[int],
                         d[f"{a}->{b}"] = worst
                         notes.append(f"switch_box_hop[{tc}][{w}][{a}->{b}]: no tile wires "
                                      f"it; took the class's slowest hop ({worst} ps)")
-        for w in list(by_w):
-            if not by_w[w]:
-                del by_w[w]
     return {
         "_about": "Measured: each tile synthesised with yosys onto the project's liberty "
                   f"({liberty.NAME}) and its Canal path classes timed with OpenSTA "
@@ -536,8 +529,6 @@ def measure_design(ic: Any, rtl_dir: Path, cache: Path | None,
     """The measured delay table of a generated design: the interconnect ``ic``, its
     ``rtl/`` and (for per-op PE delays) its ``rules/``; tiles in ``jobs`` threads (each
     runs yosys and OpenSTA as subprocesses)."""
-    from concurrent.futures import ThreadPoolExecutor  # deferred: only when measuring
-
     versions = tool_versions()
     mods = modules(Path(rtl_dir))
     insts = rule_instructions(rules_dir, Path(rtl_dir).parent / "pe.json") \
@@ -548,7 +539,7 @@ def measure_design(ic: Any, rtl_dir: Path, cache: Path | None,
         raise CollateralError(f"{rtl_dir}: no Verilog for tile module {missing[0]}")
     with ThreadPoolExecutor(max(1, jobs)) as pool:
         results = list(pool.map(lambda j: measure_tile(j, mods, cache), todo))
-    return measured_table(results, sorted(ic.graphs), versions)
+    return measured_table(results, versions)
 
 
 __all__ = ["measure_design", "measure_tile", "measured_table", "tile_jobs", "TileJob",

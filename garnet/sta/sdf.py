@@ -33,6 +33,10 @@ from typing import Any
 from cgra.errors import CollateralError
 from cgra.procs import pdeathsig_preexec
 
+from canal.rtl import tile_shape
+from canal.timing import TimingModel
+from garnet.array import build_interconnect
+from garnet.params import from_dict
 from garnet.sta import liberty, measure
 
 #: sweep step of the clock period (ps)
@@ -194,10 +198,6 @@ def validate(design: Path, work: Path, xy: tuple[int, int] = (1, 1)) -> list[dic
     whether ``model_ps >= failing_ps``, ``error_pct`` = (model - failing) / failing * 100.
     Raises
     :class:`CollateralError` when a tool is missing or fails."""
-    from canal.timing import TimingModel  # deferred: only when validating
-    from garnet.array import build_interconnect  # deferred: loads magma only when validating
-    from garnet.params import from_dict  # deferred: only when validating
-
     for exe in ("iverilog", "vvp"):
         if shutil.which(exe) is None:
             raise CollateralError(f"the SDF validation needs `{exe}` (Debian package "
@@ -215,7 +215,6 @@ def validate(design: Path, work: Path, xy: tuple[int, int] = (1, 1)) -> list[dic
     add = int(json.loads(rule.read_text())["instances"][0]["inst_bits"], 16) if rule else None
     mods = measure.modules(design / "rtl")
     jobs = {j.module: j for j in measure.tile_jobs(ic, {})}
-    from canal.rtl import tile_shape  # deferred: loads magma only when validating
     module = tile_shape(ic, *xy).module_name
     job = jobs[module]
     work.mkdir(parents=True, exist_ok=True)
