@@ -8,7 +8,7 @@ DESIGN ?= default
 APP    ?= gaussian
 JOBS   ?= 2
 
-.PHONY: install test lint rtl rules app bench clean FORCE
+.PHONY: install test lint rtl rules app app-designs bench clean FORCE
 
 install: $(STAMP)
 
@@ -49,11 +49,24 @@ APP_DESIGN_resnet_layer := default
 APP_DESIGN_resnet_stride2 := default
 APP_DESIGN_mobilenet_layer := default
 APP_DESIGN_gemm := default
-APP_DESIGN ?= $(or $(APP_DESIGN_$(APP)),$(if $(filter %_bf16,$(APP)),bf16,small))
+# (mapper/apps/__init__.py DESIGNS holds the same as data: `cgra run --list` prints it and
+# tests/mapper/test_cli_run.py checks it against `make app-designs`)
+app_design = $(or $(APP_DESIGN_$(1)),$(if $(filter %_bf16,$(1)),bf16,small))
+APP_DESIGN ?= $(call app_design,$(APP))
+# the input image and its size: `make app APP=gaussian IMAGE=photo.png WIDTH=100 HEIGHT=37`
+# (`cgra run --image/--width/--height`; unset: the camera crop, 64x64, or a file's own size)
+IMAGE  ?=
+WIDTH  ?=
+HEIGHT ?=
 
 app: install build/$(APP_DESIGN)/design.json
 	@echo "make app: $(APP) on design $(APP_DESIGN) (build/$(APP_DESIGN), configs/$(APP_DESIGN).toml)"
-	$(BIN)/cgra run $(APP) --design build/$(APP_DESIGN)
+	$(BIN)/cgra run $(APP) --design build/$(APP_DESIGN)$(if $(IMAGE), --image $(IMAGE))$(if $(WIDTH), --width $(WIDTH))$(if $(HEIGHT), --height $(HEIGHT))
+
+# `make app-designs APPS="gaussian harris"`: "<app> <design>" per line, the design `make app`
+# picks for each (no install, nothing built)
+app-designs:
+	@$(foreach a,$(APPS),echo "$(a) $(call app_design,$(a))";)
 
 build/%/design.json: FORCE | install
 	$(BIN)/cgra rtl --config configs/$*.toml --out build/$*

@@ -17,7 +17,7 @@ the generated harness text, which names its generator module); the stage files'
 ``design_id`` (the sha256 of design.json) and ``input.sha256`` (of the
 previous stage's file, which holds seconds); the rule synthesiser's per-rule timing file
 (``rules/*.timing.json``), the build cache (``.cache/``) and the Verilator build caches
-(``sim/``). Everything else, JSON included, is compared byte for byte after that
+(``sim/``, ``.sim-cache/``). Everything else, JSON included, is compared byte for byte after that
 normalisation (JSON is re-serialised with sorted keys; every other file is raw bytes).
 
 ``--only PREFIX`` runs the jobs whose name starts with PREFIX (e.g. ``small``), for a quick
@@ -91,7 +91,7 @@ def _timeless(doc):
 
 def _ignored(rel: str) -> bool:
     return (rel.endswith(".timing.json") or "/sim/" in f"/{rel}" or "/.cache/" in f"/{rel}"
-            or rel.endswith(".lock"))
+            or "/.sim-cache/" in f"/{rel}" or rel.endswith(".lock"))
 
 
 def _digest(path: Path, rel: str) -> str:

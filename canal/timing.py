@@ -265,12 +265,17 @@ class TimingModel:
             if alias is None or alias not in by_w:
                 via = f" (width_aliases maps it to {alias}, which has none either)" \
                     if alias is not None else ""
+                io = "" if "io" in self.table["switch_box_hop"] or "io" in (
+                    self.table.get("class_aliases") or {}) else (
+                    "; a copy of the default table canal/data/delays_ps.json also needs "
+                    "\"class_aliases\": {\"io\": \"pe\"} (it has no io figures; the default "
+                    "table takes that alias implicitly)")
                 raise ConfigError(
                     f"delay table {self.source}: switch_box_hop['{cls}'] has no width "
                     f"{width}{via}, only {sorted(by_w, key=int)}; give a delay table with "
                     f"{width}-bit hop figures (timing = \"file.json\" in the TOML, e.g. "
                     f"configs/delays_32.json) or map the width explicitly with "
-                    f"\"width_aliases\": {{\"{width}\": \"16\"}}")
+                    f"\"width_aliases\": {{\"{width}\": \"16\"}}{io}")
             self._note(f"switch_box_hop['{cls}'] has no width {width}; used the {alias}-bit "
                        f"figures (width_aliases)")
             key = alias

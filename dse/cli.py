@@ -15,22 +15,25 @@ from cgra.outputs import check_output_dir, claim_output_dir
               help="LocalCluster worker processes (default: the sweep file's, else one per core)")
 @click.option("--cache", "cache", default=None, type=click.Path(file_okay=False),
               help="shared cache directory (overrides the sweep file's)")
+@click.option("--rules", "rules", default=None, type=click.Path(file_okay=False),
+              help="rule-table cache (overrides the sweep file's; default <cache>/rules)")
 @click.option("--out", "out", default=None, type=click.Path(file_okay=False),
               help="where results.csv/.parquet and the plots go (default "
               "<cache>/results/<sweep>)")
 @click.option("--no-progress", is_flag=True, help="no progress bar")
 def dse(sweep_file: str, scheduler: str | None, workers: int | None, cache: str | None,
-        out: str | None, no_progress: bool) -> None:
+        rules: str | None, out: str | None, no_progress: bool) -> None:
     """Sweep the designs x apps of SWEEP_FILE (TOML) on Dask; write results.csv,
     results.parquet and plots. With a [search] table: an NSGA-II search over the grid's
     values instead (trials.csv, pareto.csv)."""
     from dse.sweep import load_sweep  # deferred: loads networkx, numpy only when called
 
-    sweep = load_sweep(sweep_file, cache=cache, out=out)
+    sweep = load_sweep(sweep_file, cache=cache, out=out, rules=rules)
     # the cache is shared by sweeps and written by the Dask workers (designs, runs, results):
     # checked, not locked; the output directory is this command's alone. The workers write
     # only below the cache and take no lock, so none waits for a lock held here.
     check_output_dir(sweep.cache, "--cache")
+    check_output_dir(sweep.rules_dir, "--rules")
     with claim_output_dir(sweep.out, "--out"):
         if sweep.search is not None:
             _search(sweep, scheduler, workers, not no_progress)

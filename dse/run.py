@@ -1,7 +1,8 @@
 """Execution of a sweep on Dask ``distributed`` (docs/dse.md).
 
 Task graph: one :func:`design_task` per design (``garnet.build.generate`` into
-``<cache>/designs/<key>`` with the rule table from the shared ``<cache>/rules``, then the
+``<cache>/designs/<key>`` with the rule table from the shared ``<cache>/rules`` (or the
+sweep's ``rules``), then the
 area proxy, :mod:`dse.area`), and one :func:`app_task` per (design, app) depending on
 it (map .. pipeline with :func:`mapper.flow.run_stages`, metrics). Every finished point is
 cached as ``<cache>/results/<design key>/<app>-<flow key>.json``, failures included (an app
@@ -68,9 +69,9 @@ def _write_json(path: Path, doc: dict) -> None:
 
 
 # ----------------------------------------------------------------------------- tasks
-def design_task(params_doc: dict, key: str, cache: str) -> dict:
-    """Generate one design (rules included) and its area proxy; cached by ``key`` in
-    ``<cache>/designs/<key>.dse.json``. Returns ``{key, dir, area, seconds}`` or
+def design_task(params_doc: dict, key: str, cache: str, rules: str) -> dict:
+    """Generate one design (rules included, the rule tables cached in ``rules``) and its
+    area proxy; cached by ``key`` in ``<cache>/designs/<key>.dse.json``. Returns ``{key, dir, area, seconds}`` or
     ``{key, error}``."""
     from garnet.build import generate  # deferred: loads psutil only when called
 
@@ -84,7 +85,7 @@ def design_task(params_doc: dict, key: str, cache: str) -> dict:
     t = time.perf_counter()
     try:
         params = from_dict(params_doc)
-        generate(params, out, rules=True, rules_dir=root / "rules", jobs=1)
+        generate(params, out, rules=True, rules_dir=Path(rules), jobs=1)
         gen_s = time.perf_counter() - t
         t2 = time.perf_counter()
         area = design_area(out, root / "area")
@@ -319,7 +320,7 @@ class Executor:
         for f, (pt, a) in todo.items():
             if pt.key not in self._design_futs:
                 self._design_futs[pt.key] = self.client.submit(
-                    design_task, pt.params.to_dict(), pt.key, str(s.cache),
+                    design_task, pt.params.to_dict(), pt.key, str(s.cache), str(s.rules_dir),
                     key=f"design-{pt.key}", pure=False)
             fut = self.client.submit(app_task, self._design_futs[pt.key], a.app, a.unroll,
                                      s.image, s.seed, s.fmax_mhz, f, s.simulate,

@@ -7,11 +7,14 @@
                                   # this file)
     cache = "../../build/dse"     # shared cache: designs, rules, area, results (relative to
                                   # this file; --cache overrides)
+    rules = ""                    # rule-table cache ("" = <cache>/rules; relative to this
+                                  # file; --rules overrides), e.g. "../../build/rules" to
+                                  # share the rules `make rtl` synthesised
     out = ""                      # results.csv and plots ("" = <cache>/results/<sweep name>,
                                   # <cache>/results/<sweep name>-search for a search)
     name = "small"                # default: the file's stem; part of every design's name,
                                   # hence of its cache key
-    apps = ["gaussian", "harris", {app = "harris", unroll = 2}]
+    apps = ["gaussian", {app = "gaussian", unroll = 2}, "harris"]
     image = [64, 64]              # input image width x height (pixels)
     seed = 0                      # placement seed
     fmax_mhz = 0.0                # pipelining target clock (0 = balance only, no target)
@@ -41,12 +44,12 @@ import itertools
 import math
 import json
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cgra.errors import CgraError, ConfigError
+from cgra.tomlfile import read_toml
 from garnet.params import _FIELDS, from_dict, load_toml
 from mapper.apps import APPS
 
@@ -57,7 +60,7 @@ PE_PRESETS = {"D1": "peak.examples.cgra_pe:PE", "D2": "peak.examples.cgra_pe_d2:
 #: MEM variants by name: dual-port SRAM and the physical unified buffer (wide fetch)
 MEM_PRESETS = {"DP": "dualport_2048x16", "PUB": "pub_512x64"}
 
-_SWEEP_KEYS = {"base": str, "cache": str, "out": str, "apps": list, "image": list, "seed": int,
+_SWEEP_KEYS = {"base": str, "cache": str, "rules": str, "out": str, "apps": list, "image": list, "seed": int,
                "fmax_mhz": (int, float), "simulate": bool, "scheduler": str, "workers": int,
                "name": str}
 _SEARCH_KEYS = {"method": str, "trials": int, "population": int, "seed": int}
@@ -118,6 +121,13 @@ class Sweep:
     grid: dict[str, list[Any]]
     points: list[Point] = field(default_factory=list)
     search: Search | None = None      # None: the grid sweep (every point)
+    rules: Path | None = None         # rule-table cache (None: <cache>/rules)
+
+    @property
+    def rules_dir(self) -> Path:
+        """The rule-table cache of the designs (``rules`` or ``<cache>/rules``): rule
+        tables are keyed by the PE spec's content hash, so any directory can be shared."""
+        return self.rules if self.rules is not None else self.cache / "rules"
 
 
 def _err(path: Path, key: str, msg: str) -> ConfigError:
@@ -135,18 +145,15 @@ def params_key(params) -> str:
 
 
 def load_sweep(path: str | Path, cache: str | Path | None = None,
-               out: str | Path | None = None) -> Sweep:
-    """Read and validate a sweep file (module docstring); ``cache`` / ``out`` override the
-    file's. Raises :class:`ConfigError` naming the file and the field."""
+               out: str | Path | None = None, rules: str | Path | None = None) -> Sweep:
+    """Read and validate a sweep file (module docstring); ``cache`` / ``out`` / ``rules``
+    override the file's. Raises :class:`ConfigError` naming the file and the field."""
 
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"sweep file {p} does not exist; pass an existing TOML file "
                           f"(e.g. configs/dse/small.toml)")
-    try:
-        doc = tomllib.loads(p.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{p}: TOML syntax error: {exc}") from None
+    doc = read_toml(p)
     for k in doc:
         if k not in ("sweep", "grid", "search"):
             raise _err(p, k, "unknown table; a sweep file has [sweep], [grid] and [search]")
@@ -165,6 +172,7 @@ def load_sweep(path: str | Path, cache: str | Path | None = None,
     except ConfigError as exc:
         raise _err(p, "sweep.base", str(exc)) from None
     cache_dir = Path(cache) if cache else (p.parent / sw.get("cache", "../../build/dse"))
+    rules_dir = Path(rules) if rules else (p.parent / sw["rules"] if sw.get("rules") else None)
     name = sw.get("name", p.stem)
     search = _load_search(p, doc["search"]) if "search" in doc else None
     out_dir = Path(out) if out else (
@@ -205,7 +213,8 @@ def load_sweep(path: str | Path, cache: str | Path | None = None,
     sweep = Sweep(p, name, base, cache_dir.resolve(), out_dir.resolve(), apps,
                   (image[0], image[1]), sw.get("seed", 0), float(sw.get("fmax_mhz", 0.0)),
                   sw.get("simulate", False), sw.get("scheduler", ""), sw.get("workers", 0), grid,
-                  search=search)
+                  search=search,
+                  rules=rules_dir.resolve() if rules_dir is not None else None)
     base_doc = base_params.to_dict()
     keys = list(grid)
     for combo in itertools.product(*(grid[k] for k in keys)):

@@ -34,7 +34,7 @@ from cgra.core import CoreSpec, PortSpec
 from cgra.errors import ConfigError, SpecError
 from canal.cores import io_core as canal_io
 from lake.collateral import collateral
-from lake.spec import PRESETS
+from lake.spec import PRESETS, dual_port_name, is_preset
 from garnet.collateral import CoreSlice, TileCore, mem_doc, pe_doc
 from peak import normal_form
 from peak.collateral import pe_json
@@ -150,9 +150,10 @@ def mem_core(preset_name: str) -> CoreSpec:
     """The MEM core of a Lake preset (tag ``m``): :func:`lake.core_spec` with the timing
     class recorded. Raises :class:`ConfigError` for an unknown preset."""
 
-    if preset_name not in PRESETS:
+    if not is_preset(preset_name):
         raise ConfigError(f"field 'mem_preset' = {preset_name!r}: unknown Lake preset; "
-                          f"known presets: {sorted(PRESETS)}")
+                          f"known presets: {sorted(PRESETS)} and "
+                          f"dualport_<capacity>x<data_width> (e.g. {dual_port_name(8)})")
     core = lake.core_spec(preset_name)
     return CoreSpec(core.name, "m", core.ports, core.config_fields, core.build,
                     {**core.info, "timing_class": "mem", "preset": preset_name},

@@ -43,14 +43,14 @@ any hardware is generated.
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cgra.errors import ConfigError, SpecError
+from cgra.tomlfile import read_toml
 from canal.timing import TimingModel
-from lake.spec import PRESETS
+from lake.spec import PRESETS, dual_port_name, is_preset, preset
 
 SIDES = ("NORTH", "SOUTH", "EAST", "WEST")
 #: widest data word (``data_width``): the Verilator stream harness drives ports of <= 64 bits
@@ -153,10 +153,7 @@ def load_toml(path: str | Path) -> GarnetParams:
     if not p.is_file():
         raise ConfigError(f"config file {p} does not exist; pass an existing TOML file "
                           f"(e.g. configs/small.toml)")
-    try:
-        doc = tomllib.loads(p.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{p}: TOML syntax error: {exc}") from None
+    doc = read_toml(p)
     # file paths in the TOML are relative to the TOML file
     if isinstance(doc.get("timing"), str) and doc["timing"] \
             and doc["timing"] not in TIMING_MODELS:
@@ -205,18 +202,31 @@ def check_hop_widths(p: GarnetParams, source: str | None = None) -> None:
     """Refuse a delay table (``timing``, "" = the default) without switch-box hop figures
     for a width of ``widths`` in a tile class of the layout: the default table has 16- and
     1-bit figures only, and another width is never given 16-bit numbers silently (see
-    :mod:`canal.timing`). One-line :class:`ConfigError` on field ``timing``."""
+    :mod:`canal.timing`). One-line :class:`ConfigError` on field ``timing`` listing, per
+    width, the first tile class without figures and the first class the table does not
+    know (``io`` in a copy of the default table without ``class_aliases``), "; "-separated."""
 
     kinds = {p.tile_kind(x, y) for x in range(p.width) for y in range(p.height)}
-    try:
-        tm = TimingModel.load(table_path(p))
-        if p.timing == "measured":
-            return                      # every width and class is measured
-        for w in p.widths:
-            for tclass in sorted(kinds):
+    tm = TimingModel.load(table_path(p))
+    if p.timing == "measured":
+        return                          # every width and class is measured
+    problems: list[str] = []
+    for w in p.widths:
+        kinds_seen: set[str] = set()        # one class error and one width error per width
+        for tclass in ("pe", "mem", "io"):
+            if tclass not in kinds:
+                continue
+            try:
                 tm.sb_hop(tclass, w, "NORTH", "SOUTH")
-    except ConfigError as exc:
-        raise ConfigError(f"{_where(source, 'timing')} = {p.timing!r}: {exc}") from None
+            except ConfigError as exc:
+                kind = "class" if "has no class" in str(exc) else "width"
+                if kind not in kinds_seen and str(exc) not in problems:
+                    problems.append(str(exc))
+                kinds_seen.add(kind)
+    if problems:
+        raise ConfigError(f"{_where(source, 'timing')} = {p.timing!r}: {'; '.join(problems)}; "
+                          f"or set timing = \"measured\" (every width timed on the generated "
+                          f"tiles)")
 
 
 def check_pe_width(spec: type, p: GarnetParams, source: str | None = None) -> None:
@@ -242,8 +252,16 @@ def check_pe_width(spec: type, p: GarnetParams, source: str | None = None) -> No
 
 
 def validate(p: GarnetParams, source: str | None = None) -> None:
-    """Check every field; raises :class:`ConfigError` naming the first bad field and a fix.
-    Also imports the PE spec (``pe``) and checks the Lake preset (``mem_preset``)."""
+    """Check every field; raises :class:`ConfigError` naming the field and a fix. Also
+    imports the PE spec (``pe``) and checks the Lake preset (``mem_preset``).
+
+    The structural fields are checked first, each refused on its own (one line). Then the
+    data-width group -- ``data_width``, ``widths``, ``timing`` (hop figures of every width),
+    ``pe`` (port widths) and ``mem_preset`` (word width) -- is checked as a whole, and all of
+    its errors come in one :class:`ConfigError` (:func:`width_errors`): one line when one
+    field is wrong, else a header line and one line per field, each naming the field and
+    its fix (a configuration copied from a 16-bit one and set to ``data_width = 32`` is
+    corrected in one round)."""
     def err(key: str, msg: str) -> ConfigError:
         return ConfigError(f"{_where(source, key)} = {getattr(p, key)!r}: {msg}")
 
@@ -268,14 +286,6 @@ def validate(p: GarnetParams, source: str | None = None) -> None:
     if not p.widths or any(not isinstance(w, int) or w < 1 for w in p.widths) \
             or len(set(p.widths)) != len(p.widths):
         raise err("widths", "give distinct positive bit widths, e.g. [16, 1]")
-    if not 2 <= p.data_width <= MAX_DATA_WIDTH:
-        raise err("data_width", f"a data word has 2..{MAX_DATA_WIDTH} bits (1 is the bit "
-                                f"width; the simulation harness drives top ports of up to "
-                                f"{MAX_DATA_WIDTH} bits), e.g. 16 or 32")
-    if not {p.data_width, 1} <= set(p.widths):
-        raise err("widths", f"the PE, MEM and IO cores have {p.data_width}-bit (data_width) "
-                            f"and 1-bit ports; include both {p.data_width} and 1, e.g. "
-                            f"{sorted({p.data_width, 1, *p.widths}, reverse=True)}")
     if p.mem_ratio < 0 or p.mem_ratio > p.width:
         raise err("mem_ratio", f"use 0 (no MEM columns) or 1..width ({p.width}); every "
                                f"mem_ratio-th column becomes MEM")
@@ -305,25 +315,61 @@ def validate(p: GarnetParams, source: str | None = None) -> None:
             TimingModel.load(p.timing)
         except ConfigError as exc:
             raise err("timing", str(exc)) from None
-    check_hop_widths(p, source)
     if p.flush_interval < 0:
         raise err("flush_interval", "use 0 (flush wired directly) or N >= 1 rows per spine "
                                     "register stage")
-    check_pe_width(pe_spec(p.pe, _where(source, "pe")), p, source)
-    if p.mem_ratio and p.mem_preset not in PRESETS:
-        raise err("mem_preset", f"unknown Lake preset; known presets: {sorted(PRESETS)}")
-    if p.mem_ratio:
-        from lake.spec import preset  # deferred: loads  only when called
-        words = {e.width for e in preset(p.mem_preset).external_ports if e.width > 1}
-        if words != {p.data_width}:
-            fits = sorted(n for n in PRESETS if {e.width for e in preset(n).external_ports
-                                                 if e.width > 1} == {p.data_width})
-            raise err("mem_preset", f"the Lake preset's data ports are "
-                                    f"{'/'.join(map(str, sorted(words)))} bits but "
-                                    f"data_width = {p.data_width}; use a preset with "
-                                    f"{p.data_width}-bit words ({fits or 'none ships'}) or "
-                                    f"set data_width = {min(words)}")
+    if p.mem_ratio and not is_preset(p.mem_preset):
+        w = p.data_width if 2 <= p.data_width <= MAX_DATA_WIDTH else 16
+        raise err("mem_preset", f"unknown Lake preset; known presets: {sorted(PRESETS)} and "
+                                f"dualport_<capacity>x<data_width> for any data_width "
+                                f"(e.g. {dual_port_name(w)})")
     kinds = {p.tile_kind(x, y) for x in range(p.width) for y in range(p.height)}
     if "pe" not in kinds:
         raise err("mem_ratio", "this layout has no PE tile; lower mem_ratio or enlarge the "
                                "array")
+    spec = pe_spec(p.pe, _where(source, "pe"))
+    errors = width_errors(p, spec, source)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise ConfigError("\n".join(
+            [f"{source + ': ' if source else ''}{len(errors)} data-width errors "
+             f"(data_width = {p.data_width}); fix each:"] + [f"  {e}" for e in errors]))
+
+
+def width_errors(p: GarnetParams, spec: type, source: str | None = None) -> list[ConfigError]:
+    """Every data-width error of ``p`` (the fields of the data-width group, see
+    :func:`validate`), each a one-line :class:`ConfigError` naming the field and its fix,
+    in field order ``data_width``, ``widths``, ``timing``, ``pe``, ``mem_preset``; ``[]``
+    when they agree. ``spec`` is the PE spec of ``p.pe`` (:func:`pe_spec`)."""
+    def err(key: str, msg: str) -> ConfigError:
+        return ConfigError(f"{_where(source, key)} = {getattr(p, key)!r}: {msg}")
+
+    if not 2 <= p.data_width <= MAX_DATA_WIDTH:
+        # the other fields are checked against data_width: nothing to compare them with
+        return [err("data_width", f"a data word has 2..{MAX_DATA_WIDTH} bits (1 is the bit "
+                                  f"width; the simulation harness drives top ports of up to "
+                                  f"{MAX_DATA_WIDTH} bits), e.g. 16 or 32")]
+    errors: list[ConfigError] = []
+    if not {p.data_width, 1} <= set(p.widths):
+        errors.append(err("widths", f"the PE, MEM and IO cores have {p.data_width}-bit "
+                                    f"(data_width) and 1-bit ports; include both "
+                                    f"{p.data_width} and 1, e.g. {[p.data_width, 1]}"))
+        hop = dataclasses.replace(p, widths=[p.data_width, 1])   # the widths of the fix
+    else:
+        hop = p
+    for check in (lambda: check_hop_widths(hop, source), lambda: check_pe_width(spec, p, source)):
+        try:
+            check()
+        except ConfigError as exc:
+            errors.append(exc)
+    if p.mem_ratio:
+        words = {e.width for e in preset(p.mem_preset).external_ports if e.width > 1}
+        if words != {p.data_width}:
+            errors.append(err("mem_preset", f"the Lake preset's data ports are "
+                                            f"{'/'.join(map(str, sorted(words)))} bits but "
+                                            f"data_width = {p.data_width}; use a preset with "
+                                            f"{p.data_width}-bit words (e.g. "
+                                            f"{dual_port_name(p.data_width)}) or set "
+                                            f"data_width = {min(words)}"))
+    return errors

@@ -3,7 +3,8 @@
 Public API (see each module's docstring for formats, widths and errors):
 
 * specs and presets — :mod:`lake.spec`: ``preset(name)``, ``PRESETS``
-  (``dualport_2048x16``, ``dualport_1024x32``, ``pub_512x64``, ``pond_32x16``);
+  (``dualport_2048x16``, ``dualport_1024x32``, ``pub_512x64``, ``pond_32x16``; and the
+  width-parameterised dual port ``dualport_<capacity>x<w>``, e.g. ``dualport_4096x8``);
 * port programs — :mod:`lake.program`: ``PortProgram``, ``program``, ``check_program``,
   ``delay_line``, ``delay_taps``;
 * config encoder — :mod:`lake.config`: ``configure(preset, port_programs, chain_index=0,

@@ -1,7 +1,7 @@
 """ROM / lookup-table (LUT) mode of a Lake memory: pure helpers (no hardware imports).
 
-A memory whose spec has ``lut=True`` (the dual-port presets ``dualport_2048x16`` and
-``dualport_1024x32``) has a config field ``lut_mode`` (1 bit, the last field of
+A memory whose spec has ``lut=True`` (the dual-port presets ``dualport_2048x16``,
+``dualport_1024x32``, any ``dualport_<capacity>x<w>``) has a config field ``lut_mode`` (1 bit, the last field of
 :func:`lake.config.config_fields`). With ``lut_mode`` = 1 the tile is a lookup table:
 
 * the storage read address is ``data_in_0[:address_bits]`` (unsigned word index);

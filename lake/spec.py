@@ -16,10 +16,14 @@ Components (all frozen dataclasses):
 
 ``edges`` records the data-flow graph between component names. The three presets of the
 unified-buffer paper (Liu et al., ACM TACO 2023, Sec. 6) are :func:`dual_port`,
-:func:`physical_unified_buffer` and :func:`pond`; :data:`PRESETS` maps their names.
+:func:`physical_unified_buffer` and :func:`pond`; :data:`PRESETS` maps their names. The dual
+port is width-parameterised (:func:`dual_port`): ``dualport_<capacity>x<data_width>`` names
+it at any word width (``dualport_4096x8``, ``dualport_2048x16``, ``dualport_1024x32``: the
+same 32 Kbit), and :func:`preset` accepts every such name.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -236,18 +240,44 @@ def simple(name: str, capacity: int, data_width: int, kind: str, n_in: int = 1,
     return spec
 
 
-def dual_port() -> MemorySpec:
-    """Preset (a): dual-port SRAM 2048 x 16, one write and one read port, each with its
-    own iteration domain, address generator and schedule generator; with the lookup-table
-    mode (``lut=True``, :mod:`lake.lut`)."""
-    return simple("dualport_2048x16", 2048, 16, "sram", lut=True)
+#: bits of the dual-port SRAM macro (``dualport_2048x16``: 2048 words of 16 bits); the
+#: width-parameterised dual port keeps them at any word width (:func:`dual_port`)
+DUAL_PORT_BITS = 32768
+#: name pattern of the width-parameterised dual port: ``dualport_<capacity>x<data_width>``
+DUAL_PORT_NAME = re.compile(r"dualport_([0-9]{1,7})x([0-9]{1,2})")
+#: data widths of the dual port (bits): the range of ``data_width`` (garnet.params)
+DUAL_PORT_WIDTHS = range(2, 65)
+
+
+def dual_port_name(data_width: int, capacity: int | None = None) -> str:
+    """Preset name of the dual port of ``data_width``-bit words: ``dualport_<capacity>x<w>``;
+    ``capacity`` (words) defaults to the largest power of two with ``capacity * data_width
+    <= DUAL_PORT_BITS`` (the same 32 Kbit macro: 4096 x 8, 2048 x 16, 1024 x 32)."""
+    if capacity is None:
+        capacity = 1 << (max(DUAL_PORT_BITS // max(data_width, 1), 2).bit_length() - 1)
+    return f"dualport_{capacity}x{data_width}"
+
+
+def dual_port(data_width: int = 16, capacity: int | None = None) -> MemorySpec:
+    """Preset (a): a dual-port SRAM of ``capacity`` words of ``data_width`` bits (default:
+    the 32 Kbit macro, :func:`dual_port_name`; ``dual_port()`` is ``dualport_2048x16``), one
+    write and one read port, each with its own iteration domain, address generator and
+    schedule generator; with the lookup-table mode (``lut=True``, :mod:`lake.lut`). Named
+    ``dualport_<capacity>x<data_width>`` (:func:`preset` parses any such name). Raises
+    :class:`SpecError` for a width outside 2..64 bits or a capacity that is not a power of
+    two >= 2."""
+    if data_width not in DUAL_PORT_WIDTHS:
+        raise SpecError(f"dual port: data_width {data_width} must be "
+                        f"{DUAL_PORT_WIDTHS.start}..{DUAL_PORT_WIDTHS.stop - 1} bits")
+    name = dual_port_name(data_width, capacity)
+    capacity = int(DUAL_PORT_NAME.fullmatch(name).group(1))
+    return simple(name, capacity, data_width, "sram", lut=True)
 
 
 def dual_port_32() -> MemorySpec:
     """Preset (a) for 32-bit arrays: dual-port SRAM 1024 x 32 (the same 32 Kbit as
-    ``dualport_2048x16``), one write and one read port, programmed like (a); with the
-    lookup-table mode (``lut=True``)."""
-    return simple("dualport_1024x32", 1024, 32, "sram", lut=True)
+    ``dualport_2048x16``): ``dual_port(32)``."""
+    return dual_port(32)
 
 
 def pond() -> MemorySpec:
@@ -311,13 +341,29 @@ PRESETS = {
 """Preset name -> spec constructor."""
 
 
+def is_preset(name: str) -> bool:
+    """Whether ``name`` names a preset: a key of :data:`PRESETS` or a width-parameterised
+    dual port ``dualport_<capacity>x<data_width>`` (:data:`DUAL_PORT_NAME`)."""
+    return name in PRESETS or DUAL_PORT_NAME.fullmatch(name) is not None
+
+
 @lru_cache(maxsize=None)
 def preset(name: str) -> MemorySpec:
-    """The :class:`MemorySpec` of a preset by name. Raises :class:`SpecError` if unknown."""
-    try:
+    """The :class:`MemorySpec` of a preset by name: a key of :data:`PRESETS` or any
+    ``dualport_<capacity>x<data_width>`` (:func:`dual_port`, e.g. ``dualport_4096x8`` for an
+    8-bit array). Raises :class:`SpecError` if unknown or out of range."""
+    if name in PRESETS:
         return PRESETS[name]()
-    except KeyError:
-        raise SpecError(f"unknown Lake preset '{name}'; known presets: {sorted(PRESETS)}") from None
+    m = DUAL_PORT_NAME.fullmatch(name)
+    if m is None:
+        raise SpecError(f"unknown Lake preset '{name}'; known presets: {sorted(PRESETS)} "
+                        f"and dualport_<capacity>x<data_width> for any width 2..64 "
+                        f"(e.g. {dual_port_name(8)})")
+    capacity, width = int(m.group(1)), int(m.group(2))
+    if capacity < 2 or capacity & (capacity - 1):
+        raise SpecError(f"Lake preset '{name}': capacity {capacity} must be a power of two "
+                        f">= 2, e.g. {dual_port_name(width)}")
+    return dual_port(width, capacity)
 
 
 def as_spec(spec: "MemorySpec | str") -> MemorySpec:

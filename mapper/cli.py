@@ -14,7 +14,9 @@ its own (formats: :mod:`mapper.stages`)::
     cgra verify DESIGN BITSTREAM [--netlist PIPELINED] prove the bitstream (Canal SMT model)
     cgra sim DIR [--image camera|astronaut|coffee|PATH] output PNGs, run_report.json
     cgra run <app> --design build/small [--from STAGE] [--fmax MHZ] [--alpha-sweep 1,1.5,2]
+             [--image PATH] [--width W --height H | --size N]
                                                        all of the above
+    cgra run --list                                    the apps and the design each fits
 
 ``--design`` of a stage command defaults to the design ``app.json`` names. ``<app>`` is a
 shipped DSL app (:data:`mapper.apps.APPS`) or the path of a CoreIR JSON file (map .. bitstream
@@ -22,15 +24,17 @@ only: a CoreIR file has no stream schedule to simulate).
 """
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 import click
 
-from cgra.errors import ConfigError
+from cgra.errors import CollateralError, ConfigError
 from cgra.outputs import check_output_dir, claim_output_dir
 from mapper.mapping.memory import DEFAULT_SR_THRESHOLD
+from mapper.mapping.compute import decomposition_note
 from mapper.stages import ORDER
 from cgra.errors import SimulationError
 from mapper import stages as st
@@ -115,6 +119,86 @@ def _side(app: str, size: int | None, default: int = 64) -> int:
     return size if size is not None else DEFAULT_SIZE.get(app, default)
 
 
+#: the largest --width / --height (mapper.params.RANGES)
+_MAX_SIDE = 4096
+
+
+def check_square(size: int, width: int | None, height: int | None) -> None:
+    """``--size N`` is the square shorthand for ``--width N --height N``: a ``--width`` or
+    ``--height`` given with it must equal ``N``, else :class:`ConfigError` naming both."""
+    bad = [f"--{n} {v}" for n, v in (("width", width), ("height", height))
+           if v is not None and v != size]
+    if bad:
+        raise ConfigError(f"--size {size} and {' '.join(bad)} disagree: --size N is the "
+                          f"square shorthand for --width N --height N; give --size alone "
+                          f"or --width and --height")
+
+
+def run_image_size(app: str, image: str, size: int | None, width: int | None,
+                   height: int | None, unroll: int = 1,
+                   max_cycles: int | None = None) -> tuple[int, int, str | None]:
+    """The input ``(width, height)`` in pixels of ``cgra run`` and a note to report (or
+    ``None``).
+
+    ``--size N`` is the square shorthand: with ``--width``/``--height`` too they must equal
+    ``N``. A DNN layer takes a square input (``--size``, default its own,
+    :data:`mapper.apps.dnn.DEFAULT_SIZE`; ``--width`` = ``--height`` are accepted). For an app,
+    a side not given is the image file's own (``--image path``: its shape, cropped to at most
+    4096 per side and to the simulated-cycle budget ``max_cycles``, default
+    :data:`mapper.params.DEFAULT_MAX_SIM_CYCLES`, at ``unroll`` pixels per cycle; the note
+    says so), else 64 (a scikit-image sample is cropped).
+
+    Raises :class:`ConfigError` for an inconsistent combination and
+    :class:`~cgra.errors.MappingError` for an ``--image`` that is neither a sample nor a
+    readable image file, or smaller than the sides given (before any work: the sim stage
+    would refuse it after place and route)."""
+    from mapper.dnn.array import is_layer  # deferred: loads canal.smt, lake.model, mapper.apps, 8 more only when called
+    from mapper.images import check_fits, image_shape, is_sample  # deferred: loads mapper.images only when called
+    from mapper.params import DEFAULT_MAX_SIM_CYCLES  # deferred: loads mapper.params only when called
+
+    if size is not None:
+        check_square(size, width, height)
+        return size, size, None
+    if is_layer(app):
+        if width is not None and height is not None and width != height:
+            raise ConfigError(f"--width {width} --height {height}: DNN layer {app} takes a "
+                              f"square input; give --size N (or equal --width and --height)")
+        side = _side(app, width if width is not None else height)
+        return side, side, None
+    ih, iw = image_shape(image)
+    if is_sample(image) or (width is not None and height is not None):
+        w = width if width is not None else 64
+        h = height if height is not None else 64
+        check_fits(image, (ih, iw), w, h)
+        return w, h, None
+    check_fits(image, (ih, iw), width or 1, height or 1)
+    why: list[str] = []
+    w = width if width is not None else min(iw, _MAX_SIDE)
+    h = height if height is not None else min(ih, _MAX_SIDE)
+    if (width is None and iw > _MAX_SIDE) or (height is None and ih > _MAX_SIDE):
+        why.append(f"at most {_MAX_SIDE} per side")
+    cycles = max_cycles if max_cycles is not None else DEFAULT_MAX_SIM_CYCLES
+    budget = cycles * max(1, unroll)                  # pixels within the cycle budget
+    if w * h > budget:
+        if width is None and height is None:          # both sides shrink, the image's aspect
+            f = math.sqrt(budget / (iw * ih))
+            w, h = min(w, max(1, int(iw * f))), min(h, max(1, int(ih * f)))
+            while w * h > budget:
+                h -= 1
+        elif height is None:
+            h = max(1, budget // w)
+        elif width is None:
+            w = max(1, budget // h)
+        why.append(f"width x height within the simulation budget of {cycles} cycles at "
+                   f"{max(1, unroll)} pixels per cycle (--max-cycles)")
+    if width is not None or height is not None:
+        why.append(f"the {'width' if width is not None else 'height'} given")
+    if (w, h) == (iw, ih):
+        return w, h, f"image {image}: {iw}x{ih} (width x height), its own size"
+    return w, h, (f"image {image}: {iw}x{ih} (width x height), cropped to {w}x{h} "
+                  f"({'; '.join(why)})")
+
+
 # ---------------------------------------------------------------------------- map
 @click.command("map")
 @click.argument("app")
@@ -122,9 +206,11 @@ def _side(app: str, size: int | None, default: int = 64) -> int:
 @click.option("--out", "out", type=click.Path(path_type=Path), default=None,
               help="run directory (default build/apps/<app>)")
 @click.option("--size", default=None, type=click.IntRange(1, 4096),
-              help="square image side (pixels); overrides --width/--height")
-@click.option("--width", default=64, show_default=True, help="image width (pixels, DSL apps)")
-@click.option("--height", default=64, show_default=True, help="image height (pixels, DSL apps)")
+              help="square image side (pixels): --width N --height N")
+@click.option("--width", default=None, type=click.IntRange(1, 4096),
+              help="image width (pixels, DSL apps)  [default: 64]")
+@click.option("--height", default=None, type=click.IntRange(1, 4096),
+              help="image height (pixels, DSL apps)  [default: 64]")
 @click.option("--unroll", default=1, show_default=True, help="output pixels per cycle")
 @click.option("--threshold", default=DEFAULT_SR_THRESHOLD, show_default=True,
               help="shift-register threshold (cycles)")
@@ -132,8 +218,8 @@ def _side(app: str, size: int | None, default: int = 64) -> int:
               help="random vectors per kernel for the equivalence check (0 = skip)")
 @click.option("--seed", default=0, show_default=True, help="seed of the random vectors")
 @_layer_opts
-def map_cmd(app: str, design: Path, out: Path | None, size: int | None, width: int,
-            height: int, unroll: int, threshold: int, vectors: int, seed: int,
+def map_cmd(app: str, design: Path, out: Path | None, size: int | None, width: int | None,
+            height: int | None, unroll: int, threshold: int, vectors: int, seed: int,
             channels: int | None, block: int | None, loop_cycles: int,
             double_buffer: bool, flatten: bool) -> None:
     """Map APP (a shipped app name, a DNN layer or a CoreIR JSON file) onto a generated
@@ -146,8 +232,11 @@ def map_cmd(app: str, design: Path, out: Path | None, size: int | None, width: i
 
     from mapper.dnn.array import is_layer  # deferred: loads canal.smt, lake.model, mapper.apps, 8 more only when called
 
+    if size is not None:
+        check_square(size, width, height)
     if size is not None or is_layer(app):
         width = height = _side(app, size)
+    width, height = (width if width is not None else 64), (height if height is not None else 64)
     out = out if out is not None else default_run_dir(app)
     params = AppParams(app, width, height, unroll, threshold, vectors, seed, channels, block,
                        loop_cycles, double_buffer, flatten)
@@ -175,7 +264,10 @@ def map_cmd(app: str, design: Path, out: Path | None, size: int | None, width: i
             what = f"{len(res.kernels)} kernels"
         table.add_row(step, f"{sec * 1e3:.1f}", what)
     console.print(table)
-    console.print(f"{res.name}: {c['pe']} PEs, {c['mem']} MEMs, {c['reg']} registers, "
+    if res.blocking is not None:
+        console.print(f"blocking: {res.blocking['summary']}")
+    console.print(f"{res.name}: {c['pe']} PEs{decomposition_note(res.kernels.values())}, "
+                  f"{c['mem']} MEMs, {c['reg']} registers, "
                   f"{c['io']} IOs, {len(res.netlist.nets)} nets -> {out}/netlist.json")
 
 
@@ -236,10 +328,13 @@ def route_cmd(run_dir: Path, design: Path | None, max_iterations: int) -> None:
 
 
 def _fmax_opt() -> Callable:
-    return click.option("--fmax", "fmax", default=None, type=click.FloatRange(min=1.0),
+    return click.option("--fmax", "fmax", default=None, type=click.FloatRange(min=0.0),
                         help="target clock (MHz): compute pipelining (PE inputs registered) and "
                              "register insertion until the timing model meets it; default: "
-                             "only balance")
+                             "the best the timing model allows (its slowest stage that no "
+                             "register can split, e.g. a MEM core: 1000 MHz on the default "
+                             "table), reported with the Fmax reached; 0: no pipelining, "
+                             "only branch-delay matching")
 
 
 def _alphas(text: str | None) -> tuple[float, ...]:
@@ -261,8 +356,13 @@ def _alphas(text: str | None) -> tuple[float, ...]:
     return tuple(out)
 
 
-def _pipeline_params(fmax: float | None):
+def _pipeline_params(fmax: float | None) -> PipelineParams:
+    """``--fmax``: ``None`` -> compute pipelining toward the timing model's floor
+    (``auto_target``, :func:`mapper.backend.pipeline.period_floor`); 0 -> only branch-delay
+    matching; X MHz -> compute pipelining and register insertion to a 1e6 / X ps period."""
     if fmax is None:
+        return PipelineParams(register_pe_inputs=True, auto_target=True)
+    if fmax == 0:
         return PipelineParams()
     return PipelineParams(register_pe_inputs=True, target_period_ps=1e6 / fmax)
 
@@ -278,7 +378,10 @@ def pipeline_cmd(run_dir: Path, design: Path | None, fmax: float | None) -> None
         pr = run_pipeline(run_dir, _open(run_dir, design), _pipeline_params(fmax))
     click.echo(f"pipelined: {len(pr.enabled_regs)} balancing + {len(pr.forced_regs)} "
                f"pipelining registers, critical path {pr.timing.period_ps:.0f} ps "
-               f"({pr.timing.fmax_mhz:.0f} MHz, {pr.timing.model}) -> {run_dir}/pipelined.json")
+               f"({pr.timing.fmax_mhz:.0f} MHz, {pr.timing.model}"
+               + ("" if pr.timing.target_ps is None else
+                  f"; target {1e6 / pr.timing.target_ps:.0f} MHz: {pr.timing.target}")
+               + f") -> {run_dir}/pipelined.json")
 
 
 @click.command("bitstream")
@@ -290,6 +393,31 @@ def bitstream_cmd(run_dir: Path, design: Path | None) -> None:
     with _claim(run_dir):
         bs = run_bitstream(run_dir, _open(run_dir, design))
     click.echo(f"{bs.name}: {len(bs.entries)} config words -> {run_dir}/{bs.name}.bs")
+
+
+def check_made_for(run_dir: Path, coll, bitstream: Path) -> None:
+    """Refuse a bitstream whose run directory was mapped on another design than ``coll``
+    (``app.json`` records the design's directory, name and ``design_id``, the sha256 of its
+    design.json: :mod:`garnet.collateral`). Raises :class:`CollateralError` naming both
+    designs and the fix: the recorded design as DESIGN, or the app run again on this one. A
+    run directory without ``app.json`` is left to the stage reader (:func:`st.read_stage`);
+    the same design regenerated since is a stale run, which that reader reports."""
+    if not (Path(run_dir) / "app.json").is_file():
+        return
+    app = st.read_app(run_dir)
+    was_id = str(app.get("design_id") or "")
+    if coll.design_id is None or was_id == coll.design_id:
+        return
+    was_dir = app.get("design")
+    was = Path(str(was_dir)) if was_dir else None
+    if was is not None and coll.root is not None and was.resolve() == coll.root.resolve():
+        return                          # the same directory, regenerated: stale (read_stage)
+    rerun = f"`cgra run {app.get('name')} --design {coll.root} --out {run_dir}`"
+    raise CollateralError(
+        f"{bitstream}: bitstream made for design {app.get('design_name')} ({was_dir}, "
+        f"design.json hash {was_id[:12]}), not {coll.name} ({coll.root}, design.json hash "
+        f"{coll.design_id[:12]}): pass {was_dir} as DESIGN, or map the app on {coll.root} "
+        f"and run it again ({rerun})")
 
 
 @click.command("verify")
@@ -310,6 +438,7 @@ def verify_cmd(design: Path, bitstream: Path, netlist: Path | None) -> None:
         raise ConfigError(f"--netlist {netlist}: give the pipelining stage's file "
                           f"({st.STAGES['pipeline'][0]}) of the run directory")
     coll = load_collateral(design)
+    check_made_for(netlist.parent, coll, bitstream)
     words = read_bitstream_file(bitstream)
     doc = st.read_stage(netlist.parent, "pipeline", st.PIPELINED_SCHEMA, coll)
     res = st.pipelined_from_json(doc, str(netlist))
@@ -339,7 +468,7 @@ def sim_cmd(run_dir: Path, design: Path | None, image: str, tensor_seed: int) ->
     with _claim(run_dir):
         coll = _open(run_dir, design)
         if coll.root is not None:
-            check_output_dir(coll.root / "sim", "--design")     # the Verilator cache
+            check_output_dir(_model_cache(coll.root), "--design")     # the Verilator cache
         progress, step = _progress(run_dir.name)
         with progress:
             run = run_sim(run_dir, coll, SimOptions(image, tensor_seed=tensor_seed), step)
@@ -347,6 +476,29 @@ def sim_cmd(run_dir: Path, design: Path | None, image: str, tensor_seed: int) ->
         _layer_summary(run, t0)
     else:
         _summary(run, t0)
+
+
+def _model_cache(design: Path) -> Path:
+    """The Verilator model cache the design's simulation uses (default SimParams)."""
+    from mapper.sim.verilator import model_cache_dir  # deferred: loads psutil only when called
+
+    return model_cache_dir(design)
+
+
+def _verilator_note(report: dict[str, Any]) -> str:
+    """``Verilator model <key> reused`` or ``... built in <s> s`` (run_report ``verilator``)."""
+    v = report.get("verilator") or {}
+    if v.get("cached"):
+        return f"Verilator model {v.get('key')} reused"
+    return f"Verilator model {v.get('key')} built in {float(v.get('build_seconds', 0)):.1f} s"
+
+
+def _target_note(timing: dict) -> str:
+    """``"; target 1000 MHz: MEM core (mem): 1000 ps"`` when pipelining had a target (the
+    default's model floor or ``--fmax``), else ``""`` (``--fmax 0``)."""
+    if not timing.get("target_mhz"):
+        return ""
+    return f"; target {timing['target_mhz']:.0f} MHz: {timing.get('target') or '--fmax'}"
 
 
 def _summary(run, t0: float) -> None:
@@ -367,17 +519,56 @@ def _summary(run, t0: float) -> None:
                f"{what} {golden}; {', '.join(f'{n} {k}' for k, n in sorted(res.items()))}; "
                f"wirelength {r['wirelength_total']}; {r['timing']['fmax_mhz']:.0f} MHz "
                f"(critical path {r['timing']['period_ps']:.0f} ps, "
-               f"{r['timing'].get('model') or 'timing model'}); "
+               f"{r['timing'].get('model') or 'timing model'}{_target_note(r['timing'])}); "
                f"{r['cycles']['stream']} cycles, first "
                f"output at {r['latency']['first_output_cycle']} (ideal "
-               f"{r['latency']['ideal_first_output_cycle']}); "
+               f"{r['latency']['ideal_first_output_cycle']}); {_verilator_note(r)}; "
                f"{time.perf_counter() - t0:.1f} s -> {run.out_dir}")
 
 
 # ---------------------------------------------------------------------------- run
-@click.command("run")
+def app_listing() -> list[tuple[str, str, str]]:
+    """``(app, design, why)`` of every shipped app and DNN layer, by name: the design it runs
+    on by default (:data:`mapper.apps.DESIGNS`; ``make app`` uses the same)."""
+    from mapper.apps import DESIGNS  # deferred: loads mapper.apps, mapper.frontend, mapper.images only when called
+    return [(a, f.design, f.why) for a, f in sorted(DESIGNS.items())]
+
+
+def _listing_text() -> str:
+    rows = app_listing()
+    wa = max(len(a) for a, _, _ in rows)
+    wd = max(len(d) for _, d, _ in rows)
+    return "\n".join(f"{a:<{wa}}  {d:<{wd}}  {why}".rstrip() for a, d, why in rows)
+
+
+def _print_list(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    click.echo(f"{'app':<{max(len(a) for a, _, _ in app_listing())}}  design (configs/<design>"
+               f".toml, build/<design>; `make app APP=<app>` uses it)")
+    click.echo(_listing_text())
+    ctx.exit(0)
+
+
+class _RunCommand(click.Command):
+    """``cgra run``: its help ends with the apps and the design each fits (built when the
+    help is shown, not when the CLI loads)."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        formatter.write_paragraph()
+        formatter.write_text("Apps and DNN layers, and the design each fits (`cgra run "
+                             "--list`; `make app APP=<app>` runs it there):")
+        with formatter.indentation():
+            for line in _listing_text().splitlines():
+                formatter.write(f"{formatter.current_indent * ' '}{line}\n")
+
+
+@click.command("run", cls=_RunCommand)
 @click.argument("app")
 @_design_opt(required=True)
+@click.option("--list", "list_apps", is_flag=True, is_eager=True, expose_value=False,
+              callback=_print_list,
+              help="list the shipped apps and DNN layers with the design each fits, and exit")
 @click.option("--out", default=None, type=click.Path(file_okay=False),
               help="run directory (default build/apps/<app>)")
 @click.option("--seed", default=0, show_default=True, help="placement seed")
@@ -387,7 +578,13 @@ def _summary(run, t0: float) -> None:
                    "RGGB mosaic (the app's input convention)")
 @click.option("--size", default=None, type=click.IntRange(1, 4096),
               help="square input image side (pixels; default 64, a DNN layer's own: "
-                   "resnet_layer 18, gemm m = n = 16)")
+                   "resnet_layer 18, gemm m = n = 16): --width N --height N")
+@click.option("--width", default=None, type=click.IntRange(1, 4096),
+              help="input image width (pixels); default: an --image file's own width "
+                   "(cropped to what the run supports, reported), else 64")
+@click.option("--height", default=None, type=click.IntRange(1, 4096),
+              help="input image height (pixels); default: an --image file's own height, "
+                   "else 64")
 @click.option("--unroll", default=1, show_default=True, help="pixels per cycle (lanes)")
 @_layer_opts
 @click.option("--tensor-seed", "tensor_seed", default=0, show_default=True,
@@ -412,7 +609,8 @@ def _summary(run, t0: float) -> None:
                    "placement, and the design is routed and pipelined again (kept when it "
                    "uses fewer registers; reported in pnr_report.json); 0 = off")
 def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
-            size: int | None, unroll: int, channels: int | None, block: int | None,
+            size: int | None, width: int | None, height: int | None, unroll: int,
+            channels: int | None, block: int | None,
             loop_cycles: int, double_buffer: bool, flatten: bool, tensor_seed: int,
             max_cycles: int | None, resume_from: str, fmax: float | None, alphas: str | None,
             absorb: int) -> None:
@@ -423,8 +621,10 @@ def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
     from mapper.flow import run_app  # deferred: loads canal.smt, lake.model, mapper.apps, 10 more only when called
 
     t0 = time.perf_counter()
-    side = _side(app, size)
-    params = RunParams(AppParams(app, side, side, unroll, channels=channels, block=block,
+    w, h, note = run_image_size(app, image, size, width, height, unroll, max_cycles)
+    if note:
+        click.echo(note, err=True)
+    params = RunParams(AppParams(app, w, h, unroll, channels=channels, block=block,
                                  loop_cycles=loop_cycles, double_buffer=double_buffer,
                                  flatten=flatten),
                        design, out,
@@ -437,7 +637,7 @@ def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
     params.validate()                   # before the run directory is touched
     with claim_output_dir(run_dir, "--out"):
         if Path(design).is_dir():
-            check_output_dir(Path(design) / "sim", "--design")     # the Verilator cache
+            check_output_dir(_model_cache(Path(design)), "--design")  # the Verilator cache
         progress, step = _progress(app)
         with progress:
             run = run_app(params, step)
@@ -458,13 +658,15 @@ def _layer_summary(run, t0: float) -> None:
                f"bit-exactly; {', '.join(f'{n} {k}' for k, n in sorted(res.items()))} "
                f"(MEMs: {', '.join(f'{n} {k}' for k, n in sorted(lay['mems'].items()))}); "
                f"{r['timing']['fmax_mhz']:.0f} MHz ({r['timing'].get('model') or 'timing model'})")
+    if "blocking" in lay:
+        click.echo(f"blocking: {lay['blocking']['summary']}")
     db = lay.get("double_buffers", 0)
     click.echo(f"cycles {lay['cycles']} (load {lay['load_cycles']}"
                f"{f', {db} double-buffered operand MEMs' if db else ''}, compute "
                f"{lay['compute_cycles']}), ideal {lay['ideal_cycles']} ({lay['macs']} MACs / "
                f"{lay['multipliers']} multipliers); occupancy {lay['occupancy']:.2f} "
                f"({lay['compute_occupancy']:.2f} in the compute phase); "
-               f"{time.perf_counter() - t0:.1f} s -> {run.out_dir}")
+               f"{_verilator_note(r)}; {time.perf_counter() - t0:.1f} s -> {run.out_dir}")
 
 
 # ---------------------------------------------------------------------------- layer

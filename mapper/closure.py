@@ -111,10 +111,9 @@ def attempts(p: FlowParams, once: Once, say: Step
         if target is None or pr.timing.period_ps <= target + 1e-6:
             return res, pr, failed, seed, True
         failed.append({"seed": seed, "stage": "timing",
-                       "error": f"reached {pr.timing.fmax_mhz:.1f} MHz, target "
-                                f"{1e6 / target:.1f} MHz (critical path "
-                                f"{pr.timing.period_ps:.1f} ps, no register site left on it "
-                                "that balancing accepts)"})
+                       "error": pr.timing.miss or
+                       f"reached {pr.timing.fmax_mhz:.1f} MHz, target {1e6 / target:.1f} MHz "
+                       f"(critical path {pr.timing.period_ps:.1f} ps)"})
         if best is None or pr.timing.fmax_mhz > best[1].timing.fmax_mhz:
             best = (res, pr, seed)
         if sum(f["stage"] == "timing" for f in failed) >= max(1, p.timing_attempts):

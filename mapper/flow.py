@@ -38,6 +38,7 @@ from mapper.backend.absorb import absorb_chains, check_absorb
 from mapper.backend.checks import check_placed, check_routed
 from mapper.dnn.array import is_layer, map_layer, run_layer_sim
 from mapper.mapping.compute import (ComputeMapping, MappedKernel, check_equivalence, check_luts,
+                                    decomposition_summary,
                                     cover_kernel, kernel_netlist, map_compute, min_pe_count)
 from mapper.mapping.memory import MemoryMapping, map_memory
 from mapper.netlist import Netlist
@@ -62,6 +63,8 @@ class AppMapping:
     compute: ComputeMapping | None
     times: dict[str, float] = field(default_factory=dict)
     vectors: int = 0
+    #: DNN layers: the channel blocking mapped (:class:`mapper.dnn.array.Blocking`)
+    blocking: dict[str, Any] | None = None
 
     def counts(self) -> dict[str, int]:
         """``pe``, ``mem``, ``reg``, ``io`` instance counts of the netlist."""
@@ -103,9 +106,10 @@ def map_app(p: AppParams, coll: Collateral) -> AppMapping:
     p.validate()
     times: dict[str, float] = {}
     rules, pe = coll.require("rules"), coll.require("pe")
-    memory = compute = None
+    memory = compute = blocking = None
     if is_layer(p.app):
-        compute, _ln = map_layer(p, coll, times)
+        compute, ln = map_layer(p, coll, times)
+        blocking = ln.blocking.to_dict() if ln.blocking is not None else None
         nl, kernels, name = compute.netlist, compute.kernels, p.app
     elif is_coreir(p.app):
         from mapper.frontend.coreir import import_coreir  # deferred: loads mapper.frontend only when called
@@ -130,6 +134,8 @@ def map_app(p: AppParams, coll: Collateral) -> AppMapping:
         name = p.app
         t = time.perf_counter()
         pipeline_ir: ir.Pipeline = lower_app(p.app, p.width, p.height, p.unroll)
+        # a design of narrower words runs the app in its word width (ir.narrow_pipeline)
+        pipeline_ir = ir.narrow_pipeline(pipeline_ir, coll.data_width)
         times["front end"] = time.perf_counter() - t
         check_pe_bound(pipeline_ir, rules, coll)
         t = time.perf_counter()
@@ -146,7 +152,7 @@ def map_app(p: AppParams, coll: Collateral) -> AppMapping:
         for m in kernels.values():
             check_equivalence(m, pe, spec, p.vectors, p.seed)
         times["equivalence check"] = time.perf_counter() - t
-    return AppMapping(name, nl, kernels, memory, compute, times, p.vectors)
+    return AppMapping(name, nl, kernels, memory, compute, times, p.vectors, blocking)
 
 
 def run_map(run_dir: str | Path, coll: Collateral, p: AppParams) -> AppMapping:
@@ -165,7 +171,10 @@ def run_map(run_dir: str | Path, coll: Collateral, p: AppParams) -> AppMapping:
         "kind": "dnn" if is_layer(p.app) else "coreir" if res.memory is None else "dsl",
         "counts": res.counts(), "seconds": {k: round(v, 4) for k, v in res.times.items()},
         "pes_per_stage": res.compute.pe_counts() if res.compute else {},
+        "decomposed_pes": decomposition_summary(res.kernels.values()),
         "netlist_sha256": file_sha256(net_path)}
+    if res.blocking is not None:
+        doc["blocking"] = res.blocking
     if res.memory is not None:
         sched = res.memory.schedule
         doc["ideal"] = {"first_output_cycle": sched.stages[res.memory.pipeline.output]

@@ -6,7 +6,10 @@
   input conventions of :func:`mapper.apps.app_images`).
 * :func:`save_png` writes a greyscale PNG that an image viewer shows correctly, plus the raw
   values as ``.npy`` when they do not fit 8 bits.
-* :func:`save_comparison` draws input, output and ``|output - golden|`` side by side.
+* :func:`save_rgb_png` writes a colour ``[y, x, c]`` image as an RGB PNG (an app's red,
+  green and blue outputs as one picture).
+* :func:`save_comparison` draws input, output and ``|output - golden|`` side by side (grey
+  or colour).
 
 The samples are read with ``skimage.data`` from the copies shipped inside scikit-image
 (no download); image files with Pillow.
@@ -107,10 +110,7 @@ def _crop(img: np.ndarray, h: int, w: int, source: str) -> np.ndarray:
     """The ``h x w`` crop of :func:`load_image` (camera at :data:`DEFAULT_CROP_ORIGIN`, the
     rest centred); raises :class:`MappingError` when the image is smaller."""
     ih, iw = img.shape[:2]
-    if h > ih or w > iw:
-        raise MappingError(f"--image {source}: the image is {iw}x{ih} (width x height), "
-                           f"smaller than the requested {w}x{h}; use a size of at most "
-                           f"(height, width) = ({ih}, {iw})")
+    check_fits(source, (ih, iw), w, h)
     if source == "camera":
         y0, x0 = min(DEFAULT_CROP_ORIGIN[0], ih - h), min(DEFAULT_CROP_ORIGIN[1], iw - w)
     else:
@@ -144,6 +144,50 @@ def load_rgb(source: str | os.PathLike[str], size: int | tuple[int, int]) -> np.
         img = np.stack([img] * 3, axis=-1)
     img = np.clip(img[..., :3], 0, 255).astype(np.uint16)
     return _crop(img, h, w, source)
+
+
+def image_shape(source: str | os.PathLike[str]) -> tuple[int, int]:
+    """``(height, width)`` in pixels of the image ``source``: a shipped scikit-image sample
+    (:func:`shipped_samples`) or an image file (its first frame; Pillow reads the header
+    only).
+
+    Raises :class:`MappingError` (one line naming ``source``) when ``source`` is neither a
+    sample name nor an existing file, or the file is not an image Pillow reads."""
+    source = os.fspath(source)
+    if source in IMAGES or source in shipped_samples():
+        return tuple(int(n) for n in _sample_raw(source).shape[:2])  # type: ignore[return-value]
+    path = Path(source).expanduser()
+    if not path.is_file():
+        raise MappingError(f"--image {source}: not a shipped scikit-image sample "
+                           f"({', '.join(shipped_samples())}) and no such file; give a "
+                           f"sample name or the path of an image file")
+    from PIL import Image, UnidentifiedImageError  # deferred: loads PIL only when called
+    try:
+        with Image.open(path) as im:
+            w, h = im.size
+    except (OSError, UnidentifiedImageError, ValueError, SyntaxError) as e:
+        reason = " ".join(str(e).split()) or type(e).__name__
+        raise MappingError(f"--image {source}: cannot read the image file ({reason}); give a "
+                           f"valid PNG/JPEG/TIFF file or one of {', '.join(IMAGES)}") from e
+    return int(h), int(w)
+
+
+def is_sample(source: str | os.PathLike[str]) -> bool:
+    """``source`` names a shipped scikit-image sample (not a file)."""
+    source = os.fspath(source)
+    return source in IMAGES or source in shipped_samples()
+
+
+def check_fits(source: str | os.PathLike[str], shape: tuple[int, int],
+               width: int, height: int) -> None:
+    """Refuse a ``width`` x ``height`` crop of image ``source`` whose ``shape`` (``(height,
+    width)``, :func:`image_shape`) is smaller: the :class:`MappingError` that
+    :func:`load_image` would raise at the sim stage, before any work."""
+    ih, iw = shape
+    if height > ih or width > iw:
+        raise MappingError(f"--image {os.fspath(source)}: the image is {iw}x{ih} (width x "
+                           f"height), smaller than the requested {width}x{height}; give at "
+                           f"most --width {iw} --height {ih} (`cgra run`, `cgra map`)")
 
 
 def bayer_rggb(rgb: np.ndarray) -> np.ndarray:
@@ -272,6 +316,47 @@ def save_png(img: np.ndarray, path: str | os.PathLike[str]) -> list[Path]:
     return [path, npy]
 
 
+def save_rgb_png(rgb: np.ndarray, path: str | os.PathLike[str]) -> list[Path]:
+    """Write the colour image ``rgb`` (``[y, x, c]``, shape ``(height, width, 3)``, ``c`` =
+    R, G, B; any integer or float dtype) as an RGB PNG (mode ``RGB``, 8 bits per channel) and
+    return the paths written.
+
+    * Every value an integer in 0..255: the PNG holds the values as they are; returns
+      ``[path]``.
+    * Otherwise: the three channels are scaled together, ``min..max`` over all of them to
+      0..255 (rounded; a constant image gives 0), so the colour balance is kept, and the raw
+      array is saved beside it as ``<stem>.npy``; returns ``[path, npy_path]``.
+
+    Raises :class:`MappingError` for an array that is not ``(h, w, 3)``, is empty or holds
+    NaN/inf."""
+    from PIL import Image  # deferred: loads PIL only when called
+
+    path = Path(path)
+    arr = np.asarray(rgb)
+    if arr.ndim != 3 or arr.shape[2] != 3 or arr.size == 0:
+        raise MappingError(f"save_rgb_png {path}: need a non-empty (height, width, 3) [y, x, c] "
+                           f"image, got shape {arr.shape}; stack the R, G, B planes")
+    if arr.dtype == bool:
+        arr = arr.astype(np.uint8)
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+        raise MappingError(f"save_rgb_png {path}: the image holds NaN or infinite values; "
+                           f"replace them before saving")
+    lo, hi = arr.min(), arr.max()
+    integral = arr.dtype.kind in "iu" or np.array_equal(arr, np.round(arr))
+    if integral and lo >= 0 and hi <= 255:
+        Image.fromarray(np.ascontiguousarray(arr.astype(np.uint8)), mode="RGB").save(
+            path, format="PNG")
+        return [path]
+    span = float(hi) - float(lo)
+    shown = (np.round((arr.astype(np.float64) - float(lo)) * (255.0 / span)) if span > 0
+             else np.zeros(arr.shape))
+    Image.fromarray(np.ascontiguousarray(shown.astype(np.uint8)), mode="RGB").save(
+        path, format="PNG")
+    npy = path.with_suffix(".npy")
+    np.save(npy, np.asarray(rgb))
+    return [path, npy]
+
+
 def _diff_title(diff: np.ndarray) -> str:
     """``identical`` when ``diff`` is all zero, else the count of differing pixels and the max."""
     n = int(np.count_nonzero(diff))
@@ -288,13 +373,16 @@ def save_comparison(input_img: np.ndarray, output: np.ndarray, golden: np.ndarra
     output, and ``|output - golden|``, each titled (the difference panel says ``identical``
     when all zero, else how many pixels differ and the largest difference).
 
-    All arrays are 2-D ``[y, x]``; ``output`` and ``golden`` have the same shape, which may be
-    smaller than the input's (stencil borders). Every panel is drawn at the same scale in
-    pixels, so a smaller output appears smaller. Images whose values are all in 0..255 are
-    shown on a fixed 0..255 grey scale, others from their min to max. Returns ``path``.
+    Each array is grey ``[y, x]`` or colour ``[y, x, c]`` (shape ``(h, w, 3)``, R, G, B:
+    drawn in colour; the difference panel of colour images shows the largest difference
+    over the three channels); ``output`` and ``golden`` have the same shape, which may be
+    smaller than the input's (stencil borders, half-resolution outputs). Every panel is
+    drawn at the same scale in pixels, so a smaller output appears smaller. Images whose
+    values are all in 0..255 are shown on a fixed 0..255 scale, others from their min to
+    max (a colour image's channels together). Returns ``path``.
 
-    Raises :class:`MappingError` when an array is not 2-D or empty, or ``output`` and
-    ``golden`` differ in shape.
+    Raises :class:`MappingError` when an array is neither 2-D nor ``(h, w, 3)``, is empty,
+    or ``output`` and ``golden`` differ in shape.
     """
     import matplotlib  # deferred: loads matplotlib, PIL, numpy, 5 more only when called
 
@@ -304,9 +392,9 @@ def save_comparison(input_img: np.ndarray, output: np.ndarray, golden: np.ndarra
     path = Path(path)
     imgs = [np.asarray(a) for a in (input_img, output, golden)]
     for name, a in zip(("input", "output", "golden"), imgs, strict=True):
-        if a.ndim != 2 or a.size == 0:
+        if not (a.ndim == 2 or (a.ndim == 3 and a.shape[2] == 3)) or a.size == 0:
             raise MappingError(f"save_comparison {path}: the {name} image has shape {a.shape}; "
-                               f"pass non-empty 2-D [y, x] arrays")
+                               f"pass non-empty 2-D [y, x] or (h, w, 3) [y, x, c] arrays")
     inp, out, gold = imgs
     if out.shape != gold.shape:
         raise MappingError(f"save_comparison {path}: output shape {out.shape} differs from "
@@ -314,6 +402,8 @@ def save_comparison(input_img: np.ndarray, output: np.ndarray, golden: np.ndarra
     exact = all(a.dtype.kind in "iub" for a in (out, gold))
     wide = np.int64 if exact else np.float64
     diff = np.abs(out.astype(wide) - gold.astype(wide))
+    if diff.ndim == 3:                  # colour: the largest difference over R, G, B
+        diff = diff.max(axis=2)
 
     widths = [inp.shape[1], out.shape[1], out.shape[1]]
     height = max(inp.shape[0], out.shape[0])
@@ -325,8 +415,13 @@ def save_comparison(input_img: np.ndarray, output: np.ndarray, golden: np.ndarra
 
     def grey(ax, a: np.ndarray, name: str) -> None:
         in_byte = a.min() >= 0 and a.max() <= 255
-        ax.imshow(a, cmap="gray", interpolation="nearest",
-                  vmin=0 if in_byte else None, vmax=255 if in_byte else None)
+        if a.ndim == 3:                 # colour: RGB floats in 0..1, channels scaled together
+            lo, hi = (0.0, 255.0) if in_byte else (float(a.min()), float(a.max()))
+            ax.imshow((a.astype(np.float64) - lo) / max(hi - lo, 1e-12),
+                      interpolation="nearest")
+        else:
+            ax.imshow(a, cmap="gray", interpolation="nearest",
+                      vmin=0 if in_byte else None, vmax=255 if in_byte else None)
         ax.set_title(f"{name}\n{a.shape[1]}x{a.shape[0]}", fontsize=9)
 
     grey(axes[0], inp, "input")

@@ -51,7 +51,7 @@ that is how the DSL's ``repeat_edge`` keeps the output the size of the input.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from cgra.errors import MappingError
@@ -763,6 +763,61 @@ def unroll_stage(stage: Stage, unroll: int) -> Stage:
     return Stage(stage.name, nk, {i: Window(stage.windows[i].producer, tuple(o),
                                          stage.windows[i].rate)
                                   for i, o in merged.items()}, stage.signed)
+
+
+#: ops a kernel narrowed to fewer bits cannot keep (:func:`narrow_kernel`): BFloat16 words
+#: have 16 bits, ``mult_middle`` takes bits ``[w/2, 3w/2)`` of the product (another function
+#: at every width), a lookup table's entries and index range are those of its own width
+NOT_NARROWABLE = frozenset({*FLOAT_OPS, "commonlib.mult_middle", LUT_OP})
+
+
+def narrow_kernel(kernel: Kernel, width: int) -> Kernel:
+    """``kernel`` with every data word wider than ``width`` bits made ``width`` bits wide:
+    the same algorithm in ``width``-bit wrap-around arithmetic (an app of ``UInt16`` words
+    run on a ``data_width = 8`` design computes as if its types were ``UInt8``); every op
+    keeps its own semantics at the new width (module docstring: a shift by ``>= width``
+    gives 0 or the sign fill), a constant keeps its low ``width`` bits, bits stay bits.
+    Returns ``kernel`` itself when no word is wider. Raises :class:`MappingError` naming the
+    node for an op of :data:`NOT_NARROWABLE`."""
+    data = {n.width for n in kernel.nodes} | set(kernel.input_widths.values())
+    if max(data, default=0) <= width:
+        return kernel
+    bad = [n for n in kernel.live_nodes() if n.op in NOT_NARROWABLE]
+    if bad:
+        raise MappingError(f"kernel {kernel.name}: node {bad[0].name or bad[0].id} "
+                           f"({bad[0].op}) of {bad[0].width}-bit words cannot run in "
+                           f"{width}-bit words; use a design with data_width = {bad[0].width}")
+    new = Kernel(kernel.name)
+    for name, size in kernel.inputs.items():
+        new.declare_input(name, size, min(kernel.input_widths[name], width))
+    remap: dict[int, int] = {}
+    for n in kernel.live_nodes():
+        w = min(n.width, width)
+        if n.op == INPUT:
+            remap[n.id] = new.input(*n.input)
+        elif n.op in CONST_OPS:
+            remap[n.id] = new.const(int(n.value), w)
+        else:
+            remap[n.id] = new.add(n.op, *[remap[a] for a in n.args],
+                                  width=None if OPS[n.op].result == BIT else w, name=n.name)
+    for name, nid in kernel.outputs.items():
+        new.set_output(name, remap[nid])
+    return new
+
+
+def narrow_pipeline(p: "Pipeline", width: int) -> "Pipeline":
+    """``p`` with every data word wider than ``width`` bits narrowed to ``width`` bits: its
+    inputs' ``width_bits`` and every stage's kernel (:func:`narrow_kernel`), so the numpy
+    interpreter of the result is the golden model of the app on a ``data_width = width``
+    design (Halide's: :class:`mapper.sim.halide.HalidePipeline` with ``word_bits``).
+    Returns ``p`` itself when nothing is wider. Raises :class:`MappingError` like
+    :func:`narrow_kernel`."""
+    stages = [replace(s, kernel=narrow_kernel(s.kernel, width)) for s in p.stages]
+    if all(a.kernel is b.kernel for a, b in zip(stages, p.stages, strict=True)) and all(
+            i.width_bits <= width for i in p.inputs.values()):
+        return p
+    inputs = {n: replace(i, width_bits=min(i.width_bits, width)) for n, i in p.inputs.items()}
+    return replace(p, inputs=inputs, stages=stages)
 
 
 def simplify(kernel: Kernel) -> Kernel:

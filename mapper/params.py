@@ -60,6 +60,8 @@ RANGES: dict[tuple[str, str], tuple[str, float | None, float | None, bool]] = {
                                                True),
     ("PipelineParams", "max_reroutes"): ("PipelineParams.max_reroutes", 0, None, True),
     ("PipelineParams", "broadcast_fanout"): ("PipelineParams.broadcast_fanout", 0, None, True),
+    ("PipelineParams", "broadcast_on_miss"): ("PipelineParams.broadcast_on_miss", 0, None,
+                                              True),
     ("PipelineParams", "broadcast_leaves"): ("PipelineParams.broadcast_leaves", 2, None, True),
     ("PipelineParams", "max_rejected"): ("PipelineParams.max_rejected", 0, None, True),
     ("FlowParams", "place_attempts"): ("FlowParams.place_attempts", 1, 1000, True),
@@ -71,6 +73,7 @@ RANGES: dict[tuple[str, str], tuple[str, float | None, float | None, bool]] = {
     ("SimParams", "build_timeout_s"): ("SimParams.build_timeout_s", 1e-3, None, False),
     ("SimParams", "run_timeout_s"): ("SimParams.run_timeout_s", 1e-3, None, False),
     ("SimParams", "flush_wait"): ("SimParams.flush_wait", 0, None, True),
+    ("SimParams", "cache_models"): ("SimParams.cache_models", 1, 100_000, True),
 }
 
 

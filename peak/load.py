@@ -19,7 +19,10 @@ While the file executes its directory is first on ``sys.path`` (sibling imports 
 
 Errors: every failure raises :class:`cgra.errors.SpecError` with a one-line message that
 starts with ``where`` (e.g. ``"configs/x.toml: field 'pe' = 'my_pe.py:PE': ..."``) or with
-``"PE spec 'my_pe.py:PE': ..."`` and ends with the fix. Resolution does not normalise the
+``"PE spec 'my_pe.py:PE': ..."`` and ends with the fix; a file that does not import (a
+syntax error, an exception while it executes) leads with the place: ``path:line:
+SyntaxError: invalid syntax (<where>: the file does not import); fix ...`` (``.file`` and
+``.line`` on the exception), as the spec's own errors do. Resolution does not normalise the
 spec; call :func:`peak.normal_form` for the spec's own errors (``file:line: ...``).
 """
 from __future__ import annotations
@@ -82,26 +85,41 @@ def _load_file(file: str, base: str | Path | None, prefix: str) -> Any:
         raise SpecError(f"{prefix}: {e}") from None
     except Exception as e:  # noqa: BLE001 - any failure of the user's file is one line
         del sys.modules[name]
-        raise SpecError(f"{prefix}: file {path} does not import ({type(e).__name__}: "
-                        f"{_first_line(e)}{_error_line(e, path)}); fix the file so that "
-                        f"`python {path}` runs") from None
+        file, line = _error_site(e, path)
+        if line is None:
+            raise SpecError(f"{prefix}: file {path} does not import ({type(e).__name__}: "
+                            f"{_first_line(e)}); fix the file so that `python {path}` "
+                            f"runs") from None
+        raise SpecError(f"{type(e).__name__}: {_message(e)} ({prefix}: the file does not "
+                        f"import); fix the file so that `python {path}` runs",
+                        file=file, line=line) from None
     finally:
         if folder in sys.path:          # the first occurrence: the one inserted above
             sys.path.remove(folder)
     return module
 
 
-def _error_line(e: BaseException, path: Path) -> str:
-    """`` at line N`` of ``path`` in the traceback of ``e`` (or of a SyntaxError)."""
-    if isinstance(e, SyntaxError) and e.lineno and Path(e.filename or "") == path:
-        return f" at line {e.lineno}"
+def _message(e: BaseException) -> str:
+    """The first line of ``e``'s message; a SyntaxError's without its ``(file, line N)``
+    suffix (the location leads the error: :func:`_error_site`)."""
+    if isinstance(e, SyntaxError) and e.msg:
+        return str(e.msg).splitlines()[0]
+    return _first_line(e)
+
+
+def _error_site(e: BaseException, path: Path) -> tuple[str, int | None]:
+    """``(file, line)`` where the import of ``path`` failed: a SyntaxError's own location
+    (``path`` or a file it imports), else the last line of ``path`` in the traceback of
+    ``e``; ``(str(path), None)`` when neither is known."""
+    if isinstance(e, SyntaxError) and e.lineno and e.filename:
+        return e.filename, int(e.lineno)
     line = None
     tb = e.__traceback__
     while tb is not None:
         if Path(tb.tb_frame.f_code.co_filename) == path:
             line = tb.tb_lineno
         tb = tb.tb_next
-    return f" at line {line}" if line is not None else ""
+    return str(path), line
 
 
 def load_spec(ref: str, where: str | None = None, base: str | Path | None = None) -> type:
@@ -126,6 +144,10 @@ def load_spec(ref: str, where: str | None = None, base: str | Path | None = None
     else:
         try:
             module = importlib.import_module(mod_name)
+        except SyntaxError as e:        # the module's own text: its file and line lead
+            raise SpecError(f"SyntaxError: {_message(e)} ({prefix}: module {mod_name} does "
+                            f"not import); fix the file", file=e.filename or mod_name,
+                            line=e.lineno) from None
         except Exception as e:  # noqa: BLE001 - any import failure is reported in one line
             raise SpecError(f"{prefix}: module {mod_name} does not import "
                             f"({type(e).__name__}: {_first_line(e)}); check the module path "

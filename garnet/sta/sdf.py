@@ -39,8 +39,11 @@ from garnet.array import build_interconnect
 from garnet.params import from_dict
 from garnet.sta import liberty, measure
 
-#: sweep step of the clock period (ps)
+#: sweep step of the clock period (ps): the resolution of the failing period
 STEP_PS = 0.5
+#: coarse step of the first sweep (ps); the failing period is then refined in
+#: :data:`STEP_PS` steps inside the last passing coarse interval
+COARSE_PS = 8.0
 
 
 def cell_models() -> str:
@@ -165,23 +168,32 @@ def _testbench(module: str, widths: dict[str, int], directions: dict[str, str],
         launch = (f"      {case.start} = v; #4000;\n"
                   f"      {case.start} = ~v; #(T); w = {want}; ok = ok & ({case.end} === w);\n")
     hold = f"    {case.hold[0]} = {case.hold[1]};\n" if case.hold else ""
+    # one trial at period T: both launch directions (all zeros -> ones, ones -> zeros)
+    trial = f"      ok = 1;\n      v = 0;\n{launch}      v = {ones};\n{launch}"
     return f"""`timescale 1ps/10fs
 module tb;
 {chr(10).join(decl)}
   {module} dut({", ".join(conn)});
   integer ok;
-  real T, failing;
+  real T, failing, fine, t_hi;
   reg [{case.width - 1}:0] v, w;
   initial begin
     $sdf_annotate("tile.sdf", dut);
     tile_id = 16'h{tile_id:04x}; clk_en = 1; RESET = 1;
     #1000 CLK = 1; #1000 CLK = 0; RESET = 0;
-{cfg}{hold}    failing = 0;
-    for (T = {periods[0]}; T > 0; T = T - {STEP_PS}) begin
-      ok = 1;
-      v = 0;
-{launch}      v = {ones};
-{launch}      if (!ok && failing == 0) failing = T;
+{cfg}{hold}    failing = 0; fine = 0;
+    // coarse sweep down from the top period to the first wrong sample, then the
+    // STEP_PS sweep inside the coarse interval above it
+    for (T = {periods[0]}; T > 0 && failing == 0; T = T - {COARSE_PS}) begin
+{trial}      if (!ok) failing = T;
+    end
+    if (failing > 0) begin
+      t_hi = failing + {COARSE_PS} - {STEP_PS};
+      if (t_hi > {periods[0]}) t_hi = {periods[0]};
+      for (T = t_hi; T > failing && fine == 0; T = T - {STEP_PS}) begin
+{trial}        if (!ok) fine = T;
+      end
+      if (fine > 0) failing = fine;
     end
     $display("FAILING %0.2f", failing);
     $finish;
@@ -194,7 +206,9 @@ def validate(design: Path, work: Path, xy: tuple[int, int] = (1, 1)) -> list[dic
     """Gate-level SDF simulation of :func:`path_cases` of tile ``xy`` of the generated
     ``design`` (a design directory built with the measured model), in ``work``. Returns per
     path ``{path, classes, model_ps, failing_ps, pessimistic, error_pct}``: ``failing_ps``
-    the largest swept period (step :data:`STEP_PS`) with a wrong sample, ``pessimistic``
+    the largest swept period (step :data:`STEP_PS`, found by a :data:`COARSE_PS` sweep
+    down from the top and a :data:`STEP_PS` sweep inside the coarse interval above the
+    first failure) with a wrong sample, ``pessimistic``
     whether ``model_ps >= failing_ps``, ``error_pct`` = (model - failing) / failing * 100.
     Raises
     :class:`CollateralError` when a tool is missing or fails."""
@@ -272,4 +286,4 @@ def _module_body(netlist: str, module: str) -> str:
     return m[0]
 
 
-__all__ = ["validate", "cell_models", "path_cases", "PathCase", "STEP_PS"]
+__all__ = ["validate", "cell_models", "path_cases", "PathCase", "STEP_PS", "COARSE_PS"]

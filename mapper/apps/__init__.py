@@ -15,6 +15,7 @@ their bf16 encodings (:func:`app_images`; the array has no int -> bf16 op in the
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -49,6 +50,42 @@ APPS: dict[str, Callable[[int, int, int], dsl.Pipeline]] = {
     "camera_pipeline": camera_pipeline.build,
     "bayer_demosaic": bayer_demosaic.build,
 }
+
+#: DNN layers (:data:`mapper.apps.dnn.LAYERS`; named here so that :data:`DESIGNS` is data of
+#: this module without importing the tensor programs)
+LAYER_NAMES: tuple[str, ...] = ("resnet_layer", "resnet_stride2", "mobilenet_layer", "gemm")
+
+
+@dataclass(frozen=True)
+class Fit:
+    """The shipped design an app or DNN layer runs on by default: ``design`` names
+    ``configs/<design>.toml`` (``build/<design>`` once generated; ``make app`` uses it) and
+    ``why`` says what the smaller 8x8 ``small`` lacks, empty when the app fits it."""
+
+    design: str
+    why: str = ""
+
+
+#: app or DNN layer -> the design it fits (:class:`Fit`): every app of :data:`APPS` and
+#: layer of :data:`LAYER_NAMES`. ``make app`` picks the same design (the Makefile's
+#: ``APP_DESIGN_<app>`` lines; tests/mapper/test_cli_run.py checks they agree) and
+#: ``cgra run --list`` prints it.
+DESIGNS: dict[str, Fit] = {
+    **{a: Fit("small") for a in ("pointwise", "brighten_blur", "gaussian", "gaussian_edge",
+                                 "unsharp", "downsample", "upsample", "upsample_bilinear",
+                                 "rgb_luma", "demosaic", "color_correct", "camera_pipeline",
+                                 "bayer_demosaic")},
+    "harris": Fit("default", "more PE tiles than the 8x8 array has"),
+    "laplacian_pyramid": Fit("default", "more MEM tiles than the 8x8 array has"),
+    **{a: Fit("bf16", "BFloat16 ops: the FP PE of peak/examples/cgra_pe_bf16.py")
+       for a in ("gaussian_bf16", "brighten_bf16", "nlm_bf16")},
+    **{a: Fit("default", "a DNN layer: more MEM tiles than the 8x8 array has")
+       for a in LAYER_NAMES},
+}
+
+#: output names that make an app's outputs one colour image (``<app>.png`` and
+#: ``compare.png`` are drawn in RGB: :func:`colour_outputs`)
+RGB_OUTPUTS: tuple[str, str, str] = ("red", "green", "blue")
 
 #: apps computing in BFloat16: they need a PE with the float ops (``ir_float``, e.g. the FP PE
 #: of ``configs/bf16.toml``) and take bf16 encodings as input (:func:`app_images`)
@@ -118,3 +155,21 @@ def display_image(pipe: dsl.Pipeline, out: np.ndarray, name: str | None = None) 
     a ``BFloat16`` output's encodings, else ``out`` itself."""
     f = next((o for o in pipe.outputs if o.name == name), pipe.output)
     return dsl.from_bf16_bits(out) if f.type.is_float else out
+
+
+def colour_outputs(pipe: dsl.Pipeline) -> tuple[str, str, str] | None:
+    """The names of ``pipe``'s red, green and blue outputs (:data:`RGB_OUTPUTS`), in that
+    order, when its outputs are exactly those three (color_correct, camera_pipeline,
+    bayer_demosaic: one colour image); else ``None`` (a grey output, or outputs that are not
+    one picture)."""
+    names = [o.name for o in pipe.outputs]
+    return RGB_OUTPUTS if sorted(names) == sorted(RGB_OUTPUTS) else None
+
+
+def fit_of(name: str) -> Fit:
+    """The design app or layer ``name`` runs on by default (:data:`DESIGNS`). Raises
+    :class:`MappingError` for an unknown name."""
+    if name not in DESIGNS:
+        raise MappingError(f"unknown app '{name}'; shipped apps and layers: "
+                           f"{', '.join(sorted(DESIGNS))}")
+    return DESIGNS[name]

@@ -26,7 +26,10 @@ channel blocking, ``block_in`` input channels and ``block_out`` output channels 
 block_out).unroll(rzi).unroll(ki)``; the depthwise stage ``block_in`` channels (its 3 x 3
 window in time, as the convolutions'); ``gemm``: an 8 x 8 output tile (``split`` + ``unroll`` of ``x`` and
 ``y``). Blocks must divide the channel counts (:class:`~cgra.errors.MappingError` otherwise);
-:mod:`mapper.dnn.plan` reads them as the layer's lanes.
+:mod:`mapper.dnn.plan` reads them as the layer's lanes. On the array, a layer given no block
+takes the largest of :func:`block_choices` that fits the design's IO, PE and MEM tiles
+(:func:`mapper.dnn.array.map_layer`: GEMM's 8 x 8 tile needs 65 IO tiles, so on the 32-IO
+default array it runs 4 x 4).
 
 Inputs (:func:`layer_inputs`): random tensors from a seeded generator (activations
 ``0..255``, weights ``-8..7``) or, for a layer's first input, a real image
@@ -35,6 +38,7 @@ more than three).
 """
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 
 import numpy as np
@@ -153,6 +157,23 @@ LAYERS: dict[str, Callable[..., Pipeline]] = {
 
 #: each layer's default input side (pixels; gemm: m = n), for a command line's --size
 DEFAULT_SIZE = {"resnet_layer": 18, "resnet_stride2": 17, "mobilenet_layer": 18, "gemm": 16}
+
+
+def block_choices(layer: str, size: int | None = None,
+                  channels: int | None = None) -> list[int]:
+    """The blocks layer ``layer`` can take at input side ``size`` and ``channels`` (``None``:
+    the layer's defaults), largest first: the divisors of its blocked extent (c_in = c_out;
+    gemm: m = n = ``size``) up to the paper's :data:`BLOCK`. The array flow maps the first
+    that fits the design when no block is given (:func:`mapper.dnn.array.map_layer`).
+    Raises :class:`MappingError` for an unknown layer."""
+    if layer not in LAYERS:
+        raise MappingError(f"unknown layer '{layer}'; layers: {', '.join(sorted(LAYERS))}")
+    if layer == "gemm":
+        extent = size if size is not None else DEFAULT_SIZE["gemm"]
+    else:
+        extent = channels if channels is not None else \
+            inspect.signature(LAYERS[layer]).parameters["c_in"].default
+    return [b for b in range(min(BLOCK, extent), 0, -1) if extent % b == 0]
 
 
 def build_layer(layer: str, size: int | None = None, channels: int | None = None,

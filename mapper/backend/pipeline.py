@@ -59,7 +59,9 @@ longest start-to-end path (ps).
 
 **Passes** of :func:`pipeline`, each reported (:class:`PassReport`: Fmax, registers, latency):
 ``balance`` (matching only); with ``register_pe_inputs``, ``compute pipelining`` (every PE data
-input registered, then balanced); with ``target_period_ps``, ``register insertion``: repeat
+input registered, then balanced); with ``target_period_ps`` (or ``auto_target``: the target is
+:func:`period_floor`, the slowest register-to-register stage pipelining cannot split, e.g. a
+MEM core), ``register insertion``: repeat
 {STA; on the critical path pick the bypassed register site of the net's own route whose
 arrival is closest to half the path delay; enable it; re-balance} until the target is met, no
 candidate is left or ``max_pipeline_steps``; with ``broadcast_fanout``, high-fanout nets get a
@@ -79,6 +81,7 @@ these passes, from :func:`mapper.backend.absorb.absorb_chains`.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import time
 from itertools import pairwise
 from dataclasses import dataclass, field
@@ -110,13 +113,18 @@ class PipelineParams:
     """``latency``: PnR tag -> core latency in cycles (an instance's ``config['latency']``
     overrides); ``absorb_into_mem``: use MEM schedule offsets for balancing;
     ``register_pe_inputs``: compute pipelining (every PE data input registered);
-    ``target_period_ps``: post-PnR register insertion target (``None`` = only balance);
+    ``target_period_ps``: post-PnR register insertion target (``None`` = only balance,
+    unless ``auto_target``); ``auto_target``: with no ``target_period_ps``, insert registers
+    toward :func:`period_floor`, the slowest register-to-register stage the timing model
+    allows (the best Fmax pipelining can reach; a miss is reported, not an error);
     ``max_pipeline_steps``: bound on insertion iterations; ``reroute``: allow
     latency-constrained re-routing for balancing (``max_reroutes`` rounds);
     ``max_rejected``: register insertion stops after this many sites whose register could
     not be balanced (each costs a balancing run, possibly re-routes);
     ``broadcast_fanout``: nets with at least this many sinks get register trees (0 = off),
-    ``broadcast_leaves``: sinks per branch register; ``input_reg_field``: PE field template of
+    ``broadcast_leaves``: sinks per branch register; ``broadcast_on_miss``: when a target is
+    missed with broadcast trees off, pipeline again with ``broadcast_fanout`` = this and keep
+    the better result (:func:`pipeline`; 0 = off); ``input_reg_field``: PE field template of
     an input register (as :class:`mapper.backend.pack.PackParams`); ``alap``: with compute pipelining,
     the ALAP pass (module docstring) after the others."""
 
@@ -124,12 +132,14 @@ class PipelineParams:
     absorb_into_mem: bool = True
     register_pe_inputs: bool = False
     target_period_ps: float | None = None
+    auto_target: bool = False
     max_pipeline_steps: int = 256
     reroute: bool = True
     max_reroutes: int = 3
     broadcast_fanout: int = 0
     broadcast_leaves: int = 4
     max_rejected: int = 12
+    broadcast_on_miss: int = 0
     input_reg_field: str = "{port}_reg_en"
     alap: bool = True
 
@@ -144,10 +154,21 @@ class TimingReport:
     fmax_mhz: float
     path: list[tuple[str, float]]
     model: str = ""
+    #: the register-insertion target (ps) the pipelining aimed for, ``None`` without one
+    target_ps: float | None = None
+    #: where the target comes from: ``"--fmax"`` or the floor stage (:func:`period_floor`)
+    target: str = ""
+    #: why the target was missed (one line naming the critical path and what it lacks:
+    #: :func:`pipeline_passes`), ``""`` when met or without a target
+    miss: str = ""
 
     def to_dict(self) -> dict[str, Any]:
+        tgt = {} if self.target_ps is None else {
+            "target_period_ps": round(self.target_ps, 2),
+            "target_mhz": round(1e6 / self.target_ps, 2), "target": self.target,
+            **({"target_missed": self.miss} if self.miss else {})}
         return {"period_ps": round(self.period_ps, 2), "fmax_mhz": round(self.fmax_mhz, 2),
-                "model": self.model,
+                "model": self.model, **tgt,
                 "critical_path": [{"node": n, "arrival_ps": round(a, 2)} for n, a in self.path]}
 
 
@@ -886,6 +907,75 @@ def timing_analysis(packed: PackedDesign, placement: Placement, routing: Routing
                         [(n, arr[n]) for n in path], tm.describe())
 
 
+_SIDE_TO = {(0, -1): "N", (0, 1): "S", (1, 0): "E", (-1, 0): "W"}
+
+
+def period_floor(packed: PackedDesign, placement: Placement, coll: Collateral,
+                 params: PipelineParams | None = None) -> tuple[float, str]:
+    """The shortest clock period (ps) pipelining can reach on this placed design under the
+    design's timing model: the slowest register-to-register stage no register insertion can
+    split, with what it is. Stages (delays from ``coll.timing``, skew as in
+    :func:`timing_analysis`):
+
+    * the core of every placed instance: a PE's op delay (:meth:`canal.timing.TimingModel.pe_delay`;
+      its inputs are registered by compute pipelining and its output reaches a register site
+      on its own tile's switch box), a MEM or IO core's ``core`` delay;
+    * a core input: a register on a neighbouring tile, its register mux and the connection
+      box of the core's tile class (``reg`` + ``cb:<class>``), minus the clock skew;
+    * one switch-box hop between registers of neighbouring tiles (``reg`` + the hop of the
+      receiving tile's class and width, entering from the side facing the sender), minus the
+      skew, over every tile pair of the array.
+
+    Returns (period in ps, the stage, e.g. ``"MEM core (mem): 1000 ps"``). Raises
+    :class:`ConfigError` for a class the timing model has no delay for."""
+    p = params or PipelineParams()
+    tm = coll.timing
+    tiles = coll.tiles
+    reg = tm.register_mux()
+    stages: list[tuple[float, str]] = []
+    sink_classes: set[str] = set()
+    for name, inst in packed.instances.items():
+        if inst.tag == "r" or name not in placement.sites:
+            continue
+        tc = _tile_class(coll, placement.sites[name])
+        sink_classes.add(tc)
+        if inst.tag == "p":
+            ops = [o for o in inst.config.get("ops", ())
+                   if o not in ("coreir.const", "corebit.const")]
+            what = f"PE core ({', '.join(ops) or 'worst op'})"
+            d = tm.pe_delay(inst.config.get("ops", ()))
+            if _latency(packed, name, p) > 0:
+                what += ", registered output"
+        else:
+            what = f"{'MEM' if inst.tag == 'm' else 'IO'} core ({tc})"
+            d = tm.core_delay(tc)
+        stages.append((d, what))
+    sb = [k for k in tm.classes if k.startswith("sb:")]
+    for (x, y), t in tiles.items():
+        te = _tile_class(coll, (x, y))
+        for (dx, dy), side in _SIDE_TO.items():
+            s_xy = (x - dx, y - dy)               # the sender, on the side ``side`` faces
+            if s_xy not in tiles:
+                continue
+            skew = _clock(coll, (x, y)) - _clock(coll, s_xy)
+            entering = {"N": "S", "S": "N", "E": "W", "W": "E"}[side]
+            hops = [tm.class_delay(k) for k in sb
+                    if k.split(":")[1] == te and k.split(":")[3].startswith(entering + "->")]
+            if hops:
+                stages.append((reg + max(hops) - skew,
+                               f"one switch-box hop into a {te} tile (register {reg:.0f} + "
+                               f"hop {max(hops):.0f} - skew {skew:.0f} ps)"))
+            if t.core is not None and te in sink_classes:
+                cb = tm.class_delay(f"cb:{te}")
+                stages.append((reg + cb - skew, f"a register into a {te} core input "
+                                                f"(register {reg:.0f} + connection box "
+                                                f"{cb:.0f} - skew {skew:.0f} ps)"))
+    if not stages:
+        return 0.0, "no stage"
+    d, what = max(stages, key=lambda s: (s[0], s[1]))
+    return d, f"{what}: {d:.0f} ps"
+
+
 def unpipelined_timing(packed: PackedDesign, placement: Placement, routing: RoutingResult,
                        coll: Collateral, params: PipelineParams | None = None) -> TimingReport:
     """Static timing of the placed and routed design with no pipeline register: every
@@ -917,6 +1007,26 @@ def _shift_program(prog: dict[str, Any], delta: int, where: str) -> dict[str, An
 # ---------------------------------------------------------------------------- the passes
 def pipeline(packed: PackedDesign, placement: Placement, routing: RoutingResult,
              coll: Collateral, params: PipelineParams | None = None) -> PipelineResult:
+    """The passes (:func:`pipeline_passes`); with ``broadcast_on_miss`` and a missed target
+    (broadcast trees off), the passes again with ``broadcast_fanout = broadcast_on_miss``,
+    keeping the better result (higher Fmax, then fewer registers: never worse than the
+    first). Returns and raises as :func:`pipeline_passes`."""
+    p = params or PipelineParams()
+    res = pipeline_passes(packed, placement, routing, coll, p)
+    if p.broadcast_on_miss and not p.broadcast_fanout and res.timing.miss:
+        try:
+            alt = pipeline_passes(packed, placement, routing, coll,
+                                  dataclasses.replace(p, broadcast_fanout=p.broadcast_on_miss))
+        except RoutingError:
+            return res                  # broadcast trees could not be balanced: keep the first
+        if (round(alt.timing.fmax_mhz, 6), -registers_of(alt)) > \
+                (round(res.timing.fmax_mhz, 6), -registers_of(res)):
+            return alt
+    return res
+
+
+def pipeline_passes(packed: PackedDesign, placement: Placement, routing: RoutingResult,
+                    coll: Collateral, params: PipelineParams | None = None) -> PipelineResult:
     """Branch-delay matching, compute pipelining, register insertion to a target period and
     static timing analysis of a placed and routed design (see the module docstring); every
     pass leaves the design balanced and legally routed (checked: a violation is an
@@ -943,11 +1053,14 @@ def pipeline(packed: PackedDesign, placement: Placement, routing: RoutingResult,
                                   time.perf_counter() - t_start))
 
     unpiped = unpipelined_timing(packed, placement, routing, coll, p)
+    target, target_of = p.target_period_ps, "--fmax"
+    if target is None and p.auto_target:
+        target, target_of = period_floor(packed, placement, coll, p)
     t = time.perf_counter()
     d.broadcast(st)
     d.balance(st)
     res = result()
-    report("balance", t, res)
+    report("balance" if not p.broadcast_fanout else "broadcast trees + balance", t, res)
     if p.register_pe_inputs:
         t = time.perf_counter()
         for inst, pi in packed.instances.items():
@@ -960,14 +1073,16 @@ def pipeline(packed: PackedDesign, placement: Placement, routing: RoutingResult,
         d.balance(st)
         res = result()
         report("compute pipelining", t, res)
-    if p.target_period_ps is not None:
+    if target is not None:
         t = time.perf_counter()
         steps = 0
-        rejected: set[str] = set()
-        while res.timing.period_ps > p.target_period_ps and steps < p.max_pipeline_steps:
+        rejected: dict[str, str] = {}
+        stop = ""
+        while res.timing.period_ps > target and steps < p.max_pipeline_steps:
             steps += 1
-            site = _insertion_site(res, st, rejected)
+            site = _insertion_site(res, st, set(rejected))
             if site is None or len(rejected) >= p.max_rejected:
+                stop = "no site" if site is None else "rejected"
                 break
             net, reg = site
             saved = st.snapshot()
@@ -975,11 +1090,13 @@ def pipeline(packed: PackedDesign, placement: Placement, routing: RoutingResult,
             st.forced.add(reg)
             try:
                 d.balance(st)
-            except BalanceError:
+            except BalanceError as exc:
                 st.restore(saved)          # this register cannot be balanced: try another
-                rejected.add(reg)
+                rejected[reg] = str(exc)
                 continue
             res = result()
+        else:
+            stop = "steps"
         report("register insertion", t, res)
     if p.register_pe_inputs and p.alap:
         t = time.perf_counter()
@@ -997,8 +1114,8 @@ def pipeline(packed: PackedDesign, placement: Placement, routing: RoutingResult,
                 st.restore(saved)           # it lengthens an accumulation loop past its budget
                 continue
             new = result()
-            bound = res.timing.period_ps if p.target_period_ps is None else \
-                max(p.target_period_ps, res.timing.period_ps)
+            bound = res.timing.period_ps if target is None else \
+                max(target, res.timing.period_ps)
             if new.timing.period_ps > bound + 1e-6:
                 st.restore(saved)           # a removed register was cutting the critical path
                 continue
@@ -1007,7 +1124,70 @@ def pipeline(packed: PackedDesign, placement: Placement, routing: RoutingResult,
         report("ALAP", t, res)
     res.passes = list(reports)
     res.unpipelined = unpiped
+    if target is not None:
+        miss = ""
+        if res.timing.period_ps > target + 1e-6:
+            miss = _closure_miss(res, st, target, placement, rejected, stop,
+                                p.max_pipeline_steps)
+        res.timing = dataclasses.replace(res.timing, target_ps=target, target=target_of,
+                                         miss=miss)
     return res
+
+
+def _where(node: str, at: dict[tuple[int, int], str]) -> str:
+    """A critical-path end point for a message: the instance on its tile and the tile."""
+    n = parse_id(node.removesuffix("#Q")) if not node.startswith("CORE:") else None
+    if n is None:
+        return f"PE {node[5:]}"
+    inst = at.get(n.xy)
+    what = "register" if node.startswith("REG:") else (inst or "port")
+    return f"{what} ({n.x},{n.y})"
+
+
+def _closure_miss(res: PipelineResult, st: _State, target: float, placement: Placement,
+                 rejected: dict[str, str], stop: str, max_steps: int) -> str:
+    """Why register insertion stopped above ``target`` (ps), in one line naming the critical
+    path (its end points and tiles), the register sites on it and what each lacks: taken by
+    another net, a register branch-delay matching could not balance (with the branch and the
+    registers it was short of), or none at all (a stage no register can split, e.g. a core).
+    ``stop``: ``"no site"``, ``"rejected"`` (``max_rejected`` reached) or ``"steps"``."""
+    tm = res.timing
+    at = {xy: name for name, xy in placement.sites.items()
+          if name in res.packed.instances and res.packed.instances[name].tag != "r"}
+    used = {n for r in st.routes.values() for n in r.nodes()}
+    names = [n for n, _ in tm.path]
+    sites = [_reg_of_rmux(n) for prv, n in pairwise(names)
+             if n.startswith("RMUX:") and prv.startswith("SB:")]
+    taken = [r for r in sites if r in used]
+    bad = [r for r in sites if r in rejected]
+    head = (f"Fmax {tm.fmax_mhz:.0f} MHz < {1e6 / target:.0f} MHz: the critical path "
+            f"({_where(names[0], at)} -> {_where(names[-1], at)}, {tm.period_ps:.0f} ps, "
+            f"{sum(1 for n in names if n.startswith('SB:') and ':IN' in n)} switch-box hops)")
+    if stop == "steps":
+        return f"{head} was still being cut after {max_steps} insertion steps " \
+               f"(PipelineParams.max_pipeline_steps)"
+    comb = [n[5:] for n in names if n.startswith("CORE:")]
+    if not sites and comb:
+        return (f"{head} passes through PE {comb[0]} combinationally and has no register "
+                f"site: register the PE's inputs (compute pipelining, "
+                f"PipelineParams.register_pe_inputs; on by default with `cgra run`)")
+    if not sites:
+        return f"{head} has no register site on it: a stage no pipeline register can split"
+    parts = []
+    if taken:
+        parts.append(f"{len(taken)} of its {len(sites)} switch-box register sites are taken "
+                     f"by other nets")
+    if bad:
+        n = parse_id(bad[0])
+        why = rejected[bad[0]].removeprefix("branch-delay matching: ")
+        parts.append(f"{len(bad)} cannot be balanced (the register at ({n.x},{n.y}): "
+                     f"{why})")
+    rest = len(sites) - len(taken) - len(bad)
+    if rest > 0:
+        parts.append(f"{rest} were not tried")
+    tail = "; register insertion stopped after rejecting " \
+        f"{len(rejected)} sites (PipelineParams.max_rejected)" if stop == "rejected" else ""
+    return f"{head} has no free register site: " + "; ".join(parts) + tail
 
 
 def _insertion_site(res: PipelineResult, st: _State, rejected: set[str]
@@ -1098,5 +1278,5 @@ def registers_of(pr: PipelineResult) -> int:
 
 
 __all__ = ["BalanceError", "PassReport", "registers_of", "PipelineParams", "PipelineResult",
-           "TimingReport", "path_regs", "pipeline", "timing_analysis",
-           "tree_cut", "unpipelined_timing", "with_regs", "without_regs"]
+           "TimingReport", "path_regs", "period_floor", "pipeline", "pipeline_passes",
+           "timing_analysis", "tree_cut", "unpipelined_timing", "with_regs", "without_regs"]

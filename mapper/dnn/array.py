@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -57,17 +57,17 @@ from lake.affine import counters
 from mapper.dnn import memory as dnn_memory, step as dnn_step
 from mapper.dnn.memory import MemFacts
 from mapper.frontend import tensor
-from mapper.dnn.plan import read_one
+from mapper.dnn.plan import read_one, reductions
 from mapper.frontend import dsl
 from mapper.mapping.compute import map_compute
 from lake.collateral import MemInfo
 from mapper.mapping.memory import MemSpec, kernel_instance, merge_banks
 from mapper.netlist import Netlist
-from mapper.backend.place import site_capacity
+from mapper.backend.place import check_capacity, site_capacity
 from pathlib import Path
 from mapper import stages as st
 from mapper.apps.dnn import LAYERS
-from mapper.apps.dnn import build_layer
+from mapper.apps.dnn import block_choices, build_layer
 from mapper.apps.dnn import layer_inputs
 from mapper.backend.report import report as pnr_report
 from mapper.mapping.streams import program_events
@@ -119,6 +119,8 @@ class LayerNetlist:
     #: ``flatten``): the same programs run on Lake's models with
     #: ``dnn_memory.simulate(pipe, inputs, **schedule)``
     schedule: dict[str, Any] = field(default_factory=dict)
+    #: the channel blocking it was mapped at (set by :func:`map_layer`)
+    blocking: Blocking | None = None
 
     @property
     def load_cycles(self) -> int:
@@ -551,20 +553,103 @@ def layer_mapping(p: AppParams, coll: Collateral):
                                p.double_buffer, p.flatten)
 
 
-def map_layer(p: AppParams, coll: Collateral, times: dict[str, float]):
-    """A DNN layer's netlist (:func:`layer_mapping`) with its kernels compute-mapped:
-    ``(ComputeMapping, LayerNetlist)``."""
+@dataclass(frozen=True)
+class Blocking:
+    """The channel blocking a layer is mapped at: ``block`` (channels in parallel, in and
+    out; gemm: the output tile side), the last reduction's ``in_lanes`` x ``out_lanes``
+    (:func:`mapper.dnn.plan.reductions`: GEMM's 4 x 4 tile is 16 output lanes, 1 input
+    lane), ``chosen`` (no block was given: the largest of
+    :func:`mapper.apps.dnn.block_choices` that fits the design was taken) and ``refused``:
+    the larger blocks tried first, each with the reason it does not fit."""
+
+    block: int
+    in_lanes: int
+    out_lanes: int
+    chosen: bool
+    refused: tuple[tuple[int, str], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (``app.json`` ``blocking``, ``run_report.json`` ``layer.blocking``;
+        ``summary``: :meth:`describe`)."""
+        return {"block": self.block, "in_lanes": self.in_lanes, "out_lanes": self.out_lanes,
+                "chosen": self.chosen, "refused": {str(b): why for b, why in self.refused},
+                "summary": self.describe()}
+
+    def describe(self) -> str:
+        """One line: ``block 4 (16 output x 1 input lanes), chosen: block 8 refused (gemm:
+        64 output lanes and a load stream need 65 IO tiles, the design has 32)``."""
+        how = "chosen" if self.chosen else "given"
+        why = "; ".join(f"block {b} refused ({r.split('; ')[0]})" for b, r in self.refused)
+        return (f"block {self.block} ({self.out_lanes} output x {self.in_lanes} input lanes), "
+                f"{how}{': ' + why if why else ''}")
+
+
+def _map_at(p: AppParams, coll: Collateral, times: dict[str, float]):
+    """:func:`layer_mapping` and compute mapping of ``p`` (its block given), refused with
+    :class:`MappingError` when the netlist needs more PE or MEM tiles than ``coll`` has
+    (IO tiles: :func:`layer_netlist`)."""
     t = time.perf_counter()
-    _pipe, ln = layer_mapping(p, coll)
+    pipe, ln = layer_mapping(p, coll)
     times["memory mapping"] = time.perf_counter() - t
     t = time.perf_counter()
     compute = map_compute(ln.netlist, coll.require("rules"), coll.require("pe"), mem=coll.mem,
                           latency=coll.pe_latency)
     times["compute mapping"] = time.perf_counter() - t
-    return compute, ln
+    check_capacity(compute.netlist, coll)
+    last = reductions(pipe)[-1]
+    return compute, ln, last
 
 
-__all__ = ["DEFAULT_LOOP_CYCLES", "is_layer", "layer_mapping", "layer_pipeline", "map_layer", "LayerNetlist", "LayerStreams", "Load", "first_difference",
+def map_layer(p: AppParams, coll: Collateral, times: dict[str, float]):
+    """A DNN layer's netlist (:func:`layer_mapping`) with its kernels compute-mapped:
+    ``(ComputeMapping, LayerNetlist)``, the blocking in ``LayerNetlist.blocking``.
+
+    Without a block (``p.block is None``) the blocks of
+    :func:`mapper.apps.dnn.block_choices` are tried largest first (the paper's 8 first) and
+    the first whose netlist fits the design's IO tiles (output lanes + 1 load stream), PE
+    and MEM tiles is kept: the 32x16 default array runs the convolutions at 8 x 8 and GEMM
+    at a 4 x 4 tile. Raises :class:`MappingError`: a given block that does not fit (naming
+    the largest block that does), or no block that fits."""
+    if p.block is not None:
+        layer_pipeline(p)                 # a block that does not divide: its own error
+        try:
+            compute, ln, last = _map_at(p, coll, times)
+        except MappingError as exc:
+            fits = next((b for b in block_choices(p.app, p.width, p.channels)
+                         if b != p.block and _fits(replace(p, block=b), coll)), None)
+            if fits is None:
+                raise
+            raise MappingError(f"{exc}; block {fits} fits design {coll.name} (--block "
+                               f"{fits}; without --block the largest block that fits is "
+                               f"chosen)") from exc
+        ln.blocking = Blocking(p.block, last.lanes_in, last.lanes_out, False)
+        return compute, ln
+    refused: list[tuple[int, str]] = []
+    for b in block_choices(p.app, p.width, p.channels):
+        try:
+            compute, ln, last = _map_at(replace(p, block=b), coll, times)
+        except MappingError as exc:
+            refused.append((b, str(exc)))
+            continue
+        ln.blocking = Blocking(b, last.lanes_in, last.lanes_out, True, tuple(refused))
+        return compute, ln
+    raise MappingError(f"{p.app}: no block fits design {coll.name} "
+                       f"({coll.size[0]}x{coll.size[1]}): "
+                       + "; ".join(f"block {b}: {why.split('; ')[0]}" for b, why in refused)
+                       + "; use a larger design (e.g. configs/default.toml) or smaller "
+                         "layer sizes")
+
+
+def _fits(p: AppParams, coll: Collateral) -> bool:
+    """``p`` (its block given) maps within the design's tiles (:func:`_map_at`)."""
+    try:
+        _map_at(p, coll, {})
+    except MappingError:
+        return False
+    return True
+
+
+__all__ = ["DEFAULT_LOOP_CYCLES", "Blocking", "is_layer", "layer_mapping", "layer_pipeline", "map_layer", "LayerNetlist", "LayerStreams", "Load", "first_difference",
            "layer_netlist", "layer_report", "loop_latencies", "layer_streams", "output_program",
            "LayerRun", "run_layer_sim"]
 
@@ -646,7 +731,11 @@ def run_layer_sim(run_dir, coll, app: dict[str, Any], opts, say, seconds=None) -
 
     run_dir = Path(run_dir)
     secs = dict(seconds or {})
-    pipe, ln = layer_mapping(AppParams(**app["params"]), coll)
+    params = AppParams(**app["params"])
+    blocking = app.get("blocking")
+    if blocking is not None:               # the block the map stage chose
+        params = replace(params, block=int(blocking["block"]))
+    pipe, ln = layer_mapping(params, coll)
     flow, proof = proved_flow(run_dir, coll, say, secs)
     ins = layer_inputs(pipe, opts.tensor_seed, None if opts.image == "random" else opts.image)
     streams = layer_streams(ln, pipe, flow.pipelined.packed, flow.placement.sites, ins)
@@ -683,7 +772,8 @@ def run_layer_sim(run_dir, coll, app: dict[str, Any], opts, say, seconds=None) -
            "match": {"numpy": True, "halide": True}, "resources": pr["resources"],
            "wirelength_total": pr["wirelength_total"], "registers": pr["registers"],
            "timing": {k: v for k, v in pr["timing"].items() if k != "critical_path"},
-           "layer": layer_report(ln, pipe, streams, flow.pipelined.packed),
+           "layer": {**layer_report(ln, pipe, streams, flow.pipelined.packed),
+                     **({"blocking": blocking} if blocking is not None else {})},
            "latency": {"first_output_cycle": streams.first_output,
                        "per_output": pr["extra_output_latency_cycles"]},
            "verilator": {"key": harness.key, "cached": harness.cached,

@@ -17,9 +17,11 @@ kernels -- are ignored):
 - each instance (``genref`` / ``modref`` naming a CoreIR, commonlib or corebit primitive of
   :data:`mapper.ir.OPS`) becomes one node of that op, ``genargs.width = ["Int", w]`` bits wide
   (16 when absent; corebit ops are 1 bit).  BFloat16 ops (``float.add sub mul max min lt le
-  gt ge eq``, and CoreIR's DesignWare ``float_DW.fp_add`` / ``fp_mul``, imported as
-  ``float.add`` / ``float.mul``: :data:`mapper.ir.COREIR_ALIASES`) are 16 bits; their
-  genargs ``exp_bits``/``frac_bits`` (or ``exp_width``/``sig_width``) must be 8/7 when given.  Constants take ``modargs.value``:
+  gt ge eq``) are 16 bits; their genargs ``exp_bits``/``frac_bits`` must be 8/7 when given.
+  CoreIR's DesignWare float modules (``float_DW.fp_add`` / ``fp_mul`` / ``fp_sub`` with
+  ports ``a``, ``b``, ``rnd``, ``z``, ``status``, and the comparator ``float_DW.fp_cmp``)
+  become those ops when they are BFloat16 with ``rnd`` tied to round-to-nearest-even
+  (:func:`_designware`, its docstring cites the interfaces).  Constants take ``modargs.value``:
   ``[["BitVector", w], "w'h0018"]`` (also ``'d``, ``'b``, ``'o``, a decimal string or a JSON
   integer; the literal's size and the value must fit ``w``; ``x``/``z`` digits are refused)
   or ``["Bool", true]``;
@@ -374,7 +376,7 @@ def _unsupported(module: Any) -> list[tuple[str, str]]:
         if not isinstance(inst, dict):
             continue
         op = _ref(inst)
-        if not isinstance(op, str) or op in ir.OPS or op in FLOAT_EXPANDED:
+        if not isinstance(op, str) or op in ir.OPS or op in FLOAT_EXPANDED or op == DW_CMP:
             continue
         if op == _UDIV:
             src = driver.get(f"{iname}.in1")
@@ -597,6 +599,194 @@ def opn_tree(k: ir.Kernel, op: str, args: list[int], width: int, name: str) -> i
     return tree(list(args), True)
 
 
+# ------------------------------------------------------- DesignWare float modules (float_DW)
+#: ``float_DW`` generators with the DesignWare two-operand interface (inputs ``a``, ``b``
+#: (``1 + exp_width + sig_width`` bits), ``rnd`` (3 bits); outputs ``z``, ``status`` (8
+#: bits)) -> the IR op of ``z``
+DW_BINARY = {"float_DW.fp_add": "float.add", "float_DW.fp_mul": "float.mul",
+             "float_DW.fp_sub": "float.sub"}
+#: the DesignWare comparator (``DW_fp_cmp``): inputs ``a``, ``b``, ``zctr`` (1 bit); outputs
+#: ``altb``, ``agtb``, ``aeqb``, ``unordered`` (1 bit), ``z0``, ``z1`` (words), ``status0``,
+#: ``status1`` (8 bits)
+DW_CMP = "float_DW.fp_cmp"
+#: ``DW_fp_cmp`` output port -> the IR op computing it from (a, b); ``z0``/``z1`` depend on
+#: ``zctr`` (:func:`_designware`)
+_DW_CMP_FLAGS = {"altb": "float.lt", "agtb": "float.gt", "aeqb": "float.eq"}
+#: the rounding mode the FP PE implements: DesignWare ``rnd`` = 3'b000, IEEE 754 round to
+#: nearest, ties to even (the value CoreIR's ``float.add`` / ``float.mul`` tie it to)
+DW_RND_NEAREST_EVEN = 0
+#: float_DW port names -> the CoreIR ``float`` names (the MetaMapper form of float_DW
+#: instances, with no ``rnd``, uses the latter directly)
+_DW_PORTS = {"a": "in0", "b": "in1", "z": "out", "in0": "in0", "in1": "in1", "out": "out"}
+
+
+def _dw_format(inst: dict[str, Any], where: str) -> dict[str, Any]:
+    """The CoreIR ``float`` genargs of a float_DW instance: ``exp_width`` / ``sig_width``
+    must be BFloat16's 8 / 7 and ``ieee_compliance`` false (or absent)."""
+    ga = inst.get("genargs")
+    if ga is None:
+        ga = {}
+    if not isinstance(ga, dict):
+        raise MappingError(f"{where}: field genargs is a JSON {_jtype(ga)}, not an object; "
+                           f"write {{\"exp_width\": [\"Int\", 8], \"sig_width\": [\"Int\", 7], "
+                           f"\"ieee_compliance\": [\"Bool\", false]}}")
+
+    def arg(name: str) -> Any:
+        v = ga.get(name)
+        return v[1] if isinstance(v, list) and len(v) == 2 else v
+
+    e, f = arg("exp_width"), arg("sig_width")
+    if (e, f) != (8, 7):
+        raise MappingError(f"{where}: genargs exp_width = {_show(e)}, sig_width = {_show(f)}; "
+                           f"only BFloat16 (exp_width 8, sig_width 7) maps onto the FP PE: "
+                           f"compute in bfloat16 or map onto a PE with that float format")
+    if arg("ieee_compliance") not in (None, False, 0):
+        raise MappingError(f"{where}: genargs ieee_compliance = "
+                           f"{_show(ga.get('ieee_compliance'))}; the FP PE flushes subnormals "
+                           f"like DesignWare's non-compliant mode: set ieee_compliance false")
+    return {"exp_bits": ["Int", 8], "frac_bits": ["Int", 7]}
+
+
+def _designware(name: str, module: dict[str, Any], source: str) -> dict[str, Any]:
+    """``module`` with its ``float_DW`` instances written as CoreIR ``float`` instances (the
+    module itself when it has none); see :func:`import_module`.
+
+    Sources of the interfaces: CoreIR's float_DW library (``src/libs/float_DW.cpp`` of
+    rdaly525/coreir) declares ``fp_add`` and ``fp_mul`` with genargs ``exp_width``,
+    ``sig_width``, ``ieee_compliance`` and ports ``a``, ``b``, ``rnd`` (3-bit input), ``z``,
+    ``status`` (8-bit output), and defines CoreIR's ``float.add`` / ``float.mul`` as such an
+    instance with ``rnd`` tied to the constant 0; ``fp_sub`` and ``fp_cmp`` are DesignWare's
+    ``DW_fp_sub`` (same interface) and ``DW_fp_cmp`` (Synopsys DesignWare Building Block IP
+    datasheets; ports ``a``, ``b``, ``zctr``, ``aeqb``, ``altb``, ``agtb``, ``unordered``,
+    ``z0``, ``z1``, ``status0``, ``status1``: ``z0`` = min(a, b) and ``z1`` = max(a, b) when
+    ``zctr`` = 0, swapped when 1). DesignWare's ``rnd`` = 0 is IEEE 754 round to nearest,
+    ties to even, the FP PE's only mode.
+
+    Mapping (BFloat16 only: ``exp_width`` 8, ``sig_width`` 7, ``ieee_compliance`` false):
+    ``fp_add`` / ``fp_mul`` / ``fp_sub`` become ``float.add`` / ``mul`` / ``sub`` (``a``,
+    ``b``, ``z`` -> ``in0``, ``in1``, ``out``; an instance written with those names, as
+    MetaMapper does, is taken as is); an ``fp_cmp`` becomes one instance per output read:
+    ``altb`` / ``agtb`` / ``aeqb`` -> ``float.lt`` / ``gt`` / ``eq`` of (a, b), ``z0`` / ``z1``
+    -> ``float.min`` / ``max`` as ``zctr`` says (named ``<instance>$<port>``).
+
+    Raises :class:`MappingError` (one line, naming the instance and the fix) for another
+    float format or ``ieee_compliance``, ``rnd`` not driven by a ``coreir.const`` 0 (another
+    rounding mode or a computed one; unconnected on an ``a``/``b``/``z`` instance),
+    ``status`` / ``status0`` / ``status1`` / ``unordered`` read by logic, ``zctr`` not a
+    constant when ``z0`` / ``z1`` is read, or an unknown port of a float_DW instance."""
+    insts = module.get("instances")
+    conns = module.get("connections")
+    if not isinstance(insts, dict) or not isinstance(conns, list):
+        return module
+    dw = {i: (inst.get("genref") or inst.get("modref")) for i, inst in insts.items()
+          if isinstance(inst, dict)
+          and (inst.get("genref") or inst.get("modref")) in (*DW_BINARY, DW_CMP)}
+    if not dw:
+        return module
+    where = f"{source}: module {name}"
+    pairs = [c for c in conns if isinstance(c, list) and len(c) == 2
+             and all(isinstance(e, str) for e in c)]
+    # every endpoint of a float_DW instance, with the endpoint at the other end
+    ends: dict[tuple[str, str], list[str]] = {}
+    for a, b in pairs:
+        for x, y in ((a, b), (b, a)):
+            head, _, port = x.partition(".")
+            if head in dw:
+                ends.setdefault((head, port), []).append(y)
+
+    def const_of(ep: str) -> tuple[str, Any] | None:
+        """(op, value) of the constant instance ``ep`` names (``<inst>.out``), else None."""
+        head, _, port = ep.partition(".")
+        inst = insts.get(head)
+        if port != "out" or not isinstance(inst, dict):
+            return None
+        op = _ref(inst)
+        if op not in ir.CONST_OPS:
+            return None
+        margs = inst.get("modargs")
+        value = margs.get("value") if isinstance(margs, dict) else None
+        if op == "corebit.const":
+            v = value[1] if isinstance(value, list) and len(value) == 2 else value
+            return op, int(v) if isinstance(v, bool) else None
+        w = _instance_width(op, inst, f"{where}: instance {head}")
+        return op, _parse_const(value, w, f"{where}: instance {head}")
+
+    new_insts = {i: inst for i, inst in insts.items() if i not in dw}
+    renamed: dict[str, list[str]] = {}           # old endpoint -> new endpoints
+    dropped: set[str] = set()                    # endpoints of rnd / zctr (constants checked)
+    for iname, op in dw.items():
+        iwhere = f"{where}: instance {iname} ({op})"
+        fmt = _dw_format(insts[iname], iwhere)
+        ports = {p for (i, p) in ends if i == iname}
+        for p in sorted(ports):
+            if p in ("status", "status0", "status1", "unordered"):
+                raise MappingError(f"{iwhere}: output {p} is read by {ends[(iname, p)][0]}; "
+                                   f"the FP PE has no {p} flag: remove the connection (leave "
+                                   f"{p} unconnected)")
+        if op in DW_BINARY:
+            known = {"a", "b", "z", "rnd", "in0", "in1", "out"}
+        else:
+            known = {"a", "b", "zctr", *_DW_CMP_FLAGS, "z0", "z1"}
+        bad = sorted(ports - known)
+        if bad:
+            raise MappingError(f"{iwhere}: connection names port {bad[0]!r}; {op} has ports "
+                               f"{', '.join(sorted(known))} (and outputs status"
+                               f"{'' if op in DW_BINARY else '0, status1, unordered'}, which "
+                               f"the FP PE does not have); fix the port name")
+        dw_form = bool(ports & {"a", "b", "z", "z0", "z1", *_DW_CMP_FLAGS})
+        if op in DW_BINARY and dw_form or "rnd" in ports:
+            src = ends.get((iname, "rnd"), [None])[0]
+            got = const_of(src) if src is not None else None
+            if got is None or got[1] != DW_RND_NEAREST_EVEN:
+                how = ("unconnected" if src is None else f"driven by {src}" if got is None
+                       else f"the constant {got[1]}")
+                raise MappingError(f"{iwhere}: rnd is {how}; the FP PE rounds to nearest, "
+                                   f"ties to even only (DesignWare rnd = 0): tie rnd to a "
+                                   f"3-bit coreir.const 0")
+            dropped.add(f"{iname}.rnd")
+        if op in DW_BINARY:
+            new_insts[iname] = {"genref": DW_BINARY[op], "genargs": fmt}
+            for p in ports - {"rnd"}:
+                renamed[f"{iname}.{p}"] = [f"{iname}.{_DW_PORTS[p]}"]
+            continue
+        zctr = None
+        if ports & {"z0", "z1"}:
+            src = ends.get((iname, "zctr"), [None])[0]
+            got = const_of(src) if src is not None else None
+            if got is None or got[1] not in (0, 1):
+                how = "unconnected" if src is None else f"driven by {src}"
+                raise MappingError(f"{iwhere}: zctr is {how} and z0/z1 are read; the min/max "
+                                   f"outputs need a constant zctr: tie it to a corebit.const "
+                                   f"(0: z0 = min, z1 = max)")
+            zctr = got[1]
+        dropped.add(f"{iname}.zctr")
+        outs = {p: _DW_CMP_FLAGS.get(p) for p in ports if p not in ("a", "b", "zctr")}
+        for p in outs:
+            if p in ("z0", "z1"):
+                outs[p] = "float.min" if (p == "z0") == (zctr == 0) else "float.max"
+        for p, irop in sorted(outs.items()):
+            new = f"{iname}${p}"
+            if new in insts:
+                raise MappingError(f"{iwhere}: the instance {new} that stands for output {p} "
+                                   f"already exists; rename it")
+            new_insts[new] = {"genref": irop, "genargs": fmt}
+            renamed[f"{iname}.{p}"] = [f"{new}.out"]
+        for p, q in (("a", "in0"), ("b", "in1")):
+            renamed[f"{iname}.{p}"] = [f"{iname}${o}.{q}" for o in sorted(outs)]
+    new_conns: list[Any] = []
+    for c in conns:
+        if not (isinstance(c, list) and len(c) == 2 and all(isinstance(e, str) for e in c)):
+            new_conns.append(c)                  # import_module reports it
+            continue
+        a, b = c
+        if a in dropped or b in dropped:
+            continue
+        for x in renamed.get(a, [a]):
+            for y in renamed.get(b, [b]):
+                new_conns.append([x, y])
+    return {**module, "instances": new_insts, "connections": new_conns}
+
+
 # ----------------------------------------------------------------------------- import
 def import_module(name: str, module: dict[str, Any], source: str = "<json>") -> ir.Kernel:
     """Import one CoreIR module dict as a Kernel (see the module docstring).
@@ -610,6 +800,7 @@ def import_module(name: str, module: dict[str, Any], source: str = "<json>") -> 
     found = _unsupported(module)
     if found:
         raise _unsupported_error(source, [(label, name, iname) for label, iname in found])
+    module = _designware(name, module, source)
     k = ir.Kernel(name)
     typ = module.get("type")
     if not (isinstance(typ, list) and len(typ) == 2 and typ[0] == "Record"

@@ -16,8 +16,13 @@ reference :func:`mapper.ir.eval_op` by the tests:
 * PE-dependent (:func:`rewrite_for_table`), only where the rule costs make the new form no
   costlier: strength reduction ``mul(x, 2**k) -> shl(x, k)`` (a shift-by-constant rule
   cheaper than any rule containing a multiply) and ``abs(sub(a, b)) -> absd(a, b)`` (a
-  one-PE ``absd``);
+  one-PE ``absd``); a multiply by a constant as shifts and adds when the PE has no rule
+  rooted at ``coreir.mul`` (:func:`naf_digits`: the non-adjacent form of the constant,
+  fewest add/sub);
 * multi-PE decompositions of ops that have no rule rooted at them, e.g. ``absd = abs(sub)``.
+  (Two-PE rules, e.g. ``smax`` as a compare plus a select on a PE without a maximum, are
+  ordinary rules of cost 2 rooted at the op: :func:`peak.rules.table.compose_shape`.)
+  :attr:`MappedKernel.decomposed` counts the PEs both kinds of decomposition cost.
 
 Candidate matches (:func:`_candidates`): at every node, every binding of every rule whose
 pattern is rooted at the node's op (commutative ops matched in both operand orders, rule
@@ -67,7 +72,7 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from cgra.errors import CgraError, MappingError
 from mapper import ir
@@ -123,6 +128,7 @@ class MappedPE:
     inst: int
     inputs: dict[str, Src] = field(default_factory=dict)
     outputs: set[str] = field(default_factory=set)
+    multi_pe: int = 0      # PEs of the rule when it has several (a decomposition), else 0
 
 
 @dataclass
@@ -141,6 +147,24 @@ class MappedKernel:
 
     def pe_count(self) -> int:
         return len(self.pes)
+
+    @property
+    def decomposed(self) -> dict[str, int]:
+        """PEs spent on decompositions of ops the PE lacks, by kind: ``"<op> -> N PEs"``
+        (a multi-PE rule, e.g. ``"smax -> 2 PEs"``: every PE of each application) and
+        ``"mul by constant -> shl+add"`` (the PEs covering the nodes of the shift-and-add
+        rewrite of :func:`rewrite_for_table`)."""
+        out: dict[str, int] = {}
+        nodes = self.prepared.nodes
+        for p in self.pes:
+            if p.multi_pe:
+                key = f"{p.op.split('.')[-1]} -> {p.multi_pe} PEs"
+            elif any((nodes[n].name or "").startswith(NAF_TAG) for n in p.nodes):
+                key = "mul by constant -> shl+add"
+            else:
+                continue
+            out[key] = out.get(key, 0) + 1
+        return out
 
     def rule_counts(self) -> dict[str, int]:
         """Rule key -> number of PEs using it."""
@@ -189,6 +213,54 @@ def _decompose(kernel: ir.Kernel, table: RuleTable) -> ir.Kernel:
     return ir.rewrite(kernel, dec)
 
 
+#: Name prefix of the nodes of a multiply-by-constant rewrite (``naf:mul*<c>``): what
+#: :attr:`MappedKernel.decomposed` attributes PEs by.
+NAF_TAG = "naf:"
+
+
+def naf_digits(c: int, width: int) -> list[tuple[int, int]]:
+    """The non-adjacent form (NAF) of ``c`` modulo ``2**width``: ``[(k, d)]`` with digits
+    ``d`` in {+1, -1}, ``k`` increasing, no two adjacent, ``c = sum(d * 2**k) mod 2**width``
+    (a digit at ``k >= width`` is dropped: it is 0 modulo ``2**width``). The NAF has the
+    fewest nonzero digits of any signed-binary form (the canonical signed digit recoding:
+    Reitwiesner, "Binary arithmetic", Advances in Computers 1, 1960; the recoding loop is
+    Hankerson, Menezes, Vanstone, "Guide to Elliptic Curve Cryptography", 2004, Algorithm
+    3.30), so ``x * c`` costs the fewest shifts and adds/subtracts."""
+    c &= (1 << width) - 1
+    out: list[tuple[int, int]] = []
+    k = 0
+    while c:
+        if c & 1:
+            d = 2 - (c & 3)             # +1 if c = 1 (mod 4), -1 if c = 3 (mod 4)
+            c -= d
+            if k < width:
+                out.append((k, d))
+        c >>= 1
+        k += 1
+    return out
+
+
+def _mul_by_shifts(new: ir.Kernel, x: int, c: int, width: int, name: str) -> int:
+    """``x * c`` (mod ``2**width``) as ``sum(d * (x << k))`` over the NAF digits of ``c``
+    (:func:`naf_digits`): positive terms added, negative ones subtracted (``0 - t`` first
+    when there is no positive one); every node named ``name``."""
+    digits = naf_digits(c, width)
+
+    def term(k: int) -> int:
+        if k == 0:
+            return x
+        return new.add("coreir.shl", x, new.const(k, width), width=width, name=name)
+    pos = [term(k) for k, d in digits if d > 0]
+    neg = [term(k) for k, d in digits if d < 0]
+    acc = pos[0] if pos else new.add("coreir.sub", new.const(0, width), neg.pop(0),
+                                     width=width, name=name)
+    for t in pos[1:]:
+        acc = new.add("coreir.add", acc, t, width=width, name=name)
+    for t in neg:
+        acc = new.add("coreir.sub", acc, t, width=width, name=name)
+    return acc
+
+
 def _cheapest(table: RuleTable, op: str, root_only: bool = False) -> float:
     """PE cost of the cheapest rule whose pattern contains ``op`` (rooted at ``op`` with
     ``root_only``); infinity when there is none."""
@@ -209,11 +281,21 @@ def rewrite_for_table(kernel: ir.Kernel, table: RuleTable) -> ir.Kernel:
     * ``abs(sub(a, b)) -> absd(a, b)`` when the subtraction has no other use and the table
       has a rule rooted at ``commonlib.absd`` no costlier than every rule rooted at
       ``commonlib.abs`` (the reverse, ``absd -> abs(sub)`` when only the decomposition
-      exists, is :func:`_decompose`).
+      exists, is :func:`_decompose`);
+    * a multiply by a constant ``c`` that is not a power of two as shifts and adds (issue 41):
+      ``mul(x, c) -> sum(d * shl(x, k))`` over the non-adjacent form of ``c``
+      (:func:`naf_digits`; ``2 * nonzero digits - 1`` PEs at most, e.g. ``x * 37 =
+      (x << 5) + (x << 2) + x``) when the table has no rule rooted at ``coreir.mul`` (neither
+      ``coreir.mul`` nor ``coreir.mul[in1=const]``: the only way to compute it) and has
+      ``coreir.shl[in1=const]``, ``coreir.add`` and ``coreir.sub`` rules (the shift amounts
+      meeting the shift rule's preconditions). Without a multiplier rule the mapper would
+      otherwise stop with "no rule for coreir.mul"; a multiply of two variables still does.
 
     ``kernel`` should be canonical (:func:`mapper.ir.canonicalize`: constants second)."""
     shl = table.by_key.get("coreir.shl[in1=const]")
     reduce_mul = shl is not None and shl.cost < _cheapest(table, "coreir.mul")
+    naf = (shl is not None and not table.has_op("coreir.mul")
+           and table.has_op("coreir.add") and table.has_op("coreir.sub"))
     fuse_absd = _cheapest(table, "commonlib.absd", True) <= _cheapest(table, "commonlib.abs",
                                                                         True)
     uses: dict[int, int] = {}
@@ -223,11 +305,16 @@ def rewrite_for_table(kernel: ir.Kernel, table: RuleTable) -> ir.Kernel:
     outs = set(kernel.outputs.values())
 
     def strength(new: ir.Kernel, n: ir.Node, args: list[int]) -> int | None:
-        if not reduce_mul or n.op != "coreir.mul":
+        if not (reduce_mul or naf) or n.op != "coreir.mul":
             return None
         c = ir.const_value(new, args[1])
-        if c is None or c & (c - 1) or not 2 <= c < (1 << n.width):
+        if c is None or not 2 <= c < (1 << n.width):
             return None
+        if c & (c - 1):
+            if not naf or not all(pc.holds(k) for k, _ in naf_digits(c, n.width)
+                                  for pc in shl.preconditions):
+                return None
+            return _mul_by_shifts(new, args[0], c, n.width, f"{NAF_TAG}mul*{c}")
         k = c.bit_length() - 1
         if not all(pc.holds(k) for pc in shl.preconditions):
             return None
@@ -945,7 +1032,8 @@ def cover_kernel(kernel: ir.Kernel, table: RuleTable, pe: PEInfo,
                                    f"for PE {pe_label} ({exc}); the rule table is stale, "
                                    f"regenerate it with `cgra rules`") from None
             mpe = MappedPE(f"{prefix}_pe{len(pes)}", rule.target, rule.op,
-                           list(nodes) if ri is rule.instances[-1] else [], values, inst)
+                           list(nodes) if ri is rule.instances[-1] else [], values, inst,
+                           multi_pe=rule.cost if rule.cost > 1 else 0)
             pes.append(mpe)
             by_name[mpe.name] = mpe
             made[ri.id] = mpe
@@ -1239,6 +1327,27 @@ def check_luts(m: MappedKernel, mem: MemInfo | None) -> None:
             raise MappingError(f"kernel {m.kernel.name}: lookup {lt.name} has "
                                f"{len(lt.table)} entries; the MEM tile holds {cap} words "
                                f"(shorten the table or split the lookup)")
+
+
+def decomposition_summary(kernels: Iterable[MappedKernel]) -> dict[str, int]:
+    """PEs spent on decompositions over ``kernels``, by kind (:attr:`MappedKernel.decomposed`,
+    summed; kinds sorted)."""
+    out: dict[str, int] = {}
+    for m in kernels:
+        for kind, n in m.decomposed.items():
+            out[kind] = out.get(kind, 0) + n
+    return dict(sorted(out.items()))
+
+
+def decomposition_note(kernels: Iterable[MappedKernel]) -> str:
+    """The map report's note on decomposition PEs, e.g. ``" (28 from decompositions: mul by
+    constant -> shl+add)"``, ``" (14 from decompositions: 6 for smax -> 2 PEs, 8 for umax ->
+    2 PEs)"``; empty when no PE is spent on one."""
+    d = decomposition_summary(kernels)
+    if not d:
+        return ""
+    kinds = ", ".join(f"{n} for {k}" for k, n in d.items()) if len(d) > 1 else next(iter(d))
+    return f" ({sum(d.values())} from decompositions: {kinds})"
 
 
 @dataclass

@@ -18,7 +18,16 @@ BFloat16 input is a ``UInt(16)`` ImageParam ``reinterpret``-ed as ``BFloat(16)``
 tables are built from their encodings (no rounding in Halide), and a BFloat16 output is
 realized as its ``UInt(16)`` encodings.
 
-Compiled pipelines are cached per DSL pipeline object (JIT compile costs ~1 s).
+Word width: on a design of narrower data words than the app's (``data_width = 8``, an app
+of ``UInt16``), ``word_bits`` builds the app with its integer types that many bits wide
+(``UInt16`` -> ``UInt(8)``, ``Int16`` -> ``Int(8)``; images, tables and constants keep their
+low bits), the golden model of :func:`mapper.ir.narrow_pipeline`. A shift by a constant of
+at least the word width, which Halide leaves undefined (its simplifier refuses it), is the
+IR's value (SMT-LIB ``bvlshr`` / ``bvashr`` / ``bvshl``: 0, or the sign fill of an
+arithmetic shift).
+
+Compiled pipelines are cached per DSL pipeline object and word width (JIT compile costs
+~1 s).
 """
 from __future__ import annotations
 
@@ -58,10 +67,15 @@ def _value(t: dsl.Type, e):
 class HalidePipeline:
     """A DSL pipeline built as Halide Funcs; :meth:`run` realizes it on images."""
 
-    def __init__(self, pipe: dsl.Pipeline):
+    def __init__(self, pipe: dsl.Pipeline, word_bits: int | None = None):
         hl = _hl()
         self.pipe = pipe
-        self.params = {i.name: hl.ImageParam(_storage(i.type), len(i.shape),
+        if word_bits is not None and word_bits not in (8, 16, 32):
+            raise SimulationError(f"Halide golden {pipe.name}: word_bits {word_bits} is not a "
+                                  f"Halide integer width the images can hold (8, 16, 32)")
+        #: bits of the integer words (None: the DSL types' own 16)
+        self.word_bits = word_bits
+        self.params = {i.name: hl.ImageParam(self._storage(i.type), len(i.shape),
                                              f"input_{i.name}")
                        for i in pipe.inputs}
         self.vars: dict[str, Any] = {}         # DSL Var name -> hl.Var
@@ -98,8 +112,23 @@ class HalidePipeline:
                 xo, xi = hl.Var("xo"), hl.Var("xi")
                 out.split(vs[0], xo, xi, pipe.unroll, hl.TailStrategy.GuardWithIf).unroll(xi)
             out.compile_jit()
-            self.outs[o.name] = (out, _storage(o.type), domains[o.name])
+            self.outs[o.name] = (out, self._storage(o.type), domains[o.name])
         self.out, self.out_type, self.domain = self.outs[pipe.output.name]
+
+    def _htype(self, t: dsl.Type):
+        """``t`` as a Halide type, integer words ``word_bits`` wide when set."""
+        if self.word_bits is None or t is dsl.Bool or t.is_float:
+            return _htype(t)
+        hl = _hl()
+        return hl.Int(self.word_bits) if t.signed else hl.UInt(self.word_bits)
+
+    def _storage(self, t: dsl.Type):
+        return _storage(t) if t.is_float else self._htype(t)
+
+    def _dtype(self, t: dsl.Type) -> np.dtype:
+        """The numpy type of ``t``'s images and tables."""
+        bits = 16 if self.word_bits is None or t.is_float else self.word_bits
+        return np.dtype(f"{'int' if t.signed and not t.is_float else 'uint'}{bits}")
 
     def _var(self, name: str):
         if name not in self.vars:
@@ -163,7 +192,7 @@ class HalidePipeline:
         if isinstance(e, dsl.Const):
             if e.type.is_float:
                 return hl.reinterpret(hl.BFloat(16), hl.cast(hl.UInt(16), e.value))
-            return hl.cast(_htype(e.type), e.value)
+            return hl.cast(self._htype(e.type), e.value)
         if isinstance(e, dsl.Access):
             idx = [self._index(a, pure, rmap) for a in e.idx]
             t = e.target
@@ -175,21 +204,21 @@ class HalidePipeline:
                 return _value(t.type, self.clamped[t.name][idx])
             if isinstance(t, dsl.Table):
                 if id(t) not in self.tables:
-                    dt = np.int16 if t.type.signed else np.uint16
-                    self.tables[id(t)] = hl.Buffer(np.array(t.rows, dtype=dt), t.name)
+                    rows = np.array(t.rows, dtype=np.int64).astype(self._dtype(t.type))
+                    self.tables[id(t)] = hl.Buffer(rows, t.name)
                 return _value(t.type, self.tables[id(t)][idx[0], idx[1]])
             return self.funcs[t.name][idx]
         if isinstance(e, dsl.Coord):
-            return hl.cast(hl.UInt(16), (pure[e.var] + e.offset) % e.modulus)
+            return hl.cast(self._htype(dsl.UInt16), (pure[e.var] + e.offset) % e.modulus)
         if isinstance(e, dsl.Lookup):
             t = e.lut
             if id(t) not in self.tables:
-                dt = np.int16 if t.type.signed else np.uint16
-                self.tables[id(t)] = hl.Buffer(np.array(t.values, dtype=dt), t.name)
+                vals = np.array(t.values, dtype=np.int64).astype(self._dtype(t.type))
+                self.tables[id(t)] = hl.Buffer(vals, t.name)
             i = hl.clamp(hl.cast(hl.Int(32), rec(e.index)), 0, len(t.values) - 1)
             return _value(t.type, self.tables[id(t)][i])
         if isinstance(e, dsl.Cast):
-            return hl.cast(_htype(e.type), rec(e.a))
+            return hl.cast(self._htype(e.type), rec(e.a))
         if isinstance(e, dsl.Select):
             return hl.select(rec(e.c), rec(e.a), rec(e.b))
         if isinstance(e, dsl.Unary):
@@ -198,7 +227,7 @@ class HalidePipeline:
                 return ~a
             if e.op == "exp":                  # float32 exp, rounded to bf16
                 return hl.cast(hl.BFloat(16), hl.exp(a))
-            return hl.cast(hl.UInt(16), hl.abs(a))
+            return hl.cast(self._htype(dsl.UInt16), hl.abs(a))
         if isinstance(e, dsl.BinOp):
             a, b = rec(e.a), rec(e.b)
             op = e.op
@@ -212,6 +241,11 @@ class HalidePipeline:
                 return a == b
             if op in (">>", "<<"):
                 amount = e.b.value
+                t = self._htype(e.a.type)
+                if amount >= t.bits():         # undefined in Halide; the IR's value
+                    if op == ">>" and t.is_int():
+                        return a >> (t.bits() - 1)
+                    return hl.cast(t, 0)
                 return a >> amount if op == ">>" else a << amount
             return {
                 "+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: a / b,
@@ -244,8 +278,7 @@ class HalidePipeline:
                 raise SimulationError(f"Halide golden {self.pipe.name}: input {i.name} must be "
                                       f"{tuple(reversed(i.shape))} (coordinates reversed: "
                                       f"height, width for an image), got {img.shape}")
-            dt = np.int16 if i.type.signed else np.uint16
-            arr = np.ascontiguousarray(img.astype(np.int64).astype(dt))
+            arr = np.ascontiguousarray(img.astype(np.int64).astype(self._dtype(i.type)))
             keep.append(arr)          # hl.Buffer wraps the array's memory: keep it alive
             self.params[i.name].set(hl.Buffer(arr))
         res = {}
@@ -258,15 +291,16 @@ class HalidePipeline:
         return res
 
 
-_CACHE: dict[int, tuple[dsl.Pipeline, HalidePipeline]] = {}
+_CACHE: dict[tuple[int, int | None], tuple[dsl.Pipeline, HalidePipeline]] = {}
 
 
-def halide_pipeline(pipe: dsl.Pipeline) -> HalidePipeline:
-    """The (cached) Halide build of a DSL pipeline."""
-    hit = _CACHE.get(id(pipe))
+def halide_pipeline(pipe: dsl.Pipeline, word_bits: int | None = None) -> HalidePipeline:
+    """The (cached) Halide build of a DSL pipeline (integer words ``word_bits`` wide when
+    given: :class:`HalidePipeline`)."""
+    hit = _CACHE.get((id(pipe), word_bits))
     if hit is None or hit[0] is not pipe:
-        hit = (pipe, HalidePipeline(pipe))
-        _CACHE[id(pipe)] = hit
+        hit = (pipe, HalidePipeline(pipe, word_bits))
+        _CACHE[(id(pipe), word_bits)] = hit
     return hit[1]
 
 
@@ -276,7 +310,8 @@ def run_halide(pipe: dsl.Pipeline, images: dict[str, np.ndarray]) -> np.ndarray:
     return halide_pipeline(pipe).run(images)
 
 
-def run_halide_outputs(pipe: dsl.Pipeline, images: dict[str, np.ndarray]
-                       ) -> dict[str, np.ndarray]:
-    """Run ``pipe`` in real Halide: every output over its own domain, by name."""
-    return halide_pipeline(pipe).run_outputs(images)
+def run_halide_outputs(pipe: dsl.Pipeline, images: dict[str, np.ndarray],
+                       word_bits: int | None = None) -> dict[str, np.ndarray]:
+    """Run ``pipe`` in real Halide: every output over its own domain, by name (integer
+    words ``word_bits`` wide when given: :class:`HalidePipeline`)."""
+    return halide_pipeline(pipe, word_bits).run_outputs(images)

@@ -18,7 +18,9 @@ or their bf16 encodings for a ``BFloat16`` input); outputs are compared as 16-bi
 encodings for a ``BFloat16`` output).
 
 Files of the sim stage: ``<app>.png`` (output, 8-bit when it fits, see
-:func:`mapper.images.save_png`; a ``BFloat16`` output shows its values), ``input.png``, ``compare.png`` (input, output and difference
+:func:`mapper.images.save_png`; a ``BFloat16`` output shows its values; an app whose outputs
+are ``red``, ``green`` and ``blue`` gets one RGB picture of the three,
+:func:`mapper.images.save_rgb_png`, and a colour ``compare.png``), ``input.png``, ``compare.png`` (input, output and difference
 to the golden side by side), ``run_report.json`` (schema :data:`RUN_SCHEMA`: resources,
 wirelength, routing iterations, seconds per stage, cycles, latency vs the ideal, golden
 agreement, ``bitstream_proof``) and the simulation files ``sim.*``. Before the Verilator
@@ -46,8 +48,9 @@ from mapper.backend.bitstream import BitstreamWords
 from mapper.backend.verify import verify
 from mapper.backend.report import report as pnr_report
 from mapper.interp import run_outputs
-from mapper.apps import HALIDE_TOLERANCE_ULP, app_images, build_app, display_image, load_app_image, lower_app
-from mapper.images import save_comparison, save_png
+from mapper.apps import (HALIDE_TOLERANCE_ULP, app_images, build_app, colour_outputs,
+                         display_image, load_app_image, lower_app)
+from mapper.images import save_comparison, save_png, save_rgb_png
 from mapper.sim.halide import run_halide_outputs
 
 @dataclass
@@ -374,10 +377,13 @@ def simulate_app(run_dir: str | Path, coll: Collateral, opts: SimOptions | None 
     say("golden models")
     t = time.perf_counter()
     ir_p = lower_app(ap.app, ap.width, ap.height, ap.unroll)
-    g_np_all = run_outputs(ir_p, images)
+    # a design of narrower words than the app's runs it in its own word width (as map_app)
+    narrow = ir.narrow_pipeline(ir_p, coll.data_width)
+    g_np_all = run_outputs(narrow, images)
     secs["golden_numpy"] = time.perf_counter() - t
     t = time.perf_counter()
-    g_hl_all = run_halide_outputs(dsl_p, images)
+    g_hl_all = run_halide_outputs(dsl_p, images,
+                                  coll.data_width if narrow is not ir_p else None)
     secs["golden_halide"] = time.perf_counter() - t
     outs: dict[str, np.ndarray] = {}
     for o in ir_p.outputs:
@@ -386,12 +392,23 @@ def simulate_app(run_dir: str | Path, coll: Collateral, opts: SimOptions | None 
             outs[o] = outs[o].view(np.int16)
     primary = ir_p.output
     out_img, g_np, g_hl = outs[primary], g_np_all[primary], g_hl_all[primary]
-    save_png(display_image(dsl_p, out_img), run_dir / f"{app['name']}.png")
+    rgb = colour_outputs(dsl_p)     # red, green, blue outputs: one colour picture
+    if rgb is not None:
+        save_rgb_png(np.stack([display_image(dsl_p, outs[o], o) for o in rgb], axis=-1),
+                     run_dir / f"{app['name']}.png")
+    else:
+        save_png(display_image(dsl_p, out_img), run_dir / f"{app['name']}.png")
     for o in ir_p.outputs if ir_p.more_outputs else ():     # several outputs: one PNG each
         save_png(display_image(dsl_p, outs[o], o), run_dir / f"{app['name']}_{o}.png")
     save_png(img, run_dir / "input.png")
-    save_comparison(img, display_image(dsl_p, out_img), display_image(dsl_p, g_np),
-                    run_dir / "compare.png",
+    # a colour app's input panel is the colour image (not the plane or mosaic streamed in)
+    shown_in = source if dsl_p.image != "grey" else img
+    if rgb is not None:             # the colour output, its three planes as one picture
+        shown = [shown_in] + [np.stack([display_image(dsl_p, a[o], o) for o in rgb], axis=-1)
+                              for a in (outs, g_np_all)]
+    else:
+        shown = [shown_in, display_image(dsl_p, out_img), display_image(dsl_p, g_np)]
+    save_comparison(*shown, run_dir / "compare.png",
                     title=f"{app['name']} on {coll.name} ({opts.image})")
     # the numpy interpreter is the IR's semantics: bit for bit; Halide within the app's
     # stated bound on its BFloat16 outputs, if it states one (mapper.apps.HALIDE_TOLERANCE_ULP)

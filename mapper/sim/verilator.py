@@ -1,16 +1,34 @@
 """Simulation of a configured array in Verilator with a generated C++ stream harness.
 
 The harness is generated from the collateral only (``design.json``: top module and top-level
-ports; ``rtl/filelist.f``), compiled ONCE per design and cached under
-``build/<design>/sim/<key16>/`` where ``key`` hashes the RTL files, the harness source, the
-Verilator version and the build flags (Verilator options, ``OPT_FAST``/``OPT_SLOW``, the
-precompiled-header switch, :data:`BUILD_RECIPE`). Concurrent builds (pytest-xdist workers, two
-``cgra run`` at once) are serialised with an exclusive file lock on ``sim/.lock``; a finished
-build is stamped ``ok`` and never rebuilt. A build runs in ``sim/.<key>.tmp-<pid>/`` and is
-renamed into place when complete; an interrupted build removes its directory and kills its
+ports; ``rtl/filelist.f``) and compiled once per *content*: the model cache
+(:func:`model_cache_dir`: ``.sim-cache/`` beside the design directories, or
+``SimParams.cache_dir``) holds ``<key>/`` where ``key`` (16 hex digits of a sha256) hashes the
+RTL files (names and bytes), the harness source (top module and ports), the Verilator
+version and the build flags (Verilator options, ``OPT_FAST``/``OPT_SLOW``, the
+precompiled-header switch, :data:`BUILD_RECIPE`), and nothing else. So two design
+directories with byte-identical RTL share one model, and regenerating a design (A -> B -> A,
+e.g. ``build/small`` from another TOML and back) finds A's model again: the cache is outside
+the design directories and a regeneration never touches it. Cache layout::
+
+    .sim-cache/<key>/             a finished model: harness, harness.cpp, ports.json,
+                                  build.cmd, build.log, ok (stamp: build seconds), used
+    .sim-cache/.<key>.lock        exclusive while <key> is built or pruned; shared while
+                                  run_harness starts the binary
+    .sim-cache/.<key>.tmp-<pid>/  a build in progress (renamed to <key>/ when complete)
+    .sim-cache/<key>.failed.log   the log of the last failed build of <key>
+
+Concurrent builds of one model (pytest-xdist workers, two ``cgra run`` at once) are
+serialised by its lock (different models build in parallel); a finished build is stamped
+``ok`` and never rebuilt. An interrupted build removes its directory and kills its
 Verilator/make/compiler process group, and a directory left by a killed process is removed by
-the next build. Verilator, make and the simulation harness are sent SIGKILL when the process
-that started them dies (``kill -9`` runs no cleanup: :mod:`cgra.procs`).
+the next build (:func:`remove_stale_builds`). Verilator, make and the simulation harness are
+sent SIGKILL when the process that started them dies (``kill -9`` runs no cleanup:
+:mod:`cgra.procs`). The cache is bounded: a build that adds a model removes the least
+recently used models beyond ``SimParams.cache_models`` (default 16; an 8x8 model is ~0.8 MB,
+a 32x16 one ~5 MB), never one being built or started (:func:`prune_models`). Whether a run
+reused a model is in its report (``run_report.json`` ``verilator``: ``key``, ``cached``,
+``build_seconds``, and the ``cgra run`` / ``cgra sim`` summary line).
 
 Protocol driven by the harness (docs/garnet.md, "Driving the top module"), one line of
 ``sim.log`` per phase:
@@ -33,7 +51,7 @@ Stimulus file (text)::
     cycles <T>
     flush_wait <F>
     readback <0|1>
-    in <k_1> <k_2> ...        indices into design ports (sim/<key>/ports.json "inputs")
+    in <k_1> <k_2> ...        indices into design ports (<key>/ports.json "inputs")
     out <j_1> <j_2> ...       indices into "outputs"
     data
     <v_1> <v_2> ...            T lines, one value (decimal) per input port
@@ -62,15 +80,58 @@ grows with the tile count whatever the inlining (``-fno-inline`` only adds per-m
 on top); hierarchical blocks add a DPI wrapper per instance. What does scale is the ~0.4 s
 every generated .cpp file spends parsing ``verilated.h``: compiling it once
 (``SimParams.precompiled_header``) cuts the C++ compile by a third.
+
+Issue 41 (``bench/bench_verilator.py``, ``bench/results/verilator.csv``; 32x16
+``configs/default.toml``, every variant a cold build into an empty cache, then the gaussian
+run's bitstream and stimulus replayed; outputs bit-identical across all variants). The
+machine was shared with ~5 other jobs (1-minute load 3-24 on 2 cores, changing during a
+round), so wall seconds are inflated 2-8x and even ratios within a round are rough:
+
+==============================================  =========  =========  =========  =========
+variant: wall s (verilate s), cycles/s           round 1    round 2    round 3    round 4
+==============================================  =========  =========  =========  =========
+runtime compiled after the verilation (before)  680 (251)  347 (125)  156 (60)   162 (62)
+                                                354        783        2346       2303
+runtime beside the verilation (default)         563 (268)  129 (66)   213 (84)   163 (64)
+                                                808        2082       1868       2003
+runtime from the cache (any earlier model)      500 (210)  226 (79)   -          -
+                                                344        1494
+``--x-assign fast --x-initial fast``            375 (201)  149 (68)   -          -
+                                                972        1649
+``OPT_FAST=-Og``                                245 (127)  -          -          -
+                                                1258
+1-minute load during the round                  5-24       3-6        3-4        0.6-5.6
+==============================================  =========  =========  =========  =========
+
+The run-time library (``verilated.o``, ``verilated_threads.o``, at ``-Os``) and the two
+precompiled ``verilated.h`` (one per optimisation level) do not depend on the design, yet make
+compiled them only after the single-threaded verilation, while the second core idled through
+its ~35-60 s. :class:`_Runtime` compiles them from a stand-in design *beside* the verilation
+(or takes them from the cache) and copies them in when the compile flags match (the model is
+the same). On idle cores that removes the run-time library's CPU (tens of seconds) from the
+part after the verilation; on this machine the other jobs' load swamped it: rounds 1-2 show
+the part after verilation 429 -> 295 s and 222 -> 63 s, rounds 3-4 (quieter) no gain. It is
+kept as the default (``SimParams.share_runtime = False`` is the old build) because every later
+build in the cache skips that compile outright. ``--x-assign fast --x-initial fast`` gave no
+gain at equal load (more C++ CPU), and ``OPT_FAST=-Og`` costs 17% of the simulation speed
+(first table), so the other defaults stay. The target of <= 60 s for the cold 32x16 build is
+not met: at load 0.6-5.6 it took ~160 s (the single-threaded verilation ~60 s of it; no
+variant above shortened that). Reusing a cached model instead takes
+0.08 s of :func:`build_harness` at 32x16 (``bench_verilator.py --reuse``); the third run of
+A -> B -> A on 8x8 is a 17.6 s ``cgra run`` against 110.9 s with a cold build (load 18). ccache
+(not installed here) would only help the run-time library, which the
+cache already shares, since each design's verilated C++ is new.
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
 import os
 import re
 import selectors
+import shlex
 import shutil
 import signal
 import subprocess
@@ -104,7 +165,14 @@ class SimParams:
     cycles after the flush pulse (``None`` = ``height // flush_interval + 1`` from
     design.json); ``readback``: compare every written config register;
     ``build_timeout_s`` / ``run_timeout_s``: wall-clock limits (seconds); ``extra_flags``:
-    Verilator options (``--no-decoration``: C++ without comments, 2.6x smaller).
+    Verilator options (``--no-decoration``: C++ without comments, 2.6x smaller);
+    ``cache_dir``: the model cache shared by designs (``None``: ``.sim-cache`` beside the
+    design directory, :func:`model_cache_dir`; a relative path is taken from the working
+    directory); ``cache_models``: models the cache keeps (the most recently used; a build
+    that adds one removes the least recently used beyond it, :func:`prune_models`);
+    ``share_runtime``: take Verilator's run-time library and the precompiled header from the
+    cache, compiling them beside the verilation when it has none (:class:`_Runtime`; the
+    model is the same either way).
 
     Build-time measurements of these choices: module docstring, "Build time"."""
 
@@ -119,14 +187,20 @@ class SimParams:
     run_timeout_s: float = 1800.0
     extra_flags: tuple[str, ...] = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "-Wno-UNOPTFLAT",
                                     "--no-decoration")
+    cache_dir: str | None = None
+    cache_models: int = 16
+    share_runtime: bool = True
 
 
 @dataclass
 class Harness:
     """A compiled harness: ``exe`` (binary), ``inputs`` / ``outputs``: data port names of the top
-    module in the harness's index order, ``widths``: port -> bits, ``key``: cache key,
-    ``cached``: True when an earlier build was reused, ``build_seconds``: wall time of the
-    build (0 when cached)."""
+    module in the harness's index order, ``widths``: port -> bits, ``key``: cache key
+    (content hash, module docstring), ``cached``: True when an earlier build was reused (by
+    this or another design directory), ``build_seconds``: wall time of the build (0 when
+    cached), ``flush_wait``: idle cycles after the flush pulse; ``lock``: the model's lock
+    file in the cache (:func:`run_harness` holds it shared while it starts the binary, so
+    :func:`prune_models` cannot remove it underneath; ``None``: a harness outside the cache)."""
 
     design_dir: Path
     top: str
@@ -138,6 +212,7 @@ class Harness:
     cached: bool
     build_seconds: float
     flush_wait: int
+    lock: Path | None = None
 
 
 @dataclass
@@ -343,13 +418,28 @@ def _flush_wait(design: DesignInfo, params: SimParams) -> int:
 
 # -- build directories and child processes -------------------------------------------------
 
-_TMP_RE = re.compile(r"^\.(?P<key>[0-9a-f]+)\.tmp-(?P<pid>\d+)$")
+#: the model cache's directory name beside the design directories (:func:`model_cache_dir`)
+CACHE_DIR_NAME = ".sim-cache"
+_KEY_RE = re.compile(r"^(?:rt-)?[0-9a-f]{16}$")
+_TMP_RE = re.compile(r"^\.(?P<key>(?:rt-)?[0-9a-f]+)\.(?:tmp|evict)-(?P<pid>\d+)$")
+
+
+def model_cache_dir(design_dir: str | Path, params: SimParams | None = None) -> Path:
+    """The Verilator model cache ``design_dir`` uses (absolute): ``SimParams.cache_dir`` when
+    set (relative to the working directory), else ``<design_dir>/../.sim-cache``
+    (:data:`CACHE_DIR_NAME`), shared by every design directory beside it and by every
+    regeneration of them (models are keyed by content, module docstring)."""
+    p = params or SimParams()
+    if p.cache_dir is not None:
+        return Path(p.cache_dir).resolve()
+    return Path(design_dir).resolve().parent / CACHE_DIR_NAME
 
 
 def remove_stale_builds(sim_root: str | Path) -> list[Path]:
-    """Remove the ``.<key>.tmp-<pid>`` build directories in ``sim_root`` left by a build
-    whose process ``pid`` no longer exists (killed with SIGKILL, machine reset); a directory
-    whose process is alive is never touched. Returns the removed paths."""
+    """Remove the ``.<key>.tmp-<pid>`` build directories (and ``.<key>.evict-<pid>``
+    directories of a :func:`prune_models`) in the model cache ``sim_root`` left by a process
+    ``pid`` that no longer exists (killed with SIGKILL, machine reset); a directory whose
+    process is alive is never touched. Returns the removed paths."""
     root = Path(sim_root)
     removed = []
     if not root.is_dir():
@@ -364,6 +454,65 @@ def remove_stale_builds(sim_root: str | Path) -> list[Path]:
         shutil.rmtree(d, ignore_errors=True)
         removed.append(d)
     return removed
+
+
+def _last_use(model: Path) -> float:
+    """mtime (s) of the model's ``used`` stamp (of ``ok`` for a model never reused)."""
+    for stamp in ("used", "ok"):
+        try:
+            return (model / stamp).stat().st_mtime
+        except FileNotFoundError:
+            continue
+    return 0.0
+
+
+def prune_models(cache_root: str | Path, keep: int, protect: Sequence[str] = ()) -> list[Path]:
+    """Bound the model cache ``cache_root`` to the ``keep`` most recently used finished
+    models (``<key>/ok``; last use = the mtime of the ``used`` stamp :func:`build_harness`
+    touches whenever it returns the model): the others are removed, except a key in
+    ``protect`` and a model whose lock (``.<key>.lock``) another process holds (a build of
+    it, or :func:`run_harness` starting it). A model is renamed to ``.<key>.evict-<pid>``
+    before it is deleted, so no ``<key>/`` is ever half removed (a crash leaves a directory
+    :func:`remove_stale_builds` removes). Returns the removed model directories."""
+    root = Path(cache_root)
+    if not root.is_dir():
+        return []
+    models = sorted(((_last_use(d), d.name, d) for d in root.iterdir()
+                     if _KEY_RE.match(d.name) and (d / "ok").is_file()), reverse=True)
+    removed = []
+    for _t, key, d in models[max(0, keep):]:
+        if key in protect:
+            continue
+        with open(root / f".{key}.lock", "a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue                # being built or started: keep it this time
+            try:
+                if not (d / "ok").is_file():
+                    continue
+                gone = root / f".{key}.evict-{os.getpid()}"
+                d.rename(gone)
+                shutil.rmtree(gone, ignore_errors=True)
+                removed.append(d)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+    return removed
+
+
+@contextlib.contextmanager
+def _flock(path: Path | None, mode: int):
+    """Hold ``flock(mode)`` on the file ``path`` (created if missing) for the ``with`` body;
+    no lock when ``path`` is None or its directory is gone (nothing left to protect)."""
+    if path is None or not path.parent.is_dir():
+        yield
+        return
+    with open(path, "a") as f:
+        fcntl.flock(f, mode)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def group_members(pgid: int) -> list[int]:
@@ -459,6 +608,9 @@ _WRAPPER_MK = """\
 include {mk}
 cgra-objects:
 \t@echo CGRA_OBJECTS $(VK_OBJS) $(VK_GLOBAL_OBJS) $(VK_USER_OBJS)
+cgra-flags:
+\t@echo CGRA_FLAGS $(CXX) $(CXXFLAGS) $(CPPFLAGS) $(OPT_FAST) $(OPT_SLOW) $(OPT_GLOBAL) \
+\t  $(VK_GLOBAL_OBJS)
 """
 #: Precompiled ``verilated.h``, one per optimisation level: GCC picks the valid one from the
 #: ``verilated.h.gch/`` directory and silently falls back to the header when none matches.
@@ -513,21 +665,35 @@ class _MakeProgress:
             self.say("linking")
 
 
+def _reuse(model: Path, binary: str = "harness") -> bool:
+    """True when ``model`` is a finished cache entry (``ok`` stamp and its ``binary``);
+    marks its use (``used`` stamp, :func:`prune_models`). Finished entries never change."""
+    if not ((model / "ok").is_file() and (model / binary).is_file()):
+        return False
+    try:
+        (model / "used").touch()
+    except FileNotFoundError:           # pruned by another process just now
+        return False
+    return True
+
+
 def build_harness(design_dir: str | Path, params: SimParams | None = None,
                   progress: Callable[[str], None] | None = None) -> Harness:
-    """Generate and compile the stream harness of ``design_dir`` (cached, see the module
-    docstring): ``verilator --cc`` then ``make`` with a precompiled ``verilated.h``
-    (``SimParams.precompiled_header``), both in their own process group.
+    """Generate and compile the stream harness of ``design_dir``, or reuse the model of the
+    same content from the model cache (:func:`model_cache_dir`, module docstring):
+    ``verilator --cc`` then ``make -j SimParams.jobs`` with a precompiled ``verilated.h``
+    (``SimParams.precompiled_header``), both in their own process group. A build that adds
+    a model bounds the cache to ``SimParams.cache_models`` models (:func:`prune_models`).
 
     ``progress(msg)`` (optional) is called with short messages as the build advances:
-    ``"cached"``, ``"waiting for another build of this design"``, ``"verilating"``,
+    ``"cached"``, ``"waiting for another build of this model"``, ``"verilating"``,
     ``"precompiling verilated.h"``, ``"compiling C++ (k/n objects)"``, ``"linking"``.
 
     Interrupts (KeyboardInterrupt, or SIGTERM turned into an exception by ``cgra``) and any
     other exception kill the Verilator/make/compiler process group, remove the temporary
-    ``sim/.<key>.tmp-<pid>`` directory and propagate; stale temporary directories of dead
+    ``.<key>.tmp-<pid>`` directory and propagate; stale temporary directories of dead
     processes are removed by the next build (:func:`remove_stale_builds`). The log of a
-    failed or timed-out build is kept as ``sim/<key>.failed.log``.
+    failed or timed-out build is kept as ``<cache>/<key>.failed.log``.
 
     Raises :class:`CollateralError` for a missing/malformed design and
     :class:`SimulationError` when Verilator or the C++ build fails (with the log's tail) or
@@ -547,50 +713,199 @@ def build_harness(design_dir: str | Path, params: SimParams | None = None,
         h.update(f.name.encode())
         h.update(f.read_bytes())
     h.update(src.encode())
-    h.update(_verilator_version(p.verilator).encode())
+    version = _verilator_version(p.verilator)
+    h.update(version.encode())
     h.update(json.dumps(flags).encode())
     key = h.hexdigest()[:16]
-    sim_root = d / "sim"
-    sim_root.mkdir(exist_ok=True)
-    out = sim_root / key
+    root = model_cache_dir(d, p)
+    root.mkdir(parents=True, exist_ok=True)
+    out = root / key
     exe = out / "harness"
+    lock_path = root / f".{key}.lock"
     fw = _flush_wait(doc, p)
 
     def result(cached: bool, secs: float) -> Harness:
-        return Harness(d, top, exe, ins, outs, widths, key, cached, secs, fw)
+        return Harness(d, top, exe, ins, outs, widths, key, cached, secs, fw, lock_path)
 
-    with open(sim_root / ".lock", "w") as lock:
+    if _reuse(out):
+        say("cached")
+        return result(True, 0.0)
+    with open(lock_path, "a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            say("waiting for another build of this design")
+            say("waiting for another build of this model")
             fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            remove_stale_builds(sim_root)
-            if (out / "ok").is_file() and exe.is_file():
+            remove_stale_builds(root)
+            if _reuse(out):
                 say("cached")
                 return result(True, 0.0)
             t0 = time.perf_counter()
-            tmp = sim_root / f".{key}.tmp-{os.getpid()}"
+            tmp = root / f".{key}.tmp-{os.getpid()}"
+            failed_log = root / f"{key}.failed.log"
             try:
                 secs = _build(p, d, top, src, ins, outs, widths, make_vars, tmp, say,
-                              progress is not None, t0, sim_root / f"{key}.failed.log")
+                              progress is not None, t0, failed_log, version)
+                (tmp / "used").touch()
                 if out.exists():
                     shutil.rmtree(out)
                 tmp.rename(out)
             except BaseException:
                 shutil.rmtree(tmp, ignore_errors=True)
                 raise
-            return result(False, secs)
+            failed_log.unlink(missing_ok=True)
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+    prune_models(root, p.cache_models, protect=(key,))
+    return result(False, secs)
+
+
+#: the stand-in design whose makefile builds Verilator's run-time library for a runtime entry
+_STUB_V = "module cgra_runtime_stub(input CLK, output O);\n  assign O = CLK;\nendmodule\n"
+#: run-time library files a model build takes from a runtime entry (besides the PCH)
+_RUNTIME_FILES = ("verilated.o", "verilated.d", "verilated_threads.o", "verilated_threads.d")
+
+
+def _make_flags(obj: Path, make_vars: list[str], log, deadline: float) -> str:
+    """The compile flags (compiler, CXXFLAGS, CPPFLAGS, OPT_*) and run-time objects of the
+    makefile in ``obj`` (the wrapper's ``cgra-flags`` target)."""
+    found: list[str] = []
+
+    def grab(line: str) -> None:
+        if line.startswith("CGRA_FLAGS"):
+            found.append(" ".join(line.split()[1:]))
+
+    cmd = ["make", "-s", "-C", str(obj), "-f", "cgra.mk", *make_vars, "cgra-flags"]
+    _run_streamed(cmd, obj, log, deadline, grab)
+    return found[0] if found else ""
+
+
+class _Runtime:
+    """Verilator's run-time library (``verilated.o``, ``verilated_threads.o``) and the
+    precompiled ``verilated.h`` of one toolchain and flag set: the same for every model, so
+    it is compiled once into the model cache (``rt-<key>/``, ``key`` hashing the Verilator
+    version, the Verilator options, ``OPT_*`` and the PCH switch) and copied into each model's
+    build. When the cache has none, it is compiled from a stand-in design
+    (:data:`_STUB_V`) in the background *while* Verilator translates the model (single-threaded,
+    so a second core is free). A model build uses it only when its own makefile's compile
+    flags equal the entry's (``flags.txt``); otherwise make compiles them as usual. Same
+    guarantees as a model: its lock, a ``.rt-<key>.tmp-<pid>`` directory renamed into place,
+    an ``ok`` stamp, pruned with the models (:func:`prune_models`)."""
+
+    def __init__(self, p: SimParams, root: Path, make_vars: list[str], version: str):
+        h = hashlib.sha256(json.dumps([version, list(p.extra_flags), make_vars,
+                                       p.precompiled_header, BUILD_RECIPE]).encode())
+        self.key = "rt-" + h.hexdigest()[:16]
+        self.dir = root / self.key
+        self.p, self.root, self.make_vars = p, root, make_vars
+        self.proc: subprocess.Popen | None = None
+        self.lock = None
+        self.tmp = root / f".{self.key}.tmp-{os.getpid()}"
+
+    def start(self) -> None:
+        """Start compiling the runtime in the background unless the cache has it or another
+        process is compiling it."""
+        if not self.p.share_runtime or _reuse(self.dir, "verilated.o"):
+            return
+        self.lock = open(self.root / f".{self.key}.lock", "a")
+        try:
+            fcntl.flock(self.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.lock.close()
+            self.lock = None
+            return
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        obj = self.tmp / "obj"
+        obj.mkdir(parents=True)
+        (self.tmp / "stub.v").write_text(_STUB_V)
+        (obj / "cgra.mk").write_text(_WRAPPER_MK.format(recipe=BUILD_RECIPE,
+                                                        mk="Vcgra_runtime_stub.mk")
+                                     + (_PCH_MK if self.p.precompiled_header else ""))
+        targets = ["verilated.o", "verilated_threads.o"]
+        if self.p.precompiled_header:
+            targets += ["verilated.h.gch/fast.gch", "verilated.h.gch/slow.gch"]
+        verilate = [self.p.verilator, "--cc", *self.p.extra_flags, "--top-module",
+                    "cgra_runtime_stub", "-Mdir", str(obj), str(self.tmp / "stub.v")]
+        make = ["make", "-C", str(obj), "-f", "cgra.mk",
+                "-j", str(max(1, self.p.jobs - 1)), *self.make_vars, *targets]
+        script = f"{shlex.join(verilate)} && {shlex.join(make)}"
+        with open(self.tmp / "build.log", "w") as log:
+            self.proc = subprocess.Popen(["sh", "-c", script], cwd=self.tmp,
+                                         stdin=subprocess.DEVNULL, stdout=log,
+                                         stderr=subprocess.STDOUT, start_new_session=True,
+                                         preexec_fn=pdeathsig_preexec())
+
+    def finish(self, deadline: float, log) -> Path | None:
+        """Wait for a background compile (until ``deadline``, :func:`time.monotonic`
+        seconds) and install it; the runtime directory, or None when there is none."""
+        if self.proc is not None:
+            try:
+                rc = self.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                raise subprocess.TimeoutExpired("runtime build", 0) from None
+            self.proc = None
+            try:
+                obj = self.tmp / "obj"
+                if rc == 0:
+                    (self.tmp / "flags.txt").write_text(
+                        _make_flags(obj, self.make_vars, log, deadline) + "\n")
+                    for f in _RUNTIME_FILES:
+                        shutil.copyfile(obj / f, self.tmp / f)
+                    if self.p.precompiled_header:
+                        shutil.copytree(obj / "verilated.h.gch", self.tmp / "verilated.h.gch")
+                        os.symlink(os.readlink(obj / "verilated.h"), self.tmp / "verilated.h")
+                    shutil.rmtree(obj)
+                    (self.tmp / "ok").write_text("runtime\n")
+                    (self.tmp / "used").touch()
+                    shutil.rmtree(self.dir, ignore_errors=True)
+                    self.tmp.rename(self.dir)
+            finally:
+                self.release()
+        return self.dir if self.p.share_runtime and _reuse(self.dir, "verilated.o") else None
+
+    def release(self) -> None:
+        """Stop a background compile, remove its directory and free the lock."""
+        if self.proc is not None:
+            _kill_group(self.proc)
+            self.proc = None
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        if self.lock is not None:
+            fcntl.flock(self.lock, fcntl.LOCK_UN)
+            self.lock.close()
+            self.lock = None
+
+
+def _link(src: str, dst: str) -> None:
+    """Hard link ``src`` as ``dst`` (a copy across file systems)."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)
+
+
+def _install_runtime(rt: Path, obj: Path, flags: str, pch: bool) -> int:
+    """Copy the runtime entry ``rt`` into the model's object directory ``obj`` when its
+    compile flags equal the model's ``flags`` (fresh mtimes, so make takes the objects as up
+    to date; the ``verilated.h`` link the PCH rule makes); returns the objects installed."""
+    if not flags or (rt / "flags.txt").read_text().strip() != flags:
+        return 0
+    for f in _RUNTIME_FILES:
+        shutil.copyfile(rt / f, obj / f)
+    if pch:     # ~60 MB each: hard links (no prerequisites, so their mtime does not matter)
+        shutil.copytree(rt / "verilated.h.gch", obj / "verilated.h.gch", copy_function=_link)
+        if not (obj / "verilated.h").exists():
+            os.symlink(os.readlink(rt / "verilated.h"), obj / "verilated.h")
+    return sum(1 for f in _RUNTIME_FILES if f.endswith(".o"))
 
 
 def _build(p: SimParams, d: Path, top: str, src: str, ins: list[str], outs: list[str],
            widths: dict[str, int], make_vars: list[str], tmp: Path,
-           say: Callable[[str], None], count: bool, t0: float, failed_log: Path) -> float:
-    """Verilate and compile into ``tmp`` (see :func:`build_harness`); returns the seconds.
-    The log of a failed build is kept as ``failed_log``."""
+           say: Callable[[str], None], count: bool, t0: float, failed_log: Path,
+           version: str) -> float:
+    """Verilate and compile into ``tmp`` (see :func:`build_harness`; the run-time library
+    from the cache or compiled beside the verilation, :class:`_Runtime`); returns the
+    seconds. The log of a failed build is kept as ``failed_log``."""
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     (tmp / "harness.cpp").write_text(src)
@@ -606,15 +921,25 @@ def _build(p: SimParams, d: Path, top: str, src: str, ins: list[str], outs: list
     (tmp / "build.cmd").write_text(" ".join(verilate) + "\n" + " ".join(make) + "\n")
     deadline = time.monotonic() + p.build_timeout_s
     log_path = tmp / "build.log"
+    runtime = _Runtime(p, tmp.parent, make_vars, version)
     with open(log_path, "w") as log:
         try:
+            runtime.start()                 # in the background, beside the verilation
             say("verilating")
             rc = _run_streamed(verilate, d / "rtl", log, deadline)
             if rc == 0:
                 wrapper = _WRAPPER_MK.format(recipe=BUILD_RECIPE, mk=f"V{top}.mk")
                 (obj / "cgra.mk").write_text(wrapper + (_PCH_MK if p.precompiled_header
                                                         else ""))
-                total = _count_objects(obj, make_vars, log, deadline) if count else 0
+                rt = runtime.finish(deadline, log)
+                have = 0
+                if rt is not None:
+                    flags = _make_flags(obj, make_vars, log, deadline)
+                    with _flock(rt.parent / f".{rt.name}.lock", fcntl.LOCK_SH):  # no pruning
+                        if (rt / "ok").is_file():
+                            have = _install_runtime(rt, obj, flags, p.precompiled_header)
+                    log.write(f"cgra: run-time library from {rt.name}: {have} objects\n")
+                total = _count_objects(obj, make_vars, log, deadline) - have if count else 0
                 rc = _run_streamed(make, obj, log, deadline,
                                    _MakeProgress(say, total, tmp / "harness"))
         except subprocess.TimeoutExpired:
@@ -626,6 +951,8 @@ def _build(p: SimParams, d: Path, top: str, src: str, ins: list[str], outs: list
         except FileNotFoundError as exc:
             raise SimulationError(f"Verilator build of {top} ({d}): {exc.filename} not found; "
                                   f"install it (apt-get install make g++)") from None
+        finally:
+            runtime.release()
     if rc != 0 or not (tmp / "harness").is_file():
         shutil.copyfile(log_path, failed_log)
         tail = "\n".join(log_path.read_text(errors="replace").strip().splitlines()[-15:])
@@ -683,17 +1010,29 @@ def run_harness(h: Harness, bitstream: list[tuple[int, int]], inputs: dict[str, 
         else:
             f.write("\n" * cycles)
     t0 = time.perf_counter()
-    try:
-        r = subprocess.run([str(h.exe), str(bs_path), str(stim_path), str(out_path)],
-                           capture_output=True, text=True, timeout=p.run_timeout_s,
-                           preexec_fn=pdeathsig_preexec())     # dies with this process
-    except subprocess.TimeoutExpired:
-        raise SimulationError(f"simulation of {h.top} exceeded {p.run_timeout_s:.0f} s "
-                              f"({cycles} cycles)") from None
+    with _flock(h.lock, fcntl.LOCK_SH):     # the cache cannot prune the model while it starts
+        if not h.exe.is_file():
+            raise SimulationError(f"the Verilator model {h.exe.parent} is gone (removed from "
+                                  f"the model cache, which keeps SimParams.cache_models "
+                                  f"models); build it again (build_harness / `cgra sim`)")
+        proc = subprocess.Popen([str(h.exe), str(bs_path), str(stim_path), str(out_path)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=pdeathsig_preexec())     # dies with this process
+    with proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=p.run_timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise SimulationError(f"simulation of {h.top} exceeded {p.run_timeout_s:.0f} s "
+                                  f"({cycles} cycles)") from None
+        except BaseException:
+            proc.kill()
+            raise
     secs = time.perf_counter() - t0
-    if r.returncode != 0:
-        raise SimulationError(f"simulation harness {h.exe} failed with status {r.returncode}: "
-                              f"{(r.stderr or r.stdout).strip()[-800:]}")
+    if proc.returncode != 0:
+        raise SimulationError(f"simulation harness {h.exe} failed with status "
+                              f"{proc.returncode}: {(stderr or stdout).strip()[-800:]}")
     lines = out_path.read_text().splitlines()
     nbad = int(lines[0].split()[1])
     bad = [tuple(int(x, 16) for x in ln.split()[1:4]) for ln in lines[1:1 + nbad]]

@@ -62,6 +62,10 @@ multiplication's operands swapped: the mapper matches commutative ops both ways)
 ``smax`` / ``umin`` / ``umax`` with a constant, which are targets).
 
 Decompositions (multi-PE rules, cost = PE count) are listed in :data:`DECOMPOSITIONS`.
+Two-PE shapes (:data:`TWO_PE_SHAPES`, issue 41): for an op the PE cannot compute in one
+instruction, candidate DAGs of two ops the PE may compute in one instruction each (a
+maximum as a compare feeding a select); the rule table composes a two-PE rule from the
+parts' single-PE rules when the op (or its constant-operand variant) has no rule of its own.
 
 BFloat16 ops (:data:`FLOAT_PRIMITIVES`, 16-bit library only; ``d`` = a bf16 encoding)::
 
@@ -135,6 +139,47 @@ DECOMPOSITIONS: dict[str, dict[str, Any]] = {
                   {"id": "n1", "op": "commonlib.abs", "args": {"in": "n0"}}],
         "outputs": {"out": "n1"},
     },
+}
+
+
+
+def _select(cmp: str, swap: bool) -> dict[str, Any]:
+    """``cmp(in0, in1) ? in0 : in1`` (``swap``: ``? in1 : in0``) as a compare PE feeding a
+    select PE (``coreir.mux(in0, in1, sel) = sel ? in1 : in0``)."""
+    first, second = ("$in0", "$in1") if swap else ("$in1", "$in0")
+    return {"nodes": [{"id": "n0", "op": cmp, "args": {"in0": "$in0", "in1": "$in1"}},
+                      {"id": "n1", "op": "coreir.mux",
+                       "args": {"in0": first, "in1": second, "sel": "n0"}}],
+            "outputs": {"out": "n1"}}
+
+
+def _negated(cmp: str) -> dict[str, Any]:
+    """``not cmp(in0, in1)``: a compare PE feeding a 1-bit NOT (a LUT PE)."""
+    return {"nodes": [{"id": "n0", "op": cmp, "args": {"in0": "$in0", "in1": "$in1"}},
+                      {"id": "n1", "op": "corebit.not", "args": {"in": "n0"}}],
+            "outputs": {"out": "n1"}}
+
+
+#: The compare whose negation each compare is.
+_COMPLEMENT = {"coreir.eq": "coreir.neq", "coreir.neq": "coreir.eq",
+               "coreir.ult": "coreir.uge", "coreir.uge": "coreir.ult",
+               "coreir.ule": "coreir.ugt", "coreir.ugt": "coreir.ule",
+               "coreir.slt": "coreir.sge", "coreir.sge": "coreir.slt",
+               "coreir.sle": "coreir.sgt", "coreir.sgt": "coreir.sle"}
+
+#: Two-PE shapes (issue 41): op -> candidate DAGs of two single-PE ops computing it, tried in
+#: order by :func:`peak.rules.table.compose_shape` for an op (or a constant-operand variant
+#: of it) without a single-PE rule; each node is one PE (an op of the library whose own rule
+#: the table has), node ``n0`` feeds node ``n1``, the op's inputs may feed either. Max / min
+#: as a compare plus a select: ``smax(a, b) = a >=s b ? a : b = a <s b ? b : a`` (equal on
+#: ties), likewise ``smin`` (``<=s`` / ``>s``), ``umax``, ``umin``; each compare as the 1-bit
+#: negation of its complement (``eq = not neq``, ``ult = not uge``, ...).
+TWO_PE_SHAPES: dict[str, tuple[dict[str, Any], ...]] = {
+    "commonlib.smax": (_select("coreir.sge", False), _select("coreir.slt", True)),
+    "commonlib.smin": (_select("coreir.sle", False), _select("coreir.sgt", True)),
+    "commonlib.umax": (_select("coreir.uge", False), _select("coreir.ult", True)),
+    "commonlib.umin": (_select("coreir.ule", False), _select("coreir.ugt", True)),
+    **{cmp: (_negated(neg),) for cmp, neg in _COMPLEMENT.items()},
 }
 
 _SHIFTS = ("coreir.lshr", "coreir.ashr", "coreir.shl")
@@ -455,5 +500,5 @@ def library_hash() -> str:
 
 __all__ = ["IROp", "Port", "Target", "Precondition", "PRIMITIVES", "PATTERNS",
            "FLOAT_CONVERSIONS", "FLOAT_PRIMITIVES", "FLOAT_WIDTH", "wants_float",
-           "DECOMPOSITIONS", "COMMUTATIVE", "PATTERN_CONST_VARIANTS", "ir_op", "targets", "target_from_key", "target_dag",
+           "DECOMPOSITIONS", "TWO_PE_SHAPES", "COMMUTATIVE", "PATTERN_CONST_VARIANTS", "ir_op", "targets", "target_from_key", "target_dag",
            "reference", "library_hash"]

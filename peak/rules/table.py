@@ -26,7 +26,10 @@ What a run does per target (``action`` of its :class:`Entry`):
 * ``synthesised`` (:func:`peak.rules.synth.synthesize`, then :func:`verify_rule` before it
   is written); ``decomposed``: a target of :data:`peak.ir.DECOMPOSITIONS` without a
   single-PE rule, composed from the rules of its parts and verified as a whole (tried on
-  every run, cached or not: it is cheap, and the parts may have appeared since).
+  every run, cached or not: it is cheap, and the parts may have appeared since); or (issue
+  41) a target whose op has shapes in :data:`peak.ir.TWO_PE_SHAPES` and no single-PE rule:
+  a two-PE rule from the first shape whose parts have single-PE rules
+  (:func:`compose_shape`), verified as a whole before it is stored (:func:`_two_pe_all`).
 
 ``force`` re-synthesises every target, reading nothing from the cache. ``only`` restricts
 the run to those targets: every other entry of the cache entry is kept as it is (rule
@@ -58,8 +61,8 @@ import z3
 from cgra.errors import CgraError, RuleError
 from cgra.procs import die_with_parent
 from peak import normal_form, spec_hash
-from peak.ir import (DECOMPOSITIONS, Target, ir_op, library_hash, target_dag, targets,
-                     wants_float)
+from peak.ir import (COMMUTATIVE, DECOMPOSITIONS, TWO_PE_SHAPES, Target, ir_op, library_hash,
+                     target_dag, targets, wants_float)
 from peak.rules.format import (TABLE_SCHEMA, TABLE_VERSION, Instance, InputBinding, Rule,
                                TableEntry, TableFile, cached_tables, copy_table, entry_dir,
                                locked, read_header, read_table, rule_filename,
@@ -72,7 +75,8 @@ from peak.assembler import assembler
 from peak.ir import target_from_key
 
 __all__ = ["TABLE_SCHEMA", "TABLE_VERSION", "CheckResult", "Entry", "RuleTable", "build_table",
-           "check_against", "compose", "load_table", "rule_filename", "rule_from_synth",
+           "check_against", "compose", "compose_shape", "load_table", "shape_parts",
+           "rule_filename", "rule_from_synth",
            "table_path", "write_table"]
 
 
@@ -181,6 +185,62 @@ def compose(spec: type, target: Target, width: int, parts: dict[str, Rule]) -> R
 
 def _decomposable(t: Target) -> bool:
     return t.op in DECOMPOSITIONS and not t.const_inputs
+
+
+def shape_parts(target: Target, shape: dict[str, Any]) -> list[Target] | None:
+    """The part targets of a two-PE shape (:data:`peak.ir.TWO_PE_SHAPES`) for ``target``,
+    one per node in order: the node's op with the node inputs fed by a constant input of
+    ``target`` as its own constant inputs (``smax[in1=const]`` by ``mux(in0=$in1, in1=$in0,
+    sel=sge($in0, $in1))`` needs ``coreir.sge[in1=const]`` and ``coreir.mux[in0=const]``).
+    ``None`` if a part would be a constant-operand variant the library does not have (a
+    commutative op's ``[in0=const]``)."""
+    out = []
+    for node in shape["nodes"]:
+        consts = tuple(sorted(port for port, arg in node["args"].items()
+                              if arg.startswith("$") and arg[1:] in target.const_inputs))
+        if node["op"] in COMMUTATIVE and "in0" in consts:
+            return None
+        out.append(Target(node["op"], consts))
+    return out
+
+
+def compose_shape(spec: type, target: Target, width: int, shape: dict[str, Any],
+                  parts: list[Rule | None]) -> Rule | None:
+    """The two-PE rule of ``target`` (issue 41) from a shape of
+    :data:`peak.ir.TWO_PE_SHAPES` and the single-PE rules of its parts (``parts``, one per
+    node, as :func:`shape_parts`), or ``None`` if a part has no rule (or is not a single-PE
+    rule without preconditions). Each node becomes one PE instance (id = node id): a part's
+    ``ir`` bindings become the node's sources (an op input: ``ir``; the earlier node:
+    ``wire`` from its PE output), its constant fields bind the target's constant input the
+    node reads. The rule's pattern is the target's own DAG (:func:`peak.ir.target_dag`: the
+    mapper matches the op itself, at cost 2). Not verified here: the caller proves it
+    (:func:`verify_rule`) before it is stored."""
+    instances: list[Instance] = []
+    outs_of: dict[str, tuple[str, str]] = {}
+    for node, part in zip(shape["nodes"], parts, strict=True):
+        if part is None or part.cost != 1 or part.preconditions:
+            return None
+        src = part.instances[0]
+        inputs: dict[str, InputBinding] = {}
+        for pin, b in src.inputs.items():
+            if b.kind == "ir":
+                arg = node["args"][b.port]
+                if arg.startswith("$"):
+                    inputs[pin] = InputBinding("ir", port=arg[1:])
+                else:
+                    iid, pout = outs_of[arg]
+                    inputs[pin] = InputBinding("wire", instance=iid, port=pout)
+            else:
+                inputs[pin] = b
+        const_fields = {f: node["args"][port][1:] for f, port in src.const_fields.items()}
+        instances.append(Instance(node["id"], dict(src.inst), const_fields, inputs))
+        outs_of[node["id"]] = (node["id"], part.outputs["out"][1])
+    op = ir_op(target.op, width)
+    dag = target_dag(op, target)
+    return Rule(target.key, target.op, width, list(target.const_inputs),
+                list(target.preconditions), spec.__name__, spec_hash(spec), library_hash(),
+                instances, {"out": outs_of[shape["outputs"]["out"]]}, dag,
+                priority=len(dag["nodes"]))
 
 
 # ---------------------------------------------------------------------------- one target
@@ -521,6 +581,7 @@ def build_table(spec: type, out: Path | str, jobs: int = 1, width: int | None = 
             if tasks:
                 _run_pool(spec, tasks, jobs, width, policy, method, timeout_ms, finish)
             _compose_all(spec, tlist, width, timeout_ms, done, store, t0)
+            _two_pe_all(spec, tlist, width, policy, method, timeout_ms, done, store, t0)
         except BaseException:
             if store.dirty:         # keep what was proved (Ctrl-C, SIGTERM, a failed check)
                 store.flush(time.perf_counter() - t0)
@@ -558,6 +619,62 @@ def _compose_all(spec: type, tlist: list[Target], width: int, timeout_ms: int,
                             f"check: {v.reason}")
         done[t.key] = Entry(t.key, t.op, "found", rule, "", "decomposed",
                             e.seconds + time.perf_counter() - t1, "compose")
+        store.put(done[t.key], time.perf_counter() - t0)
+
+
+_NO_SHAPE = "; no two-PE shape has single-PE parts "
+
+
+def _shape_name(shape: dict[str, Any]) -> str:
+    return " -> ".join(n["op"].split(".")[-1] for n in shape["nodes"])
+
+
+def _two_pe_all(spec: type, tlist: list[Target], width: int, policy: BindingPolicy,
+                method: str, timeout_ms: int, done: dict[str, Entry], store: _Store,
+                t0: float) -> None:
+    """Two-PE rules (issue 41) for the targets of ``tlist`` whose op has shapes in
+    :data:`peak.ir.TWO_PE_SHAPES` and that have no rule (single-PE synthesis found none):
+    the first shape whose parts all have single-PE rules and whose composition
+    (:func:`compose_shape`) proves correct (:func:`verify_rule`, z3 with ``timeout_ms``)
+    becomes the entry, ``action`` ``decomposed``, method ``shape <n0> -> <n1>``. The parts'
+    rules come from the cache entry (this run's or earlier ones); a part target it does not
+    hold (an ``only`` run) is synthesised here and stored. A composition failing its proof is
+    a bug in a shape (:class:`RuleError`: the shapes are checked on the IR references by the
+    tests). Updates ``done`` and ``store``."""
+    for t in tlist:
+        e = done[t.key]
+        if t.op not in TWO_PE_SHAPES or e.status == "found":
+            continue
+        t1 = time.perf_counter()
+        tried = []
+        for shape in TWO_PE_SHAPES[t.op]:
+            pts = shape_parts(t, shape)
+            if pts is None:
+                continue
+            rules: list[Rule | None] = []
+            for pt in pts:
+                te = store.entries.get(pt.key)
+                if te is None:
+                    part = _synthesised(spec, pt, width, policy, method, timeout_ms)
+                    store.put(part, time.perf_counter() - t0)
+                    te = store.entries[pt.key]
+                rules.append(te.rule)
+            rule = compose_shape(spec, t, width, shape, rules)
+            tried.append(_shape_name(shape))
+            if rule is None:
+                continue
+            v: VerifyResult = verify_rule(rule, spec, timeout_ms)
+            if not v.ok:
+                raise RuleError(f"two-PE rule {t.key} ({_shape_name(shape)}) on "
+                                f"{spec.__name__} failed its check: {v.reason}")
+            done[t.key] = Entry(t.key, t.op, "found", rule, "", "decomposed",
+                                e.seconds + time.perf_counter() - t1,
+                                f"shape {_shape_name(shape)}")
+            break
+        else:
+            reason = (f"{e.reason.split(_NO_SHAPE)[0]}{_NO_SHAPE}"
+                      f"({', '.join(tried) or 'none applies'})")
+            done[t.key] = replace(e, reason=reason, seconds=e.seconds + time.perf_counter() - t1)
         store.put(done[t.key], time.perf_counter() - t0)
 
 

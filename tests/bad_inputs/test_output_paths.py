@@ -6,6 +6,8 @@ regular file (``somefile/sub``: it can never be created); ``--out`` naming a fil
 clashing case."""
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from bad_support import SMALL, SWEEP, TOY_PE, cgra, error_line, snapshot
@@ -81,15 +83,16 @@ def test_output_that_is_a_file_is_refused(tmp_path, case, args, words):
 
 
 @pytest.mark.bad_traceback
-def test_verilator_cache_of_the_design_that_is_a_file_is_refused(tmp_path):
-    """`cgra run` writes the Verilator cache ``<design>/sim/``: a file there is refused
-    before the run directory is touched."""
+def test_verilator_cache_of_the_design_that_is_a_file_is_refused(tmp_path, small_design):
+    """`cgra run` writes the Verilator model cache ``<design>/../.sim-cache/`` (shared by the
+    design directories beside it, mapper.sim.verilator): a file there is refused before the
+    run directory is touched."""
     design = tmp_path / "d"
-    design.mkdir()
-    (design / "sim").write_text("not a directory\n")
+    shutil.copytree(small_design, design)
+    (tmp_path / ".sim-cache").write_text("not a directory\n")
     before = snapshot(tmp_path)
     res = cgra(["run", "pointwise", "--design", design, "--out", tmp_path / "r"], tmp_path)
     assert res.returncode == 2, res.stderr
-    assert error_line(res) == (f"error: --design {design / 'sim'}: exists and is a file, not a "
-                               f"directory; remove it or give another --design")
+    assert error_line(res) == (f"error: --design {tmp_path / '.sim-cache'}: exists and is a "
+                               f"file, not a directory; remove it or give another --design")
     assert snapshot(tmp_path) == before

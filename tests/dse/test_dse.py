@@ -1,9 +1,10 @@
 """Issue 17: `cgra dse configs/dse/small.toml` on a LocalCluster of 2 workers (tmp cache):
-CSV rows, plots, recorded failures, the D3 / PUB trends, and a second run computing
-nothing."""
+CSV rows, plots, every shipped point mapping (issue 41), a point that does not fit recorded
+as a failure, the D3 / PUB / unroll trends, and a second run computing nothing."""
 from __future__ import annotations
 
 import csv
+import json
 import pathlib
 import subprocess
 import sys
@@ -11,11 +12,13 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+#: the rule tables of the whole suite (content-keyed: shared with the e2e designs)
+RULES = str(ROOT / "build" / "rules")
 CGRA = pathlib.Path(sys.executable).parent / "cgra"
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(CGRA), "dse", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([str(CGRA), "dse", *args, "--rules", RULES], cwd=ROOT, capture_output=True, text=True,
                           timeout=900)
 
 
@@ -46,7 +49,6 @@ def test_rows_and_plots(sweep):
     for name in ("pareto.png", "pe_count.png", "mem_count.png", "fmax_tracks.png"):
         assert (out / name).stat().st_size > 1000
     ok = [r for r in rows if r["status"] == "ok"]
-    assert len(ok) >= 12          # gaussian and harris on every design (barring a routing miss)
     for r in ok:
         assert int(r["pe_count"]) > 0 and float(r["fmax_mhz"]) > 0
         assert int(r["area_cells"]) > 0 and float(r["runtime_us"]) > 0
@@ -61,13 +63,43 @@ def test_rows_and_plots(sweep):
         [int(r["pe_count"]) if r["pe_count"] else None for r in rows]
 
 
-def test_too_big_is_a_recorded_failure(sweep):
+def test_every_shipped_point_maps(sweep):
+    """The shipped example shows the tool working: all 24 points (8 designs x gaussian,
+    gaussian unrolled twice, harris) map, place, route and pipeline, so each app's Pareto
+    plot has all 8 designs."""
     rows = sweep[3]
-    big = [r for r in rows if r["app"] == "harris_u2"]
-    assert len(big) == 8
-    for r in big:
-        assert r["status"] == "failed"
-        assert r["error"].startswith("MappingError") and "PE tiles" in r["error"]
+    assert sorted({r["app"] for r in rows}) == ["gaussian", "gaussian_u2", "harris"]
+    assert [(r["app"], r["error"]) for r in rows if r["status"] != "ok"] == []
+    assert {a: sum(r["app"] == a for r in rows) for a in ("gaussian", "gaussian_u2",
+                                                          "harris")} == \
+        {"gaussian": 8, "gaussian_u2": 8, "harris": 8}
+
+
+def test_unroll_trades_pes_for_cycles(sweep):
+    """Unrolled twice, gaussian computes 2 pixels a cycle: more PEs, fewer cycles, on
+    every design."""
+    rows = sweep[3]
+    for r in (r for r in rows if r["app"] == "gaussian"):
+        u2 = _get(rows, app="gaussian_u2", pe=r["pe"], tracks=r["tracks"],
+                  mem_preset=r["mem_preset"])
+        assert int(u2["pe_count"]) > int(r["pe_count"])
+        assert int(u2["cycles"]) < int(r["cycles"])
+
+
+def test_too_big_is_a_recorded_failure(sweep, tmp_path):
+    """A point that does not fit (harris unrolled twice: more PEs than the 16x8 array's 84)
+    is a recorded MappingError, its result file written like any point's (it is cached)."""
+    from dse.run import app_task
+
+    out, rows = sweep[2], sweep[3]
+    cache = out.parent.parent
+    key = _get(rows, app="harris", pe="D1", tracks=4, mem_preset="DP")["design"]
+    design = json.loads((cache / "designs" / f"{key}.dse.json").read_text())
+    result = tmp_path / "harris_u2.json"
+    row = app_task(design, "harris", 2, (64, 64), 0, 0.0, str(result))
+    assert row["status"] == "failed" and row["app"] == "harris" and row["unroll"] == 2
+    assert row["error"].startswith("MappingError") and "PE tiles" in row["error"]
+    assert json.loads(result.read_text())["error"] == row["error"]
 
 
 def test_d3_fewer_pes_and_pub_fewer_mems(sweep):

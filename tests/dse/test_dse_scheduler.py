@@ -15,6 +15,8 @@ import time
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+#: the rule tables of the whole suite (content-keyed: shared with the e2e designs)
+RULES = str(ROOT / "build" / "rules")
 BIN = pathlib.Path(sys.executable).parent
 SWEEP = f"""[sweep]
 base = "{ROOT}/configs/small.toml"
@@ -35,7 +37,7 @@ def _free_port() -> int:
 
 
 def _dse(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "cgra"), "dse", *args, "--no-progress"], cwd=ROOT,
+    return subprocess.run([str(BIN / "cgra"), "dse", *args, "--rules", RULES, "--no-progress"], cwd=ROOT,
                           capture_output=True, text=True, timeout=900)
 
 

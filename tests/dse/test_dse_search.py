@@ -12,6 +12,8 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+#: the rule tables of the whole suite (content-keyed: shared with the e2e designs)
+RULES = str(ROOT / "build" / "rules")
 CGRA = pathlib.Path(sys.executable).parent / "cgra"
 SPACE = f"""[sweep]
 base = "{ROOT}/configs/small.toml"
@@ -26,7 +28,7 @@ width = [8, 12]
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(CGRA), "dse", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([str(CGRA), "dse", *args, "--rules", RULES], cwd=ROOT, capture_output=True, text=True,
                           timeout=900)
 
 

@@ -10,6 +10,8 @@ import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+#: the rule tables of the whole suite (content-keyed: shared with the e2e designs)
+RULES = str(ROOT / "build" / "rules")
 CGRA = pathlib.Path(sys.executable).parent / "cgra"
 
 SWEEP = """[sweep]
@@ -26,7 +28,7 @@ pe = ["D1"]
 
 
 def _dse(sweep: pathlib.Path, cache: pathlib.Path) -> subprocess.CompletedProcess:
-    return subprocess.run([str(CGRA), "dse", str(sweep), "--cache", str(cache), "--workers",
+    return subprocess.run([str(CGRA), "dse", str(sweep), "--cache", str(cache), "--rules", RULES, "--workers",
                            "1", "--no-progress"], cwd=ROOT, capture_output=True, text=True,
                           timeout=900)
 
@@ -38,6 +40,9 @@ def test_simulated_sweep_records_verilator_cycles(tmp_path):
     first = _dse(sim, cache)
     assert first.returncode == 0, first.stderr[-3000:]
     assert "computed 3 points (1 designs)" in first.stdout
+    # --rules: the rule tables come from (and go to) the shared directory, not <cache>/rules
+    assert not (cache / "rules").exists()
+    assert (pathlib.Path(RULES) / "PE.rules.json").is_file()
     rows = list(csv.DictReader(open(cache / "results" / "sim" / "results.csv")))
     assert [r["status"] for r in rows] == ["ok"] * 3, [r["error"] for r in rows]
     for r in rows:

@@ -16,7 +16,7 @@ CGRA = pathlib.Path(sys.executable).parent / "cgra"
 
 def test_fmax_comes_from_the_measured_model_of_each_design_point(tmp_path):
     res = subprocess.run([str(CGRA), "dse", "configs/dse/timing.toml", "--cache",
-                          str(tmp_path), "--workers", "2", "--no-progress"], cwd=ROOT,
+                          str(tmp_path), "--rules", str(ROOT / "build" / "rules"), "--workers", "2", "--no-progress"], cwd=ROOT,
                          capture_output=True, text=True, timeout=1200)
     assert res.returncode == 0, res.stderr[-3000:]
     rows = list(csv.DictReader(open(tmp_path / "results" / "timing" / "results.csv")))

@@ -102,12 +102,33 @@ def bf16_small_design(tmp_path_factory) -> pathlib.Path:
 
 
 @pytest.fixture(scope="session")
+def width8_design(tmp_path_factory) -> pathlib.Path:
+    """Collateral directory of configs/width8.toml (8x8, 8-bit PE, MEM and IO; its rule
+    table ~35 s cold on 2 cores, its measured timing model ~2 min, both cached in build/)."""
+    return _design(tmp_path_factory, "width8")
+
+
+@pytest.fixture(scope="session")
 def d2_small_design(tmp_path_factory) -> pathlib.Path:
     """Collateral directory of configs/d2_small.toml (8x8, the delay-chain PE of
     peak/examples/cgra_pe_d2.py) with the rules of every integer target."""
     from peak.ir import targets
 
     return _design(tmp_path_factory, "d2_small", [t.key for t in targets(16)])
+
+
+@pytest.fixture(scope="session")
+def small_nomax_design(tmp_path_factory) -> pathlib.Path:
+    """Collateral directory of configs/small_nomax.toml (8x8, the PE without GTE of
+    peak/examples/cgra_pe_nomax.py; issue 41) with the rules of every integer target."""
+    return _design(tmp_path_factory, "small_nomax")
+
+
+@pytest.fixture(scope="session")
+def small_nomul_design(tmp_path_factory) -> pathlib.Path:
+    """Collateral directory of configs/small_nomul.toml (8x8, the PE without a multiplier
+    of peak/examples/cgra_pe_nomul.py; issue 41) with the rules of every integer target."""
+    return _design(tmp_path_factory, "small_nomul")
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,7 @@
-"""Issue 11's acceptance on the default 32x16 array: every shipped app closes on every seed of
-0..4 at 900 MHz in the timing model (compute pipelining and register insertion; gaussian,
-unsharp and harris at 3x or more their unpipelined Fmax: the same routes with no pipeline
-register), and runs
-bit-exact against both golden models on the generated RTL in Verilator; with issue 14 the
+"""Issue 11's acceptance on the default 32x16 array: every shipped app closes on two seeds of
+0..4 (:data:`RUNS`; the seed sweep is bench/bench_cascade.py) at 900 MHz in the timing model
+(compute pipelining and register insertion; gaussian, unsharp and harris at 3x or more their
+unpipelined Fmax: the same routes with no pipeline register), and runs bit-exact against both golden models on the generated RTL in Verilator; with issue 14 the
 multi-rate apps (downsample: strided reads over delay lines; upsample: an addressed MEM
 buffer) are among them."""
 from __future__ import annotations
@@ -28,22 +27,35 @@ def default_harness(default_design):
     return build_harness(default_design)
 
 
-@pytest.mark.parametrize("seed", range(5))
-@pytest.mark.parametrize("app", APPS)
+#: (app, seed) pairs run here: every app at seed 0 and at one other seed of 1..4 (rotating
+#: over the apps, so each of the five seeds runs); the seed sweep (seeds 0..19 of pointwise,
+#: brighten_blur, gaussian, unsharp and harris closing at 900 MHz, no simulation) is
+#: bench/bench_cascade.py (bench/results/cascade.csv)
+RUNS = [(app, seed) for i, app in enumerate(APPS) for seed in (0, 1 + i % 4)]
+
+
+@pytest.mark.parametrize(("app", "seed"), RUNS)
 def test_app_closes_at_900_mhz_and_matches_golden(default_design, default_harness, tmp_path,
                                                    app, seed):
     from mapper.params import AppParams, FlowParams, RunParams
     from mapper.flow import run_app
     from mapper.backend.pipeline import PipelineParams
     from mapper.backend.place import PlaceParams
+    from mapper.cli import _pipeline_params
 
+    # harris seed 0 runs with `cgra run`'s default (no --fmax, issue 41 item 4): pipelining
+    # toward the timing model's floor, the MEM core's 1000 ps, reaches it (measured 1000 MHz)
+    default = (app, seed) == ("harris", 0)
+    pipe = _pipeline_params(None) if default else \
+        PipelineParams(register_pe_inputs=True, target_period_ps=1e6 / 900)
     run = run_app(RunParams(AppParams(app, 64, 64), default_design, tmp_path,
-                            FlowParams(place=PlaceParams(seed=seed),
-                                       pipeline=PipelineParams(register_pe_inputs=True,
-                                                               target_period_ps=1e6 / 900))))
+                            FlowParams(place=PlaceParams(seed=seed), pipeline=pipe)))
     rep = run.report                       # run_app raised unless bit-exact vs both goldens
     assert rep["match"] == {"numpy": True, "halide": True}
     assert rep["timing"]["fmax_mhz"] >= 900.0
+    if default:
+        t = rep_file(tmp_path)["timing"]
+        assert (t["target_mhz"], t["target"]) == (1000.0, "MEM core (mem): 1000 ps")
     passes = run.flow.pipelined.passes
     assert [p.name for p in passes] == PASSES
     assert passes[-1].fmax_mhz == pytest.approx(rep["timing"]["fmax_mhz"], abs=0.01)

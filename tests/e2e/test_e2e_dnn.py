@@ -5,7 +5,9 @@ inside its budget, a first-pass flag MEM, the requantisation on PEs), run on the
 RTL in Verilator and match numpy (mapper.frontend.tensor) and real Halide bit for bit; the figures the
 run reports (cycles, ideal cycles, occupancy, MEMs by role) are checked against their
 definitions; double-buffered operand MEMs (the default) against whole boxes. Sizes are CI's (2 x 2 channel blocks); the paper's 8 x 8 blocking is in
-bench/bench_dnn.py."""
+bench/bench_dnn.py. With no option (issue 41) each layer takes the largest block that fits
+the design: checked for all four at the map stage, and by one full `cgra run gemm` (its 8 x 8
+tile does not fit the 32 IO tiles; 4 x 4 is chosen)."""
 from __future__ import annotations
 
 import json
@@ -173,19 +175,107 @@ def test_a_loop_over_its_budget_is_refused(default_design, tmp_path):
     assert f"its schedule allows {lat - 1}" in msg and "--loop-cycles" in msg
 
 
-def test_cgra_run_layer_prints_occupancy_and_refuses_bad_blocks(default_design,
-                                                                default_harness, tmp_path):
+#: layer -> (block, output lanes, input lanes, PEs, MEMs) chosen with no option on the default
+#: 32x16 array (32 IO tiles, 360 PEs, 120 MEMs): the paper's 8 x 8 blocking for the
+#: convolutions; GEMM's 8 x 8 tile needs 64 output IO tiles + 1 load, so its 4 x 4 tile
+DEFAULT_BLOCKING = {"resnet_layer": (8, 8, 8, 161, 81), "resnet_stride2": (8, 8, 8, 161, 81),
+                    "mobilenet_layer": (8, 8, 8, 210, 106), "gemm": (4, 16, 1, 49, 25)}
+
+
+@pytest.fixture(scope="module")
+def default_coll(default_design):
+    from mapper.collateral import load_collateral
+
+    return load_collateral(default_design)
+
+
+@pytest.mark.parametrize("layer", sorted(DEFAULT_BLOCKING))
+def test_default_blocking_fits_the_default_design(default_coll, layer):
+    """``make app APP=<layer>`` (no option): the map stage picks the largest block that fits
+    the design's IO, PE and MEM tiles and records it (app.json ``blocking``); planning only,
+    the full run of gemm is test_cgra_run_default_gemm_and_refuses_bad_blocks."""
+    from mapper.apps.dnn import DEFAULT_SIZE
+    from mapper.backend.place import site_capacity
+    from mapper.flow import map_app
+    from mapper.params import AppParams
+
+    coll = default_coll
+    side = DEFAULT_SIZE[layer]
+    res = map_app(AppParams(layer, side, side), coll)
+    block, out_lanes, in_lanes, pes, mems = DEFAULT_BLOCKING[layer]
+    b = res.blocking
+    assert (b["block"], b["out_lanes"], b["in_lanes"], b["chosen"]) == (block, out_lanes,
+                                                                       in_lanes, True)
+    c = res.counts()
+    assert (c["pe"], c["mem"]) == (pes, mems)
+    caps = {tag: sum(site_capacity(coll).get((tag,), {}).values()) for tag in "pmI"}
+    assert c["pe"] <= caps["p"] and c["mem"] <= caps["m"] and c["io"] <= caps["I"] == 32
+    if layer == "gemm":
+        assert list(b["refused"]) == ["8"]
+        assert "64 output lanes and a load stream need 65 IO tiles, the design has 32" in \
+            b["refused"]["8"]
+        assert b["summary"].startswith("block 4 (16 output x 1 input lanes), chosen: block 8 "
+                                       "refused (gemm: 64 output lanes")
+    else:
+        assert b["refused"] == {} and b["summary"] == \
+            "block 8 (8 output x 8 input lanes), chosen"
+
+
+def test_blocking_on_the_small_design(small_design):
+    """On the 8x8 array (8 IO tiles, 42 PEs, 14 MEMs) the ResNet layer's 8 x 8 blocking needs
+    9 IO tiles and its 4 x 4 one 49 PEs: 2 x 2 is chosen; the MobileNet block fits at no
+    block (one line naming every block's reason); a given block that cannot fit names the one
+    that does."""
+    from cgra.errors import MappingError
+    from mapper.collateral import load_collateral
+    from mapper.flow import map_app
+    from mapper.params import AppParams
+
+    coll = load_collateral(small_design)
+    b = map_app(AppParams("resnet_layer", 18, 18), coll).blocking
+    assert (b["block"], list(b["refused"])) == (2, ["8", "4"])
+    assert "need 9 IO tiles, the design has 8" in b["refused"]["8"]
+    assert "needs 49 PE tiles but design small (8x8) has 42" in b["refused"]["4"]
+    with pytest.raises(MappingError) as err:
+        map_app(AppParams("mobilenet_layer", 18, 18), coll)
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith("mobilenet_layer: no block fits design small")
+    assert all(f"block {k}: " in msg for k in (8, 4, 2, 1))
+    with pytest.raises(MappingError, match="need 17 IO tiles, the design has 8; .*; block 2 "
+                                           "fits design small \\(--block 2;"):
+        map_app(AppParams("gemm", 16, 16, block=4), coll)
+
+
+def test_cgra_run_default_gemm_and_refuses_bad_blocks(default_design, default_harness,
+                                                      tmp_path):
+    """`cgra run gemm` with no option on the default array (issue 41: its 8 x 8 tile needed
+    65 IO tiles): 16x16 (k 32) at the 4 x 4 tile, bit-exact, the blocking printed; a given
+    block that cannot fit is one line naming the block that does, nothing written."""
     import subprocess
     import sys
     from pathlib import Path
 
     cgra = str(Path(sys.executable).parent / "cgra")
-    r = subprocess.run([cgra, "run", "gemm", "--design", str(default_design), "--size", "4",
-                        "--channels", "8", "--block", "2", "--out", str(tmp_path / "g")],
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run([cgra, "run", "gemm", "--design", str(default_design), "--out",
+                        str(tmp_path / "g")], capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr
-    assert "4x4 matches numpy and Halide bit-exactly" in r.stdout
-    assert "ideal 32 (128 MACs / 4 multipliers); occupancy 0." in r.stdout
+    assert "b 16x32, a 32x16 -> 16x16 matches numpy and Halide bit-exactly" in r.stdout
+    assert "blocking: block 4 (16 output x 1 input lanes), chosen: block 8 refused (gemm: " \
+           "64 output lanes and a load stream need 65 IO tiles, the design has 32)" in r.stdout
+    assert "ideal 512 (8192 MACs / 16 multipliers); occupancy 0." in r.stdout
+    rep = json.loads((tmp_path / "g" / "run_report.json").read_text())
+    assert rep["layer"]["blocking"]["block"] == 4 and rep["match"] == {"numpy": True,
+                                                                       "halide": True}
+    r = subprocess.run([cgra, "map", "gemm", "--design", str(default_design), "--block", "8",
+                        "--out", str(tmp_path / "g8")], capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 2
+    assert [ln for ln in r.stderr.splitlines() if ln.startswith("error:")] == [
+        "error: gemm: 64 output lanes and a load stream need 65 IO tiles, the design has 32; "
+        "use fewer output lanes (a smaller block) or a design with more IO tiles; block 4 "
+        "fits design default (--block 4; without --block the largest block that fits is "
+        "chosen)"]
+    assert not (tmp_path / "g8").exists()
     r = subprocess.run([cgra, "run", "resnet_layer", "--design", str(default_design),
                         "--size", "6", "--channels", "4", "--block", "3", "--out",
                         str(tmp_path / "bad")], capture_output=True, text=True, timeout=600)

@@ -1,6 +1,6 @@
 """A DNN layer plan on a generated design (mapper.dnn.plan.Resources.from_design reads
 design.json and mem.json): the tile counts and the MEM preset's words and ports, a plan that
-fits the 8x8 array and one that does not."""
+fits the 8x8 array and one that does not; the blocks a layer can take."""
 from __future__ import annotations
 
 import pytest
@@ -50,3 +50,15 @@ def test_default_counts_follow_the_default_config():
     assert (DEFAULT_32X16.mem_words, DEFAULT_32X16.mem_read_ports,
             DEFAULT_32X16.mem_write_ports, DEFAULT_32X16.fetch_width) == (
         mem.capacity_words, len(mem.out_ports), len(mem.in_ports), mem.fetch_width)
+
+
+def test_block_choices_divide_the_blocked_extent():
+    """The blocks the array flow tries with no --block (mapper.dnn.array.map_layer), largest
+    first: divisors of the channels (gemm: of m = n) up to the paper's 8."""
+    assert dnn.block_choices("resnet_layer") == [8, 4, 2, 1]          # C = 16
+    assert dnn.block_choices("mobilenet_layer", channels=6) == [6, 3, 2, 1]
+    assert dnn.block_choices("gemm") == [8, 4, 2, 1]                  # m = n = 16
+    assert dnn.block_choices("gemm", size=12, channels=64) == [6, 4, 3, 2, 1]
+    assert dnn.block_choices("resnet_stride2", channels=7) == [7, 1]
+    with pytest.raises(MappingError, match="unknown layer 'vgg'"):
+        dnn.block_choices("vgg")

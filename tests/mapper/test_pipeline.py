@@ -1,6 +1,7 @@
 """Branch-delay matching, MEM latency absorption, compute pipelining and static timing."""
 from __future__ import annotations
 
+import dataclasses
 from itertools import pairwise
 
 import networkx as nx
@@ -15,10 +16,11 @@ from mapper.collateral import load_fabric
 from mapper.netlist import Netlist
 from mapper.backend.pack import pack, stencil_netlist
 from mapper.backend.checks import check_balanced
-from mapper.backend.pipeline import (PipelineParams, pipeline,
+from mapper.backend.pipeline import (PipelineParams, period_floor, pipeline, registers_of,
                              timing_analysis)
 from mapper.backend.place import PlaceParams, place
 from mapper.backend.route import check_routing, route_design
+from mapper.cli import _pipeline_params
 
 
 def _no_rtl():
@@ -199,6 +201,127 @@ def test_compute_pipelining_meets_target(graphs):
     again = timing_analysis(res.packed, pl, res.routing, graphs, PipelineParams(latency={"p": 0}),
                             res.pe_input_regs)
     assert again.period_ps == pytest.approx(res.timing.period_ps)
+
+
+def test_auto_target_pipelines_to_the_model_floor(graphs):
+    """Issue 41 item 4: with ``auto_target`` (the CLI default) register insertion aims for
+    the slowest stage no register can split; on the default table with MEMs that is the MEM
+    core (1000 ps; the IO core ties it, a PE op, a hop or a connection box is shorter) and
+    the stencil reaches it, reporting the target it chose; an explicit target wins."""
+    table = graphs.timing.table
+    packed, pl, rr = _pnr(stencil_netlist("g"), graphs, seed=2)
+    floor, what = period_floor(packed, pl, graphs)
+    assert floor == table["core"]["mem"] == 1000.0 and what == "MEM core (mem): 1000 ps"
+    hop = max(v for c in table["switch_box_hop"].values() for w in c.values() for v in w.values())
+    assert floor > table["register_mux"] + hop + table["clock_skew"]["pe_to_mem"]
+    none = pipeline(packed, pl, rr, graphs, PipelineParams(latency={"p": 0}))
+    assert none.timing.target_ps is None and none.timing.period_ps == pytest.approx(7897.49)
+    auto = pipeline(packed, pl, rr, graphs, PipelineParams(latency={"p": 0},
+                                                           register_pe_inputs=True,
+                                                           auto_target=True))
+    assert auto.timing.period_ps == pytest.approx(1000.0)
+    assert (auto.timing.target_ps, auto.timing.target) == (1000.0, what)
+    assert auto.timing.to_dict()["target_mhz"] == 1000.0
+    assert [p.name for p in auto.passes] == ["balance", "compute pipelining",
+                                             "register insertion", "ALAP"]
+    check_balanced(auto)
+    given = pipeline(packed, pl, rr, graphs, PipelineParams(latency={"p": 0},
+                                                            register_pe_inputs=True,
+                                                            auto_target=True,
+                                                            target_period_ps=2500.0))
+    assert given.timing.target == "--fmax" and given.timing.target_ps == 2500.0
+    assert 1000.0 < given.timing.period_ps <= 2500.0
+
+
+def test_fmax_option_default_off_and_value():
+    """``--fmax``: absent -> pipelining toward the model's floor; 0 -> branch-delay matching
+    only (the old default); X MHz -> a 1e6 / X ps target."""
+    assert _pipeline_params(None) == PipelineParams(register_pe_inputs=True, auto_target=True)
+    assert _pipeline_params(0.0) == PipelineParams()
+    assert _pipeline_params(500.0) == PipelineParams(register_pe_inputs=True,
+                                                     target_period_ps=2000.0)
+
+
+def test_missed_target_names_the_critical_path_and_what_it_lacks(graphs):
+    """Issue 41 item 9d: a missed target is one line naming the critical path's end points,
+    its tiles and why no register can cut it (a core stage; a register that would unbalance
+    the design, with the branch short of cycles; a combinational PE)."""
+    packed, pl, rr = _pnr(stencil_netlist("g"), graphs, seed=2)
+    core = pipeline(packed, pl, rr, graphs, PipelineParams(latency={"p": 0},
+                                                           register_pe_inputs=True,
+                                                           target_period_ps=900.0))
+    assert core.timing.period_ps == pytest.approx(1000.0)
+    assert core.timing.miss == (
+        "Fmax 1000 MHz < 1111 MHz: the critical path (mem1 (3,3) -> register (3,3), 1000 ps, "
+        "0 switch-box hops) has no register site on it: a stage no pipeline register can "
+        "split")
+    assert core.timing.to_dict()["target_missed"] == core.timing.miss
+    unbal = pipeline(packed, pl, rr, graphs, PipelineParams(latency={"p": 0}, reroute=False,
+                                                            target_period_ps=1000.0))
+    assert unbal.timing.miss.startswith(
+        "Fmax 289 MHz < 1000 MHz: the critical path (mem1 (3,3) -> add4 (1,4), 3459 ps, 5 "
+        "switch-box hops) has no free register site: 5 cannot be balanced (the "
+        "register at (3,3): net n24 reaches add7.data1 1 cycle(s) earlier")
+    comb = pipeline(packed, pl, rr, graphs, PipelineParams(latency={"p": 0}, max_rejected=1,
+                                                           target_period_ps=1000.0))
+    assert "passes through PE mul6 combinationally" in comb.timing.miss
+    met = pipeline(packed, pl, rr, graphs, PipelineParams(latency={"p": 0},
+                                                          target_period_ps=2500.0))
+    assert met.timing.miss == "" and "target_missed" not in met.timing.to_dict()
+
+
+def _broadcast(n: int) -> Netlist:
+    """One input stream to ``n`` PEs (``data0``), chained through ``data1`` to the output."""
+    nl = Netlist("bc")
+    nl.add_instance("io_in", "io_in", "I")
+    for k in range(n):
+        nl.add_instance(f"pe{k}", "pe", "p", {"inst": 1})
+    nl.add_net(("io_in", "out"), [(f"pe{k}", "data0") for k in range(n)], 16)
+    for k in range(n - 1):
+        nl.add_net((f"pe{k}", "res"), [(f"pe{k + 1}", "data1")], 16)
+    nl.add_instance("io_out", "io_out", "I")
+    nl.add_net((f"pe{n - 1}", "res"), [("io_out", "in")], 16)
+    return nl
+
+
+def test_broadcast_register_tree_raises_fmax(graphs):
+    """Issue 41 item 9a: a net with 10 sinks gets a register at branches of its route tree
+    serving at most 2 of them (``broadcast_fanout`` 4, ``broadcast_leaves`` 2; a branch with
+    no free register site keeps none); with compute pipelining alone the critical path then
+    shortens from 1709 to 1406 ps (seed 1)."""
+    packed, pl, rr = _pnr(_broadcast(10), graphs, seed=1)
+    base = PipelineParams(latency={"p": 0}, register_pe_inputs=True)
+    off = pipeline(packed, pl, rr, graphs, base)
+    on = pipeline(packed, pl, rr, graphs, PipelineParams(latency={"p": 0},
+                                                         register_pe_inputs=True,
+                                                         broadcast_fanout=4,
+                                                         broadcast_leaves=2))
+    assert off.timing.period_ps == pytest.approx(1709.0, abs=1.0)
+    assert on.timing.period_ps == pytest.approx(1406.0, abs=1.0)
+    assert on.forced_regs and not off.forced_regs
+    # balance only: the tree itself, 4 registers each serving 1 or 2 of the 10 sinks
+    tree = pipeline(packed, pl, rr, graphs, PipelineParams(latency={"p": 0},
+                                                           broadcast_fanout=4,
+                                                           broadcast_leaves=2))
+    bc = next(n for n in packed.nets if n.source == ("io_in", "out"))
+    paths = tree.routing.nets[bc.name].paths
+    assert len(paths) == 10 and len(tree.forced_regs) == 4
+    assert sorted(sum(r in pth for pth in paths.values()) for r in tree.forced_regs) == \
+        [1, 1, 2, 2]
+    assert tree.timing.period_ps < pipeline(packed, pl, rr, graphs,
+                                            PipelineParams(latency={"p": 0})).timing.period_ps
+    check_balanced(on)
+    # broadcast_on_miss: a missed target (900 ps, below the IO core) tries the trees too and
+    # keeps the better: both reach 1000 ps, the trees cost registers, the first is kept
+    miss = PipelineParams(latency={"p": 0}, register_pe_inputs=True, target_period_ps=900.0)
+    plain = pipeline(packed, pl, rr, graphs, miss)
+    tried = pipeline(packed, pl, rr, graphs, dataclasses.replace(miss, broadcast_on_miss=4))
+    trees = pipeline(packed, pl, rr, graphs, dataclasses.replace(miss, broadcast_fanout=4))
+    assert plain.timing.miss and trees.passes[0].name == "broadcast trees + balance"
+    assert plain.timing.period_ps == trees.timing.period_ps == pytest.approx(1000.0)
+    assert registers_of(trees) > registers_of(plain) == registers_of(tried)
+    assert tried.passes[0].name == "balance"
+    check_routing(on.routing, graphs)
 
 
 def test_feedback_loop_is_reported(graphs):

@@ -1,13 +1,17 @@
 """The Verilator build of the stream harness (:func:`mapper.sim.verilator.build_harness`):
-progress messages, and an interrupted build leaves nothing behind (no ``sim/.<key>.tmp-<pid>``
-directory, no Verilator/make/compiler process); directories of dead builds are removed by the
-next build, never those of a live process."""
+progress messages, and an interrupted build leaves nothing behind (no ``.<key>.tmp-<pid>``
+directory in the model cache, no Verilator/make/compiler process); directories of dead builds
+are removed by the next build, never those of a live process. The model cache is keyed by
+content (design directories with identical RTL share a model) and keeps the most recently used
+``SimParams.cache_models`` models (with a fake Verilator whose "model" is a shell script)."""
 from __future__ import annotations
 
+import fcntl
 import os
 import pathlib
 import queue
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,9 +25,11 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from cgra.errors import SimulationError  # noqa: E402
-from mapper.sim.verilator import (SimParams, build_harness, group_members,  # noqa: E402
-                             remove_stale_builds)
+from cgra.errors import ConfigError, SimulationError  # noqa: E402
+from mapper.params import SimOptions  # noqa: E402
+from mapper.sim.verilator import (CACHE_DIR_NAME, Harness, SimParams,  # noqa: E402
+                                  build_harness, group_members, model_cache_dir,
+                                  prune_models, remove_stale_builds, run_harness)
 
 CGRA = pathlib.Path(sys.executable).with_name("cgra")
 
@@ -91,13 +97,18 @@ def live_in_groups(pgids: set[int]) -> list[int]:
     return [pid for g in pgids for pid in group_members(g)]
 
 
+def cache(design: pathlib.Path) -> pathlib.Path:
+    """The design's default model cache (beside the design directory)."""
+    return design.parent / CACHE_DIR_NAME
+
+
 def tmp_dirs(design: pathlib.Path) -> list[str]:
-    sim = design / "sim"
+    sim = cache(design)
     return sorted(p.name for p in sim.iterdir() if ".tmp-" in p.name) if sim.is_dir() else []
 
 
 def test_sigterm_during_build_kills_compilers_and_removes_tmp(design):
-    built_before = sorted((design / "sim").glob("*/ok"))
+    built_before = sorted(cache(design).glob("[0-9a-f]*/ok"))
     proc = subprocess.Popen([sys.executable, "-c", BUILD_SCRIPT, str(design)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
@@ -136,7 +147,9 @@ def test_sigterm_during_build_kills_compilers_and_removes_tmp(design):
     assert 1 <= k <= n and n >= 5, seen
     assert seen[-1] == "terminated" and proc.returncode == 143, seen
     assert tmp_dirs(design) == []
-    assert sorted((design / "sim").glob("*/ok")) == built_before  # nothing half-built cached
+    assert sorted(cache(design).glob("[0-9a-f]*/ok")) == built_before  # no half-built model
+    for rt in cache(design).glob("rt-*"):        # a run-time library is cached only complete
+        assert (rt / "ok").is_file() and (rt / "verilated.o").is_file()
     assert live_in_groups(groups | {proc.pid}) == []
     still = [k for k in kids if alive(k)]
     assert not still, f"children still running: {still}"
@@ -151,7 +164,7 @@ def fake_verilator(tmp_path: pathlib.Path, body: str) -> str:
 
 
 def test_next_build_removes_dead_builds_only(design, tmp_path):
-    sim = design / "sim"
+    sim = cache(design)
     sim.mkdir(exist_ok=True)
     dead = sim / f".0123456789abcdef.tmp-{dead_pid()}"
     live = sim / f".0123456789abcdef.tmp-{os.getppid()}"
@@ -189,7 +202,7 @@ def test_cache_key_includes_the_flags(design, tmp_path):
     def key_of(params: SimParams) -> str:
         with pytest.raises(SimulationError) as err:
             build_harness(design, params)
-        return re.search(r"/sim/([0-9a-f]{16})\.failed\.log", str(err.value)).group(1)
+        return re.search(r"/\.sim-cache/([0-9a-f]{16})\.failed\.log", str(err.value)).group(1)
 
     base = SimParams(verilator=fake)
     key = key_of(base)
@@ -197,10 +210,138 @@ def test_cache_key_includes_the_flags(design, tmp_path):
     assert len({key, key_of(SimParams(verilator=fake, opt_fast="-Og")),
                 key_of(SimParams(verilator=fake, precompiled_header=False)),
                 key_of(SimParams(verilator=fake, extra_flags=(*base.extra_flags, "-O3")))}) == 4
-    cached = design / "sim" / key
+    cached = cache(design) / key
     cached.mkdir()
     (cached / "harness").write_text("")
     (cached / "ok").write_text("1.0\n")
     seen: list[str] = []
     h = build_harness(design, base, progress=seen.append)
     assert h.cached and h.key == key and h.exe == cached / "harness" and seen == ["cached"]
+
+
+#: a Verilator stand-in whose makefile "compiles" the model into a shell script
+FAKE_OK = r"""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -Mdir) mdir="$2"; shift;;
+    -o) exe="$2"; shift;;
+    --top-module) top="$2"; shift;;
+  esac
+  shift
+done
+mkdir -p "$mdir"
+printf 'fake:\n\tprintf "#!/bin/sh\\nexit 0\\n" > %s && chmod +x %s\nVK_SLOW_OBJS = slow.o\n' \
+  "$exe" "$exe" > "$mdir/V$top.mk"
+"""
+
+
+def copy_design(design: pathlib.Path, to: pathlib.Path) -> pathlib.Path:
+    """A second design directory with byte-identical RTL (design.json and rtl/ only)."""
+    to.mkdir(parents=True)
+    (to / "design.json").write_bytes((design / "design.json").read_bytes())
+    shutil.copytree(design / "rtl", to / "rtl")
+    return to
+
+
+def test_identical_rtl_in_two_design_dirs_shares_one_model(design, tmp_path):
+    assert model_cache_dir(design) == cache(design)
+    params = SimParams(verilator=fake_verilator(tmp_path, FAKE_OK),
+                       cache_dir=str(tmp_path / "cache"))
+    a = build_harness(design, params)
+    assert not a.cached and a.build_seconds > 0
+    assert a.exe == tmp_path / "cache" / a.key / "harness" and a.exe.is_file()
+    assert (a.exe.parent / "ok").is_file() and (a.exe.parent / "used").is_file()
+    b_dir = copy_design(design, tmp_path / "b")
+    b = build_harness(b_dir, params)
+    assert b.cached and b.build_seconds == 0.0
+    assert (b.key, b.exe, b.lock) == (a.key, a.exe, a.lock) and b.design_dir == b_dir
+    models = [p.name for p in (tmp_path / "cache").iterdir() if not p.name.startswith(".")]
+    assert models == [a.key]            # (the fake Verilator builds no run-time library)
+
+
+def test_cache_keeps_the_most_recently_used_models(design, tmp_path):
+    fake = fake_verilator(tmp_path, FAKE_OK)
+    root = tmp_path / "cache"
+
+    def params(opt: str, keep: int = 2) -> SimParams:
+        return SimParams(verilator=fake, cache_dir=str(root), cache_models=keep, opt_fast=opt)
+
+    def models() -> set[str]:
+        return {p.name for p in root.iterdir() if not p.name.startswith(".")}
+
+    k1 = build_harness(design, params("-O1")).key
+    k2 = build_harness(design, params("-Og")).key
+    time.sleep(0.01)
+    assert build_harness(design, params("-O1")).cached           # k1 used after k2
+    k3 = build_harness(design, params("-O2")).key
+    assert models() == {k1, k3}                   # k2, the least recently used, is pruned
+    assert not build_harness(design, params("-Og", 3)).cached    # rebuilt
+    # a model whose lock another process holds (run_harness starting it) is kept
+    with open(root / f".{k3}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        assert prune_models(root, 1, protect=(k2,)) == [root / k1]
+    assert models() == {k2, k3}
+    assert prune_models(root, 1) == [root / k3] and models() == {k2}
+    assert not [p for p in root.iterdir() if ".evict-" in p.name or ".tmp-" in p.name]
+
+
+def test_run_of_a_pruned_model_names_the_fix(tmp_path):
+    exe = tmp_path / "cache" / "0123456789abcdef" / "harness"
+    h = Harness(tmp_path, "Top", exe, [], [], {}, "0123456789abcdef", True, 0.0, 1,
+                tmp_path / ".0123456789abcdef.lock")
+    with pytest.raises(SimulationError, match="is gone .*cache_models"):
+        run_harness(h, [], {}, [], 4, tmp_path / "run")
+    h.lock = tmp_path / "cache" / ".0123456789abcdef.lock"    # the whole cache removed
+    with pytest.raises(SimulationError, match="is gone"):
+        run_harness(h, [], {}, [], 4, tmp_path / "run")
+
+
+#: a Verilator stand-in with a run-time library: the stand-in design's makefile "compiles"
+#: verilated.o / verilated_threads.o; a model's makefile fails if it has to compile them
+FAKE_RT = r"""
+exe=/dev/null
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -Mdir) mdir="$2"; shift;;
+    -o) exe="$2"; shift;;
+    --top-module) top="$2"; shift;;
+  esac
+  shift
+done
+mkdir -p "$mdir"
+if [ "$top" = cgra_runtime_stub ]; then
+  printf 'VK_GLOBAL_OBJS = verilated.o verilated_threads.o\n%%.o:\n\techo compiled > $@; echo "$@:" > $*.d\n' > "$mdir/V$top.mk"
+else
+  printf 'fake: verilated.o verilated_threads.o\n\tprintf "#!/bin/sh\\nexit 0\\n" > %s && chmod +x %s\nVK_GLOBAL_OBJS = verilated.o verilated_threads.o\nverilated.o verilated_threads.o: V%s.mk\n\techo rebuilt $@; exit 1\n' \
+    "$exe" "$exe" "$top" > "$mdir/V$top.mk"
+fi
+"""
+
+
+def test_model_builds_take_the_runtime_from_the_cache(design, tmp_path):
+    """Verilator's run-time library is compiled once per cache (beside the first model's
+    verilation) and copied into every model build whose compile flags match."""
+    root = tmp_path / "cache"
+    params = SimParams(verilator=fake_verilator(tmp_path, FAKE_RT), cache_dir=str(root),
+                       precompiled_header=False)
+    a = build_harness(design, params)
+    rt = [p for p in root.iterdir() if p.name.startswith("rt-")]
+    assert len(rt) == 1 and (rt[0] / "verilated.o").read_text() == "compiled\n"
+    assert (rt[0] / "ok").is_file() and (rt[0] / "verilated_threads.d").is_file()
+    log = (a.exe.parent / "build.log").read_text()
+    assert f"run-time library from {rt[0].name}: 2 objects" in log and "rebuilt" not in log
+    shutil.rmtree(a.exe.parent)               # the next model: the runtime is in the cache
+    b = build_harness(design, params)
+    assert not b.cached and f"from {rt[0].name}" in (b.exe.parent / "build.log").read_text()
+    shutil.rmtree(b.exe.parent)                # flags that differ: make compiles its own
+    (rt[0] / "flags.txt").write_text("g++ -O3\n")
+    with pytest.raises(SimulationError, match="failed with status") as err:
+        build_harness(design, params)
+    assert "rebuilt verilated.o" in str(err.value)
+    assert not [p for p in root.iterdir() if ".tmp-" in p.name]
+
+
+def test_cache_bound_is_validated():
+    with pytest.raises(ConfigError, match=r"SimParams.cache_models = 0 is out of range: give "
+                                          r"an integer in \[1, 100000\]"):
+        SimOptions(sim=SimParams(cache_models=0)).validate()

@@ -1,0 +1,147 @@
+"""Cold Verilator build of the stream harness (issue 41, item 8a) and reuse of a cached model
+(item 1), per build variant (:class:`mapper.sim.verilator.SimParams`).
+
+Every variant builds the design's model into an empty cache of its own (``--work``), so each
+build is cold: verilation, the C++ compile and, unless the variant says ``warm_runtime``,
+Verilator's run-time library and precompiled header too. Figures per variant:
+
+* ``build_wall_s``: wall time of :func:`build_harness` (s);
+* ``verilate_s``: wall time of the verilation (s; single-threaded);
+* ``build_cpu_s``: CPU time (user + system) of every process the build ran (s); on a loaded
+  machine this, not the wall time, is what compares variants;
+* ``cycles_per_s``: clock edges per second of the built harness replaying the run directory's
+  ``sim.bs`` / ``sim.stim`` (``--run``, a `cgra run` of the same design), and whether its
+  ``sim.out`` is byte-identical to the first variant's (``bit_identical``).
+
+Variants run interleaved (``--rounds``), and every row records the 1-minute load average
+before and after the build. ``--reuse``: the time of a build that finds the model in the
+cache (the third run of A -> B -> A).
+
+Usage (about 2-8 min per 32x16 build on 2 cores; one at a time)::
+
+    .venv/bin/python bench/bench_verilator.py --design build/default --run build/apps/gaussian
+    .venv/bin/python bench/bench_verilator.py --design build/small --run RUN --only default
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchlib import row, save_rows  # noqa: E402
+
+from mapper.sim.verilator import SimParams, build_harness  # noqa: E402
+
+BASE_FLAGS = SimParams().extra_flags
+
+#: variant name -> (SimParams fields, warm runtime?)
+VARIANTS: dict[str, tuple[dict, bool]] = {
+    "serial_runtime": ({"share_runtime": False}, False),     # the build before issue 41
+    "default": ({}, False),
+    "default_warm_runtime": ({}, True),
+    "opt_fast_Og": ({"opt_fast": "-Og"}, False),
+    "x_fast": ({"extra_flags": (*BASE_FLAGS, "--x-assign", "fast", "--x-initial", "fast")},
+               False),
+}
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _replay(exe: Path, run: Path, out: Path) -> tuple[float, int]:
+    """(seconds, clock edges) of the harness replaying ``run``'s bitstream and stimulus."""
+    t = time.perf_counter()
+    subprocess.run([str(exe), str(run / "sim.bs"), str(run / "sim.stim"), str(out)],
+                   check=True, capture_output=True)
+    secs = time.perf_counter() - t
+    edges = int(out.read_text().strip().splitlines()[-1].split()[1])
+    return secs, edges
+
+
+def measure(name: str, design: Path, run: Path, work: Path, k: int) -> list[dict]:
+    fields, warm = VARIANTS[name]
+    cache = work / f"cache-{name}-{k}"
+    shutil.rmtree(cache, ignore_errors=True)
+    params = SimParams(cache_dir=str(cache), **fields)
+    if warm:        # the run-time library in the cache: build a model of another design
+        small = work / "warm_from"
+        if not small.is_dir():
+            raise SystemExit(f"--warm-from: give a small design to warm the runtime "
+                             f"(missing {small})")
+        build_harness(small, params)
+    stamps: dict[str, float] = {}
+    t0 = time.perf_counter()
+
+    def progress(msg: str) -> None:
+        stamps.setdefault(msg.split(" (")[0], time.perf_counter() - t0)
+
+    load0 = os.getloadavg()[0]
+    c0 = _cpu()
+    h = build_harness(design, params, progress=progress)
+    cpu = _cpu() - c0
+    wall = time.perf_counter() - t0
+    load1 = os.getloadavg()[0]
+    verilate = min(v for m, v in stamps.items() if m != "verilating") - stamps["verilating"]
+    secs, edges = _replay(h.exe, run, work / f"{name}-{k}.out")
+    p = {"variant": name, "round": k, "design": design.name, "fields": {
+        key: list(v) if isinstance(v, tuple) else v for key, v in fields.items()},
+        "warm_runtime": warm, "load1_before": round(load0, 2), "load1_after": round(load1, 2),
+        "verilator": "5.006", "jobs": params.jobs}
+    rows = [row("verilator", "build_wall_s", round(wall, 1), "s", p),
+            row("verilator", "verilate_s", round(verilate, 1), "s", p),
+            row("verilator", "build_cpu_s", round(cpu, 1), "s", p),
+            row("verilator", "cycles_per_s", round(edges / secs), "cycles/s",
+                {**p, "edges": edges})]
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--design", type=Path, required=True, help="design directory")
+    ap.add_argument("--run", type=Path, required=True,
+                    help="a `cgra run` directory of the design (sim.bs, sim.stim)")
+    ap.add_argument("--work", type=Path, default=Path("build/bench_verilator"),
+                    help="scratch directory (caches, harness outputs)")
+    ap.add_argument("--warm-from", type=Path, default=None,
+                    help="a small design whose build warms the run-time library "
+                         "(variant default_warm_runtime)")
+    ap.add_argument("--only", default=",".join(VARIANTS), help="variants, comma-separated")
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--reuse", action="store_true",
+                    help="also time a build that finds the model in the cache")
+    a = ap.parse_args()
+    a.work.mkdir(parents=True, exist_ok=True)
+    if a.warm_from is not None:
+        link = a.work / "warm_from"
+        if not link.exists():
+            shutil.copytree(a.warm_from, link, ignore=shutil.ignore_patterns("sim"))
+    names = a.only.split(",")
+    rows: list[dict] = []
+    for k in range(a.rounds):
+        for name in names:
+            rows += measure(name, a.design.resolve(), a.run.resolve(), a.work.resolve(), k)
+    outs = sorted(a.work.glob("*.out"))
+    same = len({o.read_bytes() for o in outs}) == 1
+    rows.append(row("verilator", "bit_identical", same, "bool",
+                    {"variants": names, "rounds": a.rounds, "files": len(outs)}))
+    if a.reuse:
+        cache = a.work.resolve() / f"cache-{names[0]}-0"
+        t = time.perf_counter()
+        h = build_harness(a.design, SimParams(cache_dir=str(cache), **VARIANTS[names[0]][0]))
+        rows.append(row("verilator", "reuse_wall_s", round(time.perf_counter() - t, 2), "s",
+                        {"variant": names[0], "cached": h.cached,
+                         "build_seconds": h.build_seconds, "design": a.design.name}))
+    save_rows("verilator", rows)
+
+
+if __name__ == "__main__":
+    main()
