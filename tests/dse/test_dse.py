@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+from dse.run import app_task
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 #: the rule tables of the whole suite (content-keyed: shared with the e2e designs)
@@ -89,7 +90,6 @@ def test_unroll_trades_pes_for_cycles(sweep):
 def test_too_big_is_a_recorded_failure(sweep, tmp_path):
     """A point that does not fit (harris unrolled twice: more PEs than the 16x8 array's 84)
     is a recorded MappingError, its result file written like any point's (it is cached)."""
-    from dse.run import app_task
 
     out, rows = sweep[2], sweep[3]
     cache = out.parent.parent

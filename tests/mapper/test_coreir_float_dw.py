@@ -18,6 +18,11 @@ import pytest
 
 from cgra.errors import MappingError
 from mapper.frontend.coreir import EXAMPLES_DIR, import_coreir, import_coreir_dict
+from mapper.collateral import load_rule_table
+from mapper.mapping.compute import cover_kernel, simulate
+from peak.collateral import PEInfo
+from peak.examples import cgra_pe_bf16
+from peak.rules import build_table
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLE = EXAMPLES_DIR / "bf16" / "bf16_muladd_select_dw.json"
@@ -82,9 +87,6 @@ def bf16_rules():
     """The BFloat16 PE's rules for the example's ops only, cached in the shared rules
     directory build/rules like the e2e designs' (~100 s cold on 2 loaded cores, then
     read from the cache)."""
-    from mapper.collateral import load_rule_table
-    from peak.examples import cgra_pe_bf16
-    from peak.rules import build_table
 
     table = build_table(cgra_pe_bf16.PE, ROOT / "build" / "rules", jobs=2,
                         only=["float.add", "float.mul", "float.lt", "float.max",
@@ -93,9 +95,6 @@ def bf16_rules():
 
 
 def test_example_maps_on_the_bf16_pe_and_its_pes_match_the_reference(bf16_rules):
-    from mapper.mapping.compute import cover_kernel, simulate
-    from peak.collateral import PEInfo
-    from peak.examples import cgra_pe_bf16
 
     (k,) = import_coreir(EXAMPLE).values()
     pe = PEInfo.of_spec(cgra_pe_bf16.PE)
