@@ -716,7 +716,9 @@ def class_representatives(graph: InterconnectGraph) -> list[tuple[str, str]] | N
     """The first edge ``(src, dst)``, in fan-in order (``graph.fanin`` in order, each list
     in order), of every distinct combination of the source's fields, the sink's fields and
     the timing class of the sink's tile (``None`` off the tiles), in order of first
-    occurrence; ``None`` when the graph's columns cannot be built (:class:`_Segments`) or
+    occurrence (the sink's fields including whether it has a single fan-in: a pass-through
+    of a long track is its own class); ``None`` when the graph's columns cannot be built
+    (:class:`_Segments`) or
     its fan-in dict is not in node order. A path class (:meth:`TimingModel.edge_class
     <canal.timing.TimingModel.edge_class>`) is a function of those fields only (node kinds,
     sides, the sink's io, the tile class, the graph's width), so the classes of these
@@ -750,12 +752,14 @@ def _representatives(graph: InterconnectGraph, seg: _Segments) -> list[tuple[str
     for (x, y), t in tiles.items():
         grid[x - x0, y - y0] = tcodes.setdefault(t.timing_class, len(tcodes))
     tclass = grid[seg.x - x0, seg.y - y0]
-    # one int64 per edge: (sink code, sink tile class, source code), mixed radix
+    # one int64 per edge: (sink code, sink tile class, sink has a single fan-in, source
+    # code), mixed radix (a single fan-in SB_OUT is a pass-through: its own path class)
     dst = np.repeat(np.arange(n, dtype=np.int64), seg.counts)
     nc, nt = int(seg.code.max()) + 1, len(tcodes)
-    if nc * nc * nt >= 1 << 62:
+    if nc * nc * nt * 2 >= 1 << 62:
         return None
-    key = (seg.code[dst] * nt + tclass[dst]) * nc + seg.code[seg.src]
+    single = (np.asarray(seg.counts, dtype=np.int64) == 1).astype(np.int64)
+    key = ((seg.code[dst] * nt + tclass[dst]) * 2 + single[dst]) * nc + seg.code[seg.src]
     _, first = np.unique(key, return_index=True)
     first.sort()
     ids = list(graph.nodes)

@@ -6,10 +6,12 @@ Composition used by :func:`build_uniform` (and by garnet)::
     g = add_switch_boxes(g, topology="imran", tracks=5, timing=tm)
     g = wire_tracks(g, track_length=1)                 # SB_OUT -> neighbour SB_IN
     g = connect_core_ports(g, CorePortConnections(), timing=tm)
+    g = segment_tracks(g, track_length=L, timing=tm)   # only for long tracks, L > 1
     g = insert_pipeline_registers(g, [(t, side) ...], timing=tm)
 
 (:func:`build_graph` computes this composition in a single pass that yields the same graph,
-orders included, and falls back to the passes themselves for unusual parameters.)
+orders included, and falls back to the passes themselves for unusual parameters and for
+long tracks.)
 
 Switch-box topologies (pairs are bidirectional: ``A t <-> B f(t)`` adds
 SB_IN(A, t) -> SB_OUT(B, f(t)) and SB_IN(B, f(t)) -> SB_OUT(A, t)), W = number of tracks:
@@ -23,7 +25,9 @@ SB_IN(A, t) -> SB_OUT(B, f(t)) and SB_IN(B, f(t)) -> SB_OUT(A, t)), W = number o
   W t<->S (t-1) mod W, W t<->E t, S t<->N t.
 
 Each SB_IN therefore reaches exactly one track on each of the three other sides, and every
-SB_OUT has fan-in 3 from SB_INs (plus the core outputs that drive it).
+SB_OUT has fan-in 3 from SB_INs (plus the core outputs that drive it); with long tracks
+:func:`segment_tracks` then makes the SB_OUTs where a track passes through 1-input wires and
+re-targets the turns to the tracks that break in the tile (its docstring).
 Fan-in order of an SB_OUT: SB_INs by side (NORTH, SOUTH, EAST, WEST, own side skipped), then
 core output ports in core port order.
 Fan-in order of a connection box (core input PORT): for each side in the order given, for each
@@ -128,7 +132,12 @@ def add_switch_boxes(graph: InterconnectGraph, topology: str = "imran", tracks: 
 
 def wire_tracks(graph: InterconnectGraph, track_length: int = 1) -> InterconnectGraph:
     """Connect every SB_OUT(x, y, side, t) to SB_IN(x', y', opposite side, t) of the tile
-    ``track_length`` tiles away on ``side`` (when that tile exists). Wire delay 0 ps."""
+    ``track_length`` tiles away on ``side`` (when that tile exists). Wire delay 0 ps.
+
+    This is Canal's literal wiring: with ``track_length = L > 1`` a wire skips the L - 1
+    tiles between its ends (no switch box or connection box taps it there), which splits the
+    array into L x L sub-grids that cannot reach each other. :func:`build_graph` makes long
+    tracks as ``wire_tracks(g, 1)`` followed by :func:`segment_tracks` instead."""
     if track_length < 1:
         raise SpecError(f"track_length={track_length}; use a length >= 1 (tiles per wire)")
     g = graph.copy()
@@ -141,6 +150,158 @@ def wire_tracks(graph: InterconnectGraph, track_length: int = 1) -> Interconnect
             if dst in g.nodes:
                 g.add_edge(n.id, dst, 0.0)
     g.params = {**g.params, "track_length": track_length}
+    return g
+
+
+def track_breaks(x: int, y: int, side: Side, track: int, track_length: int,
+                 bounds: tuple[int, int, int, int] | None = None) -> bool:
+    """Whether ``track`` on ``side`` has a real switch box in tile (x, y) under staggered
+    segmentation with segments of ``track_length`` tiles (:func:`segment_tracks`): a
+    horizontal track (EAST/WEST) breaks where ``(x + track) % track_length == 0``, a vertical
+    one (NORTH/SOUTH) where ``(y + track) % track_length == 0``; ``bounds`` =
+    ``(x_min, y_min, x_max, y_max)`` of the array, whose first and last column (row) break
+    every horizontal (vertical) track. Always ``True`` for ``track_length <= 1``."""
+    if track_length <= 1:
+        return True
+    horizontal = side in (Side.EAST, Side.WEST)
+    c = x if horizontal else y
+    if bounds is not None and c in ((bounds[0], bounds[2]) if horizontal
+                                    else (bounds[1], bounds[3])):
+        return True
+    return (c + track) % track_length == 0
+
+
+def _bounds(graph: InterconnectGraph) -> tuple[int, int, int, int]:
+    xs = [x for x, _ in graph.tiles] or [0]
+    ys = [y for _, y in graph.tiles] or [0]
+    return min(xs), min(ys), max(xs), max(ys)
+
+
+def is_pass_through(graph: InterconnectGraph, x: int, y: int, side: Side, track: int) -> bool:
+    """Whether SB_OUT(x, y, side, track) of ``graph`` is a pass-through of a segmented
+    track (:func:`segment_tracks` recorded ``params["segments"] == "staggered"``)."""
+    if graph.params.get("segments") != "staggered":
+        return False
+    return not track_breaks(x, y, side, track, int(graph.params.get("track_length", 1)),
+                            _bounds(graph))
+
+
+def segment_tracks(graph: InterconnectGraph, track_length: int,
+                   timing: TimingModel | None = None) -> InterconnectGraph:
+    """Turn the tile-to-tile tracks of ``graph`` (:func:`wire_tracks` with length 1) into
+    single-driver segments of ``track_length`` tiles with staggered start points (Betz &
+    Rose, "FPGA routing architecture: segmentation and buffering to optimize speed and
+    density", FPGA 1999, and VPR's staggered segment start points; single-driver wires as
+    in Lemieux et al., "Directional and single-driver wires in FPGA interconnect", FPT 2004).
+
+    Where track ``t`` of a side *breaks* (:func:`track_breaks`: horizontal tracks where
+    ``(x + t) % L == 0``, vertical ones where ``(y + t) % L == 0``, and every horizontal
+    (vertical) track in the array's first and last column (row), as VPR clips the segments
+    cut by the array edge) its SB_OUT is a switch-box mux: the only place the wire can be
+    driven (turns, core outputs, its pipeline register). Elsewhere the track passes
+    through: SB_OUT(EAST, t) has the single fan-in SB_IN(WEST, t) (SB_OUT(WEST, t):
+    SB_IN(EAST, t); likewise NORTH/SOUTH), a 1-input mux, which :mod:`canal.rtl` emits as
+    a wire and which has no select field (:mod:`canal.config`); it loses its core outputs
+    and :func:`insert_pipeline_registers` (run after this pass) puts no register on it.
+    The connection boxes still read every SB_IN, so the passing wire is tapped by the
+    cores of every tile it spans.
+
+    Turns. The mux of a breaking SB_OUT(b, t) takes the topology's turn wires
+    (:func:`topology_wires`) from *every* SB_IN of the two other-axis sides, ending or
+    passing (the wire drives a turn at each tile it spans: VPR's switch-block pattern with a
+    switch point at every tile of the wire), re-targeted to the breaking tracks: a turn
+    SB_IN(a, ta) -> SB_OUT(b, tb) of the topology goes to track ``tb`` when it breaks here,
+    else to ``B[tb % len(B)]``, ``B`` the sorted breaking tracks of side b here. The
+    straight wire SB_IN(opposite of b, t) -> SB_OUT(b, t) stays for a breaking t (the wire
+    ending here continues). Why not turn only at segment ends: every segment then spans
+    exactly L tiles between switch points, so a route's switch points all stay in one
+    residue class (x mod L, y mod L) of the tile where it started (only the clipped
+    segments at the array edge change it), and Imran's turns map each odd track to an even
+    one for 5 tracks, which traps odd tracks in odd rows even with taps: at 8x8 with L = 2,
+    9 of the 64 core outputs (the PE at (1, 1) among them) reached no IO tile. With taps
+    and re-targeted turns a route can turn at every tile, and every segment is still driven
+    only at its start. Fan-in order of a breaking SB_OUT: SB_INs by (side, track), then its
+    core outputs in their former order; hop delays as in :func:`add_switch_boxes`.
+
+    The pass-through edge carries one tile of wire, :meth:`TimingModel.pass_through`
+    (class ``pass:<class>:<width>:<a>-><b>``, :mod:`canal.timing`). The SB nodes of every
+    tile stay, so the graph format, the tile RTL and the array netlist need no special case.
+    Requires ``tracks >= track_length`` (then each tile has a breaking track on each side).
+    Records ``params["track_length"]`` and ``params["segments"] = "staggered"``; returns a
+    new graph. Raises :class:`SpecError` for ``track_length < 1``, a graph without switch
+    boxes or ``tracks < track_length``."""
+    if track_length < 1:
+        raise SpecError(f"track_length={track_length}; use a length >= 1 (tiles per wire)")
+    tracks, topo = graph.params.get("tracks"), graph.params.get("topology")
+    if tracks is None or topo is None:
+        raise SpecError("segment_tracks: the graph has no switch boxes; run "
+                        "add_switch_boxes first")
+    g = graph.copy()
+    g.params = {**g.params, "track_length": track_length}
+    if track_length == 1:
+        return g
+    if tracks < track_length:
+        raise SpecError(f"segment_tracks: tracks={tracks} < track_length={track_length}: "
+                        f"a tile where no track of a side breaks cannot drive that side; "
+                        f"use tracks >= {track_length} or a shorter track_length")
+    tm = timing or TimingModel.load()
+    w = g.width
+    bounds = _bounds(g)
+    # topology turn target: (side_in, track_in, side_out) -> track_out
+    target = {(si, ti, so): to for si, ti, so, to in topology_wires(topo, tracks)}
+    sides = list(iter_sides())
+    fanin, delay, nodes = g.fanin, g.delay, g.nodes
+    for (x, y), info in g.tiles.items():
+        brk = {s: [t for t in range(tracks) if track_breaks(x, y, s, t, track_length, bounds)]
+               for s in sides}
+        if all(len(b) == tracks for b in brk.values()):
+            continue
+        tclass = info.timing_class
+        new_fanin: dict[str, list[str]] = {}
+        for b in sides:
+            bset = set(brk[b])
+            for t in range(tracks):
+                out = sb_id(w, x, y, b, t, IO.SB_OUT)
+                if out in fanin:
+                    new_fanin[out] = []
+            for a in sides:                 # SB_INs in (side, track) order
+                if a is b:
+                    continue
+                for ta in range(tracks):
+                    src = sb_id(w, x, y, a, ta, IO.SB_IN)
+                    if src not in nodes:
+                        continue
+                    if a is b.opposite:
+                        if ta in bset:      # the wire ending here continues straight
+                            tb = ta
+                        else:
+                            continue        # the pass-through, below
+                    else:
+                        tb = target[(a, ta, b)]
+                        if tb not in bset:
+                            tb = brk[b][tb % len(brk[b])]
+                    out = sb_id(w, x, y, b, tb, IO.SB_OUT)
+                    if out in new_fanin:
+                        new_fanin[out].append(src)
+        for out, srcs in new_fanin.items():
+            n = nodes[out]
+            old = fanin[out]
+            for s in old:
+                del delay[(s, out)]
+            if n.track in brk[n.side]:
+                ports = [s for s in old if nodes[s].kind is NodeKind.PORT]
+                for s in srcs:
+                    delay[(s, out)] = tm.sb_hop(tclass, w, nodes[s].side.name, n.side.name)
+                for s in ports:
+                    delay[(s, out)] = 0.0
+                fanin[out] = srcs + ports
+            else:
+                src = sb_id(w, x, y, n.side.opposite, n.track, IO.SB_IN)
+                delay[(src, out)] = tm.pass_through(tclass, w, n.side.opposite.name,
+                                                    n.side.name)
+                fanin[out] = [src]
+    g.params["segments"] = "staggered"
+    g.timing_notes = sorted(set(g.timing_notes) | set(tm.notes))
     return g
 
 
@@ -213,14 +374,21 @@ def insert_pipeline_registers(graph: InterconnectGraph, track_sides: Iterable[tu
     tile (or the given ones): SB_OUT -> REG -> RMUX and SB_OUT -> RMUX, RMUX fan-in
     ``[SB_OUT (bypass, select 0), REG (select 1)]``; every former sink of the SB_OUT now reads
     the RMUX (same position in its fan-in list, same delay). Delays: SB_OUT->REG 0,
-    REG->RMUX ``register_mux`` (ps), SB_OUT->RMUX 0."""
+    REG->RMUX ``register_mux`` (ps), SB_OUT->RMUX 0. In a graph of long tracks
+    (:func:`segment_tracks`) the pass-through SB_OUTs get no register: a segment has at most
+    one, at its start."""
     tm = timing or TimingModel.load()
     g = graph.copy()
     w = g.width
     wanted = [(int(t), Side(s) if not isinstance(s, Side) else s) for t, s in track_sides]
     fanout = g.fanout()
+    seg_len = int(g.params.get("track_length", 1)) \
+        if g.params.get("segments") == "staggered" else 1
+    bounds = _bounds(g)
     for (x, y) in (tiles if tiles is not None else list(g.tiles)):
         for t, side in wanted:
+            if not track_breaks(x, y, side, t, seg_len, bounds):
+                continue                # a pass-through of a long track (segment_tracks)
             out = sb_id(w, x, y, side, t, IO.SB_OUT)
             if out not in g.nodes:
                 raise SpecError(f"pipeline register on track {t} side {side.name} of tile "
@@ -332,8 +500,14 @@ def build_graph_by_passes(params: InterconnectParams, tiles: dict[tuple[int, int
     tm = timing or TimingModel.load(params.timing_file)
     g = empty_graph(width, tiles)
     g = add_switch_boxes(g, params.topology, params.tracks, tm)
-    g = wire_tracks(g, params.track_length)
-    g = connect_core_ports(g, params.connections, tm)
+    if params.track_length > 1:
+        # long tracks: tile-to-tile wires, then segments of track_length tiles
+        g = wire_tracks(g, 1)
+        g = connect_core_ports(g, params.connections, tm)
+        g = segment_tracks(g, params.track_length, tm)
+    else:
+        g = wire_tracks(g, params.track_length)
+        g = connect_core_ports(g, params.connections, tm)
     regs = params.pipeline_registers
     if regs is None:
         regs = [(t, s) for s in iter_sides() for t in range(params.tracks)]
@@ -372,7 +546,8 @@ def _build_graph_fused(params: InterconnectParams, tiles: dict[tuple[int, int], 
                        width: int, tm: TimingModel) -> InterconnectGraph | None:
     """:func:`build_graph_by_passes` (without ``params["array"]``) in one pass, or ``None``
     when the parameters are outside the cases handled here (an error to raise, odd types,
-    duplicate ports / sides / tracks / registers); the caller then runs the passes.
+    duplicate ports / sides / tracks / registers, long tracks ``track_length > 1``, which
+    :func:`segment_tracks` builds); the caller then runs the passes.
 
     Why it is exact. Every tile's switch box has the same nodes and internal wires, so the
     ids are stamped from per-graph suffix tables and the hop delays are looked up once per
@@ -389,7 +564,7 @@ def _build_graph_fused(params: InterconnectParams, tiles: dict[tuple[int, int], 
     errors are the same."""
     w, T, L, topo = width, params.tracks, params.track_length, params.topology
     if not (type(w) is int and w >= 1 and type(T) is int and T >= 1 and type(L) is int
-            and L >= 1 and isinstance(topo, str) and topo.lower() in TOPOLOGIES
+            and L == 1 and isinstance(topo, str) and topo.lower() in TOPOLOGIES
             and all(type(x) is int and type(y) is int for x, y in tiles)):
         return None
     regs = params.pipeline_registers
@@ -609,7 +784,8 @@ def uniform_graphs(params: InterconnectParams, core_fn: CoreFn,
 
 
 __all__ = ["topology_pairs", "topology_wires", "empty_graph", "add_switch_boxes",
-           "wire_tracks", "CorePortConnections", "connect_core_ports",
+           "wire_tracks", "track_breaks", "is_pass_through", "segment_tracks",
+           "CorePortConnections", "connect_core_ports",
            "insert_pipeline_registers", "per_column", "io_on_edges", "InterconnectParams",
            "build_tiles", "build_graph", "build_graph_by_passes", "build_uniform",
            "uniform_graphs", "port_id", "reg_id", "rmux_id"]

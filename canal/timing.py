@@ -23,6 +23,10 @@ Path classes (``edge_class``) of the routing graph and their delays:
 
 * ``sb:<class>:<width>:<a>-><b>``: SB_IN(side a) -> SB_OUT(side b) inside a tile of timing
   class ``class``: ``switch_box_hop[class][width]["a->b"]``;
+* ``pass:<class>:<width>:<a>-><b>``: SB_IN(side a) -> SB_OUT(side b) where that SB_OUT has
+  no other fan-in: a long track passing through a tile (:func:`canal.passes.segment_tracks`;
+  a 1-input mux is a wire in the RTL): one tile of wire, :meth:`TimingModel.pass_through`
+  (a *model* derived from the table, see there);
 * ``wire``: SB_OUT/RMUX -> neighbour SB_IN: 0 (the hop figure includes the wire);
 * ``reg_in``: SB_OUT -> REG: 0 (register setup; the table has none); ``reg``: REG -> RMUX:
   ``register_mux`` (clk->Q plus the register mux); ``bypass``: SB_OUT -> RMUX: 0;
@@ -281,6 +285,39 @@ class TimingModel:
             key = alias
         return float(by_w[key][f"{side_in[0]}->{side_out[0]}"])
 
+    def pass_through(self, tclass: str, width: int, side_in: str, side_out: str) -> float:
+        """SB_IN (``side_in``) -> SB_OUT (``side_out``) of a tile of ``tclass`` where a long
+        track passes through (no mux: a wire spanning the tile), ps.
+
+        The table's optional section ``track_wire`` (class -> width -> ``"a->b"`` -> ps)
+        gives it directly. Otherwise it is a *model* derived from the table: the published
+        switch-box hop figures include the wire to the next tile (module docstring), and
+        the table's ``pe_op_ns["switch_box"]`` (0.14 ns: the switch-box traversal of the
+        AHA paper, Fig. 22) is the mux part of a hop, so one tile of wire is the hop of the
+        same class, width and sides minus that traversal, floored at 0 ps. With the
+        published table: 9.0 ps for a 16-bit PE tile west -> east (149.0 - 140), 44.89 ps
+        north -> south, 115.8 ps for a 16-bit MEM tile west -> east. The derivation is
+        noted (:attr:`notes`). A measured table (:mod:`garnet.sta.measure`) has its own
+        ``track_wire``, timed port to port on the tile netlists: 0 ps, as that flow has no
+        wire parasitics (its inter-tile ``wire`` class is 0 as well). Raises
+        :class:`ConfigError` when the table has neither
+        ``track_wire`` nor ``pe_op_ns["switch_box"]``."""
+        a, b = side_in[0], side_out[0]
+        direct = (self.table.get("track_wire") or {}).get(tclass, {}).get(str(width), {})
+        if f"{a}->{b}" in direct:
+            return float(direct[f"{a}->{b}"])
+        mux_ns = (self.table.get("pe_op_ns") or {}).get("switch_box")
+        if mux_ns is None:
+            raise ConfigError(f"delay table {self.source}: no wire delay for a long track "
+                              f"passing through a {tclass} tile ({width} bits, {a}->{b}); "
+                              f"add 'track_wire': {{'{tclass}': {{'{width}': "
+                              f"{{'{a}->{b}': <ps>}}}}}} or 'pe_op_ns': {{'switch_box': "
+                              f"<ns>}} (the mux part of a switch-box hop)")
+        hop = self.sb_hop(tclass, width, side_in, side_out)
+        self._note("track_wire: a long track passing a tile is modelled as the straight "
+                   "switch-box hop minus pe_op_ns['switch_box'] (the mux), floored at 0")
+        return max(0.0, round(hop - float(mux_ns) * 1000.0, 4))
+
     def connection_box(self, tclass: str) -> float:
         """Track -> core input of a tile of ``tclass``, ps."""
         return float(self.table["connection_box"][self._section_class("connection_box",
@@ -346,7 +383,8 @@ class TimingModel:
             return "bypass"
         if kb == "SB" and b.io.name == "SB_OUT" and ka == "SB":
             tclass = graph.tiles[(b.x, b.y)].timing_class
-            return f"sb:{tclass}:{graph.width}:{a.side.name[0]}->{b.side.name[0]}"
+            kind = "pass" if len(graph.fanin[dst]) == 1 else "sb"
+            return f"{kind}:{tclass}:{graph.width}:{a.side.name[0]}->{b.side.name[0]}"
         return "wire"
 
     def _new_edge_classes(self, graph: Any, seen: dict[str, float],
@@ -355,7 +393,8 @@ class TimingModel:
         in order of first occurrence; ``seen`` is read as the caller adds to it.
 
         :meth:`edge_class` reads only the kinds of the two nodes, their sides, the sink's
-        ``io``, the timing class of the sink's tile and the graph's width, so the class is
+        ``io``, whether the sink has a single fan-in (a pass-through), the timing class of
+        the sink's tile and the graph's width, so the class is
         memoised on those: :meth:`edge_class` runs once per combination, not per edge (the
         sink's part of the key is taken once per sink). A class first occurs at an edge
         whose combination is new, so the order (and the first class the table lacks) is
@@ -374,7 +413,8 @@ class TimingModel:
                 continue
             b = nodes[dst]
             t = tiles.get((b.x, b.y))
-            by_src = memo.setdefault((b.kind, b.io, b.side, t and t.timing_class), {})
+            by_src = memo.setdefault((b.kind, b.io, b.side, t and t.timing_class,
+                                      len(srcs) == 1), {})
             for src in srcs:
                 a = nodes[src]
                 k = (a.kind, a.side)
@@ -388,10 +428,11 @@ class TimingModel:
         if key in self.classes:
             return self.classes[key]
         kind, _, rest = key.partition(":")
-        if kind == "sb":
+        if kind == "sb" or kind == "pass":
             tclass, width, hop = rest.split(":")
             a, b = hop.split("->")
-            return self.sb_hop(tclass, int(width), a, b)
+            return (self.sb_hop if kind == "sb" else self.pass_through)(tclass, int(width),
+                                                                        a, b)
         if kind == "cb":
             return self.connection_box(rest)
         if kind == "core":
@@ -443,12 +484,13 @@ def retime(graphs: Any, tm: TimingModel) -> int:
     their RTL does, and re-times them with this."""
     n = 0
     for g in graphs.values():
-        nodes, tiles, delay = g.nodes, g.tiles, g.delay
+        nodes, tiles, delay, fanin = g.nodes, g.tiles, g.delay, g.fanin
         memo: dict[tuple, float] = {}
         for (src, dst) in delay:
             a, b = nodes[src], nodes[dst]
             t = tiles.get((b.x, b.y))
-            key = (a.kind, a.side, b.kind, b.io, b.side, t and t.timing_class)
+            key = (a.kind, a.side, b.kind, b.io, b.side, t and t.timing_class,
+                   len(fanin[dst]) == 1)
             d = memo.get(key)
             if d is None:
                 d = memo[key] = tm.class_delay(tm.edge_class(g, src, dst))

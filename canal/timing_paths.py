@@ -15,6 +15,10 @@ fan-in, not a template):
   the SB_OUT muxes of side ``b`` that they feed (the Canal edges), to wherever the path ends
   in the tile (the tile's SB_OUT port through the register-bypass mux, or the pipeline
   register's D pin where that side's register is mandatory);
+* ``pass:<class>:<w>:<a>-><b>``: from the SB_IN ports of side ``a`` to the tile's SB_OUT
+  ports of side ``b`` whose only fan-in they are: a long track passing through the tile
+  (:func:`canal.passes.segment_tracks`); the 1-input "mux" is a wire with no cell, so the
+  class's ``throughs`` are those SB_OUT *ports* (the path's endpoints), not mux pins;
 * ``cb:<class>``: from the SB_IN ports through the connection-box mux inputs to the exit of
   the connection-box mux (``exit``: the prefix ``mux_PORT_`` of the connection-box
   instances; the class is the worst over the tile's connection boxes);
@@ -39,9 +43,10 @@ from canal.rtl import TileShape
 @dataclass(frozen=True)
 class PathClass:
     """One path class of one tile: ``key`` (a :mod:`canal.timing` class key, or
-    ``core_out:<class>``), ``kind`` (``sb``, ``cb``, ``reg``, ``core_out``), ``starts`` (tile
-    port names; empty: every register clock pin), ``throughs`` (hierarchical pins
-    ``<instance>/<pin>``, the Canal edges of the class), ``exit`` (an instance whose last
+    ``core_out:<class>``), ``kind`` (``sb``, ``pass``, ``cb``, ``reg``, ``core_out``),
+    ``starts`` (tile port names; empty: every register clock pin), ``throughs``
+    (hierarchical pins ``<instance>/<pin>``, the Canal edges of the class; for ``pass``: the
+    tile's SB_OUT ports, the path's endpoints), ``exit`` (an instance whose last
     point on the path is where the class ends; ``None``: the path's endpoint) and ``edges``
     (how many Canal edges the class covers in this tile)."""
 
@@ -75,8 +80,12 @@ def tile_path_classes(shape: TileShape, tclass: str) -> list[PathClass]:
             pin = f"mux_{name}/I{k}"
             if n.kind is NodeKind.SB and n.io is IO.SB_OUT:
                 if s.kind is NodeKind.SB and s.io is IO.SB_IN:
-                    add(f"sb:{tclass}:{n.width}:{s.side.name[0]}->{n.side.name[0]}", "sb",
-                        src, pin, None)
+                    if len(srcs) == 1:      # a long track passing through: a wire
+                        add(f"pass:{tclass}:{n.width}:{s.side.name[0]}->{n.side.name[0]}",
+                            "pass", src, name, None)
+                    else:
+                        add(f"sb:{tclass}:{n.width}:{s.side.name[0]}->{n.side.name[0]}", "sb",
+                            src, pin, None)
                 elif s.kind is NodeKind.PORT:
                     add(f"core_out:{tclass}", "core_out", None, pin, None)
             elif n.kind is NodeKind.PORT and n.direction == "in" \

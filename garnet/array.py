@@ -36,7 +36,7 @@ from typing import Callable
 from cgra.core import CoreSpec
 
 from garnet.cores import io_core, load_pe_spec, mem_core, pe_core
-from garnet.params import GarnetParams
+from garnet.params import GarnetParams, mem_spec
 from cgra.errors import CollateralError
 from cgra.errors import ConfigError
 from cgra.hdl import m
@@ -63,7 +63,7 @@ def default_core_fn(params: GarnetParams) -> CoreFn:
     """The default core-per-position function (see :meth:`GarnetParams.tile_kind`)."""
     pe = pe_core(load_pe_spec(params.pe))
     io = io_core(params.data_width)
-    mem = mem_core(params.mem_preset) if params.mem_ratio else None
+    mem = mem_core(mem_spec(params)) if params.mem_ratio else None
 
     def fn(x: int, y: int) -> CoreSpec | None:
         kind = params.tile_kind(x, y)
@@ -91,13 +91,25 @@ def build_interconnect(params: GarnetParams, core_fn: CoreFn | None = None, timi
     are of the class ``bypass`` every model has).
     Pipeline registers on sides not in
     ``params.register_bypass_sides`` are made mandatory (:func:`fix_registers`). Raises
-    ``SpecError`` from Canal for a core whose ports the interconnect cannot carry."""
+    ``SpecError`` from Canal for a core whose ports the interconnect cannot carry.
+
+    ``params.interconnect`` (a build function, :mod:`canal.custom`) then transforms the
+    graphs (:func:`canal.custom.apply_build`: ``SpecError`` with the file and line of the
+    function when it raises, returns the wrong type or wires what the RTL cannot express)
+    and every edge is re-timed from the delay model (:func:`canal.timing.retime`)."""
 
     graphs, cores, tm = uniform_graphs(interconnect_params(params),
                                        core_fn or default_core_fn(params), timing)
     fixed = [s for s in params.pipeline_register_sides if s not in params.register_bypass_sides]
     # the graphs are this call's own: fix_registers without the copy
     graphs = {w: _fix_registers(g, fixed) for w, g in graphs.items()}
+    if params.interconnect:
+        from canal.custom import apply_build, load_build  # deferred: loads the user's build file only when called
+        from canal.timing import retime  # deferred: loads  only when called
+
+        fn = load_build(params.interconnect, "field 'interconnect'")
+        graphs = apply_build(fn, graphs, params, params.interconnect)
+        retime(graphs, tm)
     return Interconnect(graphs, cores, tm, resolve_timing)
 
 
@@ -428,7 +440,9 @@ def _check_interconnect(ic, params: GarnetParams, source: str | None) -> None:
         rep = connectivity(g, dg, comps)
         if rep.ok:
             continue
-        key, fix = _blame_disconnect(g, rep, params)
+        key, fix = (_blame_custom(params, "every core output reaches every core input "
+                                         "(do not cut or rewire the last path to a port)")
+                    if params.interconnect else _blame_disconnect(g, rep, params))
         parts = []
         if rep.stuck:
             o, i = rep.stuck[0]
@@ -442,7 +456,10 @@ def _check_interconnect(ic, params: GarnetParams, source: str | None) -> None:
     del comps
     cycle = combinational_cycle(ic, dg)
     if cycle is not None:
-        key, fix = _blame_cycle(ic, cycle, params)
+        key, fix = (_blame_custom(params, "every cycle of the graph passes a mandatory "
+                                         "pipeline register (a wire stepping back against a "
+                                         "bypassable side closes a loop)")
+                    if params.interconnect else _blame_cycle(ic, cycle, params))
         shown = cycle if len(cycle) <= 12 else cycle[:12] + ["..."]
         raise ConfigError(f"{where(key)}: the interconnect has a combinational cycle through "
                           f"bypassable pipeline registers ({len(cycle)} nodes: "
@@ -452,8 +469,6 @@ def _check_interconnect(ic, params: GarnetParams, source: str | None) -> None:
 
 def _blame_disconnect(graph, rep: Connectivity, params: GarnetParams) -> tuple[str, str]:
     """(TOML field, fix) for a disconnected routing graph."""
-    if params.track_length > 1:
-        return "track_length", "use track_length = 1"
     example = rep.stuck[0][1] if rep.stuck else rep.unfed[0]
     srcs = graph.fanin[example]
     if srcs and all(not graph.fanin[s] for s in srcs):
@@ -461,11 +476,24 @@ def _blame_disconnect(graph, rep: Connectivity, params: GarnetParams) -> tuple[s
         return ("cb_sides", f"the connection box of {example} reads only sides where no track "
                             f"arrives at tile ({n.x}, {n.y}) (the array edge); list a side "
                             f"facing the array, e.g. cb_sides = {list(SIDE_NAMES)}")
+    if params.track_length > 1:
+        # long tracks are driven only where they break (canal.passes.segment_tracks): a tile
+        # has about tracks / track_length breaking tracks per side to turn into
+        return "track_length", (f"long tracks break in 1 of every {params.track_length} "
+                                f"tiles per track; use more tracks (tracks = "
+                                f"{params.tracks}) or a shorter track_length")
     return ("topology", "the switch boxes do not connect every track; use topology = "
                         "\"imran\" or \"wilton\" and connection boxes on every side")
 
 
 SIDE_NAMES = ("NORTH", "SOUTH", "EAST", "WEST")
+
+
+def _blame_custom(params: GarnetParams, rule: str) -> tuple[str, str]:
+    """(TOML field, fix) when a build function (field ``interconnect``) made the graphs."""
+    file = params.interconnect.rpartition(":")[0]
+    return ("interconnect", f"change the build function in {file} so that {rule}, or remove "
+                            f"the field interconnect (the built-in graphs)")
 
 
 def _blame_cycle(ic, cycle: list[str], params: GarnetParams) -> tuple[str, str]:

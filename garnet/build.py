@@ -93,7 +93,7 @@ from cgra.procs import die_with_parent
 from garnet import collateral as gc
 from garnet.params import INTERCONNECT_FIELDS, GarnetParams, validate
 from cgra.errors import CgraError
-from garnet.params import pe_spec, table_path
+from garnet.params import mem_spec, pe_spec, table_path
 import itertools
 import signal
 from canal import collateral as canal_coll
@@ -311,7 +311,8 @@ def clean_stale_siblings(out: str | Path) -> list[str]:
 SOURCES: dict[str, tuple[str, ...]] = {
     "interconnect": ("cgra", "canal/graph.py", "canal/passes.py", "canal/timing.py",
                      "canal/interconnect.py", "canal/config.py", "canal/cores.py",
-                     "garnet/array.py", "garnet/params.py", "garnet/cores.py"),
+                     "garnet/array.py", "garnet/params.py", "garnet/cores.py",
+                     "canal/custom.py"),
     "fabric": ("canal/collateral.py", "garnet/collateral.py", "garnet/build.py"),
     "rtl": ("cgra", "canal", "garnet/array.py", "garnet/cores.py", "garnet/build.py", "peak",
             "lake"),
@@ -361,6 +362,7 @@ class Inputs:
     pe_hash: str
     mem_hash: str | None
     timing_hash: str
+    ic_hash: str | None = None      # the interconnect build file's sha256 (SpecHashes)
 
 
 @dataclass
@@ -382,13 +384,16 @@ class Keys:
 class SpecHashes:
     """What a design's content depends on besides the parameters and the generator source:
     the PE spec (class and sha256 of its source), the Lake preset's hash (None without MEM
-    tiles) and the delay table's sha256. Computed without importing the hardware
+    tiles) and the delay table's sha256; ``ic_hash``: the sha256 of the interconnect build
+    function's file (field ``interconnect``, :func:`canal.custom.source_hash`; None without
+    one). Computed without importing the hardware
     generators (no magma), so an unchanged design is recognised in well under a second."""
 
     spec: type
     pe_hash: str
     mem_hash: str | None
     timing_hash: str
+    ic_hash: str | None = None
 
 
 def spec_hashes(params: GarnetParams) -> SpecHashes:
@@ -399,14 +404,19 @@ def spec_hashes(params: GarnetParams) -> SpecHashes:
     mem_hash = None
     if "mem" in kinds:
         from lake.collateral import collateral  # deferred: loads lake.collateral, lake.lut only when called
-        mem_hash = collateral(params.mem_preset)["spec_hash"]
+        mem_hash = collateral(mem_spec(params))["spec_hash"]
     if params.measured_timing:
         from garnet.sta.measure import model_hash  # deferred: loads magma (canal.rtl), measured models only
         table = model_hash().encode()
     else:
         tp = table_path(params)
         table = Path(tp).read_bytes() if tp else default_table_text().encode()
-    return SpecHashes(spec, spec_hash(spec), mem_hash, hashlib.sha256(table).hexdigest())
+    ic_hash = None
+    if params.interconnect:
+        from canal.custom import source_hash as ic_source_hash  # deferred: hashes the user's build file only when set
+        ic_hash = ic_source_hash(params.interconnect)
+    return SpecHashes(spec, spec_hash(spec), mem_hash, hashlib.sha256(table).hexdigest(),
+                      ic_hash)
 
 
 def fast_key(params: GarnetParams, sh: SpecHashes, rules: bool,
@@ -415,7 +425,8 @@ def fast_key(params: GarnetParams, sh: SpecHashes, rules: bool,
     hashes, delay table, the source of every generator): equal keys mean every group key
     (:func:`compute_keys`) is equal, so nothing needs rebuilding."""
     return _sha("all", gc.DESIGN_SCHEMA, params.to_dict(), config_file, rules, sh.pe_hash,
-                sh.mem_hash, sh.timing_hash, source_hash("all"))
+                sh.mem_hash, sh.timing_hash, source_hash("all"),
+                *((sh.ic_hash,) if sh.ic_hash else ()))
 
 
 def _inputs(params: GarnetParams, sh: SpecHashes) -> Inputs:
@@ -429,9 +440,10 @@ def _inputs(params: GarnetParams, sh: SpecHashes) -> Inputs:
     kinds = {params.tile_kind(x, y) for x in range(params.width) for y in range(params.height)}
     cores: dict[str, Any] = {"pe": pe, "io": io_core(params.data_width)}
     if "mem" in kinds:
-        cores["mem"] = mem_core(params.mem_preset)
+        cores["mem"] = mem_core(mem_spec(params))
     cores = {k: c for k, c in cores.items() if k in kinds}
-    return Inputs(params, sh.spec, cores, sh.pe_hash, sh.mem_hash, sh.timing_hash)
+    return Inputs(params, sh.spec, cores, sh.pe_hash, sh.mem_hash, sh.timing_hash,
+                  sh.ic_hash)
 
 
 def compute_keys(inp: Inputs, rules: bool, config_file: str | None) -> Keys:
@@ -441,7 +453,7 @@ def compute_keys(inp: Inputs, rules: bool, config_file: str | None) -> Keys:
     p = inp.params
     ic = _sha("interconnect", p.subset(INTERCONNECT_FIELDS), inp.timing_hash,
               {k: core_interface(c) for k, c in sorted(inp.cores.items())},
-              source_hash("interconnect"))
+              source_hash("interconnect"), *((inp.ic_hash,) if inp.ic_hash else ()))
     ident = {k: core_identity(c) for k, c in sorted(inp.cores.items())}
     rtl = _sha("rtl", ic, ident, inp.pe_hash, inp.mem_hash, p.flush_interval,
                source_hash("rtl"))
@@ -1090,7 +1102,9 @@ def _reasons(prev: _Previous | None, why_not: str, params: GarnetParams, inp: In
     if old.get("mem") != inp.mem_hash:
         out.append("MEM spec changed")
     if not out and pkeys.get("interconnect") != keys.interconnect:
-        out.append("interconnect generator source or delay table changed")
+        out.append("interconnect build function, generator source or delay table "
+                   "changed" if inp.ic_hash else
+                   "interconnect generator source or delay table changed")
     elif not out and (pkeys.get("rtl") != keys.rtl or pkeys.get("fabric") != keys.fabric):
         out.append("generator source changed")
     return out
@@ -1149,7 +1163,7 @@ def _docs(params: GarnetParams, inp: Inputs) -> dict[str, bytes]:
     """pe.json and mem.json (bytes, as :func:`garnet.collateral.write_json` writes them)."""
     from garnet.cores import mem_collateral, pe_collateral  # deferred: loads magma, z3, pysmt, 14 more only when called
 
-    mem_doc = mem_collateral(params.mem_preset) if params.mem_ratio else gc.no_mem_doc()
+    mem_doc = mem_collateral(mem_spec(params)) if params.mem_ratio else gc.no_mem_doc()
     return {"pe.json": (json.dumps(pe_collateral(inp.spec, inp.cores["pe"]), indent=1) + "\n")
             .encode(),
             "mem.json": (json.dumps(mem_doc, indent=1) + "\n").encode()}
@@ -1201,7 +1215,7 @@ def write_fabric(dest: Path, params: GarnetParams, ic, spec: type, pe) -> None:
 
     _write_routing(dest, params, ic)
     gc.write_json(Path(dest) / "pe.json", pe_collateral(spec, pe))
-    gc.write_json(Path(dest) / "mem.json", mem_collateral(params.mem_preset)
+    gc.write_json(Path(dest) / "mem.json", mem_collateral(mem_spec(params))
                   if params.mem_ratio else gc.no_mem_doc())
 
 

@@ -34,7 +34,7 @@ from cgra.core import CoreSpec, PortSpec
 from cgra.errors import ConfigError, SpecError
 from canal.cores import io_core as canal_io
 from lake.collateral import collateral
-from lake.spec import PRESETS, dual_port_name, is_preset
+from lake.spec import PRESETS, MemorySpec, dual_port_name, is_preset, preset, register
 from garnet.collateral import CoreSlice, TileCore, mem_doc, pe_doc
 from peak import normal_form
 from peak.collateral import pe_json
@@ -145,18 +145,25 @@ def _width(T: Any) -> int:
                     "with Bit or BitVector[n]")
 
 
-@functools.lru_cache(maxsize=None)
-def mem_core(preset_name: str) -> CoreSpec:
-    """The MEM core of a Lake preset (tag ``m``): :func:`lake.core_spec` with the timing
-    class recorded. Raises :class:`ConfigError` for an unknown preset."""
+def mem_core(mem: "MemorySpec | str") -> CoreSpec:
+    """The MEM core (tag ``m``) of a Lake memory -- a preset by name or a
+    :class:`lake.spec.MemorySpec` (the architect's, ``mem`` of the TOML):
+    :func:`lake.core_spec` with the timing class recorded. Raises :class:`ConfigError` for
+    an unknown preset name."""
+    if isinstance(mem, str):
+        if not is_preset(mem):
+            raise ConfigError(f"field 'mem_preset' = {mem!r}: unknown Lake preset; "
+                              f"known presets: {sorted(PRESETS)} and "
+                              f"dualport_<capacity>x<data_width> (e.g. {dual_port_name(8)})")
+        mem = preset(mem)
+    return _mem_core(register(mem))
 
-    if not is_preset(preset_name):
-        raise ConfigError(f"field 'mem_preset' = {preset_name!r}: unknown Lake preset; "
-                          f"known presets: {sorted(PRESETS)} and "
-                          f"dualport_<capacity>x<data_width> (e.g. {dual_port_name(8)})")
-    core = lake.core_spec(preset_name)
+
+@functools.lru_cache(maxsize=None)
+def _mem_core(spec: MemorySpec) -> CoreSpec:
+    core = lake.core_spec(spec)
     return CoreSpec(core.name, "m", core.ports, core.config_fields, core.build,
-                    {**core.info, "timing_class": "mem", "preset": preset_name},
+                    {**core.info, "timing_class": "mem", "preset": spec.name},
                     core.config_memory)
 
 
@@ -188,12 +195,14 @@ def core_tile(core: CoreSpec, latency_cycles: int | None = None, note: str = "")
                     latency_cycles, note)
 
 
-def mem_collateral(preset_name: str) -> dict:
-    """The ``mem.json`` document of a design whose MEM tiles use Lake preset
-    ``preset_name`` (schema ``garnet.mem/2``): Lake's collateral as Lake writes it
-    (:func:`lake.collateral.collateral`) under ``lake``, the tile's additions
-    (:func:`core_tile`) under ``tile``. Raises :class:`ConfigError` for an unknown preset."""
-    return mem_doc(collateral(preset_name), core_tile(mem_core(preset_name)))
+def mem_collateral(mem: "MemorySpec | str") -> dict:
+    """The ``mem.json`` document of a design whose MEM tiles are Lake memory ``mem`` (a
+    preset name or a spec; schema ``garnet.mem/2``): Lake's collateral as Lake writes it
+    (:func:`lake.collateral.collateral`, with the spec itself) under ``lake``, the tile's
+    additions (:func:`core_tile`) under ``tile``. Raises :class:`ConfigError` for an
+    unknown preset."""
+    core = mem_core(mem)
+    return mem_doc(collateral(core.info["preset"]), core_tile(core))
 
 
 def pe_collateral(spec: type, pe: CoreSpec) -> dict:

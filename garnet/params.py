@@ -8,8 +8,8 @@ TOML keys (all top level; every key is optional and takes the default below)::
     height = 8                      # rows (y) including the IO row, 2..256
     tracks = 5                      # routing tracks per side per bit width, >= 1
     topology = "imran"              # switch box: "imran" | "wilton" | "disjoint"
-    track_length = 1                # tiles spanned by one track segment; only 1 is supported
-                                    # (see validate: longer Canal tracks disconnect the array)
+    track_length = 1                # tiles spanned by one track segment, 1..tracks; L > 1:
+                                    # staggered long wires (canal.passes.segment_tracks)
     data_width = 16                 # bits of a data word: the PE's data ports, the MEM's
                                     # words, the IO core (glb2io_<w>) and one routing graph
     widths = [16, 1]                # interconnect bit widths (one routing graph each); must
@@ -22,6 +22,11 @@ TOML keys (all top level; every key is optional and takes the default below)::
                                     # "peak.examples.cgra_pe:make_pe(32)" for data_width = 32
     mem_preset = "dualport_2048x16" # Lake preset ("dualport_2048x16", "dualport_1024x32",
                                     # "pub_512x64", ...) with data_width-bit data ports
+    mem = ""                        # or the architect's own Lake memory instead of a preset:
+                                    # "path/to/mem.py:MEM" (relative to the TOML file),
+                                    # "module:MEM" or "module:factory(args)" naming a
+                                    # lake.spec.MemorySpec (configs/mem_wide8.py); give
+                                    # either mem or mem_preset, not both
     io_sides = ["NORTH"]            # array edges holding IO tiles
     pipeline_register_sides = ["NORTH", "SOUTH", "EAST", "WEST"]  # SB_OUT sides with registers
     pipeline_register_tracks = []   # tracks with registers; empty = all tracks
@@ -34,6 +39,12 @@ TOML keys (all top level; every key is optional and takes the default below)::
                                     # tile synthesised (yosys) and timed (OpenSTA) on the
                                     # project's liberty (garnet.sta.measure); else a delay
                                     # table JSON (ps), relative to the TOML file
+    interconnect = ""               # custom interconnect: "" = the built-in graphs, else
+                                    # "path/to/ic.py:build" (relative to the TOML file) or
+                                    # "module:build": build(graphs, params) receives the
+                                    # built-in graphs (width -> InterconnectGraph) and returns
+                                    # the transformed ones (canal.custom: helpers, e.g.
+                                    # diagonal links; configs/ic_diagonal.py)
 
 Default layout: IO tiles on the ``io_sides`` edges (top row by default), elsewhere a MEM in
 column x when ``mem_ratio > 0 and x % mem_ratio == mem_ratio - 1``, else a PE.
@@ -58,12 +69,12 @@ MAX_DATA_WIDTH = 64
 TOPOLOGIES = ("imran", "wilton", "disjoint")
 
 #: the fields the interconnect graphs depend on (besides the cores' ports): a change of one
-#: of them rebuilds the graphs; the others (``name``, ``pe``, ``mem_preset``,
+#: of them rebuilds the graphs; the others (``name``, ``pe``, ``mem_preset``, ``mem``,
 #: ``flush_interval``) only touch the cores, the RTL or design.json (:mod:`garnet.build`)
 INTERCONNECT_FIELDS = ("width", "height", "tracks", "topology", "track_length", "widths",
                        "mem_ratio", "io_sides", "pipeline_register_sides",
                        "pipeline_register_tracks", "register_bypass_sides", "cb_sides",
-                       "timing")
+                       "timing", "interconnect")
 
 
 @dataclass
@@ -81,6 +92,7 @@ class GarnetParams:
     mem_ratio: int = 4
     pe: str = "peak.examples.cgra_pe:PE"
     mem_preset: str = "dualport_2048x16"
+    mem: str = ""
     io_sides: list[str] = field(default_factory=lambda: ["NORTH"])
     pipeline_register_sides: list[str] = field(default_factory=lambda: list(SIDES))
     pipeline_register_tracks: list[int] = field(default_factory=list)
@@ -88,6 +100,7 @@ class GarnetParams:
     cb_sides: list[str] = field(default_factory=lambda: list(SIDES))
     flush_interval: int = 4
     timing: str = ""
+    interconnect: str = ""
 
     @property
     def measured_timing(self) -> bool:
@@ -141,6 +154,10 @@ def from_dict(doc: dict[str, Any], source: str | None = None) -> GarnetParams:
                 raise ConfigError(f"{_where(source, key)} = {value!r}: expected a list")
             value = list(value)
         kwargs[key] = value
+    if doc.get("mem") and "mem_preset" in doc:
+        raise ConfigError(f"{_where(source, 'mem')} = {doc['mem']!r}: the configuration also "
+                          f"sets mem_preset = {doc['mem_preset']!r}; give one of them (mem "
+                          "for a memory spec of your own, mem_preset for a Lake preset)")
     params = GarnetParams(**kwargs)
     validate(params, source)
     return params
@@ -168,7 +185,31 @@ def load_toml(path: str | Path) -> GarnetParams:
                               "path of the PE spec relative to the TOML file's folder, or "
                               "module:Class")
         doc["pe"] = f"{file}:{pe.split(':')[1]}"
+    ic = doc.get("interconnect")
+    if isinstance(ic, str) and ic.count(":") == 1 and ic.split(":")[0].endswith(".py") \
+            and not Path(ic.split(":")[0]).is_absolute():
+        doc["interconnect"] = f"{p.parent / ic.split(':')[0]}:{ic.split(':')[1]}"
+    mem = doc.get("mem")
+    if isinstance(mem, str) and mem.count(":") == 1 and mem.split(":")[0].endswith(".py") \
+            and not Path(mem.split(":")[0]).is_absolute():
+        doc["mem"] = f"{p.parent / mem.split(':')[0]}:{mem.split(':')[1]}"
     return from_dict(doc, str(p))
+
+
+def mem_spec(p: GarnetParams, source: str | None = None):
+    """The :class:`lake.spec.MemorySpec` of the MEM tiles: the architect's memory of field
+    ``mem`` (:func:`lake.spec.load_memory`: checked and registered under its name) or the
+    Lake preset ``mem_preset``. Raises :class:`SpecError` (``file:line`` of the spec's
+    definition) for a memory spec that does not load or check, :class:`ConfigError` for an
+    unknown preset."""
+    if p.mem:
+        from lake.spec import load_memory  # deferred: cgra.load only when a spec file is named
+
+        return load_memory(p.mem, _where(source, "mem"))
+    try:
+        return preset(p.mem_preset)
+    except SpecError as exc:
+        raise ConfigError(f"{_where(source, 'mem_preset')} = {p.mem_preset!r}: {exc}") from None
 
 
 def pe_spec(ref: str, where: str = "field 'pe'") -> type:
@@ -276,13 +317,13 @@ def validate(p: GarnetParams, source: str | None = None) -> None:
         raise err("topology", f"choose one of {list(TOPOLOGIES)}")
     if p.track_length < 1:
         raise err("track_length", "a track spans at least 1 tile")
-    if p.track_length > 1:
-        raise err("track_length", f"tracks longer than 1 tile are not supported: Canal wires "
-                                  f"a track of length L from SB_OUT (x, y) straight to SB_IN "
-                                  f"(x+L, y) with no tap in the tiles it passes, so the array "
-                                  f"splits into L x L = {p.track_length ** 2} sub-grids that "
-                                  f"cannot reach each other (tile (1, 1) never reaches the IO "
-                                  f"tile (0, 0)); use track_length = 1")
+    if p.track_length > p.tracks:
+        raise err("track_length", f"long tracks are staggered (canal.passes.segment_tracks): "
+                                  f"track t breaks in the tiles where (x + t) % L == 0, so "
+                                  f"with tracks = {p.tracks} < L = {p.track_length} some tiles "
+                                  f"have no breaking track on a side and their cores cannot "
+                                  f"drive it; use tracks >= {p.track_length} or "
+                                  f"track_length <= {p.tracks}")
     if not p.widths or any(not isinstance(w, int) or w < 1 for w in p.widths) \
             or len(set(p.widths)) != len(p.widths):
         raise err("widths", "give distinct positive bit widths, e.g. [16, 1]")
@@ -315,10 +356,16 @@ def validate(p: GarnetParams, source: str | None = None) -> None:
             TimingModel.load(p.timing)
         except ConfigError as exc:
             raise err("timing", str(exc)) from None
+    if p.interconnect:
+        from canal.custom import load_build  # deferred: imports the user's build file only when set
+        try:
+            load_build(p.interconnect, _where(source, "interconnect"))
+        except SpecError as exc:
+            raise ConfigError(str(exc)) from None
     if p.flush_interval < 0:
         raise err("flush_interval", "use 0 (flush wired directly) or N >= 1 rows per spine "
                                     "register stage")
-    if p.mem_ratio and not is_preset(p.mem_preset):
+    if p.mem_ratio and not p.mem and not is_preset(p.mem_preset):
         w = p.data_width if 2 <= p.data_width <= MAX_DATA_WIDTH else 16
         raise err("mem_preset", f"unknown Lake preset; known presets: {sorted(PRESETS)} and "
                                 f"dualport_<capacity>x<data_width> for any data_width "
@@ -364,9 +411,10 @@ def width_errors(p: GarnetParams, spec: type, source: str | None = None) -> list
         except ConfigError as exc:
             errors.append(exc)
     if p.mem_ratio:
-        words = {e.width for e in preset(p.mem_preset).external_ports if e.width > 1}
+        field_ = "mem" if p.mem else "mem_preset"
+        words = {e.width for e in mem_spec(p, source).external_ports if e.width > 1}
         if words != {p.data_width}:
-            errors.append(err("mem_preset", f"the Lake preset's data ports are "
+            errors.append(err(field_, f"the memory's data ports are "
                                             f"{'/'.join(map(str, sorted(words)))} bits but "
                                             f"data_width = {p.data_width}; use a preset with "
                                             f"{p.data_width}-bit words (e.g. "

@@ -17,10 +17,14 @@ Schema ``lake.collateral/1`` (all widths in bits, latencies in cycles)::
                              "width": int, "index_bits": int, "index_port": "data_in_0",
                              "output_port": "data_out_0"},
      "controllers": [{"name", "role", "port", "address_generators": [{"name","width"}]}],
-     "components": {...}, "config_fields": [{"name", "width", "reset"}]}
+     "components": {...}, "config_fields": [{"name", "width", "reset"}],
+     "spec": {...}}                    # the whole MemorySpec (lake.spec.spec_to_dict)
 
 The mapper reads only this (plus the pure encoder :func:`lake.config.configure`), typed as a
-:class:`MemInfo` (:meth:`MemInfo.from_json`, the one reader). Word vocabulary: a *word* is
+:class:`MemInfo` (:meth:`MemInfo.from_json`, the one reader). ``spec`` carries the memory
+itself, so a memory of the architect's (``mem = "path/to/mem.py:MEM"`` in a design's TOML)
+needs no preset name anywhere in the compiler: reading the collateral registers it
+(:func:`lake.spec.register`) under its name for the config encoder. Word vocabulary: a *word* is
 ``data_width`` bits (what one port moves per cycle); a *wide word* is ``fetch_width`` words
 (``word_width`` bits, what one SRAM access moves); ``capacity_words`` = ``fetch_width *
 capacity_wide_words``.
@@ -35,11 +39,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from cgra.errors import CollateralError, ConfigError
+from cgra.errors import CollateralError, ConfigError, SpecError
 from lake.config import config_fields, configure
 from lake.lut import LUT_LATENCY
 from lake.program import delay_line
-from lake.spec import PRESETS, MemorySpec, as_spec, circuit_name
+from lake.spec import (PRESETS, MemorySpec, as_spec, circuit_name, register, spec_from_dict,
+                       spec_to_dict)
 
 SCHEMA = "lake.collateral/1"
 
@@ -164,6 +169,7 @@ def _collateral(spec: MemorySpec) -> str:
             "edges": [list(e) for e in spec.edges]},
         "config_fields": [{"name": f.name, "width": f.width, "reset": f.reset}
                           for f in config_fields(spec)],
+        "spec": spec_to_dict(spec),
     }
     return json.dumps(doc, sort_keys=True)
 
@@ -236,6 +242,8 @@ class MemInfo:
     lookup_table: LookupTableInfo | None
     #: (name, width (bits), reset) of each config field, in packing order
     config_fields: tuple[tuple[str, int, int], ...]
+    #: the memory itself (``spec`` of the document; None in documents written before it)
+    spec: MemorySpec | None = None
 
     @classmethod
     def from_json(cls, doc: Any, where: str = "lake collateral") -> "MemInfo":
@@ -264,7 +272,10 @@ class MemInfo:
                     int(lut["width"]), int(lut["index_bits"]), str(lut["index_port"]),
                     str(lut["output_port"])),
                 tuple((str(f["name"]), int(f["width"]), int(f["reset"]))
-                      for f in doc["config_fields"]))
+                      for f in doc["config_fields"]),
+                None if doc.get("spec") is None else register(spec_from_dict(doc["spec"])))
+        except SpecError as exc:
+            raise CollateralError(f"{where}: {exc}") from None
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CollateralError(f"{where}: malformed Lake collateral ({exc!r}); regenerate "
                                   f"the design with `cgra rtl`") from None

@@ -23,6 +23,8 @@ same 32 Kbit), and :func:`preset` accepts every such name.
 """
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -193,7 +195,38 @@ class MemorySpec:
                             "must be a power of two >= 2")
         if not 1 <= self.max_dims <= 6:
             raise SpecError(f"memory '{self.name}': max_dims {self.max_dims} must be 1..6")
+        if self.storage.kind not in ("sram", "registers"):
+            raise SpecError(f"memory '{self.name}': storage kind '{self.storage.kind}' is not "
+                            "'sram' or 'registers'")
+        for i, p in enumerate(self.external_ports):
+            want = f"data_{p.direction}_{sum(q.direction == p.direction for q in self.external_ports[:i])}"
+            if p.direction not in ("in", "out") or p.name != want:
+                raise SpecError(f"memory '{self.name}': external port '{p.name}' "
+                                f"({p.direction}); name the data ports data_in_0, data_in_1, "
+                                f"... and data_out_0, ... in order (here: {want}) with "
+                                "direction 'in' or 'out'")
+        roles = {"write", "read"} if not self.wide else {"agg_in", "agg_to_sram",
+                                                          "sram_to_tb", "tb_out"}
+        for p in self.external_ports:
+            served = {c.role for c in self.controllers if c.port == p.name}
+            need = ({"write"} if p.direction == "in" else {"read"}) if not self.wide else \
+                ({"agg_in", "agg_to_sram"} if p.direction == "in" else {"sram_to_tb", "tb_out"})
+            if served != need:
+                raise SpecError(f"memory '{self.name}': port '{p.name}' is served by "
+                                f"controllers of roles {sorted(served) or 'none'}; a "
+                                f"{'wide-fetch' if self.wide else 'fetch-width-1'} memory "
+                                f"needs one controller of each role {sorted(need)} per port")
+        if self.wide and (len(self.aggregators) != len(self.inputs)
+                          or len(self.transpose_buffers) != len(self.outputs)):
+            raise SpecError(f"memory '{self.name}': fetch_width {self.storage.fetch_width} needs "
+                            f"one aggregator per input ({len(self.inputs)}) and one transpose "
+                            f"buffer per output ({len(self.outputs)}); it has "
+                            f"{len(self.aggregators)} and {len(self.transpose_buffers)}")
         for c in self.controllers:
+            if c.role not in roles:
+                raise SpecError(f"memory '{self.name}': controller '{c.name}' has role "
+                                f"'{c.role}'; this memory's controllers take roles "
+                                f"{sorted(roles)}")
             if c.port not in names:
                 raise SpecError(f"memory '{self.name}': controller '{c.name}' serves unknown "
                                 f"port '{c.port}'")
@@ -355,6 +388,8 @@ def preset(name: str) -> MemorySpec:
     if name in PRESETS:
         return PRESETS[name]()
     m = DUAL_PORT_NAME.fullmatch(name)
+    if m is None and name in _REGISTERED:
+        return _REGISTERED[name]
     if m is None:
         raise SpecError(f"unknown Lake preset '{name}'; known presets: {sorted(PRESETS)} "
                         f"and dualport_<capacity>x<data_width> for any width 2..64 "
@@ -367,10 +402,126 @@ def preset(name: str) -> MemorySpec:
 
 
 def as_spec(spec: "MemorySpec | str") -> MemorySpec:
-    """Accept a preset name or a spec."""
+    """Accept a preset name (or a registered memory's: :func:`register`) or a spec."""
     return spec if isinstance(spec, MemorySpec) else preset(spec)
 
 
 def circuit_name(spec: MemorySpec, form: str = "recurrence") -> str:
-    """Verilog module name of a memory (encodes the preset and the generator form)."""
-    return f"lake_{spec.name}" + ("" if form == "recurrence" else f"_{form}")
+    """Verilog module name of a memory: ``lake_<name>`` for a preset, ``lake_<name>_<hash8>``
+    (sha256 of the spec's repr) for an architect's memory (:func:`register`), then the
+    generator form unless ``recurrence``."""
+    name = f"lake_{spec.name}"
+    if not is_preset(spec.name):
+        name += "_" + hashlib.sha256(repr(spec).encode()).hexdigest()[:8]
+    return name + ("" if form == "recurrence" else f"_{form}")
+
+
+# -- the architect's own memories: serialisation, registry, loading ---------------------
+
+def spec_to_dict(spec: MemorySpec) -> dict:
+    """``spec`` as JSON data (every component field; ``info`` left out): what ``mem.json``
+    carries under ``spec`` so the compiler rebuilds the very spec (:func:`spec_from_dict`)
+    without importing the architect's file."""
+    d = dataclasses.asdict(spec)
+    d.pop("info", None)
+    return d
+
+
+def spec_from_dict(d: dict) -> MemorySpec:
+    """Inverse of :func:`spec_to_dict`. Raises :class:`SpecError` for a malformed document
+    and for a spec that fails :meth:`MemorySpec.check`."""
+    try:
+        ctrls = tuple(Controller(c["name"], c["role"], c["port"], int(c["dims"]),
+                                 tuple(AddressGenerator(g["name"], int(g["width"]))
+                                       for g in c["address_generators"]))
+                      for c in d["controllers"])
+        spec = MemorySpec(
+            d["name"], Storage(**d["storage"]), tuple(MemPort(**p) for p in d["mem_ports"]),
+            tuple(ExternalPort(**p) for p in d["external_ports"]), ctrls,
+            tuple(Aggregator(**a) for a in d["aggregators"]),
+            tuple(TransposeBuffer(**t) for t in d["transpose_buffers"]),
+            tuple(PortSelect(p["mem_port"], tuple(p["controllers"])) for p in d["port_selects"]),
+            tuple((a, b) for a, b in d["edges"]), int(d["extent_width"]),
+            int(d["schedule_width"]), int(d["chain_bits"]), int(d["max_dims"]), bool(d["lut"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SpecError(f"malformed memory spec document ({exc!r}); regenerate the design "
+                        "with `cgra rtl`") from None
+    spec.check()
+    return spec
+
+
+#: the architect's memories known to this process by name (:func:`register`)
+_REGISTERED: dict[str, MemorySpec] = {}
+
+
+def register(spec: MemorySpec) -> MemorySpec:
+    """Make ``spec`` known by its name to every function that takes a preset name
+    (:func:`preset`, :func:`as_spec`, hence the config encoder, the collateral, the RTL and
+    the models), so a memory of the architect's flows through the same names as a preset.
+    Garnet registers the design's memory when it loads the spec; the mapper when it reads
+    ``mem.json``. A spec registered under a name already taken replaces the earlier one
+    (an edited spec file loaded again); its Verilog module name carries a content hash
+    (:func:`circuit_name`), so the two never share a module. Raises :class:`SpecError`
+    when the name is a preset's with different contents: give the memory a name of its
+    own."""
+    if is_preset(spec.name):
+        if preset(spec.name) != spec:
+            raise SpecError(f"memory '{spec.name}': the name is a Lake preset's but the spec "
+                            "differs from it; give your memory a name of its own (the "
+                            "MemorySpec name field)")
+        return spec
+    if _REGISTERED.get(spec.name) != spec:
+        _REGISTERED[spec.name] = spec
+        preset.cache_clear()
+    return spec
+
+
+def _assignment_line(file: str, name: str) -> int | None:
+    """Line of the top-level assignment (or ``def``) of ``name`` in Python file ``file``."""
+    import ast  # deferred: only to locate a spec error
+
+    try:
+        tree = ast.parse(open(file, encoding="utf-8").read())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name:
+            return node.lineno
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            return node.lineno
+    return None
+
+
+def load_memory(ref: str, where: str = "field 'mem'", base=None) -> MemorySpec:
+    """The architect's memory named by ``ref`` (``path/to/mem.py:MEM``,
+    ``module:MEM`` or ``module:factory(args)``: :func:`cgra.load.resolve`), checked
+    (:meth:`MemorySpec.check`) and registered (:func:`register`). ``base``: the folder a
+    relative file is resolved against (the TOML file's). Raises :class:`SpecError` with
+    ``file:line`` of the spec's definition when the object is not a :class:`MemorySpec`
+    or fails its checks, and as :func:`cgra.load.resolve` does for a reference that does
+    not resolve."""
+    from cgra.load import resolve  # deferred: keeps lake.spec import-light
+
+    prefix = f"{where} = {ref!r}"
+    obj, module, attr = resolve(
+        ref, prefix, base, noun="memory specs", module_prefix="_lake_spec_",
+        form="give it as path/to/mem.py:NAME, module:NAME or module:factory(args) naming "
+             "a lake.spec.MemorySpec (e.g. lake.spec:dual_port(16, 4096))",
+        candidates=lambda mod: [n for n, v in vars(mod).items()
+                                if isinstance(v, MemorySpec) and not n.startswith("_")])
+    file = getattr(module, "__file__", None)
+    line = _assignment_line(file, attr.split(".")[0]) if file else None
+    loc = {"file": file, "line": line} if file and line else {}
+    if not isinstance(obj, MemorySpec):
+        what = "a function (call it: NAME(...))" if callable(obj) else type(obj).__name__
+        raise SpecError(f"{prefix}: {attr} is not a lake.spec.MemorySpec (got {what}); "
+                        "name a MemorySpec or call a factory that returns one", **loc)
+    try:
+        obj.check()
+        return register(obj)
+    except SpecError as exc:
+        if exc.file is not None:
+            raise
+        raise SpecError(f"{prefix}: {exc}", **loc) from None

@@ -191,6 +191,28 @@ class Assembler:
         raise ConfigError(f"instruction of {_type_name(self.isa)} has no field '{name}'; "
                           f"fields: {[f.name for f in self.fields]}")
 
+    def live_fields(self, values: dict[str, int]) -> list[FieldInfo]:
+        """The fields that take part in the instruction whose field values (ints, keyed by
+        :attr:`FieldInfo.name`) are ``values``: every field outside a Sum, and inside a Sum
+        the fields of the variant its tag selects (a tag missing from ``values`` counts as
+        0, a tag naming no variant selects none). In layout order."""
+        live: list[FieldInfo] = []
+        alive: set[str | None] = {None}
+        for f in self.fields:                    # a tag comes before its variants' fields
+            if f.variant_of not in alive:
+                continue
+            if f.variant_of is not None:
+                tag = self.field(f.variant_of)
+                prefix = f.variant_of[:-len("_tag")]
+                code = int(values.get(f.variant_of, 0))
+                chosen = [n for n, c in (tag.tags or {}).items() if c == code]
+                if not chosen or not f.name.startswith(f"{prefix}{chosen[0]}."):
+                    continue
+            live.append(f)
+            if f.kind == "sum_tag":
+                alive.add(f.name)
+        return live
+
     def layout(self) -> list[dict]:
         """JSON-ready field list: name, lo (bit offset), width (bits), kind, signed, tags."""
         return [dict(name=f.name, lo=f.lo, width=f.width, kind=f.kind, signed=f.signed,

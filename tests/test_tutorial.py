@@ -25,12 +25,16 @@ import json
 import re
 import sys
 import time
+from itertools import pairwise
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "docs"))
 
 import tutorial_outputs as tut  # noqa: E402
+
+from canal.collateral import load_json  # noqa: E402
+from canal.custom import diagonal_links  # noqa: E402
 
 
 def test_shown_outputs_select_and_normalise():
@@ -57,16 +61,16 @@ def test_shown_outputs_select_and_normalise():
 def test_tutorial_runs(tmp_path):
     blocks = tut.fenced_blocks(tut.TUTORIAL)
     assert [b.lang for b in blocks if b.lang in ("sh", "diff")] == \
-        ["sh", "sh", "diff", "sh", "sh", "sh", "sh"], \
+        ["sh", "sh", "diff", "sh", "sh", "sh", "sh", "sh", "sh"], \
         "docs/tutorial.md changed its executable blocks: update tests/test_tutorial.py"
-    assert len(tut.shown(blocks)) == 7
+    assert len(tut.shown(blocks)) == 9
     tut.seed_rules(tmp_path)
     t0 = time.perf_counter()
     outputs = tut.run(tmp_path, blocks)
     print(f"tutorial ran in {time.perf_counter() - t0:.1f} s")
     assert tut.compare(blocks, outputs) == []
     step = [" ".join(o.split()) for o in outputs.values()]
-    _, step1, stale, step2, step3, harris = step
+    _, step1, stale, step2, step3, mymem, myic, harris = step
 
     # step 1: the stock PE (a copy of cgra_pe.py): no multiply-add rule, gaussian = 18 PEs
     assert re.search(r"pattern\.muladd\[in1=const\]\W+none", step1), step1[-3000:]
@@ -96,6 +100,29 @@ def test_tutorial_runs(tmp_path):
     assert report["resources"]["used"]["m"] == 1 and report["resources"]["used"]["p"] == 10
     for png in ("pnr.png", "timing.png", "compare.png", "gaussian.png"):
         assert (run / png).stat().st_size > 1000, png
+
+    # step 4: the architect's own memory (my_mem.py): the MEM tile and mem.json follow it,
+    # two 1-in/1-out MEMs for gaussian's line buffers, bit-exact on the RTL
+    assert "rules reused" in mymem and "MEM spec changed" in mymem, mymem
+    mem = json.loads((tmp_path / "build/my/mem.json").read_text())["lake"]
+    assert (mem["preset"], mem["capacity_words"], mem["fetch_width"]) == ("my_dp4096", 4096, 1)
+    assert mem["module"].startswith("lake_my_dp4096_")
+    report = json.loads((tmp_path / "runs/gaussian_mymem/run_report.json").read_text())
+    assert report["match"] == {"numpy": True, "halide": True}
+    assert report["resources"]["used"]["m"] == 2 and report["resources"]["used"]["p"] == 10
+
+    # step 5: the architect's own interconnect (my_ic.py): diagonal wires in the routing
+    # graph, and gaussian routed over at least one of them, bit-exact on the RTL
+    assert "interconnect regenerated" in myic and "rules reused" in myic, myic
+    diagonal = diagonal_links(load_json(tmp_path / "build/my/routing/graph_16.json"))
+    # tracks 2 and 3, two directions each, onto the 7 x 7 tiles that have such a neighbour
+    assert len(diagonal) == 4 * 7 * 7
+    report = json.loads((tmp_path / "runs/gaussian_diag/run_report.json").read_text())
+    assert report["match"] == {"numpy": True, "halide": True}
+    routes = json.loads((tmp_path / "runs/gaussian_diag/routing.json").read_text())
+    hops = {(a, b) for net in routes["nets"] if net["width"] == 16 for path in net["paths"]
+            for a, b in pairwise(path["nodes"])}
+    assert hops & diagonal, "no route uses a diagonal wire"
 
     # an app too large: refused after mapping, naming the PE tiles
     assert re.search(r"error: harris needs \d+ PE tiles but design small \(8x8\) has 42", harris)

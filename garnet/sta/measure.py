@@ -314,6 +314,15 @@ def _tile_sta(job: TileJob, work: Path, lib: Path, side_um: float,
     script += _sdc(job, side_um, widths)
     for pc in job.classes:
         throughs = " ".join(_bits(t, _pin_width(t, core_widths)) for t in pc.throughs)
+        if pc.kind == "pass":
+            # a long track passing through: a wire from an SB_IN port to an SB_OUT port
+            # (no cell, so no pin to pass through: canal.timing_paths)
+            starts = " ".join(_bits(s, widths.get(s, 1)) for s in pc.starts)
+            ends = " ".join(_bits(t, widths.get(t, 1)) for t in pc.throughs)
+            script.append(f'puts "@@CLASS {pc.key}"')
+            script.append(f"report_checks -from [get_ports {{{starts}}}] -to [get_ports "
+                          f"{{{ends}}}] -digits 2 -path_delay max")
+            continue
         if pc.kind == "core_out":
             frm = ""      # the mux inputs are on the core's output nets
         elif pc.starts:
@@ -469,6 +478,7 @@ def measured_table(results: Iterable[dict], versions: dict[str, str]) -> dict[st
     core: dict[str, float] = {}
     cb: dict[str, float] = {}
     hops: dict[str, dict[str, dict[str, float]]] = {}
+    wires: dict[str, dict[str, dict[str, float]]] = {}      # long tracks passing a tile
     reg = 0.0
     ops: dict[str, float] = {}
     notes: list[str] = []
@@ -481,9 +491,9 @@ def measured_table(results: Iterable[dict], versions: dict[str, str]) -> dict[st
                 cb[tc] = max(cb.get(tc, 0.0), v)
             elif kind == "reg":
                 reg = max(reg, v)
-            elif kind == "sb":
+            elif kind == "sb" or kind == "pass":
                 _, w, pair = rest.split(":")
-                d = hops.setdefault(tc, {}).setdefault(w, {})
+                d = (hops if kind == "sb" else wires).setdefault(tc, {}).setdefault(w, {})
                 d[pair] = max(d.get(pair, 0.0), v)
         if tc == "pe":
             for op, v in r["pe_op_ps"].items():
@@ -498,7 +508,9 @@ def measured_table(results: Iterable[dict], versions: dict[str, str]) -> dict[st
                         d[f"{a}->{b}"] = worst
                         notes.append(f"switch_box_hop[{tc}][{w}][{a}->{b}]: no tile wires "
                                      f"it; took the class's slowest hop ({worst} ps)")
-    return {
+    extra = {"track_wire": {tc: {w: dict(sorted(d.items())) for w, d in sorted(by_w.items())}
+                            for tc, by_w in sorted(wires.items())}} if wires else {}
+    table = {
         "_about": "Measured: each tile synthesised with yosys onto the project's liberty "
                   f"({liberty.NAME}) and its Canal path classes timed with OpenSTA "
                   "(garnet.sta.measure).",
@@ -522,6 +534,8 @@ def measured_table(results: Iterable[dict], versions: dict[str, str]) -> dict[st
                       for r in sorted(results, key=lambda r: r["module"])},
         },
     }
+    # measured wires of long tracks (pass-throughs), when the design has any
+    return {**table, **extra}
 
 
 def measure_design(ic: Any, rtl_dir: Path, cache: Path | None,

@@ -104,10 +104,11 @@ def path_cases(ic: Any, tm: Any, xy: tuple[int, int], add_bits: int | None,
         return f"SB_T{n.track}_{n.side.name}_SB_{'IN' if n.io.name == 'SB_IN' else 'OUT'}_B{w}"
 
     cases = []
-    # sb: NORTH track -> a SOUTH SB_OUT (a bypassable side)
+    # sb: NORTH track -> a SOUTH SB_OUT (a bypassable side) that is a switch-box mux (not
+    # a long track passing through: canal.passes.segment_tracks)
     hop = next(((sb_in("NORTH", t), o) for t in range(tracks) for o in fan.get(
         sb_in("NORTH", t), ()) if g.nodes[o].kind.value == "SB"
-        and g.nodes[o].side.name == "SOUTH"), None)
+        and g.nodes[o].side.name == "SOUTH" and len(g.fanin[o]) > 1), None)
     sb = None
     if hop is not None:
         src, out = hop

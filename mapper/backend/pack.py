@@ -88,15 +88,40 @@ def delay_codes(pe: PEInfo | None, field_name: str) -> dict[int, int]:
     return out
 
 
+def mode_field_name(pe: PEInfo | None, config: dict[str, Any], port: str,
+                    mode_field: str = MODE_FIELD) -> str:
+    """The instruction field that sets the mode of PE core input ``port`` for an instance
+    with ``config``: ``mode_field.format(port=port)`` when ``pe.json`` has that field; for an
+    instruction that is a ``Sum`` of formats (fields ``<format>.<port>_mode``, e.g.
+    ``peak/examples/cgra_pe_sum.py``), the field of the format the instance's tag selects
+    (``config["instruction"]["<sum>._tag"]``), when that format has one. Otherwise the plain
+    name (which :func:`delay_codes` then finds no tags for: no delay through the mode)."""
+    name = mode_field.format(port=port)
+    if pe is None or pe.field(name) is not None:
+        return name
+    values = config.get("instruction") or {}
+    for f in pe.fields:
+        if f.kind != "sum_tag" or not f.tags or f.name not in values:
+            continue
+        code = int(values[f.name])
+        variant = next((v for v, c in f.tags.items() if int(c) == code), None)
+        prefix = f.name[:-len("_tag")]               # "" or "<path>."
+        cand = pe.field(f"{prefix}{variant}.{name}") if variant is not None else None
+        if cand is not None and cand.variant_of == f.name:
+            return cand.name
+    return name
+
+
 def input_delay(pe: PEInfo | None, config: dict[str, Any], port: str,
                 mode_field: str = MODE_FIELD) -> int | None:
     """Cycles by which PE core input ``port`` of an instance with ``config`` (its
-    ``instruction`` field values) is delayed by its mode field (0 = ``BYPASS``), or ``None``
-    when the input cannot be delayed through its mode (no such field or tags, no
-    ``instruction``, or the input is a constant / another non-delay mode)."""
+    ``instruction`` field values) is delayed by its mode field (0 = ``BYPASS``;
+    :func:`mode_field_name`: a Sum instruction's selected format), or ``None`` when the
+    input cannot be delayed through its mode (no such field or tags, no ``instruction``,
+    or the input is a constant / another non-delay mode)."""
     if pe is None or "instruction" not in config:
         return None
-    name = mode_field.format(port=port)
+    name = mode_field_name(pe, config, port, mode_field)
     codes = delay_codes(pe, name)
     if not codes:
         return None
@@ -122,7 +147,7 @@ def input_register(pe: PEInfo | None, config: dict[str, Any], port: str,
     now = input_delay(pe, config, port, mode_field)
     if now is None or cycles < 1:
         return None
-    name = mode_field.format(port=port)
+    name = mode_field_name(pe, config, port, mode_field)
     code = delay_codes(pe, name).get(now + cycles)
     return None if code is None else (name, code)
 

@@ -92,8 +92,8 @@ import networkx as nx
 from canal.graph import parse_id, reg_id, rmux_id
 from cgra.errors import ConfigError, InternalError, MappingError, RoutingError
 from mapper.backend.checks import check_pipelined
-from mapper.backend.pack import (MODE_FIELD, PackedDesign, delay_codes, input_delay, input_register,
-                         set_input_register)
+from mapper.backend.pack import (PackedDesign, delay_codes, input_delay, input_register,
+                         mode_field_name, set_input_register)
 from mapper.backend.place import Placement
 from mapper.backend.route import NetRoute, RoutingResult, Terminal, route_design
 
@@ -435,7 +435,7 @@ class _Design:
             return 0
         now = input_delay(self.coll.pe, pi.config, cp)
         if now is not None:
-            codes = delay_codes(self.coll.pe, MODE_FIELD.format(port=cp))
+            codes = delay_codes(self.coll.pe, mode_field_name(self.coll.pe, pi.config, cp))
             room = 0
             while now + added + room + 1 in codes:
                 room += 1

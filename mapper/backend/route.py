@@ -133,8 +133,14 @@ class PathFinder:
         self.users: list[set[str]] = [set() for _ in range(n)]
         self.pres_fac = self.p.pres_fac
         # one tile of Manhattan distance costs at least an SB_OUT and an SB_IN per wire of
-        # ``track_length`` tiles: the A* heuristic stays admissible for long tracks
-        self.hop = 2.0 * self.p.base_cost / max(1, int(graph.params.get("track_length", 1)))
+        # ``track_length`` tiles: the A* heuristic stays admissible for long tracks. Staggered
+        # segments (canal.passes.segment_tracks) keep an SB_IN and a (pass-through) SB_OUT
+        # node in every tile they span, so there every tile costs both. A diagonal wire
+        # (canal.custom.add_diagonal_links) covers two tiles of Manhattan distance per hop
+        seg = graph.params.get("segments") == "staggered"
+        self.hop = 2.0 * self.p.base_cost / (
+            1 if seg else max(1, int(graph.params.get("track_length", 1)))) / (
+            2 if graph.params.get("diagonal_tracks") else 1)
         self._g = [0.0] * n
         self._stamp = [0] * n
         self._prev = [-1] * n

@@ -21,7 +21,8 @@ version :data:`RULE_VERSION`::
       "instances": [{
           "id": "pe0",
           "inst": {"alu": 0, "data1_mode": 2, ...},   # every instruction field (ints)
-          "inst_tags": {"alu": "Add", ...},         # enum fields by member name
+          "inst_tags": {"alu": "Add", ...},         # enum fields by member name (of a Sum:
+                                                    # the tag and the selected variant's)
           "inst_bits": "0x...",                      # assembled, constant fields 0
           "const_fields": {"data1_const": {"port": "in1", "lo": 37, "width": 16}},
           "inputs": {"data0": {"kind": "ir", "port": "in0"},
@@ -215,7 +216,7 @@ class Rule:
         insts = []
         for ins in self.instances:
             tags = {}
-            for f in asm.fields:
+            for f in asm.live_fields(ins.inst):      # a Sum: the selected variant's fields
                 if f.tags is not None:
                     names = [n for n, c in f.tags.items() if c == ins.inst.get(f.name)]
                     tags[f.name] = names[0] if names else None

@@ -192,9 +192,9 @@ FUSED_CASES = {
     "default": dict(),
     "wilton_partial_regs": dict(topology="wilton", tracks=3,
                                 pipeline_registers=[(2, E), (0, N), (1, W)]),
-    "disjoint_len2_holes": dict(topology="disjoint", tracks=4, track_length=2,
+    "disjoint_holes": dict(topology="disjoint", tracks=4,
                                 pipeline_registers=[(t, s) for s in (N, E) for t in range(4)]),
-    "per_port_no_regs": dict(tracks=3, track_length=3, pipeline_registers=[],
+    "per_port_no_regs": dict(tracks=3, pipeline_registers=[],
                              connections=CorePortConnections(
                                  cb_sides=(W, S), cb_tracks=(2, 0), out_sides=(E, N),
                                  out_tracks=(1,),

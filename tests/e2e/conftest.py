@@ -155,3 +155,38 @@ def app_run(small_design, harness, tmp_path_factory):
         return done[name]
 
     return get
+
+
+@pytest.fixture(scope="session")
+def small_diagonal_design(tmp_path_factory) -> pathlib.Path:
+    """Collateral directory of configs/small_diagonal.toml (the 8x8 with diagonal tracks 3
+    and 4 built by configs/ic_diagonal.py, field ``interconnect``)."""
+    return _design(tmp_path_factory, "small_diagonal")
+
+
+@pytest.fixture(scope="session")
+def small_sum_design(tmp_path_factory) -> pathlib.Path:
+    """Collateral directory of configs/small_sum.toml (8x8, the PE whose instruction is a
+    Sum of ALU / compare / LUT formats, peak/examples/cgra_pe_sum.py; issue 39) with its whole
+    rule table (~30 s cold on the shared 2-core machine, the default PE's ~18 s; cached in
+    build/rules)."""
+    return _design(tmp_path_factory, "small_sum")
+
+
+@pytest.fixture(scope="session")
+def small_l2_design(tmp_path_factory) -> pathlib.Path:
+    """Collateral directory of configs/small_L2.toml (8x8, staggered tracks of 2 tiles)."""
+    return _design(tmp_path_factory, "small_L2")
+
+
+@pytest.fixture(scope="session")
+def small_l4_design(tmp_path_factory) -> pathlib.Path:
+    """Collateral directory of configs/small_L4.toml (8x8, staggered tracks of 4 tiles)."""
+    return _design(tmp_path_factory, "small_L4")
+
+
+@pytest.fixture(scope="session")
+def small_wide8_design(tmp_path_factory) -> pathlib.Path:
+    """Collateral directory of configs/small_wide8.toml (8x8, the architect's fetch-width-8
+    unified buffer of configs/mem_wide8.py; issue 39)."""
+    return _design(tmp_path_factory, "small_wide8")

@@ -192,18 +192,27 @@ def test_validation_refuses_before_writing(tmp_path):
     assert "8 of 120 core inputs cannot be fed from any IO tile" in cut
     assert "PORT:16:0:0:f2io_16 (IO tile (0, 0))" in cut
 
-    long = run("track_length", "track_length = 2")
-    assert "field 'track_length' = 2" in long and "use track_length = 1" in long
+    long = run("track_length", "track_length = 6")      # small.toml has tracks = 5
+    assert "field 'track_length' = 6" in long
+    assert "with tracks = 5 < L = 6" in long and "use tracks >= 6 or track_length <= 5" in long
 
 
 def test_connectivity_reports_disconnected_subgrids():
-    """Canal's track_length = 2 graph (what `cgra rtl` now refuses): 4 sub-grids."""
-    from garnet.array import build_interconnect, connectivity
+    """Canal's literal track_length = 2 wiring (canal.passes.wire_tracks: a wire jumps 2
+    tiles, no taps between) splits a 4x4 array into 4 sub-grids; `cgra rtl` builds long
+    tracks as staggered segments instead (canal.passes.segment_tracks), which connect."""
+    from canal.passes import (add_switch_boxes, build_tiles, connect_core_ports, empty_graph,
+                              wire_tracks)
+    from garnet.array import (build_interconnect, connectivity, default_core_fn,
+                              interconnect_params)
     from garnet.params import GarnetParams
 
     p = GarnetParams(width=4, height=4, tracks=2, mem_ratio=0, track_length=2)
-    ic = build_interconnect(p)
-    rep = connectivity(ic.graphs[16])
+    assert connectivity(build_interconnect(p).graphs[16]).ok    # staggered: connected
+    tiles, _ = build_tiles(interconnect_params(p), default_core_fn(p))
+    lit = connect_core_ports(wire_tracks(add_switch_boxes(empty_graph(16, tiles), "imran", 2),
+                                         track_length=2))
+    rep = connectivity(lit)
     assert not rep.ok and rep.outputs == 16
     assert len(rep.stuck) == 16                  # no core output reaches every input
     ok = connectivity(build_interconnect(GarnetParams(width=4, height=4, tracks=2,
