@@ -9,19 +9,23 @@ and ``small_wide8`` (the architect's MEM specs configs/mem_dp4096.py, mem_wide8.
 ``small_diagonal`` (the interconnect build function configs/ic_diagonal.py), ``small_sum``
 (the Sum-type PE peak/examples/cgra_pe_sum.py), ``small_L2`` / ``small_L4`` (long wires).
 The 32x16 form is the same TOML with ``width = 32, height = 16``. Designs are generated into
-``build/spec_variants/<variant>_<array>`` (rules from ``build/rules``); ``rtl_seconds`` is
-measured on a fresh output directory (``--no-rules`` form: rules are timed by bench_rules).
-Cells: :func:`dse.area.design_area` (yosys ``synth`` per distinct tile, times its count).
+``build/spec_variants/<variant>_<array>`` (rules from ``build/rules``; rule synthesis is
+timed by bench_rules).
+``rtl_seconds`` runs `cgra rtl --no-rules` in a process of its own on a copy of the TOML
+(in configs/, so its relative paths hold) with the array size set. Cells:
+:func:`dse.area.design_area` (yosys ``synth`` per distinct tile, times its count).
 
 Run: ``.venv/bin/python bench/bench_spec_variants.py [--variants small,small_wide8]
-[--apps gaussian,unsharp,harris] [--seed 0] [--no-cells]`` (state the cores). Appends to
+[--apps gaussian,unsharp,harris] [--seed 0] [--no-cells] [--rtl-only]`` (state the cores). Appends to
 ``bench/results/spec_variants.csv``.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -62,14 +66,22 @@ def design(variant: str, array: tuple[int, int]) -> Path:
 
 
 def rtl_seconds(variant: str, array: tuple[int, int], tmp: Path) -> float:
-    """Seconds of a cold `cgra rtl` (fresh output and build cache, no rules)."""
-    from garnet.build import generate
-
+    """Seconds of a cold `cgra rtl --no-rules` in a process of its own (fresh output
+    directory and build cache, no module cached in memory), the process start included."""
+    src = (ROOT / "configs" / f"{variant}.toml").read_text()
+    cfg = ROOT / "configs" / f".bench_{variant}_{array[0]}x{array[1]}.toml"
+    cfg.write_text(re.sub(r"(?m)^height = .*$", f"height = {array[1]}",
+                          re.sub(r"(?m)^width = .*$", f"width = {array[0]}", src)))
     out = tmp / f"{variant}_{array[0]}x{array[1]}_cold"
-    t = time.perf_counter()
-    generate(params_of(variant, array), out, rules=False, jobs=2)
-    dt = time.perf_counter() - t
-    shutil.rmtree(out, ignore_errors=True)
+    try:
+        t = time.perf_counter()
+        subprocess.run([str(Path(sys.executable).with_name("cgra")), "rtl", "--config",
+                        str(cfg), "--out", str(out), "--no-rules"], check=True,
+                       capture_output=True, text=True)
+        dt = time.perf_counter() - t
+    finally:
+        cfg.unlink()
+        shutil.rmtree(out, ignore_errors=True)
     return round(dt, 2)
 
 
@@ -79,6 +91,8 @@ def main() -> None:
     ap.add_argument("--apps", default=",".join(APPS))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-cells", action="store_true", help="skip the yosys cell counts")
+    ap.add_argument("--rtl-only", action="store_true",
+                    help="only the cold `cgra rtl` seconds of each variant at 8x8 and 32x16")
     args = ap.parse_args()
 
     from cgra.errors import CgraError
@@ -96,7 +110,10 @@ def main() -> None:
             for array in sorted({ARRAY[a] for a in apps}):
                 p = {"variant": variant, "array": f"{array[0]}x{array[1]}"}
                 rows.append(benchlib.row("spec_variants", "rtl_seconds",
-                                         rtl_seconds(variant, array, Path(tmp)), "s", p))
+                                         rtl_seconds(variant, array, Path(tmp)), "s",
+                                         {**p, "process": "own", "rules": False}))
+                if args.rtl_only:
+                    continue
                 d = design(variant, array)
                 if not args.no_cells:
                     area = design_area(d, ROOT / "build" / "spec_variants" / ".area")

@@ -68,7 +68,7 @@ def fenced_blocks(path: Path = TUTORIAL) -> list[Block]:
             body.append(lines[i])
             i += 1
         i += 1
-        out.append(Block(lang, start, "\n".join(body) + "\n",
+        out.append(Block(lang, start, "\n".join(body) + "\n" if body else "",
                          mark.group("rx") if mark and lang == "text" else None))
     return out
 

@@ -476,6 +476,12 @@ def register(spec: MemorySpec) -> MemorySpec:
     return spec
 
 
+def is_known(name: str) -> bool:
+    """Whether :func:`preset` resolves ``name``: a preset (:func:`is_preset`) or a memory
+    registered in this process (:func:`register`, e.g. by reading a design's ``mem.json``)."""
+    return is_preset(name) or name in _REGISTERED
+
+
 def _assignment_line(file: str, name: str) -> int | None:
     """Line of the top-level assignment (or ``def``) of ``name`` in Python file ``file``."""
     import ast  # deferred: only to locate a spec error

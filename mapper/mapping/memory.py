@@ -64,6 +64,7 @@ from cgra.errors import ConfigError, MappingError
 from lake.collateral import MemInfo
 from lake.config import configure as lake_configure
 from lake.config import output_run_length
+from lake.spec import is_known
 from mapper import ir
 from mapper.mapping import polyhedral
 from mapper.netlist import Netlist
@@ -512,7 +513,7 @@ def addressed_tiles(key: tuple[str, int], reads: list[BufferPort], sched: Pipeli
                 check_program(rp, spec, tw)
                 tile.programs[f"data_out_{q}"] = rp
                 sources[k].append((tile.name, q))
-            if spec.fetch_width > 1:
+            if spec.fetch_width > 1 and is_known(spec.name):
                 # the wide-fetch schedule (aggregator commits, SRAM port sharing, prefetch,
                 # dependence) is checked by Lake's own encoder against the golden model
                 try:

@@ -190,3 +190,17 @@ def small_wide8_design(tmp_path_factory) -> pathlib.Path:
     """Collateral directory of configs/small_wide8.toml (8x8, the architect's fetch-width-8
     unified buffer of configs/mem_wide8.py; issue 39)."""
     return _design(tmp_path_factory, "small_wide8")
+
+
+#: the rule targets pointwise and camera_pipeline map to on the 32-bit PE (the same as on the
+#: 16-bit one: `cgra map` on build/small, netlist.json's ``rule`` of every PE)
+WIDTH32_TARGETS = ["coreir.add", "coreir.add[in1=const]", "coreir.mul[in1=const]",
+                   "coreir.ashr[in1=const]", "coreir.lshr[in1=const]", "commonlib.umax",
+                   "commonlib.umin", "commonlib.smax[in1=const]", "commonlib.smin[in1=const]"]
+
+
+@pytest.fixture(scope="session")
+def width32_design(tmp_path_factory) -> pathlib.Path:
+    """Collateral directory of configs/width32.toml (8x8, 32-bit data, the measured timing
+    model) with the rules of :data:`WIDTH32_TARGETS` (tests/e2e/test_width32.py)."""
+    return _design(tmp_path_factory, "width32", only=WIDTH32_TARGETS)

@@ -4,14 +4,13 @@ Verilator: bit for bit equal to the numpy interpreter, within the stated 38 bf16
 Halide (measured: a few), with the measured figures in run_report.json.
 
 The app needs 67 PEs, more than the 8x8 bf16_small design of test_e2e_bf16.py has (42), so
-this module generates configs/bf16.toml once per session (shared by the xdist workers, the
-pattern of conftest.py ``_design``) with the rules of the integer targets and of the float ops
-the app uses. Cost measured on 2 cores: 158 s for the module, of which design generation
-~11 s with the rules cached in build/rules (cold, the float rules are synthesised first: at
-most the full table's ~250 s, conftest.py), the Verilator build of the 32x16 array ~130 s
-(cached in the design directory), pipelining 10 s, the simulation of a 32x32 image 2.5 s."""
+this module generates configs/bf16.toml at 16x10 once per session (shared by the xdist
+workers, the pattern of conftest.py ``_design``) with the rules of the integer targets and of
+the float ops the app uses (cold, the float rules are synthesised first: at most the full
+table's ~250 s, conftest.py). `make app APP=nlm_bf16` runs it on the 32x16 array."""
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 import pathlib
@@ -31,8 +30,10 @@ FLOAT_TARGETS = ["float.add", "float.sub", "float.mul", "float.add[in1=const]",
 
 @pytest.fixture(scope="session")
 def bf16_design(tmp_path_factory) -> pathlib.Path:
-    """Collateral directory of configs/bf16.toml (32x16, the BFloat16 PE) with the rules of
-    every integer target and of :data:`FLOAT_TARGETS`, generated once per session."""
+    """Collateral directory of configs/bf16.toml at 16x10 (the BFloat16 PE; 108 PE and 36
+    MEM tiles, enough for the app's 67 PEs: a Verilator model a third the size of the 32x16
+    one) with the rules of every integer target and of :data:`FLOAT_TARGETS`, generated
+    once per session."""
     from peak.ir import targets
 
     base = tmp_path_factory.getbasetemp()
@@ -52,9 +53,12 @@ def bf16_design(tmp_path_factory) -> pathlib.Path:
         try:
             if not (out / "design.json").is_file():
                 from garnet.build import generate
-                from garnet.params import load_toml
+                from garnet.params import load_toml, validate
 
-                generate(load_toml(ROOT / "configs" / "bf16.toml"), out, rules=True,
+                params = dataclasses.replace(load_toml(ROOT / "configs" / "bf16.toml"),
+                                             name="bf16_16x10", width=16, height=10)
+                validate(params)
+                generate(params, out, rules=True,
                          rules_dir=ROOT / "build" / "rules", jobs=2,
                          config_file="configs/bf16.toml", builder=build)
         finally:

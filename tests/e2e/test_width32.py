@@ -1,22 +1,18 @@
 """End to end at data width 32 (issue 12, item 5): `cgra rtl --config configs/width32.toml`
 builds the 8x8 array with the 32-bit PE, MEM and IO, and `cgra run pointwise` on it matches
-numpy and Halide bit-exactly. The design is generated once per session and shared by the
-xdist workers (the pattern of conftest.py ``_design``, through the command line here).
-
-Cost: with the rule table of ``make_pe(32)`` in ``build/rules`` (the shared rules dir) the
-build takes a few seconds and the run ~20 s (Verilator build included); on a machine without
-it, `cgra rtl` first synthesises the table (~330 s wall on 2 cores: the compares of a PE
-with a 32x32 multiplier are slow for z3), once."""
+numpy and Halide bit-exactly. The design (conftest.py ``width32_design``) is generated once
+per session and shared by the xdist workers, with the rules of the targets the two apps map
+to (conftest.py ``WIDTH32_TARGETS``): the whole table of ``make_pe(32)`` takes ~330 s wall
+on 2 cores cold (the compares of a PE with a 32x32 multiplier are slow for z3; `cgra rtl
+--config configs/width32.toml` builds it, once, into build/rules)."""
 from __future__ import annotations
 
-import fcntl
 import json
 import pathlib
 import subprocess
 import sys
 
 import numpy as np
-import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CGRA = str(pathlib.Path(sys.executable).parent / "cgra")
@@ -25,26 +21,6 @@ CGRA = str(pathlib.Path(sys.executable).parent / "cgra")
 def _cgra(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([CGRA, *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=1800)
-
-
-@pytest.fixture(scope="session")
-def width32_design(tmp_path_factory) -> pathlib.Path:
-    """`cgra rtl --config configs/width32.toml` into the session's shared directory (one
-    generation per session, a file lock for the xdist workers)."""
-    base = tmp_path_factory.getbasetemp()
-    root = (base.parent if base.name.startswith("popen-gw") else base) / "e2e"
-    root.mkdir(exist_ok=True)
-    out = root / "width32"
-    with open(root / "width32.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            if not (out / "design.json").is_file():
-                proc = _cgra("rtl", "--config", "configs/width32.toml", "--out", str(out),
-                             "--rules-dir", str(ROOT / "build" / "rules"), "--jobs", "2")
-                assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-    return out
 
 
 def test_width32_design_has_32_bit_pe_mem_io(width32_design):

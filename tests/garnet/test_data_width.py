@@ -135,7 +135,7 @@ def test_width8_config_is_valid_with_the_width_parameterised_dual_port():
     assert p.pe == "peak.examples.cgra_pe:make_pe(8)" and p.timing.endswith("delays_8.json")
     assert _refused({**W32, "data_width": 8, "widths": [8, 1], "timing": "measured",
                      "pe": "peak.examples.cgra_pe:make_pe(8)"}).startswith(
-        "cfg.toml: field 'mem_preset' = 'dualport_1024x32': the Lake preset's data ports are "
+        "cfg.toml: field 'mem_preset' = 'dualport_1024x32': the memory's data ports are "
         "32 bits but data_width = 8; use a preset with 8-bit words (e.g. dualport_4096x8)")
 
 
