@@ -116,6 +116,7 @@ def main() -> None:
     global _ENTRY_POINT
     interrupt.reset()
     previous = signal.signal(signal.SIGTERM, interrupt.raise_terminated)
+    previous_int = signal.signal(signal.SIGINT, interrupt.raise_interrupted)
     _ENTRY_POINT = True
     try:
         cli.main(standalone_mode=False)
@@ -136,3 +137,4 @@ def main() -> None:
     finally:
         _ENTRY_POINT = False
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
