@@ -108,10 +108,15 @@ def main() -> None:
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--lengths", default="1,2,4")
     ap.add_argument("--apps", default=",".join(APPS))
+    ap.add_argument("--array", choices=("auto", "32x16"), default="auto",
+                    help="auto: gaussian and unsharp on 8x8, harris on 32x16; 32x16: every "
+                         "app on the 32x16 array")
     ap.add_argument("--fmax", type=float, default=None,
                     help="pipeline to this target (MHz); default: toward the timing model's "
                          "floor, as `cgra run`; 0: branch-delay matching only")
     args = ap.parse_args()
+    if args.array == "32x16":
+        CONFIG.update({a: "default" for a in CONFIG})
     lengths = [int(x) for x in args.lengths.split(",")]
     rows: list[dict] = []
     got: dict[tuple[str, int], list[dict]] = {}
