@@ -35,6 +35,14 @@ import benchlib
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from cgra.errors import CgraError  # noqa: E402  (the project root on sys.path first)
+from garnet.build import generate  # noqa: E402
+from garnet.params import load_toml, validate  # noqa: E402
+from mapper.backend.pipeline import PipelineParams  # noqa: E402
+from mapper.backend.place import PlaceParams  # noqa: E402
+from mapper.flow import run_app  # noqa: E402
+from mapper.params import AppParams, FlowParams, RunParams  # noqa: E402
+
 APPS = ("gaussian", "unsharp", "harris")
 #: the array each app runs on (harris needs 80 PEs: more than the 8x8 has)
 CONFIG = {"gaussian": "small", "unsharp": "small", "harris": "default"}
@@ -46,9 +54,6 @@ def design(config: str, length: int) -> Path:
     overridden, generated when missing."""
     out = ROOT / "build" / "long_wires" / f"{config}_L{length}"
     if not (out / "design.json").is_file():
-        from garnet.build import generate
-        from garnet.params import load_toml, validate
-
         params = load_toml(ROOT / "configs" / f"{config}.toml")
         params.track_length = length
         params.name = f"{config}_L{length}"
@@ -77,12 +82,6 @@ def run(app: str, length: int, seed: int, tmp: Path, fmax: float | None = None) 
     pipeline to that target (MHz; compute pipelining and register insertion); ``None``
     (the default, as `cgra run`): toward the timing model's floor; 0: branch-delay matching
     only."""
-    from cgra.errors import CgraError
-    from mapper.backend.pipeline import PipelineParams
-    from mapper.backend.place import PlaceParams
-    from mapper.flow import run_app
-    from mapper.params import AppParams, FlowParams, RunParams
-
     d = design(CONFIG[app], length)
     out = tmp / f"{app}_L{length}_s{seed}"
     pipe = (PipelineParams(register_pe_inputs=True, auto_target=True) if fmax is None

@@ -36,6 +36,16 @@ import benchlib
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from cgra.errors import CgraError  # noqa: E402  (the project root on sys.path first)
+from dse.area import design_area  # noqa: E402
+from garnet.build import generate  # noqa: E402
+from garnet.params import load_toml, validate  # noqa: E402
+from mapper.backend.pipeline import PipelineParams  # noqa: E402
+from mapper.backend.place import PlaceParams  # noqa: E402
+from mapper.flow import run_app  # noqa: E402
+from mapper.params import AppParams, FlowParams, RunParams  # noqa: E402
+from mapper.stages import read_app  # noqa: E402
+
 VARIANTS = ("small", "small_dp4096", "small_wide8", "small_diagonal", "small_sum",
             "small_L2", "small_L4")
 APPS = ("gaussian", "unsharp", "harris")
@@ -44,8 +54,6 @@ ARRAY = {"gaussian": (8, 8), "unsharp": (8, 8), "harris": (32, 16)}
 
 
 def params_of(variant: str, array: tuple[int, int]):
-    from garnet.params import load_toml, validate
-
     p = load_toml(ROOT / "configs" / f"{variant}.toml")
     if (p.width, p.height) != array:
         p = dataclasses.replace(p, width=array[0], height=array[1],
@@ -56,8 +64,6 @@ def params_of(variant: str, array: tuple[int, int]):
 
 def design(variant: str, array: tuple[int, int]) -> Path:
     """``build/spec_variants/<variant>_<w>x<h>`` with rules, generated when missing."""
-    from garnet.build import generate
-
     out = ROOT / "build" / "spec_variants" / f"{variant}_{array[0]}x{array[1]}"
     if not (out / "design.json").is_file():
         generate(params_of(variant, array), out, rules=True, rules_dir=ROOT / "build" / "rules",
@@ -94,14 +100,6 @@ def main() -> None:
     ap.add_argument("--rtl-only", action="store_true",
                     help="only the cold `cgra rtl` seconds of each variant at 8x8 and 32x16")
     args = ap.parse_args()
-
-    from cgra.errors import CgraError
-    from dse.area import design_area
-    from mapper.backend.pipeline import PipelineParams
-    from mapper.backend.place import PlaceParams
-    from mapper.flow import run_app
-    from mapper.params import AppParams, FlowParams, RunParams
-    from mapper.stages import read_app
 
     rows: list[dict] = []
     apps = args.apps.split(",")

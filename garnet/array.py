@@ -47,12 +47,14 @@ from canal.graph import IO, parse_id
 from canal.graph import NodeKind
 from canal.graph import Side
 from canal.graph import no_gc
+from canal.custom import apply_build, load_build
 from canal.interconnect import Interconnect
 from canal.passes import CorePortConnections, InterconnectParams
 from canal.passes import uniform_graphs
 from canal.rtl import array_circuit as canal_array
 from canal.rtl import array_netlist, array_verilog
 from canal.rtl import tile_shapes as canal_tile_shapes
+from canal.timing import retime
 
 CoreFn = Callable[[int, int], "CoreSpec | None"]
 #: PnR tags of IO tiles
@@ -104,9 +106,6 @@ def build_interconnect(params: GarnetParams, core_fn: CoreFn | None = None, timi
     # the graphs are this call's own: fix_registers without the copy
     graphs = {w: _fix_registers(g, fixed) for w, g in graphs.items()}
     if params.interconnect:
-        from canal.custom import apply_build, load_build  # deferred: loads the user's build file only when called
-        from canal.timing import retime  # deferred: loads  only when called
-
         fn = load_build(params.interconnect, "field 'interconnect'")
         graphs = apply_build(fn, graphs, params, params.interconnect)
         retime(graphs, tm)

@@ -97,6 +97,7 @@ from garnet.params import mem_spec, pe_spec, table_path
 import itertools
 import signal
 from canal import collateral as canal_coll
+from canal.custom import source_hash as ic_source_hash
 from canal.graph import no_gc
 from canal.timing import TimingModel
 from canal.timing import default_table_text, retime, validate_table
@@ -413,7 +414,6 @@ def spec_hashes(params: GarnetParams) -> SpecHashes:
         table = Path(tp).read_bytes() if tp else default_table_text().encode()
     ic_hash = None
     if params.interconnect:
-        from canal.custom import source_hash as ic_source_hash  # deferred: hashes the user's build file only when set
         ic_hash = ic_source_hash(params.interconnect)
     return SpecHashes(spec, spec_hash(spec), mem_hash, hashlib.sha256(table).hexdigest(),
                       ic_hash)

@@ -60,8 +60,9 @@ from typing import Any
 
 from cgra.errors import ConfigError, SpecError
 from cgra.tomlfile import read_toml
+from canal.custom import load_build
 from canal.timing import TimingModel
-from lake.spec import PRESETS, dual_port_name, is_preset, preset
+from lake.spec import PRESETS, dual_port_name, is_preset, load_memory, preset
 
 SIDES = ("NORTH", "SOUTH", "EAST", "WEST")
 #: widest data word (``data_width``): the Verilator stream harness drives ports of <= 64 bits
@@ -203,8 +204,6 @@ def mem_spec(p: GarnetParams, source: str | None = None):
     definition) for a memory spec that does not load or check, :class:`ConfigError` for an
     unknown preset."""
     if p.mem:
-        from lake.spec import load_memory  # deferred: cgra.load only when a spec file is named
-
         return load_memory(p.mem, _where(source, "mem"))
     try:
         return preset(p.mem_preset)
@@ -357,7 +356,6 @@ def validate(p: GarnetParams, source: str | None = None) -> None:
         except ConfigError as exc:
             raise err("timing", str(exc)) from None
     if p.interconnect:
-        from canal.custom import load_build  # deferred: imports the user's build file only when set
         try:
             load_build(p.interconnect, _where(source, "interconnect"))
         except SpecError as exc:

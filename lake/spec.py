@@ -23,6 +23,7 @@ same 32 Kbit), and :func:`preset` accepts every such name.
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 import hashlib
 import re
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from cgra.errors import SpecError
+from cgra.load import resolve
 
 
 @dataclass(frozen=True)
@@ -484,8 +486,6 @@ def is_known(name: str) -> bool:
 
 def _assignment_line(file: str, name: str) -> int | None:
     """Line of the top-level assignment (or ``def``) of ``name`` in Python file ``file``."""
-    import ast  # deferred: only to locate a spec error
-
     try:
         tree = ast.parse(open(file, encoding="utf-8").read())
     except (OSError, SyntaxError, ValueError):
@@ -500,6 +500,14 @@ def _assignment_line(file: str, name: str) -> int | None:
     return None
 
 
+def _definition_site(module, attr: str) -> dict:
+    """``{"file", "line"}`` of the definition of ``attr`` in ``module``'s file (read only when
+    an error is raised), ``{}`` when unknown."""
+    file = getattr(module, "__file__", None)
+    line = _assignment_line(file, attr.split(".")[0]) if file else None
+    return {"file": file, "line": line} if file and line else {}
+
+
 def load_memory(ref: str, where: str = "field 'mem'", base=None) -> MemorySpec:
     """The architect's memory named by ``ref`` (``path/to/mem.py:MEM``,
     ``module:MEM`` or ``module:factory(args)``: :func:`cgra.load.resolve`), checked
@@ -508,8 +516,6 @@ def load_memory(ref: str, where: str = "field 'mem'", base=None) -> MemorySpec:
     ``file:line`` of the spec's definition when the object is not a :class:`MemorySpec`
     or fails its checks, and as :func:`cgra.load.resolve` does for a reference that does
     not resolve."""
-    from cgra.load import resolve  # deferred: keeps lake.spec import-light
-
     prefix = f"{where} = {ref!r}"
     obj, module, attr = resolve(
         ref, prefix, base, noun="memory specs", module_prefix="_lake_spec_",
@@ -517,17 +523,16 @@ def load_memory(ref: str, where: str = "field 'mem'", base=None) -> MemorySpec:
              "a lake.spec.MemorySpec (e.g. lake.spec:dual_port(16, 4096))",
         candidates=lambda mod: [n for n, v in vars(mod).items()
                                 if isinstance(v, MemorySpec) and not n.startswith("_")])
-    file = getattr(module, "__file__", None)
-    line = _assignment_line(file, attr.split(".")[0]) if file else None
-    loc = {"file": file, "line": line} if file and line else {}
     if not isinstance(obj, MemorySpec):
         what = "a function (call it: NAME(...))" if callable(obj) else type(obj).__name__
         raise SpecError(f"{prefix}: {attr} is not a lake.spec.MemorySpec (got {what}); "
-                        "name a MemorySpec or call a factory that returns one", **loc)
+                        "name a MemorySpec or call a factory that returns one",
+                        **_definition_site(module, attr))
     try:
         obj.check()
         return register(obj)
     except SpecError as exc:
         if exc.file is not None:
             raise
+        loc = _definition_site(module, attr)
         raise SpecError(f"{prefix}: {exc}", **loc) from None

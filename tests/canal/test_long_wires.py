@@ -18,8 +18,12 @@ from canal.passes import (InterconnectParams, add_switch_boxes, build_graph, bui
                           build_uniform, connect_core_ports, empty_graph,
                           insert_pipeline_registers, is_pass_through, segment_tracks,
                           track_breaks, wire_tracks)
+from canal.rtl import tile_shapes
 from canal.timing import TimingModel, default_table_text
+from canal.timing_paths import tile_path_classes
 from cgra.errors import ConfigError, SpecError
+from garnet.array import build_interconnect
+from garnet.params import GarnetParams, validate
 
 N, S, E, W = Side.NORTH, Side.SOUTH, Side.EAST, Side.WEST
 
@@ -197,8 +201,6 @@ def test_more_tracks_than_length_required():
 
 
 def test_garnet_refuses_track_length_over_tracks():
-    from garnet.params import GarnetParams, validate
-
     with pytest.raises(ConfigError) as got:
         validate(GarnetParams(width=8, height=8, tracks=3, track_length=4))
     msg = str(got.value)
@@ -243,11 +245,6 @@ def test_measured_path_enumeration_has_the_pass_classes():
     """The measured model's path enumeration (canal.timing_paths) lists exactly the graph's
     classes, the pass-throughs among them (as tile port-to-port wires: a 1-input mux has no
     cell to pass through)."""
-    from canal.rtl import tile_shapes
-    from canal.timing_paths import tile_path_classes
-    from garnet.array import build_interconnect
-    from garnet.params import GarnetParams
-
     ic = build_interconnect(GarnetParams(width=6, height=4, tracks=4, track_length=2,
                                          mem_ratio=3))
     tm = TimingModel.load()

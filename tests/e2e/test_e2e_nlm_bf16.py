@@ -18,6 +18,8 @@ import pathlib
 import numpy as np
 import pytest
 
+from garnet.params import load_toml, validate
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 #: the float rule targets nlm_bf16 maps to (products, sums, exp's clamp, conversions and
@@ -53,7 +55,6 @@ def bf16_design(tmp_path_factory) -> pathlib.Path:
         try:
             if not (out / "design.json").is_file():
                 from garnet.build import generate
-                from garnet.params import load_toml, validate
 
                 params = dataclasses.replace(load_toml(ROOT / "configs" / "bf16.toml"),
                                              name="bf16_16x10", width=16, height=10)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,9 @@ from click.testing import CliRunner
 
 from canal.custom import (add_diagonal_links, check_wiring, cut_wires, diagonal_links,
                           exported, rewire, wires)
+from canal.collateral import load_json
 from canal.graph import IO, Side, rmux_id, sb_id
+from canal.rtl import array_netlist, tile_shapes
 from cgra.cli import cli
 from cgra.errors import ConfigError, SpecError
 from garnet.array import build_interconnect, check_interconnect
@@ -69,8 +72,6 @@ def test_diagonal_links_in_the_routing_graph(diagonal_ic, plain_ic):
 
 
 def test_diagonal_wires_in_the_top_and_tiles_unchanged(diagonal_ic, plain_ic):
-    from canal.rtl import array_netlist, tile_shapes
-
     _, ic = diagonal_ic
     net = array_netlist(ic, 4)
     ins = dict(net.inputs[(3, 4)])
@@ -130,7 +131,6 @@ def test_disconnected_graph_refused():
                 cut_wires(g, side, range(params.tracks))
         return graphs
 
-    import types
     mod = types.ModuleType("_ic_cut_all")
     mod.build = build
     sys.modules["_ic_cut_all"] = mod
@@ -206,8 +206,6 @@ def _run(args: list[str]) -> str:
 
 
 def test_editing_the_build_file_rebuilds_the_graphs(tmp_path):
-    from canal.collateral import load_json
-
     ic_file = tmp_path / "ic.py"
     ic_file.write_text(IC_V1.replace("TRACKS", "0"))
     cfg = tmp_path / "d.toml"

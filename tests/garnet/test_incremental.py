@@ -14,7 +14,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from canal.passes import (add_switch_boxes, build_tiles, connect_core_ports, empty_graph,
+                          wire_tracks)
 from cgra.cli import cli
+from garnet.array import build_interconnect, connectivity, default_core_fn, interconnect_params
+from garnet.params import GarnetParams
 
 ROOT = Path(__file__).resolve().parents[2]
 TOY = "peak.examples.toy_pe:ToyPE"
@@ -201,12 +205,6 @@ def test_connectivity_reports_disconnected_subgrids():
     """Canal's literal track_length = 2 wiring (canal.passes.wire_tracks: a wire jumps 2
     tiles, no taps between) splits a 4x4 array into 4 sub-grids; `cgra rtl` builds long
     tracks as staggered segments instead (canal.passes.segment_tracks), which connect."""
-    from canal.passes import (add_switch_boxes, build_tiles, connect_core_ports, empty_graph,
-                              wire_tracks)
-    from garnet.array import (build_interconnect, connectivity, default_core_fn,
-                              interconnect_params)
-    from garnet.params import GarnetParams
-
     p = GarnetParams(width=4, height=4, tracks=2, mem_ratio=0, track_length=2)
     assert connectivity(build_interconnect(p).graphs[16]).ok    # staggered: connected
     tiles, _ = build_tiles(interconnect_params(p), default_core_fn(p))

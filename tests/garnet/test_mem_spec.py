@@ -5,6 +5,7 @@ only that (no preset name): the config encoder finds the memory by the name mem.
 registers. A broken spec is refused with the spec file's line, exit code 2."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -15,7 +16,7 @@ import pytest
 
 from cgra.errors import ConfigError, SpecError
 from garnet.params import load_toml, mem_spec
-from lake.collateral import MemInfo
+from lake.collateral import MemInfo, collateral
 from lake.config import configure
 from lake.program import delay_line
 from lake.spec import (_REGISTERED, as_spec, circuit_name, dual_port, load_memory,
@@ -51,10 +52,8 @@ def test_spec_round_trips_through_json_and_registers():
     spec = physical_unified_buffer(capacity=128, fetch_width=8)
     doc = json.loads(json.dumps(spec_to_dict(spec)))
     assert spec_from_dict(doc) == spec
-    import dataclasses
     mine = dataclasses.replace(spec, name="rt_test_128x128")
-    info = MemInfo.from_json(json.loads(json.dumps(
-        __import__("lake.collateral", fromlist=["collateral"]).collateral(mine))))
+    info = MemInfo.from_json(json.loads(json.dumps(collateral(mine))))
     assert info.spec == mine and info.preset == "rt_test_128x128"
     # reading the collateral made the name usable by the config encoder
     assert as_spec("rt_test_128x128") is _REGISTERED["rt_test_128x128"]
@@ -64,7 +63,6 @@ def test_spec_round_trips_through_json_and_registers():
 
 
 def test_preset_name_with_other_contents_is_refused():
-    import dataclasses
     fake = dataclasses.replace(dual_port(16, 4096), name="dualport_2048x16")
     with pytest.raises(SpecError, match="the name is a Lake preset's but the spec differs"):
         register(fake)
