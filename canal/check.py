@@ -7,7 +7,8 @@ The connectivity is extracted from the magma circuit of :func:`canal.rtl.array_c
   ``mux_<node>`` and register ``REG_*`` is a node; input ``I<k>`` of a mux (``I`` of a register)
   is driven by a tile input port (an SB_IN node), another mux's / register's ``O`` or a core
   output (a PORT node) — that driver is fan-in ``k`` of the node; constants are no edge;
-  tile output ports map to the node that drives them;
+  tile output ports map to the node that drives them (through the power-domain clamp
+  ``pg_clamp_<port>`` of :func:`canal.rtl.clamp_circuit`, which is no graph node);
 * in the array: each tile instance ``Tile_X<xx>_Y<yy>`` places its module's nodes at (x, y);
   an SB_IN input port driven by another tile's output port gets that output's node as its
   fan-in.
@@ -64,6 +65,8 @@ def _local_of(value, core_inst_name: str = "core") -> str | None:
         ref = ref.array.name             # bit 0 of a Bits[1] core port
     if isinstance(ref, m.ref.InstRef):
         inst = ref.inst.name
+        if inst.startswith("pg_clamp_"):     # the power-domain clamp: no graph node
+            return _local_of(ref.inst.I.value(), core_inst_name)
         if inst.startswith("mux_"):
             return inst[4:]
         if inst.startswith("REG_"):

@@ -19,7 +19,14 @@ Features of the tile at (x, y) (the 8-bit ``feature`` of the config address
   Storage word ``w`` is at address ``config_address(w % 256, base + w // 256, x, y)``; its
   value is the low ``width`` bits of the 32-bit data word (:func:`config_memory_writes`). A
   config write there writes the word into the core's storage; a config read returns it
-  zero-extended to 32 bits (``read_data``, OR-ed with the other registers of the tile).
+  zero-extended to 32 bits (``read_data``, OR-ed with the other registers of the tile);
+* last of all, ``pg`` (:data:`POWER_GATE_FEATURE`): the tile's power-gate field ``gate``
+  (:data:`POWER_GATE_FIELD`, 1 bit, reset 0 = on, 1 = gated). Every tile is one power domain
+  (AHA paper §4.3: tile-level power gating). Numbered after every other feature so that the
+  addresses of the features above are the same as in a map without it; an existing bitstream,
+  which never writes ``pg``, leaves every tile on. The field lives in the always-on config
+  domain (the config registers are not reset by gating); what gating does to the tile is in
+  :mod:`canal.rtl`.
 
 A select field is ``max(1, ceil(log2(fan-in)))`` bits wide and named ``<node local name>_sel``
 (see :attr:`canal.graph.Node.local_name`); its value is the index of the chosen source in the
@@ -44,6 +51,12 @@ from canal.graph import IO, InterconnectGraph, Node, NodeKind, Side, TileInfo, p
 
 _SIDE_ORDER = {Side.NORTH: 0, Side.SOUTH: 1, Side.EAST: 2, Side.WEST: 3}
 _XY = attrgetter("x", "y")
+
+
+#: name of the power-gate feature of every tile (module docstring)
+POWER_GATE_FEATURE = "pg"
+#: the power-gate field of that feature: 1 bit, reset 0 (tile on); 1 gates the tile
+POWER_GATE_FIELD = ConfigField("gate", 1, 0)
 
 
 def select_width(fanin: int) -> int:
@@ -139,6 +152,7 @@ def _tile_config(x: int, y: int, info: TileInfo, graphs: Mapping[int, Interconne
         for i in range(cm.features):
             features.append(Feature(base + i, f"mem{i}", (),
                                     words=min(256, cm.words - 256 * i)))
+    features.append(Feature(len(features), POWER_GATE_FEATURE, (POWER_GATE_FIELD,)))
     if len(features) > 256:
         extra = (f" ({cm.features} of them for the {cm.words}-word config memory)"
                  if cm is not None else "")
@@ -372,6 +386,33 @@ def core_bitstream(configs: dict[tuple[int, int], TileConfig], x: int, y: int,
     except ConfigError as exc:
         raise ConfigError(f"tile ({x}, {y}) core: {exc}") from None
     return [(config_address(r, 0, x, y), d) for r, d in sorted(regs.items())]
+
+
+def power_gate_feature(tc: TileConfig) -> Feature:
+    """The ``pg`` feature of tile config ``tc`` (module docstring). Raises
+    :class:`ConfigError` naming the tile when the map has none (a config map written before
+    power domains: regenerate the design with ``cgra rtl``)."""
+    for f in reversed(tc.features):
+        if f.name == POWER_GATE_FEATURE:
+            return f
+    raise ConfigError(f"tile ({tc.x}, {tc.y}) has no power-gate feature "
+                      f"'{POWER_GATE_FEATURE}'; regenerate the design with `cgra rtl`")
+
+
+def power_gate_bitstream(configs: Mapping[tuple[int, int], TileConfig],
+                         gated: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``[(addr, data)]`` (sorted, 32 bits each) setting the ``gate`` field of every tile of
+    ``gated`` to 1 (tile off): one word per tile, register 0 of its ``pg`` feature, data 1.
+    Raises :class:`ConfigError` for a tile not in ``configs`` or without the feature."""
+    out = []
+    for x, y in gated:
+        tc = configs.get((x, y))
+        if tc is None:
+            raise ConfigError(f"power gate: no tile at ({x}, {y}) in the config map")
+        f = power_gate_feature(tc)
+        s = f.slices[0]
+        out.append((config_address(s.reg, f.index, x, y), 1 << s.lo))
+    return sorted(out)
 
 
 def _tile_rows(x: int, y: int, tc: TileConfig) -> list[dict]:

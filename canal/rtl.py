@@ -17,7 +17,23 @@ connection box (core input), its select from the tile's config registers
 (:mod:`canal.config`); one register ``REG_T<t>_<SIDE>_B<w>`` per pipeline register (enabled by
 ``clk_en``, reset 0); the core instance ``core``; config registers ``cfg_f<feature>_r<reg>``
 (32 bits, reset = the fields' reset values, written when ``config_write`` and the address
-matches, independent of ``clk_en``). When the core has a config memory
+matches, independent of ``clk_en``).
+
+Power domain (AHA paper §4.3, Fig. 10): each tile is one domain, switched by its ``pg``
+feature's ``gate`` field (:mod:`canal.config`; reset 0 = on). While ``gate`` = 1 the tile
+behaves as an unpowered one would: its pipeline registers and its core are held in reset
+(``RESET | gate``; the core's ``clk_en`` is also low), so their state is lost, and every
+output of the tile -- each ``SB_T*_SB_OUT_B*`` port and each external core output -- is
+clamped to 0. The config registers (``pg`` among them) and ``read_data`` are the always-on
+part of the tile, so a gated tile can be read back and switched on again. Isolation: an on
+tile's inputs are the SB_IN ports of its neighbours' outputs, which are clamped to 0 when the
+neighbour is gated, so the on tile's switch-box and connection-box muxes see a defined 0 on
+every fan-in from a gated domain; the clamp at the output of the gated tile (one AND per
+output bit, a 2:1 mux in the RTL) is the only isolation logic and no isolation cell is added
+at the inputs of on domains (the AHA paper instead isolates with the existing muxes of the
+*receiving* domain, which holds for a real power switch whose gated outputs float; here a
+gated tile is modelled by its clamp, so the receiving mux selecting a clamped 0 is the
+isolation). When the core has a config memory
 (:class:`cgra.core.ConfigMemory`, features ``mem<i>`` of :mod:`canal.config`), an address
 of those features drives the core's ``config_mem_addr`` (word ``(feature - base) * 256 +
 reg``), ``config_mem_data`` (low ``width`` bits of ``config_data``), ``config_mem_write``
@@ -50,7 +66,8 @@ from cgra.config import encode_fields
 from cgra.core import CoreSpec
 from cgra.errors import SpecError
 
-from canal.config import Feature, TileConfig, select_width
+from canal.config import (POWER_GATE_FEATURE, POWER_GATE_FIELD, Feature, TileConfig,
+                          select_width)
 from canal.graph import (IO, InterconnectGraph, NodeKind, Side, iter_sides, no_gc, parse_id,
                          rmux_id, sb_id)
 from canal.interconnect import Interconnect
@@ -89,6 +106,21 @@ def _mux_body(io, height: int, width: int) -> None:
     ins = [getattr(io, f"I{i}") for i in range(height)]
     ins += [_zero(width)] * ((1 << select_width(height)) - height)
     io.O @= m.mux(ins, io.S)
+
+
+@functools.lru_cache(maxsize=None)
+def clamp_circuit(width: int):
+    """``CanalClamp_w<width>``: the power-domain output clamp of a tile (module docstring):
+    input ``I``, ``gate``; output ``O`` = ``I`` when ``gate`` = 0, else 0. One instance
+    ``pg_clamp_<port>`` per tile output port; the structural check (:mod:`canal.check`) reads
+    through it (the clamp is no node of the interconnect graph)."""
+    circuit_name = f"CanalClamp_w{width}"
+
+    class CanalClamp(m.Circuit):
+        name = circuit_name
+        io = m.IO(I=m.In(_t(width)), gate=m.In(m.Bit), O=m.Out(_t(width)))
+        io.O @= m.mux([io.I, _zero(width)], io.gate)
+    return CanalClamp
 
 
 @dataclass(frozen=True)
@@ -299,6 +331,8 @@ def tile_circuit(shape: TileShape, config: TileConfig, core: CoreSpec | None):
                 n.kind is NodeKind.SB and n.io is IO.SB_IN) and not (
                 n.kind is NodeKind.PORT and n.direction == "out"):
             mux_circuit(max(1, len(fanin[n.name])), n.width)
+    for w in {n.width for n in shape.nodes} | {p.width for p in ext_ports}:
+        clamp_circuit(w)
     core_circuit = core_circuit_of(core) if core is not None else None
 
     class Tile(m.Circuit):
@@ -353,6 +387,22 @@ def _tile_body(io, shape: TileShape, fanin, by_name, outs, config: TileConfig,
             idx < m.UInt[16](cm.words))
         mem_bus = (m.bits(idx[:cm.addr_bits]), mem_sel)
 
+    # --- power domain (module docstring): gate = 1 holds the state in reset and clamps
+    # every output to 0
+    pg = next((f for f in reversed(config.features) if f.name == POWER_GATE_FEATURE), None)
+    if pg is None:
+        raise SpecError(f"tile module {shape.module_name}: the tile config has no "
+                        f"'{POWER_GATE_FEATURE}' feature")
+    gate = _field_value(regs, pg, POWER_GATE_FIELD.name)[0]
+    state_reset = m.reset(m.bit(io.RESET) | gate)
+    run = io.clk_en & ~gate
+
+    def clamp(value, width: int, port: str):
+        inst = clamp_circuit(width)(name=f"pg_clamp_{port}")
+        inst.I @= value
+        inst.gate @= gate
+        return inst.O
+
     # local name -> (feature, field)
     local_field: dict[str, tuple[Feature, str]] = {}
     for feat in config.features:
@@ -364,8 +414,8 @@ def _tile_body(io, shape: TileShape, fanin, by_name, outs, config: TileConfig,
     if core_circuit is not None:
         core_inst = core_circuit(name="core")
         core_inst.CLK @= io.CLK
-        core_inst.RESET @= io.RESET
-        core_inst.clk_en @= io.clk_en
+        core_inst.RESET @= state_reset
+        core_inst.clk_en @= run
         core_inst.flush @= io.flush
         for feat in config.features[:1]:
             for f in feat.fields:
@@ -374,7 +424,10 @@ def _tile_body(io, shape: TileShape, fanin, by_name, outs, config: TileConfig,
             if p.direction == "in":
                 _wire_adapt(getattr(io, p.name), getattr(core_inst, p.name))
             else:
-                _wire_adapt(getattr(core_inst, p.name), getattr(io, p.name))
+                out = getattr(core_inst, p.name)
+                if isinstance(out, m.Bits) and len(out) == 1:
+                    out = out[0]
+                _wire_adapt(clamp(out, p.width, p.name), getattr(io, p.name))
         if mem_bus is not None:
             addr, mem_sel = mem_bus
             core_inst.config_mem_addr @= addr
@@ -405,6 +458,7 @@ def _tile_body(io, shape: TileShape, fanin, by_name, outs, config: TileConfig,
         elif n.kind is NodeKind.REG:
             inst = m.Register(_t(n.width), has_enable=True, reset_type=m.Reset)(name=n.name)
             inst.CE @= io.clk_en
+            inst.RESET @= state_reset
             reg_insts[n.name] = inst
             values[n.name] = inst.O
         elif n.kind is NodeKind.PORT and n.direction == "out":
@@ -443,7 +497,7 @@ def _tile_body(io, shape: TileShape, fanin, by_name, outs, config: TileConfig,
         src = fanin[name][0]
         inst.I @= _zero(by_name[name].width) if shape.drop == (src, name) else values[src]
     for port, local in outs.items():
-        m.wire(values[local], getattr(io, port))
+        m.wire(clamp(values[local], by_name[local].width, port), getattr(io, port))
     if core_inst is not None:
         routed = {n.port for n in shape.nodes if n.kind is NodeKind.PORT}
         for p in shape.ports:

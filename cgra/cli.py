@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "verify": "mapper.cli:verify_cmd",
     "layer": "mapper.cli:layer_cmd",
     "dse": "dse.cli:dse",
+    "dataflow": "mapper.dataflow.cli:dataflow_cmd",
 }
 
 

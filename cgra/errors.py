@@ -59,6 +59,11 @@ class SimulationError(CgraError):
     """A simulation run failed or its output differs from the golden model."""
 
 
+class ProgramError(CgraError):
+    """A dataflow program (:mod:`mapper.dataflow.program`) is malformed or cannot run: an
+    access outside a memory, a temporary read outside its block, a FIFO read when empty."""
+
+
 class CollateralError(CgraError):
     """A collateral directory is missing, stale (spec hash mismatch) or malformed."""
 

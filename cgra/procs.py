@@ -2,7 +2,7 @@
 
 A ``cgra`` command killed outright (``kill -9``, the OOM killer) runs no cleanup code, so a
 worker it forked (the RTL worker of ``cgra rtl``, the rule-synthesis pool of ``cgra rules``,
-the HiGHS worker of the exact router) or a tool it started (Verilator, make, the simulation
+the HiGHS workers of :func:`call_in_worker`) or a tool it started (Verilator, make, the simulation
 harness, yosys) would be left running, or blocked forever on a pipe to the dead parent.
 
 :func:`die_with_parent`, called in the child right after the fork (a ``multiprocessing``
@@ -22,9 +22,12 @@ EPIPE instead of blocking forever.
 from __future__ import annotations
 
 import ctypes
+import multiprocessing
 import os
 import signal
 from typing import Callable
+
+from cgra.errors import InternalError
 
 #: prctl(2) option (linux/prctl.h)
 PR_SET_PDEATHSIG = 1
@@ -69,3 +72,46 @@ def pdeathsig_preexec(sig: int = signal.SIGKILL) -> Callable[[], None]:
 
 
 __all__ = ["die_with_parent", "pdeathsig_preexec"]
+
+
+def _worker_main(conn, parent_end, parent_pid: int, fn: Callable, payload) -> None:
+    """Body of a :func:`call_in_worker` process: dies with its parent, closes its inherited
+    copy of the parent's end of the pipe (so a send to a dead parent fails instead of
+    blocking) and sends ``fn(payload)``."""
+    die_with_parent(parent_pid)
+    parent_end.close()
+    conn.send(fn(payload))
+    conn.close()
+
+
+def call_in_worker(fn: Callable, payload, timeout_s: float, what: str):
+    """``(True, fn(payload))`` computed in a forked worker process, or ``(False, None)`` when
+    it did not answer within ``timeout_s`` seconds (it is then killed). For a solver that does
+    not always respect its own time limit (HiGHS inside some heuristics): the caller's limit
+    becomes a hard one. ``fork``: the worker starts in milliseconds with the solver already
+    imported and re-runs no ``__main__``; nothing is pickled but the answer.
+
+    Raises :class:`cgra.errors.InternalError` naming ``what`` when the worker died of
+    anything but the kill (an exception inside ``fn`` is a bug of ours)."""
+    ctx = multiprocessing.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_worker_main, args=(send, recv, os.getpid(), fn, payload),
+                       daemon=True)
+    proc.start()
+    send.close()
+    try:
+        got = recv.poll(timeout_s)
+        answer = recv.recv() if got else None
+    except EOFError:
+        got, answer = False, None
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        proc.join()
+        recv.close()
+    if not got:
+        if proc.exitcode not in (0, -signal.SIGKILL, None):
+            raise InternalError(f"{what}: the worker process died (exit code "
+                                f"{proc.exitcode})")
+        return False, None
+    return True, answer

@@ -19,6 +19,8 @@ Layout of the output directory (schema ``garnet.design/2``; formats owned by
                            the tile's additions (garnet.mem/2)
     config_map.json        every config field: tile, feature, register, bits, address
     timing.json            the delay model (canal.timing/2) the routing graphs' delays use
+    resources.json         the resource vectors of one PE tile (ops from the rules), one MEM
+                           tile and the switch boxes, and the tile counts (garnet.resources/1)
     design.json            schema version, parameters, spec hashes, top module and ports,
                            the build keys, and the sha256 of every file above (written last)
     .cache/                the build cache (not collateral, not in the manifest; see below)
@@ -42,7 +44,12 @@ naming the TOML field.
   ``flush_interval``, the source of every RTL generator and the magma / CIRCT versions;
 * pe.json and mem.json are rebuilt in memory (milliseconds) and compared byte for byte;
 * ``rules/`` -- :func:`garnet.rules.provide_rules` (its own key: PE spec and IR library);
-* ``design`` -- the parameters, the TOML path and the rules switch;
+* ``design`` -- the parameters, the TOML path, the rules switch and the source of the
+  resource-vector writers (:data:`SOURCES` ``["resources"]``);
+* resources.json is written on every run that writes anything (its inputs -- the rules,
+  pe.json, the MEM spec, the graphs, the tile counts -- are all covered by the keys above,
+  so an unchanged design keeps the file; milliseconds: the graphs are in memory, or read
+  back from routing/ when the routing collateral was reused);
 * ``all`` -- every input at once (:func:`fast_key`), computed without importing magma:
   when it and the rules key are unchanged the run stops there.
 
@@ -101,6 +108,7 @@ from canal.custom import source_hash as ic_source_hash
 from canal.graph import no_gc
 from canal.timing import TimingModel
 from canal.timing import default_table_text, retime, validate_table
+from canal.resources import interconnect_resources
 import importlib.metadata as md
 import multiprocessing
 import traceback
@@ -317,6 +325,8 @@ SOURCES: dict[str, tuple[str, ...]] = {
     "fabric": ("canal/collateral.py", "garnet/collateral.py", "garnet/build.py"),
     "rtl": ("cgra", "canal", "garnet/array.py", "garnet/cores.py", "garnet/build.py", "peak",
             "lake"),
+    # the writers of resources.json's parts: a group of their own (not part of ``rtl``)
+    "resources": ("peak/resources.py", "lake/resources.py", "canal/resources.py"),
 }
 SOURCES["all"] = tuple(sorted({e for group in SOURCES.values() for e in group}))
 #: distributions whose version is part of the RTL key
@@ -328,9 +338,10 @@ def _sha(*parts: Any) -> str:
 
 
 def source_hash(group: str) -> str:
-    """sha256 over the source files of :data:`SOURCES` ``[group]`` (``peak`` without its
-    rule synthesiser ``peak/rules``, whose output has its own key), plus the tool versions
-    for ``rtl``."""
+    """sha256 over the source files of :data:`SOURCES` ``[group]`` (a directory without
+    ``peak/rules``, the rule synthesiser, whose output has its own key, and without the
+    resource-vector writers, which are listed by name where they count), plus the tool
+    versions for ``rtl``."""
 
     h = hashlib.sha256()
     files: set[Path] = set()
@@ -338,7 +349,8 @@ def source_hash(group: str) -> str:
         p = ROOT / entry
         if p.is_dir():
             files |= {f for f in p.rglob("*.py")
-                      if not f.relative_to(ROOT).as_posix().startswith("peak/rules/")}
+                      if not f.relative_to(ROOT).as_posix().startswith("peak/rules/")
+                      and f.relative_to(ROOT).as_posix() not in SOURCES["resources"]}
         elif p.is_file():
             files.add(p)
     for f in sorted(files):
@@ -460,7 +472,8 @@ def compute_keys(inp: Inputs, rules: bool, config_file: str | None) -> Keys:
     # a measured model is a function of the RTL (and the rules' instructions)
     fabric = _sha("fabric", ic, ident, inp.pe_hash, inp.mem_hash, source_hash("fabric"),
                   *((rtl, rules) if p.measured_timing else ()))
-    design = _sha("design", gc.DESIGN_SCHEMA, p.to_dict(), config_file, rules)
+    design = _sha("design", gc.DESIGN_SCHEMA, p.to_dict(), config_file, rules,
+                  source_hash("resources"))
     return Keys(ic, fabric, rtl, design)
 
 
@@ -1007,6 +1020,8 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
 
         # -- design
         say("collateral")
+        write_resources(tmp, params, inp, ic, counts, docs["pe.json"],
+                        tmp / "rules" / rr.files[0] if rules else None)
         design = _design_doc(params, cfg, counts, inp, top, names, vbytes, top_ports,
                              rules, rules_source, rule_counts)
         design["build"] = gc.build_doc(keys.as_dict(), status, compiled)
@@ -1167,6 +1182,34 @@ def _docs(params: GarnetParams, inp: Inputs) -> dict[str, bytes]:
     return {"pe.json": (json.dumps(pe_collateral(inp.spec, inp.cores["pe"]), indent=1) + "\n")
             .encode(),
             "mem.json": (json.dumps(mem_doc, indent=1) + "\n").encode()}
+
+
+def write_resources(dest: Path, params: GarnetParams, inp: Inputs, ic, counts: dict[str, int],
+                    pe_json: bytes, table: Path | None) -> Path:
+    """Write ``dest/resources.json`` (:func:`garnet.collateral.resources_doc`): PEak's
+    resource vector of the PE (:func:`peak.resources.pe_resources`) from ``pe_json`` (the
+    bytes of pe.json) and the rule table ``table`` (``None``: built with ``--no-rules``, the
+    ops are left ``null``), Lake's of the MEM preset (:func:`lake.resources.mem_resources`;
+    ``null`` without MEM tiles), Canal's of the interconnect
+    (:func:`canal.resources.interconnect_resources`) from ``ic``'s graphs, or, when ``ic``
+    is ``None`` (the routing collateral was reused), from ``dest/routing/graph_<w>.json``,
+    and the tile ``counts`` (``PE``/``MEM``/``IO`` -> tiles). Raises
+    :class:`CollateralError` from the readers of the rule table and the graphs."""
+    from lake.resources import mem_resources  # deferred: loads numpy and Lake's encoder only when called
+    from peak.collateral import PEInfo  # deferred: loads z3, pysmt, hwtypes only when called
+    from peak.resources import pe_resources  # deferred: loads z3, pysmt, hwtypes only when called
+    from peak.rules.format import read_table  # deferred: loads z3, pysmt, hwtypes only when called
+
+    table_file = read_table(table, inp.pe_hash) if table is not None else None
+    pe = pe_resources(PEInfo.from_json(json.loads(pe_json)["peak"], "pe.json (peak)"),
+                      table_file)
+    mem = mem_resources(mem_spec(params)) if "mem" in inp.cores else None
+    graphs = ic.graphs.values() if ic is not None else [
+        canal_coll.load_json(Path(dest) / "routing" / f"graph_{w}.json")
+        for w in params.widths]
+    doc = gc.resources_doc(pe, mem, interconnect_resources(graphs, params.data_width),
+                           params.width, params.height, params.data_width, counts)
+    return gc.write_json(Path(dest) / gc.RESOURCES, doc)
 
 
 def _design_doc(params: GarnetParams, cfg: str | None, counts: dict, inp: Inputs, top: str,

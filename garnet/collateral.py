@@ -23,6 +23,12 @@ Pure (no hardware imports): ``cgra rtl`` (:mod:`garnet.build`) writes through it
     routing/graph_<w>.json canal.routing_graph/1 (canal.collateral), and .txt
     routing/layout.txt|json the PnR tags per tile (here)
     timing.json            canal.timing/1 (canal.timing)
+    resources.json         garnet.resources/1 (here) what one PE / MEM tile and one switch
+                                                     box offer (``pe``: peak.resources/1,
+                                                     ``mem``: lake.resources/1,
+                                                     ``interconnect``: canal.resources/1,
+                                                     each as its DSL wrote it) and the
+                                                     ``array``'s tile counts
     rtl/*.v, rtl/filelist.f Verilog (CIRCT output, one file per module)
 
 **Manifest.** ``design.json["files"]`` maps every file of the directory (paths relative to it,
@@ -38,7 +44,7 @@ module, routable ports, where the core's config fields live in feature 0, latenc
 key of PEak or Lake is overridden or renamed. Readers get frozen dataclasses:
 :func:`read_design_info` (:class:`DesignInfo`), :func:`read_pe` (:class:`PEInfo` +
 :class:`TileCore`), :func:`read_mem` (:class:`MemInfo` + :class:`TileCore`),
-:func:`read_config_map` (:class:`ConfigMap`).
+:func:`read_config_map` (:class:`ConfigMap`), :func:`read_resources` (:class:`Resources`).
 """
 from __future__ import annotations
 
@@ -55,9 +61,14 @@ from cgra.errors import CollateralError
 from cgra.config import config_address
 from cgra.core import ConfigMemory
 
+from canal.config import POWER_GATE_FEATURE
+
 if TYPE_CHECKING:
+    from canal.resources import TrackClass
     from lake.collateral import MemInfo
+    from lake.resources import MemResources
     from peak.collateral import PEInfo
+    from peak.resources import PEResources
 
 DESIGN_SCHEMA = "garnet.design/2"
 CONFIG_MAP_SCHEMA = "garnet.config_map/1"
@@ -67,6 +78,8 @@ STAMP_SCHEMA = "garnet.rules_stamp/1"
 BUILD_SCHEMA = "garnet.build/1"
 STAMP = "garnet_rules.json"
 LAYOUT_SCHEMA = "garnet.layout/1"
+RESOURCES_SCHEMA = "garnet.resources/1"
+RESOURCES = "resources.json"
 #: directories of a design that are not collateral (caches written later)
 UNMANAGED = ("sim",)
 
@@ -318,11 +331,14 @@ class FieldLoc:
 class ConfigMap:
     """The config map as the bitstream generator uses it: routing node id -> (x, y,
     [:class:`FieldLoc`]) for every mux select field (rows with a ``node``); core fields
-    (feature 0) come from the routing graph's tile records."""
+    (feature 0) come from the routing graph's tile records; ``power_gates``: (x, y) -> the
+    :class:`FieldLoc` of the tile's power-gate field (feature ``pg``, field ``gate`` of
+    :mod:`canal.config`; empty for a map written before power domains)."""
 
     nodes: dict[str, tuple[int, int, list[FieldLoc]]] = field(default_factory=dict)
     #: (x, y) -> the tile's config memory (``tiles[].config_memory`` of config_map.json)
     config_memories: dict[tuple[int, int], Any] = field(default_factory=dict)
+    power_gates: dict[tuple[int, int], FieldLoc] = field(default_factory=dict)
 
     @classmethod
     def from_rows(cls, rows: Iterable[dict[str, Any]], source: str = "<rows>",
@@ -334,6 +350,11 @@ class ConfigMap:
         try:
             for r in rows:
                 if r.get("node") is None:
+                    if r.get("feature_name") == POWER_GATE_FEATURE:
+                        cm.power_gates[(int(r["x"]), int(r["y"]))] = FieldLoc(
+                            r["field"], int(r["feature"]), POWER_GATE_FEATURE, int(r["reg"]),
+                            int(r["lo"]),
+                            int(r["width"]), int(r.get("field_lo", 0)))
                     continue
                 ent = cm.nodes.setdefault(r["node"], (int(r["x"]), int(r["y"]), []))
                 ent[2].append(FieldLoc(r["field"], int(r["feature"]), r.get("feature_name", ""),
@@ -611,3 +632,67 @@ def layout_doc(width: int, height: int, rows: list[str], tags: dict[str, str]) -
     netlist tags each site tag accepts."""
     return {"schema": LAYOUT_SCHEMA, "width": width, "height": height, "rows": rows,
             "tags": tags, "site_tags": {"I": ["I", "i"], "p": ["p"], "m": ["m"]}}
+
+
+# ---------------------------------------------------------------------------- resources.json
+def resources_doc(pe: dict[str, Any], mem: dict[str, Any] | None,
+                  interconnect: dict[str, Any], width: int, height: int, data_width: int,
+                  counts: Mapping[str, int]) -> dict[str, Any]:
+    """``resources.json``: the resource vectors of one PE tile (``pe``, PEak's
+    :func:`peak.resources.pe_resources`), one MEM tile (``mem``, Lake's
+    :func:`lake.resources.mem_resources`; ``None`` without MEM tiles) and the interconnect
+    (``interconnect``, Canal's :func:`canal.resources.interconnect_resources`), each nested
+    unchanged, and the ``array``: ``width`` x ``height`` tiles, ``data_width`` (bits) and the
+    number of tiles of each kind (``counts``: ``PE`` / ``MEM`` / ``IO`` -> tiles)."""
+    return {"schema": RESOURCES_SCHEMA, "pe": pe, "mem": mem, "interconnect": interconnect,
+            "array": {"width": width, "height": height, "data_width": data_width,
+                      "pe_tiles": int(counts.get("PE", 0)),
+                      "mem_tiles": int(counts.get("MEM", 0)),
+                      "io_tiles": int(counts.get("IO", 0))}}
+
+
+@dataclass(frozen=True)
+class Resources:
+    """``resources.json`` (schema ``garnet.resources/1``), typed (:func:`read_resources`):
+    what one physical unit of each kind offers -- ``pe``
+    (:class:`peak.resources.PEResources`), ``mem`` (:class:`lake.resources.MemResources`,
+    ``None`` without MEM tiles), ``interconnect`` (width class -> :class:`canal.resources.
+    TrackClass`) -- and how many the array has: ``columns`` x ``rows`` tiles, ``pe_tiles``,
+    ``mem_tiles``, ``io_tiles``; ``data_width`` in bits; ``path``: the file read."""
+
+    path: Path
+    pe: PEResources
+    mem: MemResources | None
+    interconnect: Mapping[str, TrackClass]
+    columns: int
+    rows: int
+    data_width: int
+    pe_tiles: int
+    mem_tiles: int
+    io_tiles: int
+
+
+def read_resources(path: str | Path, hint: str) -> Resources:
+    """Read ``resources.json`` into :class:`Resources` through the readers of the DSLs that
+    own its parts. Raises :class:`CollateralError` naming the file and ``hint`` (the
+    regeneration command) when it is missing, malformed or of another schema."""
+    from canal.resources import read_interconnect_resources  # deferred: loads canal.graph (networkx) only when called
+    from lake.resources import MemResources  # deferred: loads numpy and Lake's encoder only when called
+    from peak.resources import PEResources  # deferred: loads z3, pysmt, hwtypes only when called
+
+    p = Path(path)
+    doc = check_schema(read_json(p, hint), RESOURCES_SCHEMA, p, hint)
+    try:
+        pe = PEResources.from_json(doc.get("pe"), f"{p} (pe)")
+        mem = None if doc.get("mem") is None else MemResources.from_json(doc["mem"],
+                                                                         f"{p} (mem)")
+        ic = read_interconnect_resources(doc.get("interconnect"), f"{p} (interconnect)")
+    except CollateralError as exc:
+        raise CollateralError(f"{exc}; {hint}") from None
+    try:
+        a = doc["array"]
+        return Resources(p, pe, mem, ic, int(a["width"]), int(a["height"]),
+                         int(a["data_width"]), int(a["pe_tiles"]), int(a["mem_tiles"]),
+                         int(a["io_tiles"]))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CollateralError(f"{p}: malformed 'array' object ({exc!r}); {hint}") from None

@@ -6,7 +6,7 @@ its own (formats: :mod:`mapper.stages`)::
 
     cgra map <app> --design build/small [--out DIR]    netlist.json, app.json, <app>.packed
     cgra pack DIR                                      packed.json
-    cgra place DIR [--seed N] [--alpha A]              placement.json, <app>.place
+    cgra place DIR [--seed N] [--alpha A] [--placer P]  placement.json, <app>.place
     cgra route DIR                                     routing.json, <app>.route
     cgra pipeline DIR [--fmax MHZ]                     pipelined.json, pnr_report.json, pnr.png,
                                                        timing.png
@@ -40,7 +40,8 @@ from cgra.errors import SimulationError
 from mapper import stages as st
 from mapper.backend.pipeline import PipelineParams
 from mapper.backend.place import PlaceParams
-from mapper.backend.route import RouterParams
+from mapper.backend.bitstream import GATE_WHAT
+from mapper.backend.route import POWER_AWARE_COST, RouterParams
 from mapper.collateral import load_collateral
 from mapper.stages import open_design
 import json
@@ -296,20 +297,41 @@ def pack_cmd(run_dir: Path, design: Path | None) -> None:
                f"{run_dir}/packed.json")
 
 
+def _placer_opt() -> Callable:
+    return click.option("--placer", default="analytical", show_default=True,
+                        type=click.Choice(["analytical", "sa"]),
+                        help="analytical: conjugate-gradient global placement on the L2 "
+                             "wirelength with a MEM-column potential, then a cold annealer "
+                             "(AHA §5.3); sa: simulated annealing alone from a random "
+                             "placement")
+
+
+def _gamma_opt() -> Callable:
+    return click.option("--gamma", default=0.0, show_default=True,
+                        type=click.FloatRange(min=0.0),
+                        help="power-aware placement (AHA §5.3 Eq. 2): reward per tile of a "
+                             "net's box that other nets' boxes also cover; 0 = off")
+
+
 @click.command("place")
 @_RUN_DIR
 @_design_opt()
 @click.option("--seed", default=0, show_default=True, help="placement seed")
 @click.option("--alpha", default=1.0, show_default=True, help="HPWL exponent of the cost")
-@click.option("--analytical", is_flag=True, help="quadratic global placement first")
+@_placer_opt()
+@_gamma_opt()
 def place_cmd(run_dir: Path, design: Path | None, seed: int, alpha: float,
-              analytical: bool) -> None:
-    """Place the packed design of RUN_DIR (simulated annealing)."""
+              placer: str, gamma: float) -> None:
+    """Place the packed design of RUN_DIR (simulated annealing, optionally after an
+    analytical global placement)."""
     from mapper.flow import run_place  # deferred: loads canal.smt, lake.model, mapper.apps, 10 more only when called
     with _claim(run_dir):
-        pl = run_place(run_dir, _open(run_dir, design), PlaceParams(seed, alpha, analytical))
-    click.echo(f"placed {len(pl.sites)} instances: HPWL {pl.hpwl} tiles, cost {pl.cost:.1f}, "
-               f"seed {pl.seed}, {pl.seconds:.2f} s -> {run_dir}/placement.json")
+        pl = run_place(run_dir, _open(run_dir, design),
+                       PlaceParams(seed, alpha, placer == "analytical", gamma=gamma))
+    ov = f", net-box overlap {pl.overlap} tiles" if gamma else ""
+    click.echo(f"placed {len(pl.sites)} instances ({pl.method}): HPWL {pl.hpwl} tiles, "
+               f"cost {pl.cost:.1f}{ov}, seed {pl.seed}, {pl.seconds:.2f} s -> "
+               f"{run_dir}/placement.json")
 
 
 @click.command("route")
@@ -387,12 +409,17 @@ def pipeline_cmd(run_dir: Path, design: Path | None, fmax: float | None) -> None
 @click.command("bitstream")
 @_RUN_DIR
 @_design_opt()
-def bitstream_cmd(run_dir: Path, design: Path | None) -> None:
+@click.option("--power-gate", "power_gate", is_flag=True, default=False,
+              help="also gate every tile that holds no placed instance and no routed net")
+def bitstream_cmd(run_dir: Path, design: Path | None, power_gate: bool) -> None:
     """Write the bitstream of the pipelined design of RUN_DIR."""
     from mapper.flow import run_bitstream  # deferred: loads canal.smt, lake.model, mapper.apps, 10 more only when called
     with _claim(run_dir):
-        bs = run_bitstream(run_dir, _open(run_dir, design))
-    click.echo(f"{bs.name}: {len(bs.entries)} config words -> {run_dir}/{bs.name}.bs")
+        bs = run_bitstream(run_dir, _open(run_dir, design), power_gate)
+    gated = sum(1 for e in bs.entries if e.what == GATE_WHAT)
+    click.echo(f"{bs.name}: {len(bs.entries)} config words"
+               + (f" ({gated} unused tiles gated)" if power_gate else "")
+               + f" -> {run_dir}/{bs.name}.bs")
 
 
 def check_made_for(run_dir: Path, coll, bitstream: Path) -> None:
@@ -572,6 +599,8 @@ class _RunCommand(click.Command):
 @click.option("--out", default=None, type=click.Path(file_okay=False),
               help="run directory (default build/apps/<app>)")
 @click.option("--seed", default=0, show_default=True, help="placement seed")
+@_placer_opt()
+@_gamma_opt()
 @click.option("--image", default="camera", show_default=True,
               help="a scikit-image sample shipped with it (camera, astronaut, coffee, chelsea, "
                    "coins, ...) or an image file path; colour apps take its RGB planes or "
@@ -608,12 +637,24 @@ class _RunCommand(click.Command):
                    "balancing registers get a MEM delay line placed around the kept "
                    "placement, and the design is routed and pipelined again (kept when it "
                    "uses fewer registers; reported in pnr_report.json); 0 = off")
+@click.option("--power-gate", "power_gate", is_flag=True, default=False,
+              help="power gating (AHA §4.3, §5.5): the bitstream gates every tile that holds "
+                   "no placed instance and no routed net (off by default: every tile on)")
+@click.option("--power-aware", "power_aware", default=None, type=float, is_flag=False,
+              flag_value=POWER_AWARE_COST, metavar="[K]",
+              help=f"power-aware routing: a node in a tile not yet on costs K times more "
+                   f"(K >= 1; the flag alone: {POWER_AWARE_COST:g}; default off = 1)")
+@click.option("--energy", "energy", is_flag=True, default=False,
+              help="energy estimate (a model: yosys cell counts x a cited per-cell table, "
+                   "activity from the Verilator run) in run_report.json and pnr_report.json; "
+                   "~30 s of yosys once per design")
 def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
             size: int | None, width: int | None, height: int | None, unroll: int,
             channels: int | None, block: int | None,
             loop_cycles: int, double_buffer: bool, flatten: bool, tensor_seed: int,
             max_cycles: int | None, resume_from: str, fmax: float | None, alphas: str | None,
-            absorb: int) -> None:
+            absorb: int, placer: str, gamma: float, power_gate: bool,
+            power_aware: float | None, energy: bool) -> None:
     """Map APP (a shipped app or a DNN layer: resnet_layer, resnet_stride2, mobilenet_layer,
     gemm) onto the design, simulate it on the RTL and compare with both golden models."""
     from mapper.params import AppParams, FlowParams, RunParams, SimOptions, default_run_dir  # deferred: loads mapper.params only when called
@@ -628,9 +669,13 @@ def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
                                  loop_cycles=loop_cycles, double_buffer=double_buffer,
                                  flatten=flatten),
                        design, out,
-                       FlowParams(place=PlaceParams(seed=seed), pipeline=_pipeline_params(fmax),
-                                  alphas=_alphas(alphas), absorb_chains=absorb),
-                       SimOptions(image, tensor_seed=tensor_seed,
+                       FlowParams(place=PlaceParams(seed=seed, analytical=placer == "analytical",
+                                                    gamma=gamma),
+                                  pipeline=_pipeline_params(fmax),
+                                  route=RouterParams(power_cost=power_aware or 1.0),
+                                  alphas=_alphas(alphas), absorb_chains=absorb,
+                                  power_gate=power_gate),
+                       SimOptions(image, tensor_seed=tensor_seed, energy=energy,
                                   **({} if max_cycles is None else {"max_cycles": max_cycles})),
                        resume_from)
     run_dir = Path(out) if out is not None else default_run_dir(app)

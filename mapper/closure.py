@@ -141,7 +141,7 @@ def close_design(packed, coll: Collateral, p: FlowParams, say: Step | None = Non
         rr = route_design(packed, pl, coll, p.route)
         check_routed("route", packed, rr, coll)
         stage[0] = "pipeline"
-        pr = pipeline(packed, pl, rr, coll, p.pipeline)
+        pr = pipeline(packed, pl, rr, coll, p.pipeline_params())
         return (pl, rr, pr), pr
 
     res, pr, failed, seed, _last = attempts(p, once, say or (lambda _m: None))
@@ -173,7 +173,8 @@ def back_end(netlist: Netlist, coll: Collateral, params: FlowParams | None = Non
     if p.absorb_chains:
         packed, pl, rr, pr, absorption = timed(
             "register_absorption", lambda: absorb_chains(packed, pl, rr, pr, coll, p))
-    bs = timed("bitstream", lambda: generate(pr.packed, pl, pr.routing, coll, mem_encoder))
+    bs = timed("bitstream", lambda: generate(pr.packed, pl, pr.routing, coll, mem_encoder,
+                                             p.power_gate))
     return FlowResult(packed, pl, rr, pr, bs, secs, failed, sweep, absorption)
 
 

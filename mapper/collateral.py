@@ -19,7 +19,12 @@ indexes a collateral dict. :func:`load_collateral` checks, in this order:
    imported now, still has that hash — a spec edited after ``cgra rtl`` makes the design
    *stale*;
 3. ``mem.json`` / the rules stamp / the rule table: all from the same PE and MEM spec;
-4. the routing graphs (one per width of the design), the config map and the timing model.
+4. the routing graphs (one per width of the design), the config map and the timing model;
+5. ``resources.json`` (:func:`garnet.collateral.read_resources`, the resource vectors of one
+   PE / MEM tile and the switch boxes) when the manifest lists it: its PE and MEM spec
+   hashes equal design.json's. A directory written without it (by an older generator, or by
+   a test writing the fabric files alone) loads with ``resources`` ``None``;
+   :func:`load_resources` and ``require("resources")`` refuse it.
 
 Any failure raises :class:`cgra.errors.CollateralError` naming the file, the hashes and the
 command that regenerates the design (``cgra rtl --config <toml> --out <dir>``).
@@ -39,7 +44,7 @@ from canal.routing import RoutingGraph, as_graphs
 from canal.timing import TimingModel
 from cgra.errors import CgraError, CollateralError
 from garnet import collateral as gc
-from garnet.collateral import ConfigMap, DesignInfo, TileCore
+from garnet.collateral import ConfigMap, DesignInfo, Resources, TileCore
 from lake.collateral import MemInfo
 from peak.collateral import PEInfo
 from peak.rules.format import Rule, TableFile, read_table
@@ -101,7 +106,11 @@ def load_pe_model(pe: PEInfo) -> type:
     """The PE spec class named by ``pe.json`` (:attr:`PEInfo.spec`, any reference
     :func:`peak.load_spec` accepts): a pure Python class whose instances are the PE's
     Python model. Raises :class:`CollateralError` when it does not import."""
-    ref = pe.spec
+    return _load_spec_ref(pe.spec)
+
+
+def _load_spec_ref(ref: str) -> type:
+    """:func:`load_pe_model` of a spec reference."""
     try:
         return load_spec(ref)
     except CollateralError:
@@ -122,7 +131,9 @@ class Collateral:
     ``pe_tile`` / ``mem_tile``: what the array adds to them; ``rules``: the rule table;
     ``graphs``: width (bits) -> :class:`~canal.routing.RoutingGraph`, widest first;
     ``config_map``: mux select fields; ``timing``: the delay model; ``design_id``: sha256 of
-    design.json; ``fabric_name``: the name of a collateral built from graphs."""
+    design.json; ``fabric_name``: the name of a collateral built from graphs;
+    ``resources``: resources.json (:class:`~garnet.collateral.Resources`; ``None`` when the
+    directory has none, module docstring)."""
 
     root: Path | None
     design: DesignInfo | None
@@ -136,6 +147,7 @@ class Collateral:
     pe_tile: TileCore | None = None
     mem_tile: TileCore | None = None
     fabric_name: str = "fabric"
+    resources: Resources | None = None
 
     @classmethod
     def from_graphs(cls, graphs: Iterable[InterconnectGraph | RoutingGraph] | Any,
@@ -195,10 +207,13 @@ class Collateral:
         return gc.regen_hint(self.root or self.name)
 
     def require(self, what: str) -> Any:
-        """``pe``, ``rules`` (or ``mem``): the part, or :class:`CollateralError` when this
-        collateral has none (a fabric-only object, a design without MEM tiles)."""
+        """``pe``, ``rules``, ``resources`` (or ``mem``): the part, or
+        :class:`CollateralError` when this collateral has none (a fabric-only object, a
+        design without MEM tiles, a directory without resources.json)."""
         value = getattr(self, what)
         if value is None:
+            if what == "resources" and self.root is not None:
+                raise CollateralError(_no_resources(self.root, self.regen_hint()))
             if what == "mem":
                 raise CollateralError(f"design {self.name} has no MEM tiles (mem.json names "
                                       f"none); use a design with mem_ratio > 0")
@@ -224,6 +239,53 @@ def load_design_summary(path: str | Path) -> tuple[DesignInfo, MemInfo | None]:
     design.verify_files(["mem.json"])
     parts = gc.read_mem(Path(path) / "mem.json", design.hint)
     return design, (parts[0] if parts is not None else None)
+
+
+def _no_resources(root: Path, hint: str) -> str:
+    return (f"{root / gc.RESOURCES} is missing (not in the design's manifest: the design was "
+            f"written before resource vectors were collateral, or without `cgra rtl`); {hint}")
+
+
+def _read_resources(root: Path, design: DesignInfo) -> Resources:
+    """resources.json of a design whose manifest lists it, checked against design.json's
+    spec hashes. Raises :class:`CollateralError`."""
+    hint = design.hint
+    res = gc.read_resources(root / gc.RESOURCES, hint)
+    if res.pe.spec_hash != design.pe_hash:
+        raise CollateralError(f"{root / gc.RESOURCES}: PE spec hash {res.pe.spec_hash[:12]} "
+                              f"differs from design.json ({str(design.pe_hash)[:12]}): the "
+                              f"files come from different runs; {hint}")
+    if (res.mem is not None and res.mem.spec_hash != design.mem_hash) \
+            or (res.mem is None and res.mem_tiles):
+        raise CollateralError(f"{root / gc.RESOURCES}: MEM spec hash differs from design.json "
+                              f"(or MEM tiles without a MEM vector): the files come from "
+                              f"different runs; {hint}")
+    return res
+
+
+def load_resources(path: str | Path, check_spec: bool = True) -> Resources:
+    """The resource vectors of the design directory ``path`` (resources.json, typed:
+    :class:`~garnet.collateral.Resources`) without the routing graphs: design.json, the
+    manifest entry of resources.json, its spec hashes against design.json's and, with
+    ``check_spec``, the PE spec it names, imported now, against its recorded hash (as
+    :func:`load_collateral`). Raises :class:`CollateralError` naming the file and the
+    `cgra rtl` command that regenerates it when resources.json is missing, modified after
+    generation, malformed or stale (a PE spec edited since)."""
+    root = Path(path)
+    design = gc.read_design_info(root)
+    if gc.RESOURCES not in design.files:
+        raise CollateralError(_no_resources(root, design.hint))
+    design.verify_files([gc.RESOURCES])
+    res = _read_resources(root, design)
+    if check_spec:
+        from peak import spec_hash as current_hash  # deferred: the import would close an import circle or shadow a name
+        now = current_hash(_load_spec_ref(res.pe.spec))
+        if now != res.pe.spec_hash:
+            raise CollateralError(f"{root / gc.RESOURCES} is stale: PE {res.pe.spec} was "
+                                  f"edited after the design was generated (spec hash now "
+                                  f"{now[:12]}, recorded {res.pe.spec_hash[:12]}); "
+                                  f"{design.hint}")
+    return res
 
 
 def load_collateral(path: str | Path, check_spec: bool = True) -> Collateral:
@@ -276,5 +338,6 @@ def load_collateral(path: str | Path, check_spec: bool = True) -> Collateral:
                        for w in design.widths)
     config_map = gc.read_config_map(root / "config_map.json", hint)
     timing = TimingModel.read(root / "timing.json")
+    resources = _read_resources(root, design) if gc.RESOURCES in design.files else None
     return Collateral(root, design, pe, mem, rules, graphs, config_map, timing,
-                      gc.design_id(root), pe_tile, mem_tile)
+                      gc.design_id(root), pe_tile, mem_tile, resources=resources)

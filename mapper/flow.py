@@ -36,6 +36,7 @@ from mapper.backend.route import RouterParams, RoutingResult, route_design
 from mapper.collateral import Collateral, load_collateral, load_pe_model
 from mapper.backend.absorb import absorb_chains, check_absorb
 from mapper.backend.checks import check_placed, check_routed
+from mapper.backend.power import power_summary
 from mapper.dnn.array import is_layer, map_layer, run_layer_sim
 from mapper.mapping.compute import (ComputeMapping, MappedKernel, check_equivalence, check_luts,
                                     decomposition_summary,
@@ -255,14 +256,20 @@ def absorb_files(run_dir: str | Path, coll: Collateral, p: FlowParams,
     return pr
 
 
-def run_bitstream(run_dir: str | Path, coll: Collateral) -> Bitstream:
-    """pipelined.json -> ``bitstream.json`` and ``<app>.bs`` (``AAAAAAAA DDDDDDDD`` lines)."""
+def run_bitstream(run_dir: str | Path, coll: Collateral, power_gate: bool = False
+                  ) -> Bitstream:
+    """pipelined.json -> ``bitstream.json`` and ``<app>.bs`` (``AAAAAAAA DDDDDDDD`` lines);
+    ``power_gate``: gate every unused tile (:func:`mapper.backend.bitstream.generate`).
+    ``pnr_report.json`` gets the ``power`` section of the bitstream's power state
+    (:func:`mapper.backend.power.power_summary`)."""
     run_dir = Path(run_dir)
     flow = load_flow(run_dir, coll)
     pr = flow.pipelined
-    bs = generate(pr.packed, flow.placement, pr.routing, coll)
+    bs = generate(pr.packed, flow.placement, pr.routing, coll, power_gate=power_gate)
     bs.name = app_name(run_dir)
     st.save_bitstream(run_dir, coll, bs)
+    st.update_pnr_report(run_dir, {"power": power_summary(coll, flow.placement, pr.routing,
+                                                          power_gate)})
     return bs
 
 
@@ -329,13 +336,16 @@ def run_stages(p: RunParams, until: str = "sim", step: Step | None = None) -> An
     secs: dict[str, float] = {"load_collateral": time.perf_counter() - t0}
     if p.flow.absorb_chains:
         check_absorb(p.flow, coll)
+    # the re-routes of branch-delay matching stay power-aware (FlowParams.pipeline_params)
+    p = dataclasses.replace(p, flow=dataclasses.replace(p.flow,
+                                                        pipeline=p.flow.pipeline_params()))
     stages: dict[str, Callable[[], Any]] = {
         "map": lambda: run_map(run_dir, coll, p.app),
         "pack": lambda: run_pack(run_dir, coll, p.flow.pack),
         "place": lambda: run_place(run_dir, coll, p.flow.place),
         "route": lambda: run_route(run_dir, coll, p.flow.route),
         "pipeline": lambda: run_pipeline(run_dir, coll, p.flow.pipeline),
-        "bitstream": lambda: run_bitstream(run_dir, coll),
+        "bitstream": lambda: run_bitstream(run_dir, coll, p.flow.power_gate),
         "sim": lambda: run_sim(run_dir, coll, p.sim, say, secs),
     }
     out = None

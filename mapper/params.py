@@ -11,7 +11,7 @@ naming the command-line option, the value and the range. The simulated-cycle bud
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -51,6 +51,7 @@ RANGES: dict[tuple[str, str], tuple[str, float | None, float | None, bool]] = {
     ("PlaceParams", "anchor"): ("PlaceParams.anchor", 0.0, None, False),
     ("RouterParams", "max_iterations"): ("--max-iterations", 1, 100_000, True),
     ("RouterParams", "max_exact_states"): ("RouterParams.max_exact_states", 1, None, True),
+    ("RouterParams", "power_cost"): ("--power-aware", 1.0, 1000.0, False),
     ("RouterParams", "pres_fac"): ("RouterParams.pres_fac", 0.0, None, False),
     ("RouterParams", "pres_mult"): ("RouterParams.pres_mult", 1.0, None, False),
     ("RouterParams", "hist_fac"): ("RouterParams.hist_fac", 0.0, None, False),
@@ -180,6 +181,18 @@ class FlowParams:
     #: when it needs fewer registers); 0 = off. Runs with the place, route and pipeline
     #: stages (not on a resume from a later stage)
     absorb_chains: int = 0
+    #: power gating (AHA paper §4.3, §5.5): the bitstream gates every tile that holds no
+    #: placed instance and no routed node (:mod:`mapper.backend.power`); off by default, so
+    #: every existing bitstream is unchanged (``cgra run --power-gate``)
+    power_gate: bool = False
+
+    def pipeline_params(self) -> PipelineParams:
+        """``pipeline``, with the router parameters of its re-routes set to ``route`` when
+        routing is power-aware (``route.power_cost`` != 1) and ``pipeline.router`` is unset:
+        branch-delay matching re-routes with the same costs."""
+        if self.route.power_cost != 1.0 and self.pipeline.router is None:
+            return replace(self.pipeline, router=self.route)
+        return self.pipeline
 
     def validate(self) -> None:
         """Every numeric field of the flow and of each stage's parameters in range
@@ -213,6 +226,10 @@ class SimOptions:
     tensor_seed: int = 0
     #: the simulated-cycle budget (:data:`DEFAULT_MAX_SIM_CYCLES`)
     max_cycles: int = DEFAULT_MAX_SIM_CYCLES
+    #: energy estimate (:mod:`mapper.sim.energy`) in run_report.json and pnr_report.json;
+    #: off by default (its yosys synthesis of the tile modules takes ~30 s once per design,
+    #: then cached) (``cgra run --energy``)
+    energy: bool = False
 
     def validate(self) -> None:
         """Every numeric field (and the Verilator options') in range. Raises

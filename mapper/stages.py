@@ -219,14 +219,17 @@ def packed_from_json(d: dict[str, Any], where: str) -> PackedDesign:
 def placement_to_json(pl: Placement) -> dict[str, Any]:
     return {"sites": {n: list(xy) for n, xy in pl.sites.items()}, "cost": pl.cost,
             "hpwl": pl.hpwl, "seconds": pl.seconds, "temperatures": pl.temperatures,
-            "seed": pl.seed, "alpha": pl.alpha}
+            "seed": pl.seed, "alpha": pl.alpha, "method": pl.method,
+            "global_seconds": pl.global_seconds, "overlap": pl.overlap}
 
 
 def placement_from_json(d: dict[str, Any], where: str) -> Placement:
     try:
         return Placement({n: (int(xy[0]), int(xy[1])) for n, xy in d["sites"].items()},
                          float(d["cost"]), int(d["hpwl"]), float(d["seconds"]),
-                         int(d["temperatures"]), int(d["seed"]), float(d["alpha"]))
+                         int(d["temperatures"]), int(d["seed"]), float(d["alpha"]),
+                         str(d.get("method", "sa")), float(d.get("global_seconds", 0.0)),
+                         int(d.get("overlap", 0)))
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         raise CollateralError(f"{where}: malformed placement ({type(exc).__name__}: {exc}); "
                               f"run `cgra place` again") from None
@@ -481,6 +484,21 @@ def save_pipelined(run_dir: str | Path, coll: Collateral, flow: FlowResult) -> N
     save_report(flow, coll, run_dir / "pnr_report.json")
     draw(flow, coll, run_dir / "pnr.png")
     draw(flow, coll, run_dir / "timing.png", critical=True)
+
+
+def update_pnr_report(run_dir: str | Path, sections: dict[str, Any]) -> None:
+    """Replace (or add) top-level ``sections`` of a run directory's ``pnr_report.json``
+    (the bitstream's ``power`` state, the sim stage's ``energy``); nothing when the run has
+    no report yet. Raises :class:`CollateralError` when the report is not JSON."""
+    path = Path(run_dir) / "pnr_report.json"
+    if not path.is_file():
+        return
+    try:
+        doc = json.loads(path.read_text())
+    except ValueError as exc:
+        raise CollateralError(f"{path}: not JSON ({exc}); run `cgra pipeline` again") from None
+    doc.update(sections)
+    path.write_text(json.dumps(doc, indent=1) + "\n")
 
 
 def load_flow(run_dir: str | Path, coll: Collateral) -> FlowResult:

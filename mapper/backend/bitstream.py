@@ -22,7 +22,11 @@ Config address ``reg << 24 | feature << 16 | x << 8 | y`` (:func:`cgra.config.co
   from the config map (:class:`garnet.collateral.ConfigMap`); fields sharing a 32-bit register
   are OR-merged, other fields of such a register are 0.
 
-Unused tiles get no entry (they stay in their reset configuration).
+Unused tiles get no entry (they stay in their reset configuration, powered on), unless
+power gating is on (``power_gate``, ``cgra run --power-gate``): then each tile that holds no
+placed instance and no routed node (:func:`mapper.backend.power.gated_tiles`) gets one word
+setting its power-gate field (``pg`` feature, ``gate`` = 1; :mod:`canal.config`), and every
+other entry is unchanged.
 
 Files (:meth:`Bitstream.save`): ``<name>.bs`` with one ``AAAAAAAA DDDDDDDD`` line (hex) per
 entry, and ``<name>.bs.json`` (schema ``mapper.bitstream/1``) listing each entry with the tile,
@@ -44,6 +48,7 @@ from cgra.errors import CgraError, CollateralError, ConfigError
 from mapper.collateral import Collateral
 from mapper.backend.pack import PackedDesign
 from mapper.backend.place import Placement
+from mapper.backend.power import gate_words, gated_tiles
 from mapper.backend.route import RoutingResult
 from canal.config import config_memory_writes
 from lake.config import configure
@@ -51,6 +56,8 @@ from lake.lut import check_table, lut_fields
 from lake.spec import preset as lake_preset
 
 SCHEMA = "mapper.bitstream/1"
+#: the ``configures`` text of a power-gate word (an unused tile gated)
+GATE_WHAT = "power gate (unused tile)"
 
 MemEncoder = Callable[[str, dict[str, Any], dict[str, Any]], dict[str, int]]
 """``(instance name, instance config, port programs) -> core field values``."""
@@ -202,8 +209,9 @@ def register_masks(coll: Collateral, addrs: set[int]) -> dict[int, int]:
     """Address -> the bits of its 32-bit data word that config fields occupy, for those of
     ``addrs`` that are config registers of the design: feature 0 of a tile with core config
     fields (:func:`cgra.config.pack_fields`), a mux select field of the config map
-    (:attr:`garnet.collateral.ConfigMap.nodes`) or a word of a tile's config memory
-    (:func:`canal.config.config_memory_writes`). One pass over the config map."""
+    (:attr:`garnet.collateral.ConfigMap.nodes`), a word of a tile's config memory
+    (:func:`canal.config.config_memory_writes`) or a tile's power-gate field
+    (:attr:`garnet.collateral.ConfigMap.power_gates`). One pass over the config map."""
     tiles = coll.tiles
     wanted = {(a >> 8 & 0xFF, a & 0xFF) for a in addrs}
     masks: dict[int, int] = {}
@@ -221,6 +229,11 @@ def register_masks(coll: Collateral, addrs: set[int]) -> dict[int, int]:
         if cm is not None and cm.feature is not None and 0 <= feat - cm.feature < cm.features \
                 and (feat - cm.feature) * 256 + reg < cm.words:
             masks[a] = masks.get(a, 0) | ((1 << cm.width) - 1)
+    for xy, loc in coll.config_map.power_gates.items():
+        if xy in wanted:
+            a = loc.reg << 24 | loc.feature << 16 | xy[0] << 8 | xy[1]
+            if a in addrs:
+                masks[a] = masks.get(a, 0) | ((1 << loc.width) - 1) << loc.lo
     for x, y, locs in coll.config_map.nodes.values():
         if (x, y) not in wanted:
             continue
@@ -330,9 +343,12 @@ def contents_writes(inst: str, xy: tuple[int, int], tile: Any, table: list[int]
 
 
 def generate(packed: PackedDesign, placement: Placement, routing: RoutingResult,
-             coll: Collateral, mem_encoder: MemEncoder | None = None) -> Bitstream:
+             coll: Collateral, mem_encoder: MemEncoder | None = None,
+             power_gate: bool = False) -> Bitstream:
     """The bitstream of a design (module docstring) on the fabric of ``coll``. ``packed`` and
     ``routing`` should be the pipelined ones (:class:`mapper.backend.pipeline.PipelineResult`).
+    ``power_gate``: also gate every unused tile (module docstring; a design without
+    power-gate fields raises :class:`ConfigError`, :func:`mapper.backend.power.gate_words`).
     Raises :class:`ConfigError` for a value that does not fit its field or an unknown field,
     :class:`~cgra.errors.RoutingError` for select conflicts, :class:`CollateralError` when a
     used mux is missing from the config map."""
@@ -376,6 +392,11 @@ def generate(packed: PackedDesign, placement: Placement, routing: RoutingResult,
             regs[addr] = regs.get(addr, 0) | part << loc.lo
             fields.setdefault(addr, []).append((loc.name, part))
             what.setdefault(addr, []).append(f"net {net}")
+    if power_gate:
+        for addr, data, fname, value in gate_words(coll, gated_tiles(coll, placement, routing)):
+            regs[addr] = data
+            fields[addr] = [(fname, value)]
+            what[addr] = [GATE_WHAT]
     entries = [Entry(a, regs[a], tuple(fields[a]), ", ".join(dict.fromkeys(what[a])))
                for a in sorted(regs)]
     return Bitstream(packed.name, entries)

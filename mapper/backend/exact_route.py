@@ -92,7 +92,6 @@ assignment) is reported as the minimal conflicting net set without a cut.
 """
 from __future__ import annotations
 
-import os
 import random
 import time
 from collections import deque
@@ -104,9 +103,8 @@ import numpy as np
 
 from canal.routing import RoutingGraph
 from cgra.errors import InternalError, RoutingError
-from cgra.procs import die_with_parent
+from cgra.procs import call_in_worker
 from mapper.backend.nets import RouteNet, Terminal
-import multiprocessing
 
 STATUSES = ("optimal", "unroutable", "timeout")
 SOLVERS = ("highs", "z3")
@@ -451,27 +449,9 @@ def _solve_highs(prog: Program, time_limit: float, feasibility: bool = False) ->
     limit = max(0.01, time_limit)
     payload = (cost, a.data, a.indices, a.indptr, a.shape, np.array(lo), np.array(hi),
                integrality, limit)
-    ctx = _worker_context()
-    recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_highs_worker, args=(send, recv, os.getpid(), payload),
-                       daemon=True)
-    proc.start()
-    send.close()
-    try:
-        got = recv.poll(limit + HARD_GRACE_S)
-        answer = recv.recv() if got else None
-    except EOFError:
-        answer = None
-        got = False
-    finally:
-        if proc.is_alive():
-            proc.kill()
-        proc.join()
-        recv.close()
+    got, answer = call_in_worker(_highs, payload, limit + HARD_GRACE_S,
+                                 "exact router (HiGHS)")
     if not got:
-        if proc.exitcode not in (0, -9) and proc.exitcode is not None:
-            raise InternalError(f"exact router: the HiGHS worker process died (exit code "
-                                f"{proc.exitcode})")
         return _Solution("timeout", None)
     status, message, x, bound = answer
     if status == 0:
@@ -491,21 +471,9 @@ def _solve_highs(prog: Program, time_limit: float, feasibility: bool = False) ->
 HARD_GRACE_S = 1.0
 
 
-def _worker_context():
-    """The multiprocessing context of the HiGHS workers: ``fork`` (the worker starts in
-    milliseconds with the solver already imported, and re-runs no ``__main__`` module).
-    HiGHS itself only ever runs in workers, so no solver thread pool is copied."""
-
-    return multiprocessing.get_context("fork")
-
-
-def _highs_worker(conn, parent_end, parent_pid: int, payload) -> None:
-    """Worker process body: solve the program with :func:`scipy.optimize.milp` and send
-    ``(status, message, x, mip_dual_bound)``. It dies with its parent (:mod:`cgra.procs`)
-    and closes its inherited copy of the parent's end of the pipe, ``parent_end``, so a
-    send to a dead parent fails instead of blocking."""
-    die_with_parent(parent_pid)
-    parent_end.close()
+def _highs(payload) -> tuple:
+    """Solve the program with :func:`scipy.optimize.milp`: ``(status, message, x,
+    mip_dual_bound)`` (run in a :func:`cgra.procs.call_in_worker` process)."""
     from scipy.optimize import Bounds, LinearConstraint, milp  # deferred: loads scipy, numpy, cython_runtime only when called
     from scipy.sparse import csr_array  # deferred: loads scipy, numpy, cython_runtime only when called
 
@@ -514,8 +482,7 @@ def _highs_worker(conn, parent_end, parent_pid: int, payload) -> None:
     res = milp(cost, constraints=LinearConstraint(a, lo, hi), integrality=integrality,
                bounds=Bounds(0, 1),
                options={"time_limit": limit, "mip_rel_gap": 0.0, "disp": False})
-    conn.send((int(res.status), str(res.message), res.x, getattr(res, "mip_dual_bound", None)))
-    conn.close()
+    return int(res.status), str(res.message), res.x, getattr(res, "mip_dual_bound", None)
 
 
 def _solve_z3(prog: Program, time_limit: float, feasibility: bool = False) -> _Solution:

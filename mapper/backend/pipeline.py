@@ -95,7 +95,7 @@ from mapper.backend.checks import check_pipelined
 from mapper.backend.pack import (PackedDesign, delay_codes, input_delay, input_register,
                          mode_field_name, set_input_register)
 from mapper.backend.place import Placement
-from mapper.backend.route import NetRoute, RoutingResult, Terminal, route_design
+from mapper.backend.route import NetRoute, RouterParams, RoutingResult, Terminal, route_design
 
 if TYPE_CHECKING:
     from mapper.collateral import Collateral
@@ -142,6 +142,9 @@ class PipelineParams:
     broadcast_on_miss: int = 0
     input_reg_field: str = "{port}_reg_en"
     alap: bool = True
+    #: router parameters of the re-routes of branch-delay matching (``None``: the defaults;
+    #: the flow passes its own when routing is power-aware, ``RouterParams.power_cost``)
+    router: RouterParams | None = None
 
 
 @dataclass
@@ -679,14 +682,14 @@ class _Design:
         keep = {name: {s: p for s, p in r.paths.items() if s not in deficit}
                 for name, r in st.routes.items()}
         try:
-            rr = route_design(self.packed, self.placement, self.coll, None, regs, st.reg_sites,
-                              keep=keep)
+            rr = route_design(self.packed, self.placement, self.coll, self.p.router, regs,
+                              st.reg_sites, keep=keep)
         except RoutingError:
             short = {self.net_by_name[self.driver[s]].source[0] for s in deficit}
             keep = {r: site for r, site in st.reg_sites.items() if r not in short}
             try:
-                rr = route_design(self.packed, self.placement, self.coll, None, regs, keep,
-                                  short)
+                rr = route_design(self.packed, self.placement, self.coll, self.p.router, regs,
+                                  keep, short)
             except RoutingError as exc:
                 (inst, port), k = sorted(deficit.items())[0]
                 raise BalanceError(

@@ -10,13 +10,31 @@ has such nodes.
 bounding box in tiles (``alpha`` = 1 is plain wirelength; larger alpha penalises long nets
 more, a timing-driven proxy).
 
-**Global placement** (``PlaceParams.analytical``): quadratic placement with the clique net
-model (each net of k terminals adds edges of weight 1/(k-1)), IO instances anchored at evenly
-spread IO sites and a weak pull (``anchor``) to the array centre so the Laplacian is
-non-singular; the linear systems ``L x = b`` are solved with numpy. Legalisation assigns each
-tag's instances to that tag's sites minimising squared displacement (Hungarian method,
-:func:`scipy.optimize.linear_sum_assignment`). The annealer then starts from the legal
-placement at a lower temperature.
+**Global placement** (``PlaceParams.analytical``), AHA (Bahr et al., "Amber: ... agile
+hardware" / the AHA flow paper) §5.3, Eq. 1: analytical placement in the style of APlace,
+
+1. a quadratic start (clique net model: each net of k terminals adds edges of weight
+   1/(k-1); IO instances anchored at evenly spread IO sites; a weak pull ``anchor`` to the
+   array centre keeps the Laplacian non-singular; ``L x = b`` solved with numpy);
+2. (``global_method="cg"``, the default) conjugate gradient
+   (:func:`scipy.optimize.minimize`, ``method="CG"``) on the sum over 2-pin connections
+   (source -> each sink) of the smoothed L2 distance ``sqrt(dx^2 + dy^2 + eps^2)`` (the AHA
+   flow's HPWL estimate), plus the MEM-column potential ``beta * softmin_c (x - x_c)^2`` on
+   every MEM instance (x_c the MEM columns; pulls MEM nodes onto MEM columns so legalisation
+   moves them little), plus a pairwise same-site-class repulsion
+   ``density * exp(-d^2 / sigma^2)`` (a density term: without it the wirelength optimum is
+   one point); ``global_method="quadratic"`` stops after step 1.
+
+Legalisation assigns each tag's instances to that tag's sites minimising squared
+displacement (Hungarian method, :func:`scipy.optimize.linear_sum_assignment`). The annealer
+then starts from the legal placement at a lower temperature (``t_scale``).
+
+**Detailed placement cost with power awareness** (AHA §5.3, Eq. 2, ``gamma`` > 0):
+``sum_net HPWL(net)^alpha - gamma * sum_net |bbox(net) ∩ bbox(other nets)|``, i.e. a net
+whose bounding box overlaps the boxes of other nets costs less: it is less likely to need
+new powered-on pass-through tiles. Computed exactly and incrementally from a tile grid
+counting how many net boxes cover each tile (a tile covered by c >= 2 boxes adds c to the
+overlap sum). ``gamma = 0`` (the default) is the plain wirelength cost.
 
 **Annealing** follows VPR (Betz & Rose, "VPR: A New Packing, Placement and Routing Tool for
 FPGA Research", FPL 1997): moves are displacements to (or swaps with the occupant of) a random
@@ -47,24 +65,49 @@ TAG_NAMES = {"p": "PE", "m": "MEM", "I": "16-bit IO", "i": "1-bit IO", "r": "reg
 
 @dataclass
 class PlaceParams:
-    """``seed``; ``alpha`` (HPWL exponent); ``analytical`` (quadratic global placement
-    first); ``inner`` (moves per temperature = inner * N^(4/3)); ``max_temperatures``;
-    ``anchor`` (weight of the pull to the centre in the quadratic system); ``fixed``:
-    instance -> (x, y) kept in place."""
+    """``seed``; ``alpha`` (HPWL exponent); ``analytical`` (global placement first, the
+    default; ``False``: simulated annealing alone from a random placement, the flow before
+    issue 36);
+    ``global_method`` (``"cg"``: quadratic start then conjugate gradient with the MEM-column
+    potential; ``"quadratic"``: the quadratic solution only); ``inner`` (moves per
+    temperature = inner * N^(4/3)); ``max_temperatures``; ``anchor`` (weight of the pull to
+    the centre in the quadratic system); ``mem_potential`` (beta, tiles^-1: weight of the
+    MEM-column potential); ``density`` (weight of the repulsion, in tiles);
+    ``t_scale`` (the annealer's start temperature relative to VPR's, after a global
+    placement) and ``window`` (its first move window, tiles; VPR starts at the whole
+    array); ``gamma`` (weight of the net-box overlap reward of AHA Eq. 2, 0 = off);
+    ``fixed``: instance -> (x, y) kept in place."""
 
     seed: int = 0
     alpha: float = 1.0
-    analytical: bool = False
+    analytical: bool = True
+    global_method: str = "cg"
     inner: float = 1.0
     max_temperatures: int = 300
     anchor: float = 0.01
+    mem_potential: float = 0.5
+    density: float = 1.0
+    t_scale: float = 0.01
+    window: float = 2.0
+    gamma: float = 0.0
     fixed: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.global_method not in ("cg", "quadratic"):
+            raise PlacementError(f"global_method {self.global_method!r} is not 'cg' or "
+                                 f"'quadratic'")
+        if self.gamma < 0 or self.t_scale <= 0:
+            raise PlacementError(f"gamma must be >= 0 and t_scale > 0 (gamma={self.gamma}, "
+                                 f"t_scale={self.t_scale})")
 
 
 @dataclass
 class Placement:
-    """``sites``: instance -> (x, y); ``cost`` = sum HPWL^alpha; ``hpwl`` = sum HPWL (tiles);
-    ``seconds``; ``temperatures`` (annealing steps run); ``seed``; ``alpha``."""
+    """``sites``: instance -> (x, y); ``cost`` = sum HPWL^alpha (minus gamma x overlap);
+    ``hpwl`` = sum HPWL (tiles); ``seconds``; ``temperatures`` (annealing steps run);
+    ``seed``; ``alpha``; ``method`` (``"sa"``, ``"cg+sa"`` or ``"quadratic+sa"``);
+    ``global_seconds`` (time of the global placement and legalisation); ``overlap`` (the
+    sum of net-box overlaps of Eq. 2, tiles)."""
 
     sites: dict[str, tuple[int, int]]
     cost: float
@@ -73,6 +116,9 @@ class Placement:
     temperatures: int
     seed: int
     alpha: float
+    method: str = "sa"
+    global_seconds: float = 0.0
+    overlap: int = 0
 
 
 def _site_class(packed: PackedDesign) -> dict[str, tuple]:
@@ -137,6 +183,14 @@ class _Annealer:
         self.loc: list[tuple[int, int]] = [(0, 0)] * len(self.names)
         self.occ: dict[tuple, dict[tuple[int, int], list[int]]] = {c: {} for c in caps}
         self.fixed = {self.idx[n] for n in p.fixed if n in self.idx}
+        self.gamma = float(p.gamma)
+        xs = [xy[0] for v in caps.values() for xy in v] or [0]
+        ys = [xy[1] for v in caps.values() for xy in v] or [0]
+        self.grid_shape = (max(xs) + 1, max(ys) + 1)
+        self.cover = np.zeros(self.grid_shape, dtype=np.int32)
+        self.boxes: list[tuple[int, int, int, int]] = []
+        self.overlap = 0
+        self._pending: tuple | None = None
 
     def set_all(self, locs: dict[int, tuple[int, int]]) -> None:
         self.occ = {c: {} for c in self.caps}
@@ -145,6 +199,19 @@ class _Annealer:
             self.occ[self.cls[i]].setdefault(xy, []).append(i)
         self.net_cost = [self._net_cost(k) for k in range(len(self.nets))]
         self.total = sum(self.net_cost)
+        if self.gamma:
+            self.boxes = [self._box(k) for k in range(len(self.nets))]
+            self.cover = np.zeros(self.grid_shape, dtype=np.int32)
+            for x0, x1, y0, y1 in self.boxes:
+                self.cover[x0:x1 + 1, y0:y1 + 1] += 1
+            self.overlap = _overlap(self.cover)
+            self.total -= self.gamma * self.overlap
+
+    def _box(self, k: int) -> tuple[int, int, int, int]:
+        pts = [self.loc[i] for i in self.nets[k]]
+        xs = [q[0] for q in pts]
+        ys = [q[1] for q in pts]
+        return min(xs), max(xs), min(ys), max(ys)
 
     def _net_cost(self, k: int) -> float:
         h = _hpwl([self.loc[i] for i in self.nets[k]])
@@ -183,10 +250,22 @@ class _Annealer:
         if j >= 0:
             touched.update(self.inst_nets[j])
         new = {k: self._net_cost(k) for k in touched}
+        d = sum(new[k] - self.net_cost[k] for k in touched)
+        if self.gamma:
+            boxes = {k: self._box(k) for k in touched}
+            cover = self.cover.copy()
+            for k in touched:
+                x0, x1, y0, y1 = self.boxes[k]
+                cover[x0:x1 + 1, y0:y1 + 1] -= 1
+                x0, x1, y0, y1 = boxes[k]
+                cover[x0:x1 + 1, y0:y1 + 1] += 1
+            ov = _overlap(cover)
+            d -= self.gamma * (ov - self.overlap)
+            self._pending = (boxes, cover, ov)
         self.loc[i] = old_i
         if j >= 0:
             self.loc[j] = s
-        return sum(new[k] - self.net_cost[k] for k in touched), new
+        return d, new
 
     def apply(self, move: tuple, new: dict[int, float]) -> None:
         i, j, s = move
@@ -202,23 +281,31 @@ class _Annealer:
         for k, v in new.items():
             self.total += v - self.net_cost[k]
             self.net_cost[k] = v
+        if self.gamma:
+            boxes, cover, ov = self._pending
+            for k, b in boxes.items():
+                self.boxes[k] = b
+            self.cover = cover
+            self.total -= self.gamma * (ov - self.overlap)
+            self.overlap = ov
 
-    def anneal(self, rng: random.Random, t_scale: float, max_dim: int) -> int:
+    def anneal(self, rng: random.Random, t_scale: float, max_dim: int,
+               rlim_start: float | None = None) -> int:
         self.movable = [i for i in range(len(self.names)) if i not in self.fixed
                         and len(self.site_list[self.cls[i]]) > 1]
         if not self.movable or not self.nets:
             return 0
         n = len(self.movable)
         # initial temperature from the spread of random-move costs
+        rlim = float(max_dim if rlim_start is None else min(rlim_start, max_dim))
         deltas = []
         for _ in range(max(n, 20)):
-            mv = self.propose(rng, max_dim)
+            mv = self.propose(rng, rlim)
             if mv is not None:
                 deltas.append(self.delta(mv)[0])
         std = float(np.std(deltas)) if deltas else 1.0
         temp = max(20.0 * std * t_scale, 1e-3)
         moves = max(int(self.p.inner * n ** (4 / 3)), 20)
-        rlim = float(max_dim)
         steps = 0
         while steps < self.p.max_temperatures:
             steps += 1
@@ -248,6 +335,80 @@ class _Annealer:
         return steps
 
 
+def _overlap(cover: np.ndarray) -> int:
+    """Sum over nets of the tiles of the net's box also covered by another net's box: a tile
+    covered by c >= 2 boxes counts c times (AHA Eq. 2's ``Area_net ∩ Area_existing``)."""
+    return int(cover[cover >= 2].sum())
+
+
+def _cg(ann: _Annealer, packed: PackedDesign, start: np.ndarray,
+        anchors: dict[int, tuple[float, float]], p: PlaceParams) -> np.ndarray:
+    """Conjugate-gradient global placement (module docstring, step 2) from ``start`` (N, 2);
+    anchored instances stay where ``anchors`` puts them. Returns (N, 2) coordinates."""
+    n = len(ann.names)
+    free = np.array([i for i in range(n) if i not in anchors], dtype=int)
+    if free.size == 0:
+        return start
+    pos = start.copy()
+    for i, xy in anchors.items():
+        pos[i] = xy
+    src, dst = [], []
+    for net in packed.nets:
+        a = ann.idx[net.source[0]]
+        for inst, _ in net.sinks:
+            b = ann.idx[inst]
+            if a != b:
+                src.append(a)
+                dst.append(b)
+    src_a, dst_a = np.array(src, dtype=int), np.array(dst, dtype=int)
+    mem_cols = np.array(sorted({xy[0] for xy in ann.caps.get(("m",), {})}), dtype=float)
+    mem_idx = np.array([i for i in free if ann.cls[i] == ("m",)], dtype=int)
+    groups = []
+    for c, sites in ann.caps.items():
+        if all(v == 1 for v in sites.values()):
+            members = np.array([i for i in range(n) if ann.cls[i] == c], dtype=int)
+            if members.size > 1:
+                groups.append(members)
+    eps2, tau, sigma2 = 0.25, 0.5, 1.0
+    beta, rho = p.mem_potential, p.density
+
+    def f(flat: np.ndarray) -> tuple[float, np.ndarray]:
+        x = pos.copy()
+        x[free] = flat.reshape(-1, 2)
+        g = np.zeros_like(x)
+        total = 0.0
+        if src_a.size:
+            d = x[src_a] - x[dst_a]
+            r = np.sqrt((d * d).sum(axis=1) + eps2)
+            total += float(r.sum())
+            gd = d / r[:, None]
+            np.add.at(g, src_a, gd)
+            np.add.at(g, dst_a, -gd)
+        if beta and mem_idx.size and mem_cols.size:
+            dx = x[mem_idx, 0][:, None] - mem_cols[None, :]          # (m, columns)
+            e = -(dx * dx) / tau
+            emax = e.max(axis=1, keepdims=True)
+            w = np.exp(e - emax)
+            ssum = w.sum(axis=1, keepdims=True)
+            total += float(beta * (-tau * (np.log(ssum) + emax)).sum())
+            g[mem_idx, 0] += beta * ((w / ssum) * 2 * dx).sum(axis=1)
+        if rho:
+            for members in groups:
+                d = x[members][:, None, :] - x[members][None, :, :]  # (k, k, 2)
+                e = np.exp(-(d * d).sum(axis=2) / sigma2)
+                np.fill_diagonal(e, 0.0)
+                total += float(rho * e.sum() / 2)
+                g[members] += rho * (-2.0 / sigma2) * (e[:, :, None] * d).sum(axis=1)
+        return total, g[free].ravel()
+
+    from scipy.optimize import minimize  # deferred: scipy.optimize costs 0.34 s of import, only for global placement
+
+    res = minimize(f, pos[free].ravel(), jac=True, method="CG",
+                   options={"maxiter": 100, "gtol": 1e-3})
+    pos[free] = res.x.reshape(-1, 2)
+    return pos
+
+
 def _quadratic(ann: _Annealer, anchors: dict[int, tuple[float, float]], centre: tuple[float, float],
                eps: float) -> np.ndarray:
     """Solve the clique-model quadratic placement; returns (N, 2) coordinates."""
@@ -275,7 +436,7 @@ def _quadratic(ann: _Annealer, anchors: dict[int, tuple[float, float]], centre: 
 
 def _legalise(ann: _Annealer, coords: np.ndarray, fixed_locs: dict[int, tuple[int, int]]
               ) -> dict[int, tuple[int, int]]:
-    from scipy.optimize import linear_sum_assignment  # deferred: loads scipy, numpy, cython_runtime only when called
+    from scipy.optimize import linear_sum_assignment  # deferred: scipy.optimize costs 0.34 s of import, only for global placement
 
     locs = dict(fixed_locs)
     by_cls: dict[tuple, list[int]] = {}
@@ -347,8 +508,12 @@ def place(packed: PackedDesign, coll: Collateral,
             for i, s in zip(ios, sorted(near), strict=True):
                 anchors[i] = s
         coords = _quadratic(ann, anchors, ((cols - 1) / 2, (rows - 1) / 2), p.anchor)
+        if p.global_method == "cg":
+            coords = _cg(ann, packed, coords, anchors, p)
         locs = _legalise(ann, coords, fixed_locs)
-        t_scale = 0.2
+        t_scale = p.t_scale
+        method = f"{p.global_method}+sa"
+        t_global = time.perf_counter() - t0
     else:
         locs = dict(fixed_locs)
         for c in caps:
@@ -362,11 +527,12 @@ def place(packed: PackedDesign, coll: Collateral,
             for i, xy in zip(members, slots, strict=False):
                 locs[i] = xy
         t_scale = 1.0
+        method, t_global = "sa", 0.0
     ann.set_all(locs)
-    steps = ann.anneal(rng, t_scale, max_dim)
+    steps = ann.anneal(rng, t_scale, max_dim, p.window if method != "sa" else None)
     sites = {n: ann.loc[i] for i, n in enumerate(ann.names)}
     return Placement(sites, ann.total, ann.hpwl(), time.perf_counter() - t0, steps, p.seed,
-                     p.alpha)
+                     p.alpha, method, t_global, ann.overlap if ann.gamma else 0)
 
 
 def check_placement(packed: PackedDesign, placement: Placement, coll: Collateral,

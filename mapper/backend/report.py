@@ -12,8 +12,11 @@ and the placements that failed
 before the one kept (``placement_attempts``: seed, stage, error), and the placement exponent
 sweep when one ran (``alpha_sweep``: alpha, seed, fmax_mhz, registers, kept), register-chain
 absorption (``absorption``: :func:`mapper.backend.absorb.absorb_chains`'s report, ``null`` when off) and
-the MEM delay lines of the design (``delay_lines``: mem, net, cycles, sinks).
-:func:`draw` writes a PNG (matplotlib, Agg backend): tiles coloured by type, instance names,
+the MEM delay lines of the design (``delay_lines``: mem, net, cycles, sinks), and the power
+domains (``power``: :func:`mapper.backend.power.power_summary`, tiles on / gated / used /
+unused; ``energy`` after a sim with the energy estimate, :mod:`mapper.sim.energy`).
+:func:`draw` writes a PNG (matplotlib, Agg backend): tiles coloured by type (the unused
+tiles, which ``--power-gate`` gates, hatched and faded), instance names,
 every routed net as a polyline through its switch-box tracks (16-bit solid, 1-bit dashed),
 enabled pipeline registers as red squares. The stages themselves are driven by
 :mod:`mapper.flow`.
@@ -27,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from canal.routing import RoutingGraph
 from mapper.backend.absorb import delay_lines_of
 from mapper.backend.place import site_capacity
+from mapper.backend.power import gated_tiles, power_summary
 from canal.graph import IO, NodeKind, parse_id
 from cgra.errors import CollateralError
 
@@ -57,6 +61,9 @@ def report(flow: FlowResult, coll: Collateral) -> dict[str, Any]:
         "placement": {n: list(xy) for n, xy in pl.sites.items()},
         "placement_cost": round(pl.cost, 3),
         "hpwl_tiles": pl.hpwl,
+        "placer": {"method": pl.method, "seconds": round(pl.seconds, 3),
+                   "global_seconds": round(pl.global_seconds, 3),
+                   "net_box_overlap_tiles": pl.overlap},
         "seed": pl.seed,
         "alpha": pl.alpha,
         "wirelength_segments": {str(w): v for w, v in flow.routing.wirelength.items()},
@@ -84,6 +91,9 @@ def report(flow: FlowResult, coll: Collateral) -> dict[str, Any]:
         "alpha_sweep": list(flow.alpha_sweep),
         "absorption": flow.absorption,
         "delay_lines": delay_lines_of(pk, pr.mem_absorbed),
+        # power domains (mapper.backend.power): tiles used / unused; the bitstream stage
+        # rewrites it with its own power state (gated or not)
+        "power": power_summary(coll, pl, pr.routing, False),
     }
 
 
@@ -134,9 +144,13 @@ def draw(flow: FlowResult, coll: Collateral, path: str | Path,
     rg0 = next(iter(graphs.values()))
     cols, rows = rg0.size
     fig, ax = plt.subplots(figsize=(max(6, cols * 1.1), max(6, rows * 1.1)), dpi=110)
+    # unused tiles (no instance, no routed node: the tiles --power-gate gates) hatched grey
+    unused = set(gated_tiles(coll, flow.placement, flow.pipelined.routing))
     for (x, y), t in rg0.tiles.items():
+        off = (x, y) in unused
         ax.add_patch(Rectangle((x - 0.45, y - 0.45), 0.9, 0.9, facecolor=TAG_COLOURS.get(
-            t.tag, "#eeeeee"), edgecolor="#999999", linewidth=0.6))
+            t.tag, "#eeeeee"), edgecolor="#999999", linewidth=0.6,
+            hatch="////" if off else None, alpha=0.45 if off else 1.0))
         ax.text(x - 0.42, y - 0.30, t.tag or ".", fontsize=6, color="#777777")
     labels: dict[tuple[int, int], list[str]] = {}
     for inst, xy in flow.placement.sites.items():

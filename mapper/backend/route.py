@@ -18,6 +18,15 @@ are ripped up and re-routed; routing stops when no node is overused, or raises
 :class:`~cgra.errors.RoutingError` after ``max_iterations`` naming the overused nodes and the
 nets using them. The 16-bit and 1-bit graphs are routed separately.
 
+**Power-aware costs** (AHA paper §5.5: routing "with costs that favour tiles already
+powered"; every tile is a power domain, :mod:`canal.config` ``pg``): with
+``RouterParams.power_cost`` = ``k`` > 1, entering a node of a tile that is not yet *on* costs
+``k`` times its PathFinder cost. A tile is on when it holds a placed instance or a node
+claimed by a routed net (of either width: the 1-bit graph is routed after the 16-bit one and
+sees its tiles on); the set grows and shrinks with rip-up and re-route. ``k`` = 1 (the
+default) is the plain router, bit for bit. Every multiplier stays >= 1, so the A* heuristic
+stays admissible.
+
 **Registers.** A netlist register (tag ``r``) placed in tile (x, y) occupies one pipeline-register
 node (``REG``) of that tile: the net driving the register is routed to any free ``REG`` node of
 the tile (a multi-target search) and the register's output net starts at that ``REG`` node (its
@@ -60,12 +69,18 @@ TileSite = TileInfo
 SCREEN_STATES = 20_000
 
 
+#: the power-aware routing cost of ``cgra run --power-aware`` without a value
+#: (:attr:`RouterParams.power_cost`): a tile not yet on costs 4 tiles already on
+POWER_AWARE_COST = 4.0
+
+
 @dataclass
 class RouterParams:
     """PathFinder parameters: ``max_iterations`` (rip-up-and-re-route rounds),
     ``max_exact_states`` (search states a latency-constrained branch may expand), ``pres_fac``
     (initial present-congestion factor), ``pres_mult`` (its growth per iteration),
-    ``hist_fac`` (history increment per unit of overuse), ``base_cost`` (per node)."""
+    ``hist_fac`` (history increment per unit of overuse), ``base_cost`` (per node),
+    ``power_cost`` (multiplier of a node in a tile not yet on; module docstring)."""
 
     max_iterations: int = 40
     max_exact_states: int = 600_000
@@ -73,6 +88,10 @@ class RouterParams:
     pres_mult: float = 1.6
     hist_fac: float = 1.0
     base_cost: float = 1.0
+    #: power-aware routing (module docstring): cost multiplier of a node in a tile that is
+    #: not yet on; 1.0 = off (the default), the AHA-style flow uses e.g. 4.0
+    #: (``cgra run --power-aware``)
+    power_cost: float = 1.0
 
 
 @dataclass
@@ -124,10 +143,16 @@ class RoutingResult:
 class PathFinder:
     """Negotiated-congestion router on one :class:`RoutingGraph` (see the module docstring)."""
 
-    def __init__(self, graph: RoutingGraph, params: RouterParams | None = None):
+    def __init__(self, graph: RoutingGraph, params: RouterParams | None = None,
+                 on_tiles: Iterable[tuple[int, int]] = ()):
         self.rg = graph
         self.p = params or RouterParams()
         n = len(graph.ids)
+        #: power-aware routing: tiles on whatever this graph's routes do (placed instances,
+        #: tiles of routes of other widths), and claimed nodes per tile of this graph
+        self.power = self.p.power_cost != 1.0
+        self.on_fixed = set(on_tiles)
+        self.tile_use: dict[tuple[int, int], int] = {}
         self.hist = [0.0] * n
         self.occ = [0] * n
         self.users: list[set[str]] = [set() for _ in range(n)]
@@ -148,7 +173,12 @@ class PathFinder:
 
     def _cost(self, i: int) -> float:
         over = self.occ[i]  # occupancy by other nets (this net's nodes are ripped up)
-        return (self.p.base_cost + self.hist[i]) * (1.0 + self.pres_fac * over)
+        c = (self.p.base_cost + self.hist[i]) * (1.0 + self.pres_fac * over)
+        if self.power:
+            t = self.rg.xy[i]
+            if t not in self.on_fixed and not self.tile_use.get(t):
+                c *= self.p.power_cost
+        return c
 
     def _search(self, starts: list[int], targets: set[int], tx: int, ty: int,
                 blocked_kinds: tuple[str, ...] = ("REG", "PORT")) -> list[int] | None:
@@ -250,12 +280,18 @@ class PathFinder:
             if net in self.users[i]:
                 self.users[i].discard(net)
                 self.occ[i] -= 1
+                if self.occ[i] == 0:
+                    t = self.rg.xy[i]
+                    self.tile_use[t] -= 1
 
     def _claim(self, net: str, nodes: Iterable[int]) -> None:
         for i in nodes:
             if net not in self.users[i]:
                 self.users[i].add(net)
                 self.occ[i] += 1
+                if self.occ[i] == 1:
+                    t = self.rg.xy[i]
+                    self.tile_use[t] = self.tile_use.get(t, 0) + 1
 
     def route_net(self, net: RouteNet, old: list[int], use_keep: bool = False
                   ) -> tuple[dict[Terminal, list[int]], list[int]]:
@@ -339,9 +375,11 @@ def _overused(pf: PathFinder) -> list[int]:
 
 
 def route_width(graph: RoutingGraph, nets: list[RouteNet], reg_feeds: dict[str, str],
-                params: RouterParams | None = None) -> tuple[dict[str, dict[Terminal, list[str]]],
-                                                            dict[str, str], int]:
-    """Route ``nets`` on one graph with PathFinder.
+                params: RouterParams | None = None,
+                on_tiles: Iterable[tuple[int, int]] = ()
+                ) -> tuple[dict[str, dict[Terminal, list[str]]], dict[str, str], int]:
+    """Route ``nets`` on one graph with PathFinder. ``on_tiles``: tiles on before this
+    graph is routed (power-aware costs, module docstring; unused with ``power_cost`` 1).
 
     ``reg_feeds``: register instance -> name of the net whose register sink decides the
     register's REG node; a net with ``reg_source`` set starts at that REG node. Returns
@@ -349,7 +387,7 @@ def route_width(graph: RoutingGraph, nets: list[RouteNet], reg_feeds: dict[str, 
     :class:`RoutingError` naming overused nodes and their nets when congestion remains.
     """
     p = params or RouterParams()
-    pf = PathFinder(graph, p)
+    pf = PathFinder(graph, p, on_tiles)
     by_name = {n.name: n for n in nets}
     # order: a register's output net after the net feeding the register
     deps = nx.DiGraph()
@@ -524,6 +562,10 @@ def route_design(packed, placement, coll: Collateral,
     reg_sites: dict[str, str] = {}
     iters: dict[int, int] = {}
     wl: dict[int, int] = {}
+    # power-aware routing: the tiles of placed instances are on from the start; each width
+    # sees the tiles of the widths routed before it on
+    on_tiles = {_site(placement, i) for i in packed.instances} \
+        if params is not None and params.power_cost != 1.0 else set()
     for w in sorted(per_width, reverse=True):
         rg = graphs[w]
         feeds = reg_feeds_w.get(w, {})
@@ -533,7 +575,10 @@ def route_design(packed, placement, coll: Collateral,
                                    f"{w}-bit net feeds it")
             if n.reg_source is not None:
                 n.source = rg.regs_by_tile[_site(placement, n.reg_source)][0]
-        paths, sites, it = route_width(rg, per_width[w], feeds, params)
+        paths, sites, it = route_width(rg, per_width[w], feeds, params, on_tiles)
+        if on_tiles:
+            on_tiles |= {rg.xy[rg.index[n]] for pth in paths.values() for q in pth.values()
+                         for n in q}
         iters[w] = it
         reg_sites.update(sites)
         used: set[str] = set()

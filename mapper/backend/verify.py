@@ -21,6 +21,9 @@ placed instance's core config is written to a tile of the kind it names
 are not written). The pipelining report is checked against its own routes: every register
 the pass says it enabled lies on a route.
 
+No tile that a routed net passes (so no tile of a routed instance) is power-gated by the
+bitstream (:func:`check_power`; a gated tile outputs 0 and loses its state, :mod:`canal.rtl`).
+
 The contents of every lookup table (a MEM in lookup-table mode,
 :func:`mapper.mapping.compute.lut_config`) and coordinate-pattern ROM
 (:func:`mapper.mapping.memory.pattern_rom`) are checked word for word: the bitstream must write entry
@@ -38,7 +41,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
-from canal.graph import NodeKind
+from canal.graph import NodeKind, parse_id
 from canal.smt import BitstreamSelects, FieldSpot, InterconnectModel, NodeValue, ProofResult
 from cgra.config import config_address, pack_fields
 from cgra.errors import CgraError
@@ -47,6 +50,7 @@ from mapper.backend.pipeline import PipelineResult
 from canal.config import config_memory_writes
 from mapper.backend.bitstream import BitstreamWords, check_words, read_text_file, rom_contents
 from mapper.backend.place import TAG_NAMES, site_capacity
+from mapper.backend.power import gated_by_bitstream
 
 
 class VerificationError(CgraError):
@@ -245,6 +249,32 @@ def check_structure(bitstream: list[tuple[int, int]], res: PipelineResult,
     return checked
 
 
+def check_power(bitstream: list[tuple[int, int]], res: PipelineResult, coll: Collateral
+                ) -> int:
+    """No tile holding a node of a routed net of ``res`` is gated by ``bitstream`` (its
+    power-gate word with ``gate`` = 1, :func:`mapper.backend.power.gated_by_bitstream`).
+    Returns the number of gated tiles; raises :class:`VerificationError` naming the first
+    such tile (by (x, y)) and a net routed through it."""
+    gated = gated_by_bitstream(coll, bitstream)
+    if not gated:
+        return 0
+    where = getattr(bitstream, "source", "bitstream")
+    bad: dict[tuple[int, int], str] = {}
+    for name, r in res.routing.nets.items():
+        for path in r.paths.values():
+            for nid in path:
+                xy = parse_id(nid).xy
+                if xy in gated:
+                    bad.setdefault(xy, f"net {name} ({nid})")
+    if bad:
+        xy = min(bad)
+        raise VerificationError(f"{where}: tile {xy} is power-gated but {bad[xy]} is routed "
+                                f"through it ({len(bad)} used tile(s) gated); a gated tile "
+                                f"outputs 0 -- gate only unused tiles (`cgra run "
+                                f"--power-gate`)")
+    return len(gated)
+
+
 def verify(bitstream: list[tuple[int, int]], res: PipelineResult, coll: Collateral,
            model: InterconnectModel | None = None, timeout_ms: int = 20_000) -> VerifyReport:
     """Prove that ``bitstream`` (``[(addr, data)]``; a :class:`BitstreamWords` names its file
@@ -261,6 +291,7 @@ def verify(bitstream: list[tuple[int, int]], res: PipelineResult, coll: Collater
     check_report(res)
     want, owner, nets = expected_values(model, res)
     check_structure(bitstream, res, coll)
+    check_power(bitstream, res, coll)
     t1 = time.perf_counter()
     selects = BitstreamSelects(bitstream, model.spots)
     proof = model.prove(want, selects, timeout_ms)

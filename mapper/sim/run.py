@@ -46,6 +46,8 @@ from mapper.stages import RUN_SCHEMA, FlowResult, load_bitstream, load_flow, rea
 from mapper.mapping.streams import stream_events
 from mapper.backend.bitstream import BitstreamWords
 from mapper.backend.verify import verify
+from mapper.backend.power import gated_by_bitstream, power_summary, used_tiles
+from mapper.sim.energy import estimate
 from mapper.backend.report import report as pnr_report
 from mapper.interp import run_outputs
 from mapper.apps import (HALIDE_TOLERANCE_ULP, app_images, build_app, colour_outputs,
@@ -429,9 +431,41 @@ def simulate_app(run_dir: str | Path, coll: Collateral, opts: SimOptions | None 
     if ir_p.more_outputs:
         rep["outputs"] = {o: list(a.shape) for o, a in outs.items()}
     rep["bitstream_proof"] = proof.to_dict()
+    # power domains in the bitstream's power state, and the energy estimate (a model)
+    pairs = flow.bitstream.pairs()
+    off = gated_by_bitstream(coll, pairs)
+    routing = flow.pipelined.routing
+    rep["power"] = power_summary(coll, flow.placement, routing, off)
+    sections = {"power": rep["power"]}
+    if opts.energy:
+        say("energy estimate")
+        t = time.perf_counter()
+        rep["energy"] = sections["energy"] = run_energy(coll, flow, plan, sim, harness, off,
+                                                        int(out_img.size),
+                                                        rep["timing"]["fmax_mhz"], opts)
+        secs["energy"] = time.perf_counter() - t
+        rep["stage_seconds"]["energy"] = round(secs["energy"], 4)
+    st.update_pnr_report(run_dir, sections)
     st.save_run_report(run_dir, coll, rep)
     return AppRun(app["name"], img, out_img, g_np, g_hl, flow, harness, sim, plan, rep, run_dir,
                   coll, outs)
+
+
+def run_energy(coll: Collateral, flow: FlowResult, plan: StreamPlan, sim, harness,
+               gated: set[tuple[int, int]], pixels: int, fmax_mhz: float,
+               opts: SimOptions) -> dict[str, Any]:
+    """The ``energy`` section (:func:`mapper.sim.energy.estimate`) of a simulated run: the
+    used tiles of its placement and pipelined routing, the tiles its bitstream gates, the
+    streams of the Verilator run (every driven input and sampled output), the yosys cell
+    counts cached in the design's model cache (``cells/``)."""
+    from mapper.sim.verilator import SimParams, model_cache_dir  # deferred: loads psutil only when called
+
+    streams = {p: (np.asarray(v), harness.widths[p]) for p, v in plan.inputs.items()}
+    streams.update({p: (np.asarray(v), harness.widths[p]) for p, v in sim.outputs.items()})
+    tags = {xy: t.tag for xy, t in coll.tiles.items()}
+    cache = model_cache_dir(coll.root, opts.sim or SimParams()) / "cells"
+    return estimate(coll.root, cache, tags, used_tiles(flow.placement, flow.pipelined.routing),
+                    gated, streams, plan.cycles, pixels, fmax_mhz, coll.data_width)
 
 
 def run_report(app: dict[str, Any], opts: SimOptions, coll: Collateral, flow: FlowResult,

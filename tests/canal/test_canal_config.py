@@ -14,7 +14,8 @@ from cgra.errors import ConfigError, RoutingError
 def test_feature_numbering_passthru_tile(ic4):
     tc = ic4.configs[(1, 1)]
     assert [(f.index, f.name) for f in tc.features] == [
-        (0, "core"), (1, "sb16"), (2, "cb_data_in"), (3, "sb1"), (4, "cb_bit_in")]
+        (0, "core"), (1, "sb16"), (2, "cb_data_in"), (3, "sb1"), (4, "cb_bit_in"),
+        (5, "pg")]
     sb16 = tc.features[1]
     # 20 SB_OUT selects of 2 bits (fan-in 4) then 20 RMUX enables of 1 bit
     assert [f.width for f in sb16.fields] == [2] * 20 + [1] * 20
@@ -22,7 +23,8 @@ def test_feature_numbering_passthru_tile(ic4):
     assert tc.features[2].fields[0].width == 5           # 20-input connection box
     assert tc.node_field["RMUX:16:1:1:WEST:4"] == (1, "RMUX_T4_WEST_B16_sel")
     io = ic4.configs[(0, 0)]
-    assert [f.name for f in io.features] == ["core", "sb16", "cb_f2io_16", "sb1", "cb_f2io_1"]
+    assert [f.name for f in io.features] == ["core", "sb16", "cb_f2io_16", "sb1", "cb_f2io_1",
+                                             "pg"]
     assert io.features[0].num_regs == 0
 
 
@@ -85,7 +87,8 @@ def test_config_fields_never_overlap(ic4):
     mux_rows = [r for r in rows if r["node"] is not None]
     n_mux = sum(1 for g in ic4.graphs.values() for f in g.fanin.values() if len(f) > 1)
     assert len(mux_rows) == n_mux
-    assert len(rows) == n_mux + 2 * 8                   # 8 pass-through cores x 2 fields
+    # 8 pass-through cores x 2 fields, and the power-gate field of each of the 16 tiles
+    assert len(rows) == n_mux + 2 * 8 + 16
 
 
 def test_bitstream_from_collateral_graphs(ic4):
@@ -177,3 +180,32 @@ def test_templated_config_map_equals_tile_by_tile(extra_sb_edge):
     want = [list(r.items()) for (x, y), tc in general.items() for r in _tile_rows(x, y, tc)]
     assert [list(r.items()) for r in config_map_rows(fast)] == want
     assert [list(r.items()) for r in config_map_rows(general)] == want
+
+
+def test_power_gate_field_round_trips_through_the_config_map(ic4, tmp_path):
+    """Every tile's last feature is ``pg`` with the 1-bit field ``gate`` (reset 0 = on); it
+    is in config_map.json and read back into ConfigMap.power_gates, and the word
+    power_gate_bitstream writes decodes to that field."""
+    from canal.config import (POWER_GATE_FEATURE, POWER_GATE_FIELD, power_gate_bitstream,
+                              power_gate_feature)
+    from cgra.config import config_address, decode_fields
+    from garnet.collateral import FieldLoc, read_config_map, write_config_map
+
+    assert (POWER_GATE_FIELD.name, POWER_GATE_FIELD.width, POWER_GATE_FIELD.reset) == ("gate", 1, 0)
+    for tc in ic4.configs.values():
+        pg = power_gate_feature(tc)
+        assert tc.features[-1] is pg and pg.name == POWER_GATE_FEATURE
+        assert [(s.name, s.reg, s.lo, s.width) for s in pg.slices] == [("gate", 0, 0, 1)]
+    cmap = read_config_map(write_config_map(tmp_path / "config_map.json", ic4.tiles,
+                                            ic4.configs))
+    assert sorted(cmap.power_gates) == sorted(ic4.configs)
+    assert cmap.power_gates[(1, 1)] == FieldLoc("gate", 5, "pg", 0, 0, 1, 0)   # pass-through
+    assert cmap.power_gates[(0, 0)] == FieldLoc("gate", 5, "pg", 0, 0, 1, 0)   # IO
+    words = power_gate_bitstream(ic4.configs, [(2, 1), (1, 1)])
+    assert words == [(config_address(0, 5, 1, 1), 1), (config_address(0, 5, 2, 1), 1)]
+    assert words == [(0x00050101, 1), (0x00050201, 1)]
+    pg = power_gate_feature(ic4.configs[(1, 1)])
+    assert decode_fields(pg.fields, {0: words[0][1]}) == {"gate": 1}
+    assert decode_fields(pg.fields, {}) == {"gate": 0}       # reset: the tile is on
+    with pytest.raises(ConfigError, match=r"power gate: no tile at \(9, 9\)"):
+        power_gate_bitstream(ic4.configs, [(9, 9)])

@@ -40,9 +40,9 @@ def test_mem_features_numbered_after_the_others(ic_mem, mem_core):
     tc = ic_mem.configs[MEM_XY]
     names = [f.name for f in tc.features]
     assert names == ["core", "sb16", "cb_data_in_0", "cb_chain_data_in_0", "sb1",
-                     "cb_chain_valid_in_0"] + [f"mem{i}" for i in range(8)]
-    assert [f.index for f in tc.features] == list(range(14))
-    assert [f.words for f in tc.features[6:]] == [256] * 8
+                     "cb_chain_valid_in_0"] + [f"mem{i}" for i in range(8)] + ["pg"]
+    assert [f.index for f in tc.features] == list(range(15))
+    assert [f.words for f in tc.features[6:14]] == [256] * 8
     assert tc.config_memory == ConfigMemory(2048, 16, 6)
     # the tile record carries the base feature, in every graph
     for g in ic_mem.graphs.values():
@@ -53,10 +53,11 @@ def test_mem_features_numbered_after_the_others(ic_mem, mem_core):
     ic2 = build_uniform(InterconnectParams(2, 1, pipeline_registers=[]),
                         lambda x, y: plain if x == 1 else PT_CORE)
     before = [(f.index, f.name, f.fields) for f in ic2.configs[MEM_XY].features]
-    assert [(f.index, f.name, f.fields) for f in tc.features[:6]] == before
+    assert [(f.index, f.name, f.fields) for f in tc.features[:6]] == before[:6]
     # no config-map rows for memory words (they are not fields)
     rows = [r for r in ic_mem.config_map_rows() if (r["x"], r["y"]) == MEM_XY]
-    assert max(r["feature"] for r in rows) == 5
+    assert max(r["feature"] for r in rows if r["feature_name"] != "pg") == 5
+    assert [(r["feature"], r["field"]) for r in rows if r["feature_name"] == "pg"] == [(14, "gate")]
 
 
 def test_config_memory_writes_addresses_and_errors():
@@ -80,16 +81,16 @@ def test_config_memory_writes_addresses_and_errors():
 def test_feature_limit_counts_the_memory_features():
     params = InterconnectParams(1, 1, pipeline_registers=[])
     n0 = len(build_uniform(params, lambda x, y: PT_CORE).configs[(0, 0)].features)
-    assert n0 == 5                      # core, sb16, cb_data_in, sb1, cb_bit_in
-    # 251 memory features fill the 8-bit feature field exactly; 252 is one too many
-    ok = dataclasses.replace(PT_CORE, name="pt_mem", config_memory=ConfigMemory(256 * 251, 16))
+    assert n0 == 6                      # core, sb16, cb_data_in, sb1, cb_bit_in, pg
+    # 250 memory features (and pg) fill the 8-bit feature field exactly; 251 is one too many
+    ok = dataclasses.replace(PT_CORE, name="pt_mem", config_memory=ConfigMemory(256 * 250, 16))
     ic = build_uniform(params, lambda x, y: ok)
     assert len(ic.configs[(0, 0)].features) == 256
     assert ic.tiles[(0, 0)].config_memory.feature == 5
     big = dataclasses.replace(PT_CORE, name="pt_bigmem",
-                              config_memory=ConfigMemory(256 * 251 + 1, 16))
-    with pytest.raises(ConfigError, match=r"tile \(0, 0\) needs 257 features \(252 of them "
-                                          r"for the 64257-word config memory\).*\(256\)"):
+                              config_memory=ConfigMemory(256 * 250 + 1, 16))
+    with pytest.raises(ConfigError, match=r"tile \(0, 0\) needs 257 features \(251 of them "
+                                          r"for the 64001-word config memory\).*\(256\)"):
         build_uniform(params, lambda x, y: big)
 
 

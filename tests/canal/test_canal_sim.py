@@ -10,6 +10,7 @@ import random
 import fault
 import pytest
 
+from canal.config import power_gate_bitstream, power_gate_feature
 from canal.graph import Side
 from canal.paths import walk_path
 from canal.rtl import array_circuit, top_port_name
@@ -169,4 +170,54 @@ def test_config_registers_read_back(ic4, sim4):
     t.poke(arr.config_addr, written[-1][0])
     t.eval()
     t.expect(arr.read_data, 0)
+    _run(t, directory)
+
+
+def test_power_gate_clamps_outputs_and_loses_state(ic4, sim4):
+    """A gated tile (its ``pg`` field = 1, canal.rtl module docstring) outputs 0 and its
+    pipeline register is held in reset; gating a tile the route does not pass changes
+    nothing; switching the tile on again brings the stream back."""
+    arr, directory = sim4
+    g = ic4.graphs[16]
+    path = walk_path(g, "PORT:16:0:1:io2f_16", DATA_MOVES, "PORT:16:3:0:f2io_16",
+                     registers=[2])
+    assert "REG:16:1:2:EAST:0" in path                    # the register of tile (1, 2)
+    on_path = {(int(n.split(":")[2]), int(n.split(":")[3])) for n in path}
+    assert (1, 2) in on_path and (0, 3) not in on_path and (3, 3) not in on_path
+    src = getattr(arr, top_port_name("glb2io_16", 0, 1))
+    dst = getattr(arr, top_port_name("io2glb_16", 3, 0))
+    rng = random.Random(36)
+    values = [rng.randrange(1, 1 << 16) for _ in range(12)]
+    t = fault.Tester(arr, arr.CLK)
+    _reset(t, arr)
+    _write(t, arr, ic4.route_bitstream({"data": [path]}))
+    # two unused tiles gated: the stream is unchanged
+    _write(t, arr, power_gate_bitstream(ic4.configs, [(0, 3), (3, 3)]))
+    _stream(t, src, dst, values, latency=1)
+    # stall with 0x1234 in the register of (1, 2), then gate (1, 2): the output is clamped
+    t.poke(src, 0x1234)
+    t.step(2)
+    t.poke(arr.clk_en, 0)
+    t.eval()
+    t.expect(dst, 0x1234)
+    _write(t, arr, power_gate_bitstream(ic4.configs, [(1, 2)]))
+    t.eval()
+    t.expect(dst, 0)
+    # on again (still stalled): the register's value was lost (reset to 0 while gated)
+    pg = power_gate_feature(ic4.configs[(1, 2)])
+    _write(t, arr, [(config_address(0, pg.index, 1, 2), 0)])
+    t.eval()
+    t.expect(dst, 0)
+    t.poke(arr.clk_en, 1)
+    _stream(t, src, dst, values, latency=1)
+    # a gated tile still answers config reads (the config registers are always on)
+    _write(t, arr, power_gate_bitstream(ic4.configs, [(2, 2)]))
+    t.poke(arr.config_read, 1)
+    t.poke(arr.config_addr, config_address(0, pg.index, 2, 2))
+    t.eval()
+    t.expect(arr.read_data, 1)
+    t.poke(arr.config_read, 0)
+    t.poke(src, 0x0F0F)
+    t.eval()
+    t.expect(dst, 0)
     _run(t, directory)

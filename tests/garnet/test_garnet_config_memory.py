@@ -25,8 +25,9 @@ def test_config_map_and_routing_graphs_record_the_config_memory(small_design):
         base = names.index("mem0")
         assert base == 6 and names[:6] == ["core", "sb16", "cb_data_in_0",
                                            "cb_chain_data_in_0", "sb1", "cb_chain_valid_in_0"]
-        assert names[base:] == [f"mem{i}" for i in range(8)]
-        assert [f["registers"] for f in entry["features"][base:]] == [256] * 8
+        # the memory words, then the power-gate feature last (one register)
+        assert names[base:] == [f"mem{i}" for i in range(8)] + ["pg"]
+        assert [f["registers"] for f in entry["features"][base:]] == [256] * 8 + [1]
         assert entry["config_memory"] == {"feature": 6, "words": 2048, "width": 16}
         for g in graphs.values():
             assert g.tiles[xy].config_memory == ConfigMemory(2048, 16, 6)

@@ -215,7 +215,7 @@ def test_auto_target_pipelines_to_the_model_floor(graphs):
     hop = max(v for c in table["switch_box_hop"].values() for w in c.values() for v in w.values())
     assert floor > table["register_mux"] + hop + table["clock_skew"]["pe_to_mem"]
     none = pipeline(packed, pl, rr, graphs, PipelineParams(latency={"p": 0}))
-    assert none.timing.target_ps is None and none.timing.period_ps == pytest.approx(7897.49)
+    assert none.timing.target_ps is None and none.timing.period_ps == pytest.approx(7253.49)
     auto = pipeline(packed, pl, rr, graphs, PipelineParams(latency={"p": 0},
                                                            register_pe_inputs=True,
                                                            auto_target=True))
@@ -246,7 +246,9 @@ def test_missed_target_names_the_critical_path_and_what_it_lacks(graphs):
     """Issue 41 item 9d: a missed target is one line naming the critical path's end points,
     its tiles and why no register can cut it (a core stage; a register that would unbalance
     the design, with the branch short of cycles; a combinational PE)."""
-    packed, pl, rr = _pnr(stencil_netlist("g"), graphs, seed=2)
+    # the scenarios below (a 5-hop unbalanced path, a combinational PE) were found on the
+    # annealer-only placement of seed 2: the fixture keeps it
+    packed, pl, rr = _pnr(stencil_netlist("g"), graphs, seed=2, analytical=False)
     core = pipeline(packed, pl, rr, graphs, PipelineParams(latency={"p": 0},
                                                            register_pe_inputs=True,
                                                            target_period_ps=900.0))
@@ -289,7 +291,7 @@ def test_broadcast_register_tree_raises_fmax(graphs):
     serving at most 2 of them (``broadcast_fanout`` 4, ``broadcast_leaves`` 2; a branch with
     no free register site keeps none); with compute pipelining alone the critical path then
     shortens from 1709 to 1406 ps (seed 1)."""
-    packed, pl, rr = _pnr(_broadcast(10), graphs, seed=1)
+    packed, pl, rr = _pnr(_broadcast(10), graphs, seed=1, analytical=False)  # the SA placement
     base = PipelineParams(latency={"p": 0}, register_pe_inputs=True)
     off = pipeline(packed, pl, rr, graphs, base)
     on = pipeline(packed, pl, rr, graphs, PipelineParams(latency={"p": 0},

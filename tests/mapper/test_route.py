@@ -224,3 +224,24 @@ def test_two_netlist_ports_on_one_core_port_is_an_error(arr8):
     with pytest.raises(RoutingError, match=r"o\.in \(net n0\) and o\.other \(net n1\) both map "
                                            r"to core port PORT:16:\d+:0:f2io_16"):
         route_design(packed, pl, graphs)
+
+
+def test_power_aware_costs_keep_routes_in_tiles_already_on(arr8, routed8):
+    """power_cost 1 is the plain router bit for bit; with power_cost 4 the same placement is
+    routed legally through no more tiles (tiles holding a placed instance or a routed node:
+    mapper.backend.power.used_tiles) than the plain router uses."""
+    from mapper.backend.power import used_tiles
+
+    _, graphs = arr8
+    packed, pl, rr = routed8
+    same = route_design(packed, pl, graphs, RouterParams(power_cost=1.0))
+    assert same.routes() == rr.routes()
+    aware = route_design(packed, pl, graphs, RouterParams(power_cost=4.0))
+    check_routing(aware, graphs)
+    plain_on, aware_on = used_tiles(pl, rr), used_tiles(pl, aware)
+    placed = {tuple(xy) for xy in pl.sites.values()}
+    assert placed <= aware_on and placed <= plain_on
+    # seed 3 of the gaussian stencil on the 8x8 (21 placed tiles when written): the plain
+    # router passed through 4 more tiles, the power-aware one through 1
+    assert len(placed) <= len(aware_on) < len(plain_on), (len(placed), len(aware_on),
+                                                          len(plain_on))

@@ -1,0 +1,122 @@
+"""Power domains, power-aware routing and the energy estimate (issue 36 items 2-4; AHA paper
+§4.3, §5.5), per app and placement seed on one array:
+
+* **plain**: the default flow (every tile on, plain PathFinder costs);
+* **power**: power-aware routing (``RouterParams.power_cost`` = ``--power-cost``, default
+  :data:`mapper.backend.route.POWER_AWARE_COST`) and every unused tile gated by the
+  bitstream (``FlowParams.power_gate``).
+
+Both run through Verilator (bit-exact against both golden models, or the run fails) with
+the energy estimate (:mod:`mapper.sim.energy`, a model: yosys cell counts x the cited
+per-cell table of ``mapper/data/energy.json``, activity from the Verilator run). Figures
+per run: tiles used (plain) / on (power), tiles gated, wirelength (track segments), Fmax
+(MHz), energy per output pixel (pJ; dynamic, leakage, total) as run and, from the same
+activity, with the other power state (``ungated`` of the power run = every tile on).
+
+The designs are generated into ``build/power/<config>`` (this bench's own directory, so a
+design another job uses in ``build/`` is never regenerated underneath it).
+
+    .venv/bin/python bench/bench_power.py [--config default] [--apps a,b] [--seeds 0,1]
+                                          [--fmax 900] [--power-cost 4]
+"""
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from benchlib import row, save_rows
+from cgra.errors import CgraError
+from garnet.build import generate
+from garnet.params import load_toml
+from mapper.backend.pipeline import PipelineParams
+from mapper.backend.place import PlaceParams
+from mapper.backend.route import POWER_AWARE_COST, RouterParams
+from mapper.flow import run_app
+from mapper.params import AppParams, FlowParams, RunParams, SimOptions
+
+ROOT = Path(__file__).resolve().parents[1]
+APPS = ("gaussian", "unsharp", "harris", "camera_pipeline")
+
+
+def design(config: str) -> Path:
+    """``build/power/<config>`` from ``configs/<config>.toml`` with its rules (generated
+    when missing)."""
+    d = ROOT / "build" / "power" / config
+    if not (d / "design.json").is_file():
+        generate(load_toml(ROOT / "configs" / f"{config}.toml"), d, rules=True,
+                 rules_dir=ROOT / "build" / "rules", jobs=2,
+                 config_file=f"configs/{config}.toml")
+    return d
+
+
+def run(d: Path, app: str, seed: int, power: bool, cost: float, fmax: float | None,
+        tmp: Path) -> dict:
+    """One run's figures (``ok`` False with the error when the flow failed)."""
+    pipe = (PipelineParams(register_pe_inputs=True, auto_target=True) if fmax is None
+            else PipelineParams(register_pe_inputs=True, target_period_ps=1e6 / fmax))
+    flow = FlowParams(place=PlaceParams(seed=seed), pipeline=pipe,
+                      route=RouterParams(power_cost=cost if power else 1.0), power_gate=power)
+    out = tmp / f"{app}_s{seed}_{'power' if power else 'plain'}"
+    t = time.perf_counter()
+    try:
+        r = run_app(RunParams(AppParams(app, 64, 64), d, out, flow, SimOptions(energy=True)))
+    except CgraError as exc:
+        return {"ok": False, "error": str(exc)[:200]}
+    rep = r.report
+    pw, e = rep["power"], rep["energy"]
+    return {"ok": rep["match"] == {"numpy": True, "halide": True},
+            "tiles_used": pw["tiles_used"], "tiles_on": pw["tiles_on"],
+            "tiles_gated": pw["tiles_gated"], "domains": pw["domains"],
+            "wirelength": rep["wirelength_total"], "fmax": rep["timing"]["fmax_mhz"],
+            "dynamic": e["dynamic_pj_per_pixel"], "leakage": e["leakage_pj_per_pixel"],
+            "total": e["total_pj_per_pixel"], "total_ungated": e["ungated"]["total_pj_per_pixel"],
+            "total_all_unused_gated": e["all_unused_gated"]["total_pj_per_pixel"],
+            "toggle_rate": e["toggle_rate"], "seconds": round(time.perf_counter() - t, 1)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--config", default="default", help="configs/<name>.toml (default 32x16)")
+    ap.add_argument("--apps", default=",".join(APPS))
+    ap.add_argument("--seeds", default="0,1")
+    ap.add_argument("--fmax", type=float, default=900.0,
+                    help="pipelining target (MHz), as `cgra run --fmax`")
+    ap.add_argument("--power-cost", type=float, default=POWER_AWARE_COST)
+    a = ap.parse_args()
+    d = design(a.config)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-power-") as tmp:
+        for app in a.apps.split(","):
+            for seed in (int(s) for s in a.seeds.split(",")):
+                res = {k: run(d, app, seed, k == "power", a.power_cost, a.fmax, Path(tmp))
+                       for k in ("plain", "power")}
+                params = {"app": app, "seed": seed, "config": a.config, "fmax_target": a.fmax,
+                          "power_cost": a.power_cost, "size": 64}
+                for k, r in res.items():
+                    if not r["ok"]:
+                        rows.append(row("power", f"{k}_failed", 1, "run",
+                                        {**params, "error": r.get("error", "mismatch")}))
+                        continue
+                    p = {**params, "flow": k}
+                    rows += [row("power", "tiles_on", r["tiles_on"], "tiles", p),
+                             row("power", "tiles_used", r["tiles_used"], "tiles", p),
+                             row("power", "tiles_gated", r["tiles_gated"], "tiles", p),
+                             row("power", "wirelength", r["wirelength"], "segments", p),
+                             row("power", "fmax", r["fmax"], "MHz", p),
+                             row("power", "energy_dynamic", r["dynamic"], "pJ/pixel", p),
+                             row("power", "energy_leakage", r["leakage"], "pJ/pixel", p),
+                             row("power", "energy_total", r["total"], "pJ/pixel", p),
+                             row("power", "energy_total_ungated", r["total_ungated"],
+                                 "pJ/pixel", p),
+                             row("power", "energy_total_unused_gated",
+                                 r["total_all_unused_gated"], "pJ/pixel", p),
+                             row("power", "toggle_rate", r["toggle_rate"], "toggles/bit/cycle",
+                                 p),
+                             row("power", "seconds", r["seconds"], "s", p)]
+    print(f"saved {save_rows('power', rows)}")
+
+
+if __name__ == "__main__":
+    main()
