@@ -3,15 +3,18 @@
 
 * **plain**: the default flow (every tile on, plain PathFinder costs);
 * **power**: power-aware routing (``RouterParams.power_cost`` = ``--power-cost``, default
-  :data:`mapper.backend.route.POWER_AWARE_COST`) and every unused tile gated by the
-  bitstream (``FlowParams.power_gate``).
+  :data:`mapper.backend.route.POWER_AWARE_COST`), every unused tile gated by the
+  bitstream (``FlowParams.power_gate``) and the unused muxes of the on tiles quieted
+  (``FlowParams.quiet_unused``, :mod:`mapper.backend.quiet`).
 
 Both run through Verilator (bit-exact against both golden models, or the run fails) with
 the energy estimate (:mod:`mapper.sim.energy`, a model: yosys cell counts x the cited
 per-cell table of ``mapper/data/energy.json``, activity from the Verilator run). Figures
 per run: tiles used (plain) / on (power), tiles gated, wirelength (track segments), Fmax
 (MHz), energy per output pixel (pJ; dynamic, leakage, total) as run and, from the same
-activity, with the other power state (``ungated`` of the power run = every tile on).
+activity, with the other power state (``ungated`` of the power run = every tile on); for
+the power run the unused muxes quieted and unquietable and those forwarding a routed net
+before / after quieting (a structural proxy: the energy estimate sees only the top ports).
 
 The designs are generated into ``build/power/<config>`` (this bench's own directory, so a
 design another job uses in ``build/`` is never regenerated underneath it).
@@ -22,6 +25,7 @@ design another job uses in ``build/`` is never regenerated underneath it).
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 import time
 from pathlib import Path
@@ -57,7 +61,8 @@ def run(d: Path, app: str, seed: int, power: bool, cost: float, fmax: float | No
     pipe = (PipelineParams(register_pe_inputs=True, auto_target=True) if fmax is None
             else PipelineParams(register_pe_inputs=True, target_period_ps=1e6 / fmax))
     flow = FlowParams(place=PlaceParams(seed=seed), pipeline=pipe,
-                      route=RouterParams(power_cost=cost if power else 1.0), power_gate=power)
+                      route=RouterParams(power_cost=cost if power else 1.0), power_gate=power,
+                      quiet_unused=power)
     out = tmp / f"{app}_s{seed}_{'power' if power else 'plain'}"
     t = time.perf_counter()
     try:
@@ -66,6 +71,7 @@ def run(d: Path, app: str, seed: int, power: bool, cost: float, fmax: float | No
         return {"ok": False, "error": str(exc)[:200]}
     rep = r.report
     pw, e = rep["power"], rep["energy"]
+    quiet = json.loads((out / "pnr_report.json").read_text()).get("quiet_unused") or {}
     return {"ok": rep["match"] == {"numpy": True, "halide": True},
             "tiles_used": pw["tiles_used"], "tiles_on": pw["tiles_on"],
             "tiles_gated": pw["tiles_gated"], "domains": pw["domains"],
@@ -73,7 +79,8 @@ def run(d: Path, app: str, seed: int, power: bool, cost: float, fmax: float | No
             "dynamic": e["dynamic_pj_per_pixel"], "leakage": e["leakage_pj_per_pixel"],
             "total": e["total_pj_per_pixel"], "total_ungated": e["ungated"]["total_pj_per_pixel"],
             "total_all_unused_gated": e["all_unused_gated"]["total_pj_per_pixel"],
-            "toggle_rate": e["toggle_rate"], "seconds": round(time.perf_counter() - t, 1)}
+            "toggle_rate": e["toggle_rate"], "seconds": round(time.perf_counter() - t, 1),
+            "quiet": quiet}
 
 
 def main() -> None:
@@ -115,6 +122,9 @@ def main() -> None:
                              row("power", "toggle_rate", r["toggle_rate"], "toggles/bit/cycle",
                                  p),
                              row("power", "seconds", r["seconds"], "s", p)]
+                    rows += [row("power", f"muxes_{f}", r["quiet"][f], "muxes", p)
+                             for f in ("quieted", "unquietable", "forwarding_before",
+                                       "forwarding_after") if f in r["quiet"]]
     print(f"saved {save_rows('power', rows)}")
 
 

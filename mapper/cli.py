@@ -313,6 +313,14 @@ def _gamma_opt() -> Callable:
                              "net's box that other nets' boxes also cover; 0 = off")
 
 
+def _quiet_opt() -> Callable:
+    return click.option("--quiet-unused", "quiet_unused", is_flag=True, default=False,
+                        help="quiet unused muxes (AHA §5.5): every switch-box and "
+                             "connection-box mux no routed net uses, in a tile that is on, "
+                             "selects an input that does not switch (a gated neighbour, a "
+                             "constant); counts in pnr_report.json (off by default)")
+
+
 @click.command("place")
 @_RUN_DIR
 @_design_opt()
@@ -411,14 +419,20 @@ def pipeline_cmd(run_dir: Path, design: Path | None, fmax: float | None) -> None
 @_design_opt()
 @click.option("--power-gate", "power_gate", is_flag=True, default=False,
               help="also gate every tile that holds no placed instance and no routed net")
-def bitstream_cmd(run_dir: Path, design: Path | None, power_gate: bool) -> None:
+@_quiet_opt()
+def bitstream_cmd(run_dir: Path, design: Path | None, power_gate: bool,
+                  quiet_unused: bool) -> None:
     """Write the bitstream of the pipelined design of RUN_DIR."""
     from mapper.flow import run_bitstream  # deferred: loads canal.smt, lake.model, mapper.apps, 10 more only when called
     with _claim(run_dir):
-        bs = run_bitstream(run_dir, _open(run_dir, design), power_gate)
+        bs = run_bitstream(run_dir, _open(run_dir, design), power_gate, quiet_unused)
     gated = sum(1 for e in bs.entries if e.what == GATE_WHAT)
+    q = bs.quiet.summary() if bs.quiet else None
     click.echo(f"{bs.name}: {len(bs.entries)} config words"
                + (f" ({gated} unused tiles gated)" if power_gate else "")
+               + (f" ({q['quieted']} unused muxes quieted, {q['unquietable']} not; "
+                  f"{q['forwarding_before']} -> {q['forwarding_after']} forwarding a routed "
+                  f"net)" if q else "")
                + f" -> {run_dir}/{bs.name}.bs")
 
 
@@ -640,6 +654,7 @@ class _RunCommand(click.Command):
 @click.option("--power-gate", "power_gate", is_flag=True, default=False,
               help="power gating (AHA §4.3, §5.5): the bitstream gates every tile that holds "
                    "no placed instance and no routed net (off by default: every tile on)")
+@_quiet_opt()
 @click.option("--power-aware", "power_aware", default=None, type=float, is_flag=False,
               flag_value=POWER_AWARE_COST, metavar="[K]",
               help=f"power-aware routing: a node in a tile not yet on costs K times more "
@@ -654,7 +669,7 @@ def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
             loop_cycles: int, double_buffer: bool, flatten: bool, tensor_seed: int,
             max_cycles: int | None, resume_from: str, fmax: float | None, alphas: str | None,
             absorb: int, placer: str, gamma: float, power_gate: bool,
-            power_aware: float | None, energy: bool) -> None:
+            quiet_unused: bool, power_aware: float | None, energy: bool) -> None:
     """Map APP (a shipped app or a DNN layer: resnet_layer, resnet_stride2, mobilenet_layer,
     gemm) onto the design, simulate it on the RTL and compare with both golden models."""
     from mapper.params import AppParams, FlowParams, RunParams, SimOptions, default_run_dir  # deferred: loads mapper.params only when called
@@ -674,7 +689,7 @@ def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
                                   pipeline=_pipeline_params(fmax),
                                   route=RouterParams(power_cost=power_aware or 1.0),
                                   alphas=_alphas(alphas), absorb_chains=absorb,
-                                  power_gate=power_gate),
+                                  power_gate=power_gate, quiet_unused=quiet_unused),
                        SimOptions(image, tensor_seed=tensor_seed, energy=energy,
                                   **({} if max_cycles is None else {"max_cycles": max_cycles})),
                        resume_from)

@@ -43,7 +43,8 @@ from mapper.mapping.compute import (ComputeMapping, MappedKernel, check_equivale
                                     cover_kernel, kernel_netlist, map_compute, min_pe_count)
 from mapper.mapping.memory import MemoryMapping, map_memory
 from mapper.netlist import Netlist
-from mapper.params import AppParams, FlowParams, RunParams, SimOptions, Step, default_run_dir
+from mapper.params import (AppParams, FlowParams, RunParams, SimOptions, Step, attempt_name,
+                           default_run_dir)
 from mapper.sim.run import AppRun, simulate_app
 from mapper.stages import (FlowResult, app_name, load_flow, load_packed, load_placement,
                            load_routing, open_design, save_packed, save_pipelined,
@@ -256,20 +257,24 @@ def absorb_files(run_dir: str | Path, coll: Collateral, p: FlowParams,
     return pr
 
 
-def run_bitstream(run_dir: str | Path, coll: Collateral, power_gate: bool = False
-                  ) -> Bitstream:
+def run_bitstream(run_dir: str | Path, coll: Collateral, power_gate: bool = False,
+                  quiet_unused: bool = False) -> Bitstream:
     """pipelined.json -> ``bitstream.json`` and ``<app>.bs`` (``AAAAAAAA DDDDDDDD`` lines);
-    ``power_gate``: gate every unused tile (:func:`mapper.backend.bitstream.generate`).
-    ``pnr_report.json`` gets the ``power`` section of the bitstream's power state
-    (:func:`mapper.backend.power.power_summary`)."""
+    ``power_gate``: gate every unused tile, ``quiet_unused``: give every unused mux of an on
+    tile a quiet select (:func:`mapper.backend.bitstream.generate`). ``pnr_report.json``
+    gets the ``power`` section of the bitstream's power state
+    (:func:`mapper.backend.power.power_summary`) and ``quiet_unused``: the counts of
+    :meth:`mapper.backend.quiet.QuietResult.summary`, ``null`` when off."""
     run_dir = Path(run_dir)
     flow = load_flow(run_dir, coll)
     pr = flow.pipelined
-    bs = generate(pr.packed, flow.placement, pr.routing, coll, power_gate=power_gate)
+    bs = generate(pr.packed, flow.placement, pr.routing, coll, power_gate=power_gate,
+                  quiet_unused=quiet_unused)
     bs.name = app_name(run_dir)
     st.save_bitstream(run_dir, coll, bs)
     st.update_pnr_report(run_dir, {"power": power_summary(coll, flow.placement, pr.routing,
-                                                          power_gate)})
+                                                          power_gate),
+                                   "quiet_unused": bs.quiet.summary() if bs.quiet else None})
     return bs
 
 
@@ -345,7 +350,8 @@ def run_stages(p: RunParams, until: str = "sim", step: Step | None = None) -> An
         "place": lambda: run_place(run_dir, coll, p.flow.place),
         "route": lambda: run_route(run_dir, coll, p.flow.route),
         "pipeline": lambda: run_pipeline(run_dir, coll, p.flow.pipeline),
-        "bitstream": lambda: run_bitstream(run_dir, coll, p.flow.power_gate),
+        "bitstream": lambda: run_bitstream(run_dir, coll, p.flow.power_gate,
+                                           p.flow.quiet_unused),
         "sim": lambda: run_sim(run_dir, coll, p.sim, say, secs),
     }
     out = None
@@ -359,10 +365,9 @@ def run_stages(p: RunParams, until: str = "sim", step: Step | None = None) -> An
             # matching fails on a placement (each failure reported in pnr_report.json); with
             # an exponent sweep, once per exponent; the kept result's files are on disk last
             def once_files(q: FlowParams) -> Once:
-                def once(seed: int, stage: list[str], tried: list[dict[str, Any]]):
-                    pp = dataclasses.replace(q.place, seed=seed)
+                def once(pp: PlaceParams, stage: list[str], tried: list[dict[str, Any]]):
                     stage[0], t = "place", time.perf_counter()
-                    say("place" if not tried else f"place (seed {seed})")
+                    say("place" if not tried else f"place ({attempt_name(pp)})")
                     pl = run_place(run_dir, coll, pp)
                     secs["place"] = time.perf_counter() - t
                     stage[0], t = "route", time.perf_counter()
@@ -377,8 +382,8 @@ def run_stages(p: RunParams, until: str = "sim", step: Step | None = None) -> An
                 return once
 
             def close(q: FlowParams):
-                res, pr, failed, seed, on_disk = attempts(q, once_files(q), say)
-                return (res, on_disk), pr, failed, seed
+                res, pr, failed, kept, on_disk = attempts(q, once_files(q), say)
+                return (res, on_disk), pr, failed, kept
 
             q, ((pl, rr, pr), on_disk), failed, table = sweep(p.flow, close, say)
             if table:

@@ -49,6 +49,11 @@ RANGES: dict[tuple[str, str], tuple[str, float | None, float | None, bool]] = {
     ("PlaceParams", "inner"): ("PlaceParams.inner", 1e-6, None, False),
     ("PlaceParams", "max_temperatures"): ("PlaceParams.max_temperatures", 1, None, True),
     ("PlaceParams", "anchor"): ("PlaceParams.anchor", 0.0, None, False),
+    ("PlaceParams", "mem_potential"): ("PlaceParams.mem_potential", 0.0, None, False),
+    ("PlaceParams", "density"): ("PlaceParams.density", 0.0, None, False),
+    ("PlaceParams", "t_scale"): ("PlaceParams.t_scale", 1e-6, None, False),
+    ("PlaceParams", "window"): ("PlaceParams.window", 1.0, None, False),
+    ("PlaceParams", "gamma"): ("--gamma", 0.0, None, False),
     ("RouterParams", "max_iterations"): ("--max-iterations", 1, 100_000, True),
     ("RouterParams", "max_exact_states"): ("RouterParams.max_exact_states", 1, None, True),
     ("RouterParams", "power_cost"): ("--power-aware", 1.0, 1000.0, False),
@@ -161,8 +166,9 @@ class AppParams:
 @dataclass
 class FlowParams:
     """Parameters of every back-end stage; ``place_attempts``: placements tried when routing
-    or pipelining fails on one (attempt ``k`` uses seed ``place.seed + 1000 k``; each
-    failure is reported, see :func:`mapper.closure.attempts`); ``timing_attempts``: of those, how many may
+    or pipelining fails on one (:func:`attempt_plan`: the analytical placement, then
+    annealing alone from seeds ``place.seed + 1000 k``; each failure is reported, see
+    :func:`mapper.closure.attempts`); ``timing_attempts``: of those, how many may
     miss the target clock (``pipeline.target_period_ps``) before the best one is kept."""
 
     pack: PackParams = field(default_factory=PackParams)
@@ -185,6 +191,12 @@ class FlowParams:
     #: placed instance and no routed node (:mod:`mapper.backend.power`); off by default, so
     #: every existing bitstream is unchanged (``cgra run --power-gate``)
     power_gate: bool = False
+    #: quiet unused muxes (AHA paper §5.5): the bitstream gives every switch-box, register and
+    #: connection-box mux that no routed net uses, in a tile that is on, a select whose
+    #: input does not switch (:mod:`mapper.backend.quiet`); with ``power_gate`` the gated
+    #: neighbours' clamped outputs are such inputs too. Off by default (every existing
+    #: bitstream unchanged; ``cgra run --quiet-unused``)
+    quiet_unused: bool = False
 
     def pipeline_params(self) -> PipelineParams:
         """``pipeline``, with the router parameters of its re-routes set to ``route`` when
@@ -207,9 +219,26 @@ class FlowParams:
                                   f"in (0, 16], e.g. 1,1.5,2")
 
 
-def attempt_seeds(p: FlowParams) -> list[int]:
-    """Placement seeds of the attempts (:attr:`FlowParams.place_attempts`)."""
-    return [p.place.seed + 1000 * k for k in range(max(1, p.place_attempts))]
+def attempt_plan(p: FlowParams) -> list[PlaceParams]:
+    """The placement parameters of the attempts, in order (:attr:`FlowParams.place_attempts`
+    of them). Annealing alone (``analytical`` off): seeds ``seed + 1000 k``. With analytical
+    placement (the default) the first attempt is analytical and the others anneal alone
+    from seed ``seed + 1000 (k - 1)``: the analytical placement hardly depends on the seed
+    (the global placement is deterministic, the annealer after it cold), so a retry after a
+    failed branch-delay matching or a missed clock would find the same placement, while
+    annealing explores others (and its longer routes offer more pipeline-register sites to
+    balance a branch)."""
+    n = max(1, p.place_attempts)
+    base = p.place.seed
+    if not p.place.analytical:
+        return [replace(p.place, seed=base + 1000 * k) for k in range(n)]
+    return [p.place] + [replace(p.place, seed=base + 1000 * k, analytical=False)
+                        for k in range(n - 1)]
+
+
+def attempt_name(pp: PlaceParams) -> str:
+    """``"analytical seed 4"`` / ``"annealing seed 1004"``: one attempt, in messages."""
+    return f"{'analytical' if pp.analytical else 'annealing'} seed {pp.seed}"
 
 
 @dataclass
@@ -270,4 +299,5 @@ class RunParams:
 
 
 __all__ = ["AppParams", "DEFAULT_MAX_SIM_CYCLES", "FlowParams", "RANGES", "RunParams",
-           "SimOptions", "Step", "attempt_seeds", "check_fields", "default_run_dir"]
+           "SimOptions", "Step", "attempt_name", "attempt_plan", "check_fields",
+           "default_run_dir"]

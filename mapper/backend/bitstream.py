@@ -28,6 +28,13 @@ placed instance and no routed node (:func:`mapper.backend.power.gated_tiles`) ge
 setting its power-gate field (``pg`` feature, ``gate`` = 1; :mod:`canal.config`), and every
 other entry is unchanged.
 
+With ``quiet_unused`` (``cgra run --quiet-unused``; AHA §5.5) every mux that no routed net
+uses, in a tile that is on (every tile not gated), gets a select whose input does not switch
+(:func:`mapper.backend.quiet.quiet_selects`: a gated neighbour's clamped output, a constant,
+another quiet unused node); the selects other than 0 are OR-merged into the words of their
+registers (new words where no route wrote one, ``configures`` :data:`QUIET_WHAT`); every
+routed select is unchanged. Off by default: existing bitstreams stay as they were.
+
 Files (:meth:`Bitstream.save`): ``<name>.bs`` with one ``AAAAAAAA DDDDDDDD`` line (hex) per
 entry, and ``<name>.bs.json`` (schema ``mapper.bitstream/1``) listing each entry with the tile,
 feature, register and the fields it sets and what they configure. A ``.bs`` file is read by
@@ -49,6 +56,7 @@ from mapper.collateral import Collateral
 from mapper.backend.pack import PackedDesign
 from mapper.backend.place import Placement
 from mapper.backend.power import gate_words, gated_tiles
+from mapper.backend.quiet import QuietResult, quiet_selects, quiet_words
 from mapper.backend.route import RoutingResult
 from canal.config import config_memory_writes
 from lake.config import configure
@@ -58,6 +66,8 @@ from lake.spec import preset as lake_preset
 SCHEMA = "mapper.bitstream/1"
 #: the ``configures`` text of a power-gate word (an unused tile gated)
 GATE_WHAT = "power gate (unused tile)"
+#: the ``configures`` text of the select of a quieted unused mux (``quiet_unused``)
+QUIET_WHAT = "quiet (unused mux)"
 
 MemEncoder = Callable[[str, dict[str, Any], dict[str, Any]], dict[str, int]]
 """``(instance name, instance config, port programs) -> core field values``."""
@@ -117,6 +127,9 @@ class Bitstream:
 
     name: str
     entries: list[Entry]
+    #: the quiet configuration of the unused muxes when ``generate(quiet_unused=True)``
+    #: made it (:class:`mapper.backend.quiet.QuietResult`; not saved in the files)
+    quiet: QuietResult | None = None
 
     def pairs(self) -> list[tuple[int, int]]:
         return [(e.addr, e.data) for e in self.entries]
@@ -344,11 +357,13 @@ def contents_writes(inst: str, xy: tuple[int, int], tile: Any, table: list[int]
 
 def generate(packed: PackedDesign, placement: Placement, routing: RoutingResult,
              coll: Collateral, mem_encoder: MemEncoder | None = None,
-             power_gate: bool = False) -> Bitstream:
+             power_gate: bool = False, quiet_unused: bool = False) -> Bitstream:
     """The bitstream of a design (module docstring) on the fabric of ``coll``. ``packed`` and
     ``routing`` should be the pipelined ones (:class:`mapper.backend.pipeline.PipelineResult`).
     ``power_gate``: also gate every unused tile (module docstring; a design without
     power-gate fields raises :class:`ConfigError`, :func:`mapper.backend.power.gate_words`).
+    ``quiet_unused``: also give every unused mux of an on tile a quiet select (module
+    docstring); the result is in :attr:`Bitstream.quiet`.
     Raises :class:`ConfigError` for a value that does not fit its field or an unknown field,
     :class:`~cgra.errors.RoutingError` for select conflicts, :class:`CollateralError` when a
     used mux is missing from the config map."""
@@ -392,11 +407,16 @@ def generate(packed: PackedDesign, placement: Placement, routing: RoutingResult,
             regs[addr] = regs.get(addr, 0) | part << loc.lo
             fields.setdefault(addr, []).append((loc.name, part))
             what.setdefault(addr, []).append(f"net {net}")
-    if power_gate:
-        for addr, data, fname, value in gate_words(coll, gated_tiles(coll, placement, routing)):
-            regs[addr] = data
-            fields[addr] = [(fname, value)]
-            what[addr] = [GATE_WHAT]
+    gated = gated_tiles(coll, placement, routing) if power_gate else []
+    for addr, data, fname, value in gate_words(coll, gated):
+        regs[addr] = data
+        fields[addr] = [(fname, value)]
+        what[addr] = [GATE_WHAT]
+    quiet = quiet_selects(coll, routing, gated) if quiet_unused else None
+    for addr, part, fname, value in quiet_words(coll, quiet.selects) if quiet else ():
+        regs[addr] = regs.get(addr, 0) | part
+        fields.setdefault(addr, []).append((fname, value))
+        what.setdefault(addr, []).append(QUIET_WHAT)
     entries = [Entry(a, regs[a], tuple(fields[a]), ", ".join(dict.fromkeys(what[a])))
                for a in sorted(regs)]
-    return Bitstream(packed.name, entries)
+    return Bitstream(packed.name, entries, quiet)

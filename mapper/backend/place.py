@@ -96,9 +96,6 @@ class PlaceParams:
         if self.global_method not in ("cg", "quadratic"):
             raise PlacementError(f"global_method {self.global_method!r} is not 'cg' or "
                                  f"'quadratic'")
-        if self.gamma < 0 or self.t_scale <= 0:
-            raise PlacementError(f"gamma must be >= 0 and t_scale > 0 (gamma={self.gamma}, "
-                                 f"t_scale={self.t_scale})")
 
 
 @dataclass

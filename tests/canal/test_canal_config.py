@@ -6,8 +6,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from canal.collateral import from_json, to_json
-from canal.config import route_bitstream, select_width, tile_configs
-from cgra.config import split_address
+from canal.config import (POWER_GATE_FEATURE, POWER_GATE_FIELD, power_gate_bitstream,
+                          power_gate_feature, route_bitstream, select_width, tile_configs)
+from cgra.config import config_address, decode_fields, split_address
+from garnet.collateral import FieldLoc, read_config_map, write_config_map
 from cgra.errors import ConfigError, RoutingError
 
 
@@ -186,11 +188,6 @@ def test_power_gate_field_round_trips_through_the_config_map(ic4, tmp_path):
     """Every tile's last feature is ``pg`` with the 1-bit field ``gate`` (reset 0 = on); it
     is in config_map.json and read back into ConfigMap.power_gates, and the word
     power_gate_bitstream writes decodes to that field."""
-    from canal.config import (POWER_GATE_FEATURE, POWER_GATE_FIELD, power_gate_bitstream,
-                              power_gate_feature)
-    from cgra.config import config_address, decode_fields
-    from garnet.collateral import FieldLoc, read_config_map, write_config_map
-
     assert (POWER_GATE_FIELD.name, POWER_GATE_FIELD.width, POWER_GATE_FIELD.reset) == ("gate", 1, 0)
     for tc in ic4.configs.values():
         pg = power_gate_feature(tc)

@@ -226,11 +226,11 @@ def test_missed_clock_target_keeps_the_best_placement_on_disk(small_design, tmp_
     from mapper.backend.place import PlaceParams
     from mapper.stages import load_flow, open_design
 
-    seeds: list[int] = []
+    seeds: list[tuple[int, str]] = []
     real = F.pipeline
 
     def spy(packed, pl, rr, coll, params=None):
-        seeds.append(pl.seed)
+        seeds.append((pl.seed, pl.method))
         return real(packed, pl, rr, coll, params)
 
     monkeypatch.setattr(F, "pipeline", spy)
@@ -239,13 +239,15 @@ def test_missed_clock_target_keeps_the_best_placement_on_disk(small_design, tmp_
                                             pipeline=PipelineParams(register_pe_inputs=True,
                                                                     target_period_ps=20.0))),
                        "pipeline")
-    assert seeds == [5, 1005]                       # no attempt is run twice
+    # the analytical placement, then annealing alone from the same seed; none run twice
+    assert seeds == [(5, "cg+sa"), (5, "sa")]
     rep = json.loads((tmp_path / "pnr_report.json").read_text())
     (miss,) = rep["placement_attempts"]
     assert miss["stage"] == "timing" and "< 50000 MHz" in miss["error"]
     assert "no register site on it" in miss["error"]            # what it lacks (issue 41)
     placed = json.loads((tmp_path / "placement.json").read_text())
-    assert placed["seed"] in (5, 1005) and placed["seed"] != miss["seed"]
+    kept_attempt = (placed["seed"], "analytical" if placed["method"] == "cg+sa" else "sa")
+    assert placed["seed"] == 5 and kept_attempt != (miss["seed"], miss["placer"])
     missed_mhz = float(miss["error"].split()[1])
     assert out.timing.fmax_mhz >= missed_mhz
     assert rep["timing"]["fmax_mhz"] == pytest.approx(out.timing.fmax_mhz, abs=0.01)

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import networkx as nx
 import pytest
+from click.testing import CliRunner
 
+from cgra.cli import cli
 from cgra.errors import CollateralError
 from garnet import collateral as gc
 from garnet.build import generate
@@ -256,10 +258,6 @@ def test_wide_fetch_memory_vector_and_malformed_parts():
 def test_cgra_dataflow_maps_onto_the_design_units(small, tmp_path):
     # the dataflow compiler partitions onto the PE's resource vector read from the design:
     # mlp_layer's shifts are by a constant (the stock PE's only kind of shift)
-    from click.testing import CliRunner
-
-    from cgra.cli import cli
-
     res = CliRunner().invoke(cli, ["dataflow", "mlp_layer", "--design", str(small),
                                    "--out", str(tmp_path)], catch_exceptions=False)
     assert res.exit_code == 0, res.output

@@ -8,10 +8,12 @@ from canal.collateral import dump_json
 from canal.passes import InterconnectParams, build_uniform, io_on_edges
 from cgra.config import ConfigField
 from cgra.core import CoreSpec, PortSpec
-from cgra.errors import PlacementError
+from cgra.errors import ConfigError, PlacementError
 from mapper.collateral import load_fabric
 from mapper.netlist import Netlist
+from mapper.params import FlowParams
 from mapper.backend.pack import pack, stencil_netlist
+from mapper.backend import place as P
 from mapper.backend.place import PlaceParams, Placement, check_placement, place, site_capacity
 
 
@@ -150,8 +152,6 @@ def test_cg_global_placement_beats_sa_alone_on_the_stencil(graphs8, stencil):
 
 
 def test_mem_potential_puts_mem_instances_on_mem_columns(graphs8):
-    from mapper.backend import place as P
-
     packed = pack(_mem_pe_netlist(), graphs8)
     cls, caps = P._site_class(packed), site_capacity(graphs8)
     mem_cols = {xy[0] for xy in caps[("m",)]}           # x = 3 and 7 on this layout
@@ -176,8 +176,6 @@ def test_overlap_term_of_aha_eq2(graphs8):
     # AHA Fig. 15: a new net whose box overlaps the existing nets' boxes is preferred at
     # equal wirelength. Two existing nets a-b and c-d cover x = 1..4 on rows 1 and 2; the
     # new 2-pin net e-f is either on row 5 (option 1: no overlap) or on row 2 (option 2).
-    from mapper.backend import place as P
-
     nl = Netlist("fig15")
     for n in "abcdef":
         nl.add_instance(n, "pe", "p", {"inst": 0})
@@ -204,8 +202,6 @@ def test_overlap_term_of_aha_eq2(graphs8):
 
 
 def test_gamma_placement_is_legal_and_its_overlap_is_exact(graphs8, stencil):
-    from mapper.backend import place as P
-
     pl = place(stencil, graphs8, PlaceParams(seed=3, analytical=True, gamma=0.3))
     check_placement(stencil, pl, graphs8)
     cover = np.zeros((8, 8), dtype=np.int32)
@@ -222,5 +218,8 @@ def test_gamma_placement_is_legal_and_its_overlap_is_exact(graphs8, stencil):
 def test_bad_place_parameters_are_refused():
     with pytest.raises(PlacementError, match="global_method 'spectral'"):
         PlaceParams(global_method="spectral")
-    with pytest.raises(PlacementError, match="gamma must be >= 0"):
-        PlaceParams(gamma=-1.0)
+    # the numeric ones are checked with every other option (mapper.params.RANGES)
+    with pytest.raises(ConfigError, match=r"--gamma = -1.0.*a number >= 0"):
+        FlowParams(place=PlaceParams(gamma=-1.0)).validate()
+    with pytest.raises(ConfigError, match=r"PlaceParams.window = 0.5"):
+        FlowParams(place=PlaceParams(window=0.5)).validate()
