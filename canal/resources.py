@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
-from cgra.resources import width_class
+from cgra.resources import check_schema, width_class
 from cgra.errors import CollateralError
 from canal.graph import IO, InterconnectGraph, NodeKind, iter_sides
 
@@ -93,10 +93,7 @@ def read_interconnect_resources(doc: Any, where: str = "interconnect resources"
                                 ) -> Mapping[str, TrackClass]:
     """Width class -> :class:`TrackClass` of a ``canal.resources/1`` document. Raises
     :class:`CollateralError` naming ``where`` and the missing or malformed key."""
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
-        raise CollateralError(f"{where}: schema {got!r} is not {SCHEMA!r}; regenerate the "
-                              f"design with `cgra rtl`")
+    check_schema(doc, SCHEMA, where)
     try:
         return MappingProxyType({
             str(name): TrackClass(

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from cgra.errors import CollateralError
+
 
 def width_class(width: int, data_width: int) -> str:
     """The width class of a ``width``-bit port or track: ``"word"`` (``data_width`` bits),
@@ -26,3 +28,12 @@ def counts(doc: Any, key: str) -> Mapping[str, int]:
     if not isinstance(value, dict):
         raise TypeError(f"'{key}' is not an object")
     return MappingProxyType({str(k): int(v) for k, v in value.items()})
+
+
+def check_schema(doc: Any, schema: str, where: str) -> None:
+    """Raise :class:`~cgra.errors.CollateralError` naming ``where`` unless ``doc`` is an
+    object whose ``schema`` is ``schema`` (the design must then be regenerated)."""
+    if not isinstance(doc, dict) or doc.get("schema") != schema:
+        got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+        raise CollateralError(f"{where}: schema {got!r} is not {schema!r}; regenerate the "
+                              f"design with `cgra rtl`")

@@ -37,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from cgra.resources import counts, width_class
+from cgra.resources import check_schema, counts, width_class
 from cgra.errors import CollateralError
 from lake.collateral import collateral
 from lake.spec import MemorySpec, as_spec
@@ -110,10 +110,7 @@ class MemResources:
     def from_json(cls, doc: Any, where: str = "MEM resources") -> "MemResources":
         """Parse a ``lake.resources/1`` document. Raises :class:`CollateralError` naming
         ``where`` and the missing or malformed key."""
-        if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-            got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
-            raise CollateralError(f"{where}: schema {got!r} is not {SCHEMA!r}; regenerate "
-                                  f"the design with `cgra rtl`")
+        check_schema(doc, SCHEMA, where)
         try:
             ports, ctr = doc["ports"], doc["counters"]
             return cls(

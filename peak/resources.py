@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
-from cgra.resources import counts, width_class
+from cgra.resources import check_schema, counts, width_class
 from cgra.errors import CollateralError
 from peak.collateral import PEInfo
 from peak.rules.format import Rule, TableFile
@@ -142,10 +142,7 @@ class PEResources:
     def from_json(cls, doc: Any, where: str = "PE resources") -> "PEResources":
         """Parse a ``peak.resources/1`` document. Raises :class:`CollateralError` naming
         ``where`` and the missing or malformed key."""
-        if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-            got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
-            raise CollateralError(f"{where}: schema {got!r} is not {SCHEMA!r}; regenerate "
-                                  f"the design with `cgra rtl`")
+        check_schema(doc, SCHEMA, where)
         try:
             found = doc["rules"] == "found"
             if doc["rules"] not in ("found", "skipped"):
