@@ -3,7 +3,7 @@ global placement (conjugate gradient on the L2 wirelength with a MEM-column pote
 cold annealer, and the power-aware overlap term (Eq. 2, ``gamma``), on the README apps.
 
 For each app, seed and placer: HPWL (tiles), placement seconds (global part separately),
-then route + pipeline (the flow's back end, default pipelining): routed wirelength (track
+then route + pipeline of that same placement (default pipelining): routed wirelength (track
 segments), Fmax (MHz, the design's timing model) and tiles touched (a tile holding a placed
 instance or a routed node: the tiles that must stay powered). Both placers run side by side
 in one process, seed for seed, so the time ratio is measured under the same load.
@@ -24,10 +24,12 @@ from pathlib import Path
 
 from benchlib import default_design, row, save_rows
 from canal.graph import parse_id
-from mapper.closure import place_to_pipeline
+from cgra.errors import CgraError
 from mapper.collateral import load_collateral
 from mapper.backend.pack import pack
+from mapper.backend.pipeline import pipeline
 from mapper.backend.place import PlaceParams, place
+from mapper.backend.route import route_design
 from mapper.netlist import Netlist
 from mapper.params import FlowParams
 
@@ -35,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: app -> design it fits (the Makefile's APP_DESIGN)
 APPS = {"gaussian": "small", "unsharp": "small", "harris": "default",
         "camera_pipeline": "default"}
-PLACERS = {"sa": {}, "analytical": {"analytical": True},
+PLACERS = {"sa": {"analytical": False}, "analytical": {"analytical": True},
            "analytical+gamma": {"analytical": True, "gamma": 0.2}}
 
 
@@ -73,12 +75,12 @@ def main() -> None:
                     pp = PlaceParams(seed=seed, **kw)
                     pl = place(packed, coll, pp)
                     t = time.perf_counter()
-                    fp = FlowParams(place=pp, place_attempts=1)
                     try:
-                        pl2, rr, pr, _, _ = place_to_pipeline(packed, coll, fp)
+                        rr = route_design(packed, pl, coll)
+                        pr = pipeline(packed, pl, rr, coll, FlowParams().pipeline_params())
                         wl, fmax = rr.total_wirelength(), pr.timing.fmax_mhz
-                        touched = tiles_touched(pl2, rr)
-                    except Exception as exc:  # noqa: BLE001 - a failed route is a figure too
+                        touched = tiles_touched(pl, rr)
+                    except CgraError as exc:      # a failed route or balance is a figure too
                         wl = fmax = touched = None
                         print(f"{app} seed {seed} {name}: {type(exc).__name__}: {exc}",
                               file=sys.stderr)

@@ -127,10 +127,10 @@ def map_units(vudfg: VUDFG, units: Mapping[str, PUConstraints], *,
         else:
             part = best_traversal(dfg, pu)
         parts[name] = (pu.kind, part)
+        costs = [VUCost.of(c, lanes=min(vcu.par, pu.lanes)) for c in part.costs(dfg)]
         for c in range(copies):
-            for k, cost in enumerate(part.costs(dfg)):
-                g.add_node(f"{name}#{k}" + (f"@{c}" if copies > 1 else ""),
-                           cost=VUCost.of(cost, lanes=min(vcu.par, pu.lanes)))
+            for k, cost in enumerate(costs):
+                g.add_node(f"{name}#{k}" + (f"@{c}" if copies > 1 else ""), cost=cost)
     merge = None
     used: dict[str, int] = {u.kind: 0 for u in compute}
     if g.number_of_nodes():

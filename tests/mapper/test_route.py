@@ -19,6 +19,7 @@ from mapper.backend.pack import pack, stencil_netlist
 from mapper.backend.place import PlaceParams, place
 from canal.routing import RoutingGraph
 from mapper.backend.nets import RouteNet
+from mapper.backend.power import used_tiles
 from mapper.backend.route import RouterParams, check_routing, route_design, route_width
 
 
@@ -230,8 +231,6 @@ def test_power_aware_costs_keep_routes_in_tiles_already_on(arr8, routed8):
     """power_cost 1 is the plain router bit for bit; with power_cost 4 the same placement is
     routed legally through no more tiles (tiles holding a placed instance or a routed node:
     mapper.backend.power.used_tiles) than the plain router uses."""
-    from mapper.backend.power import used_tiles
-
     _, graphs = arr8
     packed, pl, rr = routed8
     same = route_design(packed, pl, graphs, RouterParams(power_cost=1.0))
