@@ -26,7 +26,7 @@ test: install
 	$(BIN)/pytest -n $(JOBS) --dist loadfile -p no:cacheprovider --durations=25 tests
 
 lint: install
-	$(BIN)/ruff check cgra peak lake canal garnet mapper dse tests bench
+	$(BIN)/ruff check cgra peak lake canal garnet mapper dse runtime tests bench
 	$(BIN)/lint-imports
 
 # `cgra rtl` is incremental: what did not change since build/$(DESIGN) was generated is

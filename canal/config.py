@@ -12,6 +12,12 @@ Features of the tile at (x, y) (the 8-bit ``feature`` of the config address
     (0 = bypass, 1 = register);
   - ``cb_<port>``: one feature per core input of that width whose connection box has more than
     one fan-in (core port order), holding the field ``<port>_sel``;
+  - ``rv<w>`` (only when the ``w``-bit graph is ready-valid, :mod:`canal.ready_valid`):
+    a 1-bit valid enable ``<local name>_en`` per SB_OUT (ordered as the selects) and per
+    connection box (core port order) -- 0 = the mux is unused: no valid out, no ready back
+    -- then, with split FIFOs, a 1-bit ``<REG local name>_end`` per pipeline register site
+    (0 = start half, 1 = end half), ordered as the RMUXes. These fields are not in
+    ``TileConfig.node_field`` (which maps a node to its select); find them by name;
   features with no field are not numbered, so numbers stay dense;
 * last, when the core has a config memory (:class:`~cgra.core.ConfigMemory` of ``words``
   words of ``width`` bits, e.g. a Lake memory with ``lut=True``): ``P = ceil(words / 256)``
@@ -53,6 +59,8 @@ _SIDE_ORDER = {Side.NORTH: 0, Side.SOUTH: 1, Side.EAST: 2, Side.WEST: 3}
 _XY = attrgetter("x", "y")
 
 
+#: name prefix of the ready-valid feature of a width (module docstring)
+RV_FEATURE = "rv"
 #: name of the power-gate feature of every tile (module docstring)
 POWER_GATE_FEATURE = "pg"
 #: the power-gate field of that feature: 1 bit, reset 0 (tile on); 1 gates the tile
@@ -110,9 +118,13 @@ def _mux_sort_key(n: Node) -> tuple:
 
 
 def _tile_config(x: int, y: int, info: TileInfo, graphs: Mapping[int, InterconnectGraph],
-                 widths: list[int], muxes: dict[int, list[Node]]) -> TileConfig:
+                 widths: list[int], muxes: dict[int, list[Node]],
+                 rv: Mapping[int, tuple[list[Node], list[Node]]] | None = None
+                 ) -> TileConfig:
     """The config map of tile (x, y) (record ``info``); ``muxes``: width -> the tile's nodes
-    with more than one fan-in, in graph order."""
+    with more than one fan-in, in graph order; ``rv``: width -> (the tile's SB_OUT and
+    connection-box nodes, its split-FIFO sites) for the widths whose graph is ready-valid
+    (:func:`_rv_nodes`), else absent."""
     features = [Feature(0, "core", tuple(info.config_fields))]
     node_field: dict[str, tuple[int, str]] = {}
     for w in widths:
@@ -138,6 +150,21 @@ def _tile_config(x: int, y: int, info: TileInfo, graphs: Mapping[int, Interconne
         for n in cbs:
             fld = ConfigField(f"{n.name}_sel", select_width(len(g.fanin[n.id])))
             features.append(Feature(len(features), f"cb_{n.name}", (fld,), {fld.name: n.id}))
+        if rv is not None and w in rv:
+            # ready-valid (canal.ready_valid): a valid enable per SB_OUT and connection
+            # box, then a start/end bit per split-FIFO site
+            rv_muxes, rv_regs = rv[w]
+            order = {p.name: i for i, p in enumerate(info.ports)}
+            ens = sorted((n for n in rv_muxes if n.kind is NodeKind.SB), key=_mux_sort_key) + \
+                sorted((n for n in rv_muxes if n.kind is NodeKind.PORT),
+                       key=lambda n: order.get(n.name, 1 << 30))
+            sites = sorted(rv_regs, key=_mux_sort_key)
+            fields = tuple([ConfigField(f"{n.local_name}_en", 1) for n in ens]
+                           + [ConfigField(f"{n.local_name}_end", 1) for n in sites])
+            if fields:
+                features.append(Feature(len(features), f"{RV_FEATURE}{w}", fields,
+                                        {f.name: n.id for f, n in zip(fields, ens + sites,
+                                                                      strict=True)}))
     cm = info.config_memory
     if cm is not None:
         base = len(features)
@@ -160,9 +187,34 @@ def _tile_config(x: int, y: int, info: TileInfo, graphs: Mapping[int, Interconne
                           f"config address has 8 feature bits (256); use fewer tracks "
                           f"or a smaller config memory")
     for f in features:
+        if f.name.startswith(RV_FEATURE) and f.name[len(RV_FEATURE):].isdigit():
+            continue                    # second fields of mux nodes: found by name
         for fname, nid in f.nodes.items():
             node_field[nid] = (f.index, fname)
     return TileConfig(x, y, features, node_field, cm)
+
+
+def _rv_nodes(graphs: Mapping[int, InterconnectGraph], widths: list[int]
+              ) -> dict[int, dict[tuple[int, int], tuple[list[Node], list[Node]]]]:
+    """width -> (x, y) -> (SB_OUT and connection-box nodes, split-FIFO sites) for the widths
+    whose graph is marked ready-valid (``params["flow_control"]``, :mod:`canal.ready_valid`;
+    sites only with ``fifo = "split"``). Empty for static graphs, whose config map is
+    unchanged."""
+    out: dict[int, dict[tuple[int, int], tuple[list[Node], list[Node]]]] = {}
+    for w in widths:
+        entry = graphs[w].params.get("flow_control")
+        if not isinstance(entry, Mapping):
+            continue
+        split = entry.get("fifo") == "split"
+        per: dict[tuple[int, int], tuple[list[Node], list[Node]]] = {}
+        for n in graphs[w].nodes.values():
+            if (n.kind is NodeKind.SB and n.io is IO.SB_OUT) or (
+                    n.kind is NodeKind.PORT and n.direction == "in"):
+                per.setdefault((n.x, n.y), ([], []))[0].append(n)
+            elif split and n.kind is NodeKind.REG:
+                per.setdefault((n.x, n.y), ([], []))[1].append(n)
+        out[w] = per
+    return out
 
 
 def _tile_muxes(graphs: Mapping[int, InterconnectGraph], widths: list[int],
@@ -194,8 +246,10 @@ def _general_tile_configs(graphs: Mapping[int, InterconnectGraph]
     widths = sorted(graphs, reverse=True)
     tiles = next(iter(graphs.values())).tiles if graphs else {}
     muxes = _tile_muxes(graphs, widths, tiles)
+    rv = _rv_nodes(graphs, widths)
     return {(x, y): _tile_config(x, y, info, graphs, widths, {w: muxes[w][(x, y)]
-                                                              for w in widths})
+                                                              for w in widths},
+                                 {w: per.get((x, y), ([], [])) for w, per in rv.items()})
             for (x, y), info in tiles.items()}
 
 
@@ -240,8 +294,11 @@ def tile_configs(graphs: Mapping[int, InterconnectGraph]) -> dict[tuple[int, int
     tile's features share their ``fields`` and ``slices`` with the first tile of its
     signature (treat them as read-only); ``nodes`` and ``node_field`` are its own, with the
     ids of its own nodes. Errors are raised for the first tile (in tile order) that has
-    them, as tile-by-tile computation would."""
+    them, as tile-by-tile computation would. Ready-valid graphs (:func:`_rv_nodes`) are
+    computed tile by tile (:func:`_general_tile_configs`)."""
     widths = sorted(graphs, reverse=True)
+    if _rv_nodes(graphs, widths):
+        return _general_tile_configs(graphs)
     tiles = next(iter(graphs.values())).tiles if graphs else {}
     muxes = _tile_muxes(graphs, widths, tiles)
     fanins = {w: graphs[w].fanin for w in widths}

@@ -56,7 +56,7 @@ import z3
 from cgra.config import config_address
 from cgra.errors import ConfigError
 
-from canal.config import TileConfig, config_map_rows
+from canal.config import RV_FEATURE, TileConfig, config_map_rows
 from canal.graph import InterconnectGraph, NodeKind
 
 ZERO = 0
@@ -80,14 +80,19 @@ class FieldSpot:
     field_lo: int
 
 
+def _is_rv_feature(name: str) -> bool:
+    return name.startswith(RV_FEATURE) and name[len(RV_FEATURE):].isdigit()
+
+
 def field_spots(rows: Iterable[Mapping]) -> dict[str, list[FieldSpot]]:
     """Node id -> the pieces of its select field, from config-map rows
     (:func:`canal.config.config_map_rows` or the ``fields`` of ``config_map.json``); rows
-    without a node (core fields) are skipped."""
+    without a node (core fields) and the ready-valid fields (feature ``rv<w>``: valid
+    enables and split-FIFO ends, :mod:`canal.rv_smt`) are skipped."""
     out: dict[str, list[FieldSpot]] = {}
     for r in rows:
         node = r.get("node")
-        if node is None:
+        if node is None or _is_rv_feature(str(r.get("feature_name", ""))):
             continue
         addr = r.get("addr")
         if addr is None:

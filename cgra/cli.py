@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "rules": "peak.rules.cli:rules",
     "rtl": "garnet.cli:rtl",
     "lint": "garnet.cli:lint",
+    "glb": "garnet.glb.cli:glb",
     "map": "mapper.cli:map_cmd",
     "pack": "mapper.cli:pack_cmd",
     "place": "mapper.cli:place_cmd",

@@ -35,8 +35,8 @@ from typing import Callable
 
 from cgra.core import CoreSpec
 
-from garnet.cores import io_core, load_pe_spec, mem_core, pe_core
-from garnet.params import GarnetParams, mem_spec
+from garnet.cores import io_core, load_pe_spec, mem_core, pe_core, pe_pond_core
+from garnet.params import GarnetParams, mem_spec, pond_spec
 from cgra.errors import CollateralError
 from cgra.errors import ConfigError
 from cgra.hdl import m
@@ -51,6 +51,7 @@ from canal.custom import apply_build, load_build
 from canal.interconnect import Interconnect
 from canal.passes import CorePortConnections, InterconnectParams
 from canal.passes import uniform_graphs
+from canal.ready_valid import mark_graphs, parse_flow_control
 from canal.rtl import array_circuit as canal_array
 from canal.rtl import array_netlist, array_verilog
 from canal.rtl import tile_shapes as canal_tile_shapes
@@ -64,6 +65,8 @@ IO_TAGS = ("I", "i")
 def default_core_fn(params: GarnetParams) -> CoreFn:
     """The default core-per-position function (see :meth:`GarnetParams.tile_kind`)."""
     pe = pe_core(load_pe_spec(params.pe))
+    if params.pond:                     # the PE tiles' register file (garnet.cores)
+        pe = pe_pond_core(load_pe_spec(params.pe), pond_spec(params))
     io = io_core(params.data_width)
     mem = mem_core(mem_spec(params)) if params.mem_ratio else None
 
@@ -98,7 +101,10 @@ def build_interconnect(params: GarnetParams, core_fn: CoreFn | None = None, timi
     ``params.interconnect`` (a build function, :mod:`canal.custom`) then transforms the
     graphs (:func:`canal.custom.apply_build`: ``SpecError`` with the file and line of the
     function when it raises, returns the wrong type or wires what the RTL cannot express)
-    and every edge is re-timed from the delay model (:func:`canal.timing.retime`)."""
+    and every edge is re-timed from the delay model (:func:`canal.timing.retime`).
+    Ready-valid track classes (``params.flow_control``) are marked in their graphs' params
+    (:func:`canal.ready_valid.mark_graphs`: FIFO sites and depths); a static design's graphs
+    are untouched."""
 
     graphs, cores, tm = uniform_graphs(interconnect_params(params),
                                        core_fn or default_core_fn(params), timing)
@@ -109,6 +115,9 @@ def build_interconnect(params: GarnetParams, core_fn: CoreFn | None = None, timi
         fn = load_build(params.interconnect, "field 'interconnect'")
         graphs = apply_build(fn, graphs, params, params.interconnect)
         retime(graphs, tm)
+    flow = parse_flow_control(params.flow_control, params.fifo_kind, params.widths)
+    if flow.ready_valid:                 # FIFO sites in the routing-graph collateral
+        mark_graphs(graphs, flow)
     return Interconnect(graphs, cores, tm, resolve_timing)
 
 

@@ -94,18 +94,19 @@ from typing import Any, Callable
 
 import psutil
 
-from cgra.errors import CollateralError, InternalError
+from cgra.errors import CollateralError, ConfigError, InternalError
 from cgra.procs import die_with_parent
 
 from garnet import collateral as gc
 from garnet.params import INTERCONNECT_FIELDS, GarnetParams, validate
 from cgra.errors import CgraError
-from garnet.params import mem_spec, pe_spec, table_path
+from garnet.params import mem_spec, pe_spec, pond_spec, table_path
 import itertools
 import signal
 from canal import collateral as canal_coll
 from canal.custom import source_hash as ic_source_hash
 from canal.graph import no_gc
+from canal.ready_valid import parse_flow_control
 from canal.timing import TimingModel
 from canal.timing import default_table_text, retime, validate_table
 from canal.resources import interconnect_resources
@@ -407,6 +408,8 @@ class SpecHashes:
     mem_hash: str | None
     timing_hash: str
     ic_hash: str | None = None
+    #: the pond's Lake spec hash (field ``pond``; None without a pond)
+    pond_hash: str | None = None
 
 
 def spec_hashes(params: GarnetParams) -> SpecHashes:
@@ -427,8 +430,12 @@ def spec_hashes(params: GarnetParams) -> SpecHashes:
     ic_hash = None
     if params.interconnect:
         ic_hash = ic_source_hash(params.interconnect)
+    pond_hash = None
+    if params.pond:
+        from lake.collateral import collateral  # deferred: loads lake.collateral, lake.lut only when called
+        pond_hash = collateral(pond_spec(params))["spec_hash"]
     return SpecHashes(spec, spec_hash(spec), mem_hash, hashlib.sha256(table).hexdigest(),
-                      ic_hash)
+                      ic_hash, pond_hash)
 
 
 def fast_key(params: GarnetParams, sh: SpecHashes, rules: bool,
@@ -438,13 +445,13 @@ def fast_key(params: GarnetParams, sh: SpecHashes, rules: bool,
     (:func:`compute_keys`) is equal, so nothing needs rebuilding."""
     return _sha("all", gc.DESIGN_SCHEMA, params.to_dict(), config_file, rules, sh.pe_hash,
                 sh.mem_hash, sh.timing_hash, source_hash("all"),
-                *((sh.ic_hash,) if sh.ic_hash else ()))
+                *((sh.ic_hash,) if sh.ic_hash else ()), *((sh.pond_hash,) if sh.pond_hash else ()))
 
 
 def _inputs(params: GarnetParams, sh: SpecHashes) -> Inputs:
-    from garnet.cores import io_core, mem_core, pe_core  # deferred: loads magma, z3, pysmt, 14 more only when called
+    from garnet.cores import io_core, mem_core, pe_core, pe_pond_core  # deferred: loads magma, z3, pysmt, 14 more only when called
 
-    pe = pe_core(sh.spec)
+    pe = pe_pond_core(sh.spec, pond_spec(params)) if params.pond else pe_core(sh.spec)
     if pe.info["spec_hash"] != sh.pe_hash:
         raise CollateralError(f"PE {params.pe}: spec hash {pe.info['spec_hash'][:12]} of the "
                               f"core differs from {sh.pe_hash[:12]}; the spec changed during "
@@ -646,7 +653,7 @@ def _core_content(inp: Inputs, core) -> str | None:
     if core is None:
         return None
     if core.tag == "p":
-        return core.info.get("spec_hash")
+        return core.info.get("spec_hash") + (core.info.get("pond_spec_hash") or "")
     if core.tag == "m":
         return inp.mem_hash
     return core.name
@@ -872,6 +879,13 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
             step(msg)
     jobs = jobs or os.cpu_count() or 1
     validate(params)
+    if parse_flow_control(params.flow_control, params.fifo_kind, params.widths).ready_valid:
+        where = f"{config_file}: " if config_file is not None else ""
+        raise ConfigError(f"{where}field 'flow_control' = {params.flow_control!r}: `cgra rtl` "
+                          "generates static arrays only (the PE / MEM cores, the mapper and "
+                          "`cgra run` are not wired to the ready-valid fabric yet); generate a "
+                          "ready-valid array with canal.rv_rtl.rv_array or set "
+                          "flow_control = \"static\"")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     for action in clean_stale_siblings(out):

@@ -580,6 +580,45 @@ def read_pe(path: str | Path, hint: str) -> tuple[PEInfo, TileCore]:
             TileCore.from_json(doc.get("tile"), str(path), hint))
 
 
+@dataclass(frozen=True)
+class PondInfo:
+    """The PE tiles' register file ("pond", AHA paper Sec. 4.2) as pe.json's ``pond`` object
+    states it: Lake's collateral of the memory (:class:`lake.collateral.MemInfo`: capacity
+    in words, ports, read latency in cycles, config fields) and the ``prefix`` its data
+    ports and config fields carry in the PE tile (``pond_data_in_0``, ``pond_in0_enable``;
+    :func:`garnet.cores.pe_pond_core`)."""
+
+    mem: Any
+    prefix: str
+
+    def port(self, name: str) -> str:
+        """The PE tile's core port of the pond's port ``name`` (``data_in_0`` ->
+        ``pond_data_in_0``)."""
+        return self.prefix + name
+
+    def fields(self, values: dict[str, int]) -> dict[str, int]:
+        """Lake config field values (:func:`lake.config.configure`) as the PE tile's core
+        fields (names with :attr:`prefix`)."""
+        return {self.prefix + k: v for k, v in values.items()}
+
+
+def read_pond(path: str | Path, hint: str) -> PondInfo | None:
+    """The ``pond`` object of ``pe.json`` (:func:`garnet.cores.pond_collateral`), ``None``
+    when the design's PE tiles have no pond. Reading registers the pond's memory spec
+    under its name (:class:`lake.collateral.MemInfo`). Raises :class:`CollateralError`
+    naming the file for a malformed object."""
+    from lake.collateral import MemInfo  # deferred: loads numpy and Lake's encoder only when called
+
+    doc = check_schema(read_json(path, hint), PE_SCHEMA, path, hint)
+    pond = doc.get("pond")
+    if pond is None:
+        return None
+    if not isinstance(pond, dict) or not isinstance(pond.get("prefix"), str):
+        raise CollateralError(f"{path}: malformed 'pond' object (needs 'lake' and 'prefix'); "
+                              f"{hint}")
+    return PondInfo(MemInfo.from_json(pond.get("lake"), f"{path} (pond)"), pond["prefix"])
+
+
 def mem_doc(lake_doc: dict[str, Any], tile: TileCore) -> dict[str, Any]:
     """``mem.json`` of a design with MEM tiles: the Lake collateral of the preset as Lake
     wrote it (:func:`lake.collateral.collateral`, with the preset's ``spec_hash``) and the

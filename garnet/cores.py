@@ -13,6 +13,12 @@ feature 0 and packs the fields with :func:`cgra.config.pack_fields`.
   ``DELAY<k>`` modes of a deeper PE such as ``cgra_pe_d2`` add ``k``).
 * MEM (tag ``m``): the Lake preset circuit (:func:`lake.rtl.memory_circuit`), config fields
   :func:`lake.config.config_fields`; every data, valid and chain port is routable.
+* PE with a pond (tag ``p``, field ``pond`` of the design, :func:`pe_pond_core`): the PE
+  core and a Lake memory (the PE register file, AHA paper Sec. 4.2) side by side in one
+  module ``PEPond_<Spec>_<hash8>_<pond hash8>``; the pond's data ports and config fields
+  carry the prefix :data:`POND_PREFIX` (``pond_data_in_0``, ``pond_in0_enable``, ...), its
+  chain inputs are tied to 0 and its valid outputs left open. The interconnect gives the
+  pond ports their own connection boxes and switch-box outputs like any core port.
 * IO (tag ``I``): :func:`canal.cores.io_core` of the design's data width ``W``
   (``data_width``, default 16): ``glb2io_W -> io2f_W``, ``glb2io_1 -> io2f_1`` (edge ->
   fabric) and ``f2io_W -> io2glb_W``, ``f2io_1 -> io2glb_1`` (fabric -> edge), all
@@ -167,6 +173,104 @@ def _mem_core(spec: MemorySpec) -> CoreSpec:
                     core.config_memory)
 
 
+#: prefix of the pond's data ports and config fields inside a PE tile (:func:`pe_pond_core`)
+POND_PREFIX = "pond_"
+
+
+def pe_pond_core(spec: type, pond: "MemorySpec | str") -> CoreSpec:
+    """The PE core of ``spec`` (:func:`pe_core`) with a register file ("pond", a Lake memory:
+    a preset name or a :class:`lake.spec.MemorySpec`) beside it, tag ``p`` (module
+    docstring). Ports: the PE's, then ``pond_data_in_<i>`` / ``pond_data_out_<q>`` (the
+    pond's word width, bits); config fields: ``inst``, then ``pond_<field>`` for each field
+    of :func:`lake.config.config_fields` (widths in bits). ``info`` is the PE core's plus
+    ``pond`` (the pond's name) and ``pond_spec_hash``. Latency: the PE's (0 cycles); the
+    pond's read latency is its own (mem.json-style collateral in pe.json). Raises
+    :class:`SpecError` when a pond field or port name collides with the PE's, or for a pond
+    with a lookup-table mode (no config-bus memory in a PE tile)."""
+    if isinstance(pond, str):
+        pond = preset(pond)
+    pond = register(pond)
+    if pond.lut:
+        raise SpecError(f"pond '{pond.name}': lut=True needs a config-bus memory, which a PE "
+                        "tile does not have; use a memory with lut=False")
+    return _pe_pond_core(spec, pond)
+
+
+@functools.lru_cache(maxsize=None)
+def _pe_pond_core(spec: type, pond: MemorySpec) -> CoreSpec:
+    pe = pe_core(spec)
+    mem = _mem_core(pond)
+    data = [q for q in mem.ports if q.name.startswith(("data_in_", "data_out_"))]
+    ports = pe.ports + tuple(PortSpec(POND_PREFIX + q.name, q.width, q.direction)
+                             for q in data)
+    fields = pe.config_fields + tuple(ConfigField(POND_PREFIX + f.name, f.width, f.reset)
+                                      for f in mem.config_fields)
+    for what, names in (("port", [q.name for q in ports]), ("config field",
+                                                            [f.name for f in fields])):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise SpecError(f"PE {spec.__name__} with pond '{pond.name}': {what}s {dup} of the "
+                            f"pond (prefix {POND_PREFIX!r}) collide with the PE's; rename "
+                            f"the PE's {what}s")
+    phash = mem.info.get("spec_hash", "")[:8]
+    name = f"PEPond_{pe.name.removeprefix('PECore_')}_{phash}"
+    return CoreSpec(name, "p", ports, fields,
+                    lambda: _pe_pond_circuit(spec, pond, name, pe.name),
+                    {**pe.info, "pond": pond.name, "pond_spec_hash": mem.info.get("spec_hash")})
+
+
+@functools.lru_cache(maxsize=None)
+def _pe_pond_circuit(spec: type, pond: MemorySpec, circuit_name: str, pe_name: str) -> Any:
+    core = _pe_pond_core(spec, pond)
+    pe = pe_core(spec)
+    mem = _mem_core(pond)
+    pe_c = _pe_core_circuit(spec, pe_name)
+    mem_c = mem.build()
+    ports: dict[str, Any] = {"clk_en": m.In(m.Bit), "flush": m.In(m.Bit)}
+    for q in core.ports:
+        ports[q.name] = (m.In if q.direction == "in" else m.Out)(_mtype(q.width))
+    for f in core.config_fields:
+        ports[f"config_{f.name}"] = m.In(m.Bits[f.width])
+    pe_ports = {q.name for q in pe.ports}
+
+    class PEPond(m.Circuit):
+        name = circuit_name
+        io = m.IO(**ports) + m.ClockIO(has_reset=True)
+        pe_i = pe_c(name="pe_core")
+        pond_i = mem_c(name="pond")
+        for inst in (pe_i, pond_i):
+            inst.CLK @= io.CLK
+            inst.RESET @= io.RESET
+            inst.clk_en @= io.clk_en
+            inst.flush @= io.flush
+        for f in pe.config_fields:
+            m.wire(getattr(io, f"config_{f.name}"), getattr(pe_i, f"config_{f.name}"))
+        for f in mem.config_fields:
+            m.wire(getattr(io, f"config_{POND_PREFIX}{f.name}"),
+                   getattr(pond_i, f"config_{f.name}"))
+        for q in core.ports:
+            inner, local = (pe_i, q.name) if q.name in pe_ports else \
+                (pond_i, q.name.removeprefix(POND_PREFIX))
+            if q.direction == "in":
+                m.wire(getattr(io, q.name), getattr(inner, local))
+            else:
+                m.wire(getattr(inner, local), getattr(io, q.name))
+        for q in mem.ports:
+            if q.name.startswith("chain_"):        # a pond is never chained: inputs 0
+                m.wire(m.bits(0, q.width) if q.width > 1 else m.bit(0),
+                       getattr(pond_i, q.name))
+    return PEPond
+
+
+def pond_collateral(pond: "MemorySpec | str") -> dict:
+    """The ``pond`` object of ``pe.json`` in a design with a pond (:func:`pe_pond_core`):
+    Lake's collateral of the pond memory (:func:`lake.collateral.collateral`, as in
+    mem.json) under ``lake`` and the prefix of its ports and config fields in the PE tile
+    under ``prefix``. Read by :func:`garnet.collateral.read_pond`."""
+    spec = register(preset(pond) if isinstance(pond, str) else pond)
+    return {"lake": collateral(spec.name), "prefix": POND_PREFIX}
+
+
 def io_core(width: int = 16) -> CoreSpec:
     """The IO core (tag ``I``) of data width ``width`` (the design's ``data_width``), see the
     module docstring. Module ``io_core`` at 16 bits, ``io_core_<width>`` otherwise."""
@@ -209,5 +313,10 @@ def pe_collateral(spec: type, pe: CoreSpec) -> dict:
     """The ``pe.json`` document of PE spec ``spec`` whose core is ``pe`` (schema
     ``garnet.pe/2``): PEak's document (:func:`peak.collateral.pe_json`, whose ``spec`` is a
     reference :func:`peak.load_spec` resolves in any process) under ``peak``, the tile's
-    additions (tag, module, ports, config slices, latency 0 cycles) under ``tile``."""
-    return pe_doc(pe_json(spec), core_tile(pe, 0, PE_LATENCY_NOTE))
+    additions (tag, module, ports, config slices, latency 0 cycles) under ``tile``; for a
+    PE tile with a pond (:func:`pe_pond_core`) also the pond's collateral under ``pond``
+    (:func:`pond_collateral`)."""
+    doc = pe_doc(pe_json(spec), core_tile(pe, 0, PE_LATENCY_NOTE))
+    if pe.info.get("pond"):             # a PE tile with a register file (pe_pond_core)
+        doc["pond"] = pond_collateral(pe.info["pond"])
+    return doc

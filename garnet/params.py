@@ -27,6 +27,13 @@ TOML keys (all top level; every key is optional and takes the default below)::
                                     # "module:MEM" or "module:factory(args)" naming a
                                     # lake.spec.MemorySpec (configs/mem_wide8.py); give
                                     # either mem or mem_preset, not both
+    pond = ""                       # the PE register file ("pond", AHA paper Sec. 4.2): ""
+                                    # = none; a Lake preset name ("pond_32x16") or the
+                                    # architect's own memory ("path/to/pond.py:POND",
+                                    # "module:NAME") added to every PE tile as a second core
+                                    # with its own connection-box inputs and switch-box
+                                    # outputs (garnet.cores.pe_pond_core); buffer mapping
+                                    # puts short-reuse delay lines in it
     io_sides = ["NORTH"]            # array edges holding IO tiles
     pipeline_register_sides = ["NORTH", "SOUTH", "EAST", "WEST"]  # SB_OUT sides with registers
     pipeline_register_tracks = []   # tracks with registers; empty = all tracks
@@ -39,12 +46,23 @@ TOML keys (all top level; every key is optional and takes the default below)::
                                     # tile synthesised (yosys) and timed (OpenSTA) on the
                                     # project's liberty (garnet.sta.measure); else a delay
                                     # table JSON (ps), relative to the TOML file
+    flow_control = "static"         # "static" | "ready_valid", or a table per track class
+                                    # (bit width), e.g. {16 = "ready_valid", 1 = "static"}:
+                                    # ready-valid tracks carry valid and ready beside the data
+                                    # and put a FIFO at each pipeline register site
+                                    # (canal.ready_valid; Cascade §V-D)
+    fifo_kind = "skid"              # FIFO of the ready-valid tracks: "skid" (2 entries per
+                                    # site, full throughput) | "split" (Cascade's split FIFO:
+                                    # 1 entry per site, two sites per FIFO), or a table per width
     interconnect = ""               # custom interconnect: "" = the built-in graphs, else
                                     # "path/to/ic.py:build" (relative to the TOML file) or
                                     # "module:build": build(graphs, params) receives the
                                     # built-in graphs (width -> InterconnectGraph) and returns
                                     # the transformed ones (canal.custom: helpers, e.g.
                                     # diagonal links; configs/ic_diagonal.py)
+
+A ``[glb]`` table gives the global buffer's parameters (:mod:`garnet.glb.params`; checked
+here, read by :func:`garnet.glb.params.load_toml`; the array's parameters do not change).
 
 Default layout: IO tiles on the ``io_sides`` edges (top row by default), elsewhere a MEM in
 column x when ``mem_ratio > 0 and x % mem_ratio == mem_ratio - 1``, else a PE.
@@ -60,7 +78,9 @@ from typing import Any
 
 from cgra.errors import ConfigError, SpecError
 from cgra.tomlfile import read_toml
+from garnet.glb.params import from_dict as glb_from_dict
 from canal.custom import load_build
+from canal.ready_valid import parse_flow_control
 from canal.timing import TimingModel
 from lake.spec import PRESETS, dual_port_name, is_preset, load_memory, preset
 
@@ -71,11 +91,13 @@ TOPOLOGIES = ("imran", "wilton", "disjoint")
 
 #: the fields the interconnect graphs depend on (besides the cores' ports): a change of one
 #: of them rebuilds the graphs; the others (``name``, ``pe``, ``mem_preset``, ``mem``,
-#: ``flush_interval``) only touch the cores, the RTL or design.json (:mod:`garnet.build`)
+#: ``pond``, ``flush_interval``) only touch the cores, the RTL or design.json
+#: (:mod:`garnet.build`; a core whose ports change, as a PE tile given a pond, changes the
+#: interconnect key through the cores' interfaces)
 INTERCONNECT_FIELDS = ("width", "height", "tracks", "topology", "track_length", "widths",
                        "mem_ratio", "io_sides", "pipeline_register_sides",
                        "pipeline_register_tracks", "register_bypass_sides", "cb_sides",
-                       "timing", "interconnect")
+                       "timing", "interconnect", "flow_control", "fifo_kind")
 
 
 @dataclass
@@ -94,6 +116,7 @@ class GarnetParams:
     pe: str = "peak.examples.cgra_pe:PE"
     mem_preset: str = "dualport_2048x16"
     mem: str = ""
+    pond: str = ""
     io_sides: list[str] = field(default_factory=lambda: ["NORTH"])
     pipeline_register_sides: list[str] = field(default_factory=lambda: list(SIDES))
     pipeline_register_tracks: list[int] = field(default_factory=list)
@@ -102,6 +125,8 @@ class GarnetParams:
     flush_interval: int = 4
     timing: str = ""
     interconnect: str = ""
+    flow_control: str | dict[str, str] = "static"
+    fifo_kind: str | dict[str, str] = "skid"
 
     @property
     def measured_timing(self) -> bool:
@@ -129,6 +154,8 @@ class GarnetParams:
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(GarnetParams)}
+#: fields that take a string or a TOML table width -> string
+_TABLE_OR_STRING = ("flow_control", "fifo_kind")
 
 
 def _where(source: str | None, key: str) -> str:
@@ -140,11 +167,21 @@ def from_dict(doc: dict[str, Any], source: str | None = None) -> GarnetParams:
     of the wrong type raise :class:`ConfigError` naming the key."""
     kwargs: dict[str, Any] = {}
     for key, value in doc.items():
+        if key == "glb":
+            # the [glb] table: the global buffer's parameters, checked here and read by
+            # garnet.glb.params.load_toml (not part of the array's parameters)
+            glb_from_dict(value, source)
+            continue
         if key not in _FIELDS:
             raise ConfigError(f"{_where(source, key)}: unknown parameter; known parameters: "
                               f"{sorted(_FIELDS)}")
         default = getattr(GarnetParams(), key)
-        if isinstance(default, bool) or isinstance(default, int):
+        if key in _TABLE_OR_STRING:
+            if not isinstance(value, (str, dict)):
+                raise ConfigError(f"{_where(source, key)} = {value!r}: expected a string or a "
+                                  f"table per width (e.g. {{16 = \"...\"}})")
+            value = value if isinstance(value, str) else {str(k): v for k, v in value.items()}
+        elif isinstance(default, bool) or isinstance(default, int):
             if not isinstance(value, int) or isinstance(value, bool):
                 raise ConfigError(f"{_where(source, key)} = {value!r}: expected an integer")
         elif isinstance(default, str):
@@ -194,6 +231,10 @@ def load_toml(path: str | Path) -> GarnetParams:
     if isinstance(mem, str) and mem.count(":") == 1 and mem.split(":")[0].endswith(".py") \
             and not Path(mem.split(":")[0]).is_absolute():
         doc["mem"] = f"{p.parent / mem.split(':')[0]}:{mem.split(':')[1]}"
+    pond = doc.get("pond")
+    if isinstance(pond, str) and pond.count(":") == 1 and pond.split(":")[0].endswith(".py") \
+            and not Path(pond.split(":")[0]).is_absolute():
+        doc["pond"] = f"{p.parent / pond.split(':')[0]}:{pond.split(':')[1]}"
     return from_dict(doc, str(p))
 
 
@@ -209,6 +250,30 @@ def mem_spec(p: GarnetParams, source: str | None = None):
         return preset(p.mem_preset)
     except SpecError as exc:
         raise ConfigError(f"{_where(source, 'mem_preset')} = {p.mem_preset!r}: {exc}") from None
+
+
+def pond_spec(p: GarnetParams, source: str | None = None):
+    """The :class:`lake.spec.MemorySpec` of the PE tiles' register file (field ``pond``;
+    ``None`` when empty): a Lake preset by name (``"pond_32x16"``, the AHA PE's 32 x 16-bit
+    register file, AHA paper Sec. 4.2) or the architect's memory ``path/to/pond.py:NAME`` /
+    ``module:NAME`` (:func:`lake.spec.load_memory`, checked and registered). Raises
+    :class:`SpecError` (``file:line``) for a spec that does not load or check and
+    :class:`ConfigError` naming field ``pond`` for an unknown preset or a memory that cannot
+    be a pond (a lookup-table memory: the PE tile has no config-bus memory)."""
+    if not p.pond:
+        return None
+    if ":" in p.pond:
+        spec = load_memory(p.pond, _where(source, "pond"))
+    else:
+        try:
+            spec = preset(p.pond)
+        except SpecError as exc:
+            raise ConfigError(f"{_where(source, 'pond')} = {p.pond!r}: {exc}") from None
+    if spec.lut:
+        raise ConfigError(f"{_where(source, 'pond')} = {p.pond!r}: memory '{spec.name}' has a "
+                          "lookup-table mode, which needs a config-bus memory a PE tile does "
+                          "not have; use a memory with lut=False (e.g. \"pond_32x16\")")
+    return spec
 
 
 def pe_spec(ref: str, where: str = "field 'pe'") -> type:
@@ -360,6 +425,7 @@ def validate(p: GarnetParams, source: str | None = None) -> None:
             load_build(p.interconnect, _where(source, "interconnect"))
         except SpecError as exc:
             raise ConfigError(str(exc)) from None
+    parse_flow_control(p.flow_control, p.fifo_kind, p.widths, source)
     if p.flush_interval < 0:
         raise err("flush_interval", "use 0 (flush wired directly) or N >= 1 rows per spine "
                                     "register stage")
@@ -385,7 +451,7 @@ def validate(p: GarnetParams, source: str | None = None) -> None:
 def width_errors(p: GarnetParams, spec: type, source: str | None = None) -> list[ConfigError]:
     """Every data-width error of ``p`` (the fields of the data-width group, see
     :func:`validate`), each a one-line :class:`ConfigError` naming the field and its fix,
-    in field order ``data_width``, ``widths``, ``timing``, ``pe``, ``mem_preset``; ``[]``
+    in field order ``data_width``, ``widths``, ``timing``, ``pe``, ``pond``, ``mem_preset``; ``[]``
     when they agree. ``spec`` is the PE spec of ``p.pe`` (:func:`pe_spec`)."""
     def err(key: str, msg: str) -> ConfigError:
         return ConfigError(f"{_where(source, key)} = {getattr(p, key)!r}: {msg}")
@@ -408,6 +474,13 @@ def width_errors(p: GarnetParams, spec: type, source: str | None = None) -> list
             check()
         except ConfigError as exc:
             errors.append(exc)
+    if p.pond:
+        words = {e.width for e in pond_spec(p, source).external_ports}
+        if words != {p.data_width}:
+            errors.append(err("pond", f"the pond's data ports are "
+                                      f"{'/'.join(map(str, sorted(words)))} bits but "
+                                      f"data_width = {p.data_width}; use a pond with "
+                                      f"{p.data_width}-bit words or pond = \"\""))
     if p.mem_ratio:
         field_ = "mem" if p.mem else "mem_preset"
         words = {e.width for e in mem_spec(p, source).external_ports if e.width > 1}

@@ -565,6 +565,13 @@ def _summary(run, t0: float) -> None:
                f"output at {r['latency']['first_output_cycle']} (ideal "
                f"{r['latency']['ideal_first_output_cycle']}); {_verilator_note(r)}; "
                f"{time.perf_counter() - t0:.1f} s -> {run.out_dir}")
+    d = r.get("duplication")
+    if d:                           # low-unroll duplication (Cascade §V-C4, mapper.duplicate)
+        click.echo(f"duplicated: {d['copies']} copies of a {d['columns']}x{d['rows']} sub-array "
+                   f"(columns {', '.join(str(o) for o in d['offsets'])}), each the unroll-"
+                   f"{d.get('copy_unroll', 1)} app "
+                   f"on a {r['size'][0]}x{d['strip_height']} strip; PnR on the sub-array "
+                   f"{d['pnr_seconds']:.1f} s, replication {d['replicate_seconds']:.1f} s")
 
 
 # ---------------------------------------------------------------------------- run
@@ -663,16 +670,30 @@ class _RunCommand(click.Command):
               help="energy estimate (a model: yosys cell counts x a cited per-cell table, "
                    "activity from the Verilator run) in run_report.json and pnr_report.json; "
                    "~30 s of yosys once per design")
+@click.option("--duplicate", "duplicate", is_flag=True, default=False,
+              help="low-unroll duplication (Cascade §V-C4): compile the app at unroll 1 for "
+                   "a strip of the image, place and route it on a sub-array and copy its "
+                   "configuration --unroll times across the array (reported in "
+                   "run_report.json); off by default")
+@click.option("--sub-array", "sub_array", default=None, type=click.IntRange(1, 4096),
+              metavar="COLUMNS",
+              help="with --duplicate: the sub-array's width in columns (default: the array's "
+                   "columns / the copies, a multiple of the tile pattern's period)")
+@click.option("--copy-unroll", "copy_unroll", default=1, show_default=True,
+              type=click.IntRange(1, 4096),
+              help="with --duplicate: the unroll each copy is compiled at (the copies are "
+                   "--unroll / --copy-unroll)")
 def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
             size: int | None, width: int | None, height: int | None, unroll: int,
             channels: int | None, block: int | None,
             loop_cycles: int, double_buffer: bool, flatten: bool, tensor_seed: int,
             max_cycles: int | None, resume_from: str, fmax: float | None, alphas: str | None,
             absorb: int, placer: str, gamma: float, power_gate: bool,
-            quiet_unused: bool, power_aware: float | None, energy: bool) -> None:
+            quiet_unused: bool, power_aware: float | None, energy: bool, duplicate: bool,
+            sub_array: int | None, copy_unroll: int) -> None:
     """Map APP (a shipped app or a DNN layer: resnet_layer, resnet_stride2, mobilenet_layer,
     gemm) onto the design, simulate it on the RTL and compare with both golden models."""
-    from mapper.params import AppParams, FlowParams, RunParams, SimOptions, default_run_dir  # deferred: loads mapper.params only when called
+    from mapper.params import AppParams, DuplicateParams, FlowParams, RunParams, SimOptions, default_run_dir  # deferred: loads mapper.params only when called
     from mapper.dnn.array import is_layer  # deferred: loads canal.smt, lake.model, mapper.apps, 8 more only when called
     from mapper.flow import run_app  # deferred: loads canal.smt, lake.model, mapper.apps, 10 more only when called
 
@@ -692,7 +713,11 @@ def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
                                   power_gate=power_gate, quiet_unused=quiet_unused),
                        SimOptions(image, tensor_seed=tensor_seed, energy=energy,
                                   **({} if max_cycles is None else {"max_cycles": max_cycles})),
-                       resume_from)
+                       resume_from,
+                       DuplicateParams(sub_array, copy_unroll) if duplicate else None)
+    if (sub_array is not None or copy_unroll != 1) and not duplicate:
+        raise ConfigError("--sub-array and --copy-unroll shape --duplicate's copies; add "
+                          "--duplicate or drop them")
     run_dir = Path(out) if out is not None else default_run_dir(app)
     params.validate()                   # before the run directory is touched
     with claim_output_dir(run_dir, "--out"):

@@ -44,7 +44,7 @@ from canal.routing import RoutingGraph, as_graphs
 from canal.timing import TimingModel
 from cgra.errors import CgraError, CollateralError
 from garnet import collateral as gc
-from garnet.collateral import ConfigMap, DesignInfo, Resources, TileCore
+from garnet.collateral import ConfigMap, DesignInfo, PondInfo, Resources, TileCore
 from lake.collateral import MemInfo
 from peak.collateral import PEInfo
 from peak.rules.format import Rule, TableFile, read_table
@@ -133,7 +133,9 @@ class Collateral:
     ``config_map``: mux select fields; ``timing``: the delay model; ``design_id``: sha256 of
     design.json; ``fabric_name``: the name of a collateral built from graphs;
     ``resources``: resources.json (:class:`~garnet.collateral.Resources`; ``None`` when the
-    directory has none, module docstring)."""
+    directory has none, module docstring); ``pond``: the PE tiles' register file (pe.json's
+    ``pond``, :class:`~garnet.collateral.PondInfo`; ``None`` without one or from
+    :meth:`from_graphs`)."""
 
     root: Path | None
     design: DesignInfo | None
@@ -148,6 +150,9 @@ class Collateral:
     mem_tile: TileCore | None = None
     fabric_name: str = "fabric"
     resources: Resources | None = None
+    #: the PE tiles' register file (pe.json's ``pond``, :class:`garnet.collateral.PondInfo`);
+    #: ``None`` when the PE tiles have none
+    pond: PondInfo | None = None
 
     @classmethod
     def from_graphs(cls, graphs: Iterable[InterconnectGraph | RoutingGraph] | Any,
@@ -340,4 +345,5 @@ def load_collateral(path: str | Path, check_spec: bool = True) -> Collateral:
     timing = TimingModel.read(root / "timing.json")
     resources = _read_resources(root, design) if gc.RESOURCES in design.files else None
     return Collateral(root, design, pe, mem, rules, graphs, config_map, timing,
-                      gc.design_id(root), pe_tile, mem_tile, resources=resources)
+                      gc.design_id(root), pe_tile, mem_tile, resources=resources,
+                      pond=gc.read_pond(root / "pe.json", hint))

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from cgra.errors import MappingError, SimulationError
+from cgra.errors import ConfigError, MappingError, SimulationError
 from garnet.collateral import file_sha256
 from mapper import ir
 from mapper import stages as st
@@ -38,6 +38,8 @@ from mapper.backend.absorb import absorb_chains, check_absorb
 from mapper.backend.checks import check_placed, check_routed
 from mapper.backend.power import power_summary
 from mapper.dnn.array import is_layer, map_layer, run_layer_sim
+from mapper.duplicate import (check_copy_fits, check_translation, duplicate_files,
+                              plan_duplication, sub_collateral)
 from mapper.mapping.compute import (ComputeMapping, MappedKernel, check_equivalence, check_luts,
                                     decomposition_summary,
                                     cover_kernel, kernel_netlist, map_compute, min_pe_count)
@@ -69,10 +71,12 @@ class AppMapping:
     blocking: dict[str, Any] | None = None
 
     def counts(self) -> dict[str, int]:
-        """``pe``, ``mem``, ``reg``, ``io`` instance counts of the netlist."""
+        """``pe``, ``mem``, ``reg``, ``io`` instance counts of the netlist, and ``pond``
+        (ponds, the PE register files) when the netlist has any."""
         c = self.netlist.counts()
         return {"pe": c.get("pe", 0), "mem": c.get("mem", 0), "reg": c.get("reg", 0),
-                "io": c.get("io_in", 0) + c.get("io_out", 0)}
+                "io": c.get("io_in", 0) + c.get("io_out", 0),
+                **({"pond": c["pond"]} if c.get("pond") else {})}
 
 
 def is_coreir(app: str) -> bool:
@@ -141,7 +145,8 @@ def map_app(p: AppParams, coll: Collateral) -> AppMapping:
         times["front end"] = time.perf_counter() - t
         check_pe_bound(pipeline_ir, rules, coll)
         t = time.perf_counter()
-        memory = map_memory(pipeline_ir, coll.require("mem"), p.threshold)
+        memory = map_memory(pipeline_ir, coll.require("mem"), p.threshold,
+                            pond=coll.pond.mem if coll.pond is not None and p.pond else None)
         times["memory mapping"] = time.perf_counter() - t
         t = time.perf_counter()
         compute = map_compute(memory.netlist, rules, pe, mem=coll.mem, latency=coll.pe_latency)
@@ -300,7 +305,7 @@ def run_sim(run_dir: str | Path, coll: Collateral, opts: SimOptions | None = Non
 #: the AppParams fields that decide what ``cgra map`` produced (``vectors`` and ``seed`` only
 #: check it)
 MAPPING_FIELDS = ("app", "width", "height", "unroll", "threshold", "channels", "block",
-                  "loop_cycles", "double_buffer", "flatten")
+                  "loop_cycles", "double_buffer", "flatten", "pond")
 
 
 def check_resume(run_dir: Path, app: AppParams, resume_from: str) -> None:
@@ -321,7 +326,10 @@ def check_resume(run_dir: Path, app: AppParams, resume_from: str) -> None:
 def run_stages(p: RunParams, until: str = "sim", step: Step | None = None) -> Any:
     """Run the stages from ``p.resume_from`` through ``until`` (module docstring), each
     reading the previous stage's file; returns the last stage's result (an :class:`AppRun`
-    for ``sim``). Raises the error of the failing stage (``MappingError``,
+    for ``sim``). With ``p.duplicate`` (low-unroll duplication, Cascade §V-C4,
+    :mod:`mapper.duplicate`) map to pipeline run for one copy on the sub-array and the result
+    is replicated across the array before the bitstream. Raises the error of the failing
+    stage (``MappingError``,
     ``PlacementError``, ``RoutingError``, ``CollateralError``, ``ConfigError``,
     ``SimulationError``)."""
     say = step or (lambda _m: None)
@@ -336,20 +344,69 @@ def run_stages(p: RunParams, until: str = "sim", step: Step | None = None) -> An
         say("collateral")
         coll = load_collateral(p.design)
     else:
-        check_resume(run_dir, p.app, p.resume_from)
         coll = open_design(run_dir, p.design)
+    # low-unroll duplication (Cascade §V-C4): map, pack, place, route and pipeline one copy
+    # at unroll 1 on a sub-array (pnr_coll), then replicate it across the array (coll)
+    dup = pnr_coll = compared = None
+    app_p = p.app
+    if p.duplicate is not None:
+        if 0 < start < st.ORDER.index("bitstream"):
+            raise ConfigError(f"--from {p.resume_from} with --duplicate: the run directory "
+                              f"holds the replicated design; rerun from map (drop --from) or "
+                              f"use --from bitstream")
+        dup = plan_duplication(p.app, coll, p.duplicate)
+        app_p = dup.strip_params(p.app)
+        if start == 0:
+            compared = check_translation(coll, dup.columns, dup.copies)
+            pnr_coll = sub_collateral(coll, dup.columns)
+    if start > 0:
+        if dup is None and "duplicate" in st.read_app(run_dir):
+            raise ConfigError(f"--from {p.resume_from}: run directory {run_dir} holds a "
+                              f"duplicated design (Cascade §V-C4); add --duplicate or rerun "
+                              f"from map (drop --from)")
+        check_resume(run_dir, app_p, p.resume_from)
+    pnr_coll = pnr_coll or coll
     secs: dict[str, float] = {"load_collateral": time.perf_counter() - t0}
+
+    def duplicate_step() -> None:
+        if dup is None or pnr_coll is coll:
+            return
+        say(f"duplicate x{dup.copies}")
+        t = time.perf_counter()
+        duplicate_files(run_dir, pnr_coll, coll, dup,
+                        sum(secs.get(s, 0.0) for s in ("place", "route", "pipeline",
+                                                       "register_absorption")), compared)
+        secs["duplicate"] = time.perf_counter() - t
+
+    def map_step() -> AppMapping:
+        try:
+            res = run_map(run_dir, pnr_coll, app_p)
+        except MappingError as exc:
+            if dup is None:
+                raise
+            raise MappingError(f"--duplicate: one copy of {dup.app} (unroll {dup.copy_unroll}, "
+                               f"{dup.width}x{dup.strip_height} strip) on the {dup.columns}-"
+                               f"column sub-array: {exc}"
+                               + (f"; or use a wider --sub-array (up to "
+                                  f"{dup.array_columns // dup.copies})"
+                                  if dup.columns < dup.array_columns // dup.copies else
+                                  "; or run it unrolled without --duplicate")) from None
+        if dup is not None:
+            check_copy_fits(res.netlist, pnr_coll, dup)
+            st.write_doc(run_dir / "app.json", {**st.read_app(run_dir),
+                                                "duplicate": dup.to_dict()})
+        return res
     if p.flow.absorb_chains:
         check_absorb(p.flow, coll)
     # the re-routes of branch-delay matching stay power-aware (FlowParams.pipeline_params)
     p = dataclasses.replace(p, flow=dataclasses.replace(p.flow,
                                                         pipeline=p.flow.pipeline_params()))
     stages: dict[str, Callable[[], Any]] = {
-        "map": lambda: run_map(run_dir, coll, p.app),
-        "pack": lambda: run_pack(run_dir, coll, p.flow.pack),
-        "place": lambda: run_place(run_dir, coll, p.flow.place),
-        "route": lambda: run_route(run_dir, coll, p.flow.route),
-        "pipeline": lambda: run_pipeline(run_dir, coll, p.flow.pipeline),
+        "map": map_step,
+        "pack": lambda: run_pack(run_dir, pnr_coll, p.flow.pack),
+        "place": lambda: run_place(run_dir, pnr_coll, p.flow.place),
+        "route": lambda: run_route(run_dir, pnr_coll, p.flow.route),
+        "pipeline": lambda: run_pipeline(run_dir, pnr_coll, p.flow.pipeline),
         "bitstream": lambda: run_bitstream(run_dir, coll, p.flow.power_gate,
                                            p.flow.quiet_unused),
         "sim": lambda: run_sim(run_dir, coll, p.sim, say, secs),
@@ -368,15 +425,15 @@ def run_stages(p: RunParams, until: str = "sim", step: Step | None = None) -> An
                 def once(pp: PlaceParams, stage: list[str], tried: list[dict[str, Any]]):
                     stage[0], t = "place", time.perf_counter()
                     say("place" if not tried else f"place ({attempt_name(pp)})")
-                    pl = run_place(run_dir, coll, pp)
+                    pl = run_place(run_dir, pnr_coll, pp)
                     secs["place"] = time.perf_counter() - t
                     stage[0], t = "route", time.perf_counter()
                     say("route")
-                    rr = run_route(run_dir, coll, q.route)
+                    rr = run_route(run_dir, pnr_coll, q.route)
                     secs["route"] = time.perf_counter() - t
                     stage[0], t = "pipeline", time.perf_counter()
                     say("pipeline")
-                    pr = run_pipeline(run_dir, coll, q.pipeline, tried)
+                    pr = run_pipeline(run_dir, pnr_coll, q.pipeline, tried)
                     secs["pipeline"] = time.perf_counter() - t
                     return (pl, rr, pr), pr
                 return once
@@ -392,16 +449,17 @@ def run_stages(p: RunParams, until: str = "sim", step: Step | None = None) -> An
                 # the kept attempt is not the last one run (its files were overwritten) or
                 # its report gains the sweep table: its files are written from memory, the
                 # bytes its own run wrote, never placed, routed or pipelined again
-                save_placement(run_dir, coll, pl)
-                save_routing(run_dir, coll, rr)
-                save_pipelined(run_dir, coll, FlowResult(load_packed(run_dir, coll), pl, rr, pr,
-                                                         None, attempts=list(failed),
-                                                         alpha_sweep=list(table)))
+                save_placement(run_dir, pnr_coll, pl)
+                save_routing(run_dir, pnr_coll, rr)
+                save_pipelined(run_dir, pnr_coll, FlowResult(load_packed(run_dir, pnr_coll), pl,
+                                                             rr, pr, None, attempts=list(failed),
+                                                             alpha_sweep=list(table)))
             out = pr
             if p.flow.absorb_chains:
                 t = time.perf_counter()
-                out = absorb_files(run_dir, coll, p.flow, failed, table, say)
+                out = absorb_files(run_dir, pnr_coll, p.flow, failed, table, say)
                 secs["register_absorption"] = time.perf_counter() - t
+            duplicate_step()
             k = names.index("pipeline") + 1
             continue
         if name != "sim":
@@ -409,6 +467,8 @@ def run_stages(p: RunParams, until: str = "sim", step: Step | None = None) -> An
         t = time.perf_counter()
         out = stages[name]()
         secs[name] = time.perf_counter() - t
+        if name == "pipeline":
+            duplicate_step()
         k += 1
     return out
 

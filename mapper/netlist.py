@@ -41,7 +41,7 @@ from typing import Any
 
 from cgra.errors import MappingError
 
-TAGS = {"p": "PE", "m": "MEM", "I": "16-bit IO", "i": "1-bit IO", "r": "register"}
+TAGS = {"p": "PE", "m": "MEM", "o": "pond", "I": "16-bit IO", "i": "1-bit IO", "r": "register"}
 _BAD = re.compile(r"[(),:\s]")
 
 

@@ -80,6 +80,8 @@ RANGES: dict[tuple[str, str], tuple[str, float | None, float | None, bool]] = {
     ("SimParams", "run_timeout_s"): ("SimParams.run_timeout_s", 1e-3, None, False),
     ("SimParams", "flush_wait"): ("SimParams.flush_wait", 0, None, True),
     ("SimParams", "cache_models"): ("SimParams.cache_models", 1, 100_000, True),
+    ("DuplicateParams", "columns"): ("--sub-array", 1, 4096, True),
+    ("DuplicateParams", "unroll"): ("--copy-unroll", 1, 4096, True),
 }
 
 
@@ -147,6 +149,10 @@ class AppParams:
     loop_cycles: int = 12
     double_buffer: bool = True
     flatten: bool = True
+    #: put short-reuse delay lines in the PE tiles' ponds when the design has them
+    #: (:mod:`mapper.mapping.memory` step 5); False: registers and MEM tiles only (the
+    #: comparison of bench/bench_pond.py)
+    pond: bool = True
 
     def validate(self) -> None:
         """Every numeric field in range (:data:`RANGES`); an app name is given. Raises
@@ -269,6 +275,23 @@ class SimOptions:
 
 
 @dataclass
+class DuplicateParams:
+    """Low-unroll duplication (Cascade §V-C4, :mod:`mapper.duplicate`): the app is compiled at
+    unroll 1 for a strip of the image, placed and routed on a sub-array of ``columns``
+    columns (``None``: the array's columns divided by the unroll, a multiple of the tile
+    pattern's period) and its configuration copied across the array; each copy is compiled at
+    ``unroll`` (default 1; the copies are the app's unroll / ``unroll``)
+    (``cgra run APP --unroll U --duplicate [--sub-array N] [--copy-unroll K]``)."""
+
+    columns: int | None = None
+    unroll: int = 1
+
+    def validate(self) -> None:
+        """``columns`` in range (:data:`RANGES`). Raises :class:`ConfigError`."""
+        check_fields(self)
+
+
+@dataclass
 class RunParams:
     """One end-to-end run: the app and its mapping options (:class:`AppParams`), the design
     directory, the run directory ``out`` (``None`` = ``build/apps/<app>``), the back-end
@@ -281,6 +304,8 @@ class RunParams:
     flow: FlowParams = field(default_factory=FlowParams)
     sim: SimOptions = field(default_factory=SimOptions)
     resume_from: str = "map"
+    #: low-unroll duplication (:class:`DuplicateParams`); ``None`` = off
+    duplicate: DuplicateParams | None = None
 
     def validate(self) -> None:
         """All parameters in range (:meth:`AppParams.validate`, :meth:`FlowParams.validate`,
@@ -289,6 +314,8 @@ class RunParams:
         self.app.validate()
         self.flow.validate()
         self.sim.validate()
+        if self.duplicate is not None:
+            self.duplicate.validate()
         need = self.app.min_cycles()
         if need > self.sim.max_cycles:
             raise ConfigError(f"{self.app.app} on a {self.app.width}x{self.app.height} image "
@@ -298,6 +325,6 @@ class RunParams:
                               f"larger unroll, or raise the budget with --max-cycles")
 
 
-__all__ = ["AppParams", "DEFAULT_MAX_SIM_CYCLES", "FlowParams", "RANGES", "RunParams",
+__all__ = ["AppParams", "DEFAULT_MAX_SIM_CYCLES", "DuplicateParams", "FlowParams", "RANGES", "RunParams",
            "SimOptions", "Step", "attempt_name", "attempt_plan", "check_fields",
            "default_run_dir"]

@@ -71,6 +71,12 @@ Test helper (``peak.sim``)
   ``model_outputs(spec, vectors)``; ``check_vectors(spec, vectors, dir)`` compares model
   and RTL and raises ``SimulationError`` naming the first mismatching vector.
 
+Control hardware (``peak.control``, docs/control_hw.md)
+  ``make_counter_chain(levels, width)``, ``make_token_fifo(depth)``,
+  ``make_credit_counter(max_credits)``, ``make_input_fifo(depth, width, levels)``: sub-PE
+  classes (SARA §III-A) with ``*_inst`` configuration helpers; ``pe.json`` lists them
+  (``control``) and ``peak.resources`` counts them. Example: ``peak.examples.control_pe``.
+
 Examples: ``peak.examples.toy_pe`` (``make_toy_pe(width)``, ``ToyPE`` = 16 bits, ``Inst``,
 ``Opcode``) and ``peak.examples.cgra_pe`` (``PE``, ``Inst``, ``ALU``, ``Cond``, ``Mode``).
 Spec modules whose types are closure variables must not use

@@ -9,12 +9,16 @@
      "inputs":  [{"name": "data0", "width": 16, "signed": false}, ...],
      "outputs": [{"name": "res", "width": 16, "signed": false}, ...],
      "state":   [{"name": "data0_reg", "width": 16, "init": 0}, ...],
+     "control": [{"name": "ctr", "kind": "counter_chain", "levels": 2, "width": 8}, ...],
      "config":  {"field": "inst", "registers": 2}}     # 32-bit config registers, LSB first
 
 ``spec`` is a reference :func:`peak.load_spec` resolves (``module:Class``, or
 ``/abs/path/file.py:Class`` for a spec loaded from a file). ``kind`` is
 ``bit``/``bits``/``enum``/``sum_tag``; ``tags`` maps Enum member / Sum variant
-names to codes; ``lo``/``width`` are bit positions in the flat instruction.
+names to codes; ``lo``/``width`` are bit positions in the flat instruction. ``control``
+lists the control components the spec includes as sub-PEs (:mod:`peak.control`: counter
+chains, token FIFOs, credit counters, input FIFOs; ``[]`` for none), with their
+parameters; a document without the key reads as none.
 
 Readers (no hardware imports; the mapper may use them): :class:`PEInfo` (the document,
 typed and frozen: :meth:`PEInfo.from_json`), :func:`load_pe_json` (a file -> PEInfo),
@@ -43,6 +47,21 @@ def _port(name: str, T: Any) -> dict:
     return {"name": name, "width": getattr(T, "size", 1), "signed": is_signed_type(T)}
 
 
+def control_components(nf: Any, prefix: str = "") -> list[dict]:
+    """The control components (:mod:`peak.control`: the sub-PE classes carrying a
+    ``_control_`` dict) of normal form ``nf`` (:class:`peak.normalize.NormalForm`), at any
+    depth of sub-PEs: ``[{"name": "<dotted sub-PE path>", "kind": ..., <int parameters>},
+    ...]`` in sub-PE declaration order."""
+    out: list[dict] = []
+    for name, sub in nf.subs.items():
+        info = getattr(sub.spec, "_control_", None)
+        if isinstance(info, dict) and "kind" in info:
+            out.append({"name": prefix + name, **info})
+        else:
+            out.extend(control_components(sub, f"{prefix}{name}."))
+    return out
+
+
 def pe_json(spec: type) -> dict:
     """The ``pe.json`` document of ``spec`` (see the module docstring)."""
     nf = normal_form(spec)
@@ -58,6 +77,7 @@ def pe_json(spec: type) -> dict:
         "outputs": [_port(n, T) for n, T in nf.outputs],
         "state": [{"name": s.name, "width": getattr(s.T, "size", 1), "init": s.init}
                   for s in nf.state],
+        "control": control_components(nf),
         "config": {"field": "inst", "registers": (asm.width + 31) // 32},
     }
 
@@ -103,6 +123,10 @@ class PEInfo:
     state: tuple[tuple[str, int, int], ...] = ()
     #: 32-bit config registers the instruction takes
     config_registers: int = 0
+    #: control components (:mod:`peak.control`): kind, dotted sub-PE name and int
+    #: parameters of each, e.g. ``{"name": "ctr", "kind": "counter_chain", "levels": 2,
+    #: "width": 8}``
+    control: tuple[Mapping[str, Any], ...] = ()
 
     @classmethod
     def from_json(cls, doc: Any, where: str = "pe.json") -> "PEInfo":
@@ -132,7 +156,10 @@ class PEInfo:
                       for q in doc["outputs"]),
                 tuple((str(s["name"]), int(s["width"]), int(s.get("init") or 0))
                       for s in doc.get("state", [])),
-                int((doc.get("config") or {}).get("registers", 0)))
+                int((doc.get("config") or {}).get("registers", 0)),
+                tuple(MappingProxyType({str(k): (str(v) if k in ("name", "kind") else int(v))
+                                        for k, v in c.items()})
+                      for c in doc.get("control", [])))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CollateralError(f"{where}: malformed PE collateral ({exc!r}); regenerate "
                                   f"the design with `cgra rtl`") from None

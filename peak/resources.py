@@ -14,6 +14,9 @@ follows the spec with no hand edit::
      "outputs": {"bit": 1, "word": 1},               # data outputs per width class
      "registers": {"state": {"bit": 3, "word": 2},   # state (pipeline / delay) registers
                    "constants": {"bit": 1, "word": 2}},  # constant fields the rules load
+     "control": {"counter_chains": 0, "counter_levels": 0,   # control hardware (below)
+                 "token_fifos": 0, "token_slots": 0, "credit_counters": 0, "credits": 0,
+                 "input_fifos": 0, "input_fifo_words": 0},
      "rules": "found",                               # "found" | "skipped" (no rule table)
      "ops": ["coreir.add", "coreir.const", ...],     # IR ops one PE executes (sorted)
      "const_only_ops": ["coreir.shl", ...],          # ... only with a constant operand
@@ -42,6 +45,13 @@ DELAY registers of the inputs) per width class; ``constants`` counts the instruc
 the rules load constants into (``const_fields`` of the found rules), per width class of
 the field, or, without a rule table, none (``{}``).
 
+**Control** counts the control components the spec includes (:mod:`peak.control`, listed
+in ``pe.json``'s ``control``; SARA §III-A): ``counter_chains`` and their ``counter_levels``
+(counters, summed), ``token_fifos`` and their ``token_slots`` (depths summed),
+``credit_counters`` and their ``credits`` (maximum credits summed), ``input_fifos`` and
+their ``input_fifo_words`` (depths summed). Every key is present (0 for a PE without
+control hardware); a document written before the key existed reads as all zeros.
+
 The one reader of the document is :meth:`PEResources.from_json` (typed, frozen).
 
 Pure (no solver, no hardware imports). Errors: :meth:`PEResources.from_json` raises
@@ -51,7 +61,7 @@ of its own (its inputs were checked by :meth:`PEInfo.from_json` and
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
@@ -78,6 +88,29 @@ def _pattern_ops(rule: Rule) -> list[str]:
     return sorted(str(n["op"]) for n in rule.pattern["nodes"] if n["op"] not in CONST_OPS)
 
 
+#: the keys of the ``control`` table, in order, and what each adds per component:
+#: (key, component kind, parameter summed or None to count the component)
+CONTROL_KEYS = (("counter_chains", "counter_chain", None),
+                ("counter_levels", "counter_chain", "levels"),
+                ("token_fifos", "token_fifo", None),
+                ("token_slots", "token_fifo", "depth"),
+                ("credit_counters", "credit_counter", None),
+                ("credits", "credit_counter", "max_credits"),
+                ("input_fifos", "input_fifo", None),
+                ("input_fifo_words", "input_fifo", "depth"))
+
+
+def control_counts(control: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """The ``control`` table (module docstring) of the control components ``control``
+    (:attr:`PEInfo.control`)."""
+    out = {key: 0 for key, _, _ in CONTROL_KEYS}
+    for c in control:
+        for key, kind, param in CONTROL_KEYS:
+            if c.get("kind") == kind:
+                out[key] += 1 if param is None else int(c[param])
+    return out
+
+
 def pe_resources(pe: PEInfo, table: TableFile | None) -> dict[str, Any]:
     """The resource vector of PE ``pe`` (module docstring) with the rules of ``table``
     (``None``: no rule table, ``"rules": "skipped"``). Widths in bits, counts per width
@@ -91,6 +124,7 @@ def pe_resources(pe: PEInfo, table: TableFile | None) -> dict[str, Any]:
             {p.width for p in (*pe.inputs, *pe.outputs)}, reverse=True)},
         "inputs": _count((p.width for p in pe.inputs), dw),
         "outputs": _count((p.width for p in pe.outputs), dw),
+        "control": control_counts(pe.control),
     }
     state = _count((w for _, w, _ in pe.state), dw)
     if table is None:
@@ -137,6 +171,9 @@ class PEResources:
     const_only_ops: frozenset[str] | None
     multi_op: Mapping[str, tuple[str, ...]] | None
     stages: int | None
+    #: the ``control`` table (module docstring): component counts and summed sizes
+    control: Mapping[str, int] = field(default_factory=lambda: MappingProxyType(
+        {key: 0 for key, _, _ in CONTROL_KEYS}))
 
     @classmethod
     def from_json(cls, doc: Any, where: str = "PE resources") -> "PEResources":
@@ -157,7 +194,10 @@ class PEResources:
                 frozenset(str(o) for o in doc["const_only_ops"]) if found else None,
                 MappingProxyType({str(k): tuple(str(o) for o in v)
                                   for k, v in doc["multi_op"].items()}) if found else None,
-                int(doc["stages"]) if found else None)
+                int(doc["stages"]) if found else None,
+                MappingProxyType({**{key: 0 for key, _, _ in CONTROL_KEYS},
+                                  **counts(doc, "control")}) if "control" in doc
+                else MappingProxyType({key: 0 for key, _, _ in CONTROL_KEYS}))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CollateralError(f"{where}: malformed PE resources ({exc!r}); regenerate "
                                   f"the design with `cgra rtl`") from None

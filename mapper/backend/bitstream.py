@@ -9,7 +9,9 @@ Config address ``reg << 24 | feature << 16 | x << 8 | y`` (:func:`cgra.config.co
   registers), every ``config`` entry whose key names a core field, ``config['fields']``, and for
   a MEM with port programs (``config['ports']``) the fields returned by the MEM encoder
   (default :func:`lake_mem_encoder`: ``lake.config.configure(config['preset'], ports)``);
-  every register of feature 0 is written, fields not given keep their reset value; a MEM
+  every register of feature 0 is written, fields not given keep their reset value (a PE
+  tile holding a PE and a pond, tag ``o``, writes the fields of both: the pond's are
+  Lake's encoder's under the tile's prefix, pe.json's ``pond``); a MEM
   in lookup-table mode (``config['lut']``, :func:`mapper.mapping.compute.lut_config`) gets the
   fields of :func:`lake.lut.lut_fields`;
 * **lookup tables and pattern ROMs**: entry ``i`` of a lookup MEM's table (or word ``i`` of
@@ -52,6 +54,7 @@ from typing import Any, Callable
 from canal.config import route_selects
 from cgra.config import config_address, encode_fields, pack_fields, split_address
 from cgra.errors import CgraError, CollateralError, ConfigError
+from garnet.collateral import PondInfo
 from mapper.collateral import Collateral
 from mapper.backend.pack import PackedDesign
 from mapper.backend.place import Placement
@@ -298,8 +301,10 @@ def check_words(words: list[tuple[int, int]], coll: Collateral,
 
 
 def core_values(packed: PackedDesign, inst: str, field_names: set[str],
-                mem_encoder: MemEncoder | None) -> dict[str, int]:
-    """Core config field values of instance ``inst`` (rules in the module docstring)."""
+                mem_encoder: MemEncoder | None, pond: PondInfo | None = None) -> dict[str, int]:
+    """Core config field values of instance ``inst`` (rules in the module docstring); a
+    pond (tag ``o``) gets Lake's fields with the prefix of ``pond`` (pe.json's
+    :class:`~garnet.collateral.PondInfo`)."""
     pi = packed.instances[inst]
     vals: dict[str, int] = {}
     for k, v in pi.config.items():
@@ -309,6 +314,13 @@ def core_values(packed: PackedDesign, inst: str, field_names: set[str],
     if pi.tag == "m" and "ports" in pi.config:
         enc = mem_encoder or lake_mem_encoder
         vals.update(enc(inst, pi.config, pi.config["ports"]))
+    if pi.tag == "o" and "ports" in pi.config:
+        # a pond: Lake's fields under the PE tile's prefix (pe.json's pond)
+        if pond is None:
+            raise ConfigError(f"pond {inst}: the design's PE tiles have no pond (pe.json has "
+                              f"no 'pond'); map the app without ponds or use a design with "
+                              f"pond = \"pond_32x16\"")
+        vals.update(pond.fields(lake_mem_encoder(inst, pi.config, pi.config["ports"])))
     if pi.tag == "m" and "lut" in pi.config:
         vals.update(lut_mem_fields(inst, pi.config))
     vals.update(pi.fields)
@@ -370,12 +382,24 @@ def generate(packed: PackedDesign, placement: Placement, routing: RoutingResult,
     regs: dict[int, int] = {}
     fields: dict[int, list[tuple[str, int]]] = {}
     what: dict[int, list[str]] = {}
+    # a PE tile with a pond holds two instances (a PE and a pond): their fields share the
+    # tile's registers, so the values of every instance of a tile are merged first
+    by_tile: dict[tuple[int, int], list[str]] = {}
+    for inst, pi in packed.instances.items():
+        if pi.tag != "r":
+            by_tile.setdefault(tuple(placement.sites[inst]), []).append(inst)
+    tile_vals: dict[tuple[int, int], dict[str, int]] = {}
+    for xy, insts in by_tile.items():
+        names = {f.name for f in coll.tiles[xy].config_fields}
+        tile_vals[xy] = {}
+        for inst in insts:
+            tile_vals[xy].update(core_values(packed, inst, names, mem_encoder, coll.pond))
     for inst, pi in packed.instances.items():
         if pi.tag == "r":
             continue
         x, y = placement.sites[inst]
         flds = coll.tiles[(x, y)].config_fields
-        vals = core_values(packed, inst, {f.name for f in flds}, mem_encoder)
+        vals = tile_vals[(x, y)]
         try:
             words = encode_fields(flds, vals)
         except ConfigError as exc:
@@ -387,7 +411,7 @@ def generate(packed: PackedDesign, placement: Placement, routing: RoutingResult,
             regs[addr] = data
             fields[addr] = [(s.name, (full[s.name] >> s.field_lo) & ((1 << s.width) - 1))
                             for s in slices if s.reg == reg]
-            what[addr] = [f"{pi.kind} {inst} (core)"]
+            what[addr] = [f"{packed.instances[i].kind} {i} (core)" for i in by_tile[(x, y)]]
         contents = rom_contents(pi.config) if pi.tag == "m" else None
         if contents is not None:
             kind = "lookup table" if "lut" in pi.config else "pattern ROM"

@@ -18,6 +18,9 @@ Input: a mapped :class:`mapper.netlist.Netlist` (instances of kind ``pe``/``mem`
   is folded into each PE as the field ``PackParams.const_field.format(port=<core port>)`` =
   value (and ``const_enable_field`` = 1 when the core has it); an unfoldable constant is a
   :class:`~cgra.errors.MappingError`.
+* **Ponds** (tag ``o``, the PE tiles' register file, :mod:`mapper.mapping.memory` step 5):
+  their Lake ports (``data_in_0``) resolve to the PE tile's prefixed core ports
+  (``pond_data_in_0``, pe.json's ``pond``) through ``port_map["o"]``.
 * **Other registers** stay as instances of tag ``r``; placement puts them in a tile and routing
   maps each onto one switch-box pipeline-register node (``REG``) of that tile.
 
@@ -42,7 +45,7 @@ if TYPE_CHECKING:
     from peak.collateral import PEInfo
     from mapper.collateral import Collateral
 
-PLACEABLE_TAGS = ("p", "m", "I", "i", "r")
+PLACEABLE_TAGS = ("p", "m", "o", "I", "i", "r")
 
 
 @dataclass
@@ -283,6 +286,11 @@ def pack(netlist: Netlist, coll: Collateral, params: PackParams | None = None) -
         insts[name] = PackedInstance(name, i.kind, i.tag, dict(i.config))
     nets = [PackedNet(n.name, n.width, n.source, list(n.sinks)) for n in netlist.nets]
     packed = PackedDesign(netlist.name, insts, nets, {k: dict(v) for k, v in p.port_map.items()})
+    if coll.pond is not None:
+        # a pond (tag o) sits on a PE tile: its Lake ports are the tile's prefixed core ports
+        packed.port_map["o"] = {**{q: coll.pond.port(q) for q in (*coll.pond.mem.in_ports,
+                                                                  *coll.pond.mem.out_ports)},
+                                **packed.port_map.get("o", {})}
     pe_site = _tile_of_tag(coll, "p")
     pe_fields = {f.name: f for f in pe_site.config_fields} if pe_site else {}
 

@@ -101,6 +101,9 @@ if TYPE_CHECKING:
     from mapper.collateral import Collateral
 
 _TAG_CLASS = {"p": "pe", "m": "mem", "I": "io", "i": "io"}
+#: tags of memories with port programs whose schedules balancing shifts: MEM tiles and ponds
+#: (the PE register file, :mod:`mapper.mapping.memory` step 5)
+_MEM_TAGS = ("m", "o")
 
 
 class BalanceError(RoutingError):
@@ -398,7 +401,7 @@ class _Design:
         #: accumulation MEMs (config ``accumulator``): their read port does not follow their
         #: write port, so the loop MEM -> PEs -> MEM is cut at the write
         self.feedback = {i for i, inst in packed.instances.items()
-                         if inst.tag == "m" and "accumulator" in inst.config}
+                         if inst.tag in _MEM_TAGS and "accumulator" in inst.config}
         dag = nx.DiGraph()
         dag.add_nodes_from(packed.instances)
         for n in packed.nets:
@@ -413,7 +416,7 @@ class _Design:
                                f"{[a for a, _ in cyc]}; branch-delay matching needs an acyclic "
                                f"netlist (keep loops inside a PE or memory)") from None
         self.mem_group = {i: _mem_groups(packed, i, self.in_ports[i], self.out_ports[i])
-                          for i, inst in packed.instances.items() if inst.tag == "m"}
+                          for i, inst in packed.instances.items() if inst.tag in _MEM_TAGS}
         #: (PE, netlist port) -> core port
         self.core_port: dict[Terminal, str] = {}
         for n in packed.nets:
@@ -486,7 +489,7 @@ class _Design:
                 target[inst] = t
                 for o in self.out_ports[inst]:
                     sigma_out[(inst, o)] = t + _latency(packed, inst, self.p)
-            elif pi.tag == "m":
+            elif pi.tag in _MEM_TAGS:
                 latest = max(arr.values(), default=0)
                 # a pattern ROM's word comes one read latency after its stream schedule
                 rom = _latency(packed, inst, self.p) if "rom" in pi.config else 0
@@ -599,7 +602,7 @@ class _Design:
                 return deficit.get(term, 0), [term]
             if tag in ("I", "i") or inst in self.feedback:
                 return 1 << 30, []            # an output stream (a sum's write) just starts later
-            if inst in seen or tag not in ("r", "m"):
+            if inst in seen or tag not in ("r", *_MEM_TAGS):
                 return 0, []
             if tag == "r":
                 outs = [by_source[(inst, o)] for o in self.out_ports[inst]]
@@ -613,7 +616,7 @@ class _Design:
 
         for net in packed.nets:
             src = net.source
-            if packed.instances[src[0]].tag != "m":
+            if packed.instances[src[0]].tag not in _MEM_TAGS:
                 continue
             rooms = [room(s) for s in net.sinks]
             pe_sinks = [t for _, ts in rooms for t in ts]
@@ -950,7 +953,7 @@ def period_floor(packed: PackedDesign, placement: Placement, coll: Collateral,
             if _latency(packed, name, p) > 0:
                 what += ", registered output"
         else:
-            what = f"{'MEM' if inst.tag == 'm' else 'IO'} core ({tc})"
+            what = f"{ {'m': 'MEM', 'o': 'pond'}.get(inst.tag, 'IO')} core ({tc})"
             d = tm.core_delay(tc)
         stages.append((d, what))
     sb = [k for k in tm.classes if k.startswith("sb:")]
@@ -1237,7 +1240,7 @@ def _result(d: _Design, st: _State, routing: RoutingResult, seconds: float,
     sig, _, _ = d.arrivals(st)
     out_lat: dict[str, int] = {}
     for inst, pi in pk.instances.items():
-        if pi.tag == "m" and "ports" in pi.config:
+        if pi.tag in _MEM_TAGS and "ports" in pi.config:
             ports = dict(pi.config["ports"])
             for port, prog in pi.config["ports"].items():
                 if port.startswith(("in", "data_in")):         # a write port
@@ -1252,7 +1255,7 @@ def _result(d: _Design, st: _State, routing: RoutingResult, seconds: float,
                 if delta:
                     ports[port] = _shift_program(prog, delta, f"MEM {inst} port {port}")
             pi.config["ports"] = ports
-        elif pi.tag == "m" and not is_lut(d.packed, inst) and \
+        elif pi.tag in _MEM_TAGS and not is_lut(d.packed, inst) and \
                 any(sig.get((inst, q), 0) for q in d.in_ports[inst]):
             raise ConfigError(f"MEM {inst}: pipelining delays its inputs by "
                               f"{[sig.get((inst, q), 0) for q in d.in_ports[inst]]} cycles but "

@@ -2,7 +2,9 @@
 
 Sites come from the layout of the routing graph: an instance of tag ``p`` goes on a PE tile,
 ``m`` on a MEM tile, ``I`` on an IO tile, ``i`` on a tile tagged ``i`` or on an ``I`` tile with a
-routable 1-bit port (capacity one instance per tag per tile); a register (``r``) goes in any
+routable 1-bit port, ``o`` (a pond, the PE register file) on a PE tile whose core has the
+pond's ports (pe.json's ``pond``: a PE tile holds one PE and one pond) (capacity one
+instance per tag per tile); a register (``r``) goes in any
 tile with pipeline-register nodes of its width, at most as many registers per tile as the tile
 has such nodes.
 
@@ -60,7 +62,8 @@ from mapper.backend.pack import PackedDesign
 if TYPE_CHECKING:
     from mapper.collateral import Collateral
 
-TAG_NAMES = {"p": "PE", "m": "MEM", "I": "16-bit IO", "i": "1-bit IO", "r": "register"}
+TAG_NAMES = {"p": "PE", "m": "MEM", "o": "pond", "I": "16-bit IO", "i": "1-bit IO",
+             "r": "register"}
 
 
 @dataclass
@@ -141,11 +144,14 @@ def site_capacity(coll: Collateral) -> dict[tuple, dict[tuple[int, int], int]]:
     graphs = coll.graphs
     g = next(iter(graphs.values()))
     caps: dict[tuple, dict[tuple[int, int], int]] = {}
+    pond_port = coll.pond.port(coll.pond.mem.in_ports[0]) if coll.pond is not None else None
     for (x, y), t in sorted(g.tiles.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         if t.tag in ("p", "m", "I", "i"):
             caps.setdefault((t.tag,), {})[(x, y)] = 1
         if t.tag == "I" and 1 in graphs and t.routable(1):
             caps.setdefault(("i",), {})[(x, y)] = 1
+        if t.tag == "p" and pond_port and any(q.name == pond_port for q in t.ports):
+            caps.setdefault(("o",), {})[(x, y)] = 1     # the PE tile's pond: a second site
     for w, rg in sorted(graphs.items(), reverse=True):
         for xy, regs in sorted(rg.regs_by_tile.items(), key=lambda kv: (kv[0][1], kv[0][0])):
             caps.setdefault(("r", w), {})[xy] = len(regs)
@@ -589,7 +595,8 @@ def _tile_kind(tile) -> str:
     return f"a tile of tag '{tile.tag}' ({TAG_NAMES.get(tile.tag, tile.tag)})"
 
 
-def check_capacity(nl: Netlist, coll: Collateral, tags: tuple[str, ...] = ("p", "m")) -> None:
+def check_capacity(nl: Netlist, coll: Collateral, tags: tuple[str, ...] = ("p", "m", "o")
+                   ) -> None:
     """Raise :class:`MappingError` when the netlist needs more tiles of a kind in ``tags``
     (default PE and MEM: what the app computes with; the IO count of stand-alone CoreIR
     kernels, one IO per kernel port, is placement's concern) than the design has, naming
@@ -599,7 +606,8 @@ def check_capacity(nl: Netlist, coll: Collateral, tags: tuple[str, ...] = ("p", 
     for inst in nl.instances.values():
         if inst.tag in tags:
             need[inst.tag] = need.get(inst.tag, 0) + 1
-    names = {"p": "PE", "m": "MEM", "I": "16-bit IO", "i": "1-bit IO"}
+    names = {"p": "PE", "m": "MEM", "o": "pond (PE tiles with a pond)", "I": "16-bit IO",
+             "i": "1-bit IO"}
     for tag, k in need.items():
         have = sum(caps.get((tag,), {}).values())
         if k > have:

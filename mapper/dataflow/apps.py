@@ -286,12 +286,14 @@ def kmeans_step(n: int = 32, d: int = 4, k: int = 3, par: int = 1, seed: int = 0
 
 
 def logreg(n: int = 32, d: int = 8, iters: int = 2, lr: float = 0.5, par: int = 1,
-           seed: int = 0) -> App:
+           seed: int = 0, sequential: bool = False) -> App:
     """Logistic regression by batch gradient descent in f32 (SARA's logreg): ``iters``
     times, ``w -= (lr / n) * sum_i (sigmoid(x_i . w) - y_i) x_i`` with
     ``sigmoid(z) = 1 / (1 + exp(-z))``. Inputs ``x`` f32 (n, d) in [-1, 1), ``y`` f32 (n,)
     in {0, 1}, ``w0`` f32 (d,) (zeros); output ``w`` f32 (d,). ``par`` on the dimension
-    loops. Tolerance: :data:`TOLERANCES`."""
+    loops. ``sequential=True``: the epoch loop is Spatial's ``Sequential.Foreach`` (as in
+    Spatial's LogReg; PLDI'18 §3), its epochs and their three phases never overlap.
+    Tolerance: :data:`TOLERANCES`."""
     _check("logreg", n=n, d=d, iters=iters, par=par)
     p = Program("logreg")
     x_d, y_d, w0 = p.dram("x", (n, d), "f32"), p.dram("y", (n,), "f32"), p.dram("w0", (d,), "f32")
@@ -301,7 +303,7 @@ def logreg(n: int = 32, d: int = 8, iters: int = 2, lr: float = 0.5, par: int = 
     _copy_in(p, w0, w, par)
     z, err = p.reg("z", "f32"), p.reg("err", "f32")
     scale = np.float32(lr) / np.float32(n)
-    with p.foreach(iters):
+    with p.foreach(iters, sequential=sequential):
         with p.foreach(d, par=par) as j:
             grad[j] = 0.0
         with p.foreach(n) as i:
@@ -383,7 +385,8 @@ def random_graph(n: int, avg_degree: int, seed: int) -> tuple[np.ndarray, np.nda
 
 
 def pagerank(n: int = 16, avg_degree: int = 3, iters: int = 2, damping: float = 0.85,
-             par: int = 1, seed: int = 0, nnz_max: int | None = None) -> App:
+             par: int = 1, seed: int = 0, nnz_max: int | None = None,
+             sequential: bool = False) -> App:
     """PageRank by pull iterations in f32 (SARA's pr), the data-dependent-bounds case: the
     edge loop of node ``v`` runs ``range(rowptr[v], rowptr[v+1])``, bounds read from DRAM,
     and gathers ``rank[col[e]]`` (a data-dependent SRAM index).
@@ -392,7 +395,9 @@ def pagerank(n: int = 16, avg_degree: int = 3, iters: int = 2, damping: float = 
     (n+1,), ``col`` i32 (nnz_max,) (zero-padded after ``rowptr[n]`` edges; default
     capacity ``n * (2 * avg_degree - 1)``, the most :func:`random_graph` can draw, so the
     program accepts the graph of any seed), ``outdeg`` i32 (n,); output ``rank`` f32 (n,).
-    ``par`` on the node loop. Tolerance: :data:`TOLERANCES`."""
+    ``par`` on the node loop. ``sequential=True``: the iteration loop is Spatial's
+    ``Sequential.Foreach`` (PLDI'18 §3), its iterations and their three phases never
+    overlap. Tolerance: :data:`TOLERANCES`."""
     _check("pagerank", n=n, avg_degree=avg_degree, iters=iters, par=par)
     rowptr, col, outdeg = random_graph(n, avg_degree, seed)
     nnz = n * (2 * avg_degree - 1) if nnz_max is None else int(nnz_max)
@@ -410,7 +415,7 @@ def pagerank(n: int = 16, avg_degree: int = 3, iters: int = 2, damping: float = 
     acc = p.reg("acc", "f32")
     with p.foreach(n, par=par) as v:
         rank[v] = float(init)
-    with p.foreach(iters):
+    with p.foreach(iters, sequential=sequential):
         with p.foreach(n, par=par) as u:
             contrib[u] = rank[u] / to_f32(deg_d[u])
         with p.foreach(n, par=par) as v:

@@ -1,7 +1,8 @@
 """``cgra dataflow``: compile a nested-loop program with the SARA dataflow compiler and run it
 in the token-level simulator (issue 34).
 
-    cgra dataflow APP [--par N] [--seed S] [--design DIR] [--latency LO,HI] [--out DIR]
+    cgra dataflow APP [--par N] [--seed S] [--design DIR] [--latency LO,HI] [--sequential]
+                      [--out DIR]
     cgra dataflow --list
 
 Steps: the program (:data:`mapper.dataflow.apps.APPS`) is interpreted sequentially (the golden
@@ -11,7 +12,10 @@ model, itself checked against numpy); lowered to virtual units
 (its ``resources.json``) or of SARA's Plasticine PCU/PMU
 (:func:`mapper.dataflow.resource_map.map_units`); simulated with random link latencies
 (:func:`mapper.dataflow.sim.simulate`); and the simulated final memory state compared bit for
-bit with the interpreter's. ``<out>/dataflow_report.json`` records every figure.
+bit with the interpreter's. ``<out>/dataflow_report.json`` records every figure, the
+control tokens of sequential controllers among them (``control_tokens``). ``--sequential``
+makes the app's iteration loop Spatial's ``Sequential.Foreach`` (PLDI'18 §3; the apps whose
+builder takes ``sequential``: logreg, pagerank).
 
 Exit status 0 when bit-exact; 2 with a one-line error for a mismatch or a deadlock
 (:class:`~cgra.errors.SimulationError`), a program the units cannot hold
@@ -19,6 +23,7 @@ Exit status 0 when bit-exact; 2 with a one-line error for a mismatch or a deadlo
 """
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from pathlib import Path
@@ -90,15 +95,27 @@ def _compare(golden: dict, got: dict, names: list[str]) -> list[str]:
 @click.option("--partitioner", default="traversal", show_default=True,
               type=click.Choice(["traversal", "solver"]),
               help="SARA's traversal partitioner/merger or the MILP (HiGHS) reference")
+@click.option("--sequential", is_flag=True,
+              help="make the app's iteration loop sequential (Spatial's Sequential.Foreach: "
+                   "iterations never overlap); logreg and pagerank")
 @click.option("--out", default=None, type=click.Path(file_okay=False, path_type=Path),
               help="directory of dataflow_report.json (default build/dataflow/<app>)")
 def dataflow_cmd(app: str, par: int, seed: int, sim_seed: int, latency: str,
-                 design: Path | None, partitioner: str, out: Path | None) -> None:
+                 design: Path | None, partitioner: str, sequential: bool,
+                 out: Path | None) -> None:
     """Compile APP (a nested-loop program: `cgra dataflow --list`) to virtual units with
     tokens and credits, map them onto a design's units, simulate, compare bit for bit."""
     t0 = time.perf_counter()
     lat = _latency(latency)
-    program, inputs, reference = APPS[app](par=par, seed=seed)
+    kw = {}
+    if sequential:
+        if "sequential" not in inspect.signature(APPS[app]).parameters:
+            takers = [n for n, b in APPS.items()
+                      if "sequential" in inspect.signature(b).parameters]
+            raise ConfigError(f"--sequential: app {app!r} has no iteration loop to make "
+                              f"sequential; apps that have one: {', '.join(takers)}")
+        kw["sequential"] = True
+    program, inputs, reference = APPS[app](par=par, seed=seed, **kw)
     if design is not None:
         res = load_resources(design)
         units = design_units(res)
@@ -122,11 +139,18 @@ def dataflow_cmd(app: str, par: int, seed: int, sim_seed: int, latency: str,
         drams = [m.name for m in program.inputs()]
         bad = _compare(golden, sim.memories, drams)
         report = {"schema": REPORT_SCHEMA, "app": app, "par": par, "seed": seed,
+                  "sequential": sequential,
                   "sim_seed": sim_seed, "latency": list(lat), "target": target,
                   "partitioner": partitioner, "bit_exact": not bad,
                   "cycles": sim.cycles, "vcus": len(vudfg.vcus), "vmus": len(vudfg.vmus),
                   "tokens": {"after_reduction": tokens.count(reduced=True),
-                             "before_reduction": tokens.count(reduced=False)},
+                             "before_reduction": tokens.count(reduced=False),
+                             "control": len(tokens.control)},
+                  "control_tokens": [{"controller": c.controller, "src": c.src,
+                                      "dst": c.dst, "backward": c.backward,
+                                      "credit": c.credit,
+                                      "streams": len(c.push_units) * len(c.pop_units)}
+                                     for c in tokens.control],
                   "mapping": mapping.to_dict(),
                   "seconds": round(time.perf_counter() - t0, 3)}
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -137,7 +161,8 @@ def dataflow_cmd(app: str, par: int, seed: int, sim_seed: int, latency: str,
                               f"{sim_seed}, latency {lat[0]}..{lat[1]}); report in "
                               f"{run_dir}/dataflow_report.json")
     used = ", ".join(f"{v} {k}" for k, v in sorted(mapping.units.items()) if v)
-    click.echo(f"{app} (par {par}): bit-exact with the interpreter and numpy; "
+    seq = ", sequential" if sequential else ""
+    click.echo(f"{app} (par {par}{seq}): bit-exact with the interpreter and numpy; "
                f"{sim.cycles} cycles (latency {lat[0]}..{lat[1]}); {len(vudfg.vcus)} VCUs, "
                f"{len(vudfg.vmus)} VMUs, {tokens.count(reduced=True)} token/credit edges "
                f"({tokens.count(reduced=False)} before reduction); {mapping.vus} virtual units on "

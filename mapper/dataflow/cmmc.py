@@ -64,6 +64,23 @@ makes read phase k see exactly write phase k. The bindings of L and its enclosin
 enumerated outside the solver (at most :data:`MAX_BINDINGS`), each query is bounded by z3's
 own timeout (:data:`Z3_TIMEOUT_MS`).
 
+**Control tokens** (:func:`control_deps`; Spatial's ``Sequential`` schedule, Koeplinger et
+al., PLDI'18 §3, implemented with SARA's token mechanism, §III-A1): a loop or do-while built
+with ``sequential=True`` chains its *stages*, the children of its control-tree node that hold
+units (extra ``.bound`` / ``.cond`` leaves included), in program order. A forward token goes
+from the done of stage k to the start of stage k + 1 (initial count 0), a credit from the
+done of the last stage to the start of the first (initial credit 1: the next iteration's first
+stage starts only after this iteration's last is done). This is the LCA rule applied to
+control: the LCA of the two stages is the controller itself, so the token is pushed at the
+done of its child holding the source and popped at its child holding the destination. Every
+unit of the source stage pushes one token to every unit of the destination stage (an AND of
+the dones, so a stage is done when all its units are, a port only after the memory
+acknowledged its requests), and every unit of the destination stage pops them before it
+starts the stage. Control tokens are not reduced (they are not memory dependencies) and are
+counted with the memory ones (:meth:`Tokens.count`). Partitioning and merging
+(:mod:`mapper.dataflow.partition`, :mod:`mapper.dataflow.merge`) work on each VCU's datapath
+and never see tokens, memory or control.
+
 Errors: none for a well-formed program; an index or bound the affine analysis cannot
 express simply keeps credit 1.
 """
@@ -155,26 +172,100 @@ class MemoryDeps:
 
 
 @dataclass(frozen=True)
+class ControlDep:
+    """One control token of a sequential controller (module docstring, "Control tokens"):
+    from the done of stage ``src`` to the start of stage ``dst`` of ``controller`` (child
+    labels of its control-tree node, also the push and pop levels). ``backward``: the
+    loop-carried one, last stage -> first stage of the next iteration, with ``credit`` 1
+    initial credit (0 for a forward token). ``push_units`` / ``pop_units``: the VCU names
+    inside ``src`` / ``dst``; one token stream per (push unit, pop unit) pair."""
+    controller: str
+    src: str
+    dst: str
+    backward: bool
+    credit: int
+    push_units: tuple[str, ...]
+    pop_units: tuple[str, ...]
+
+    @property
+    def key(self) -> str:
+        """``"<controller>:<src>-><dst>"``: the stream site and the ``credits`` key of
+        :func:`mapper.dataflow.sim.simulate`."""
+        return f"{self.controller}:{self.src}->{self.dst}"
+
+
+@dataclass(frozen=True)
 class Tokens:
     """The CMMC result: ``vudfg`` (the lowered program), ``memories``: memory name ->
-    :class:`MemoryDeps`."""
+    :class:`MemoryDeps`; ``control``: the control tokens of the sequential controllers
+    (:func:`control_deps`), controllers in pre-order."""
     vudfg: VUDFG = field(compare=False, repr=False)
     memories: dict[str, MemoryDeps] = field(default_factory=dict)
+    control: tuple[ControlDep, ...] = ()
 
     def deps(self) -> list[Dep]:
-        """Every kept dependency, memories in declaration order."""
+        """Every kept memory dependency, memories in declaration order."""
         return [d for m in self.memories.values() for d in m.kept]
 
     def streams(self) -> list[Stream]:
-        """The token (forward) and credit (backward) streams of the kept edges; ``site`` is ``"<src>-><dst>"``."""
-        return [Stream(d.push_unit, d.pop_unit, "credit" if d.backward else "token",
-                       "scalar", f"{d.src}->{d.dst}")
-                for d in self.deps()]
+        """The token (forward) and credit (backward) streams: one per kept memory edge
+        (``site`` ``"<src>-><dst>"``), then one per (push unit, pop unit) of each control
+        token (``site`` :attr:`ControlDep.key`)."""
+        out = [Stream(d.push_unit, d.pop_unit, "credit" if d.backward else "token",
+                      "scalar", f"{d.src}->{d.dst}")
+               for d in self.deps()]
+        out += [Stream(a, b, "credit" if c.backward else "token", "scalar", c.key)
+                for c in self.control for a in c.push_units for b in c.pop_units]
+        return out
 
     def count(self, reduced: bool = True) -> int:
-        """Number of token/credit edges with (``reduced``) or without control reduction."""
+        """Number of token/credit edges with (``reduced``) or without control reduction:
+        memory dependency edges plus the control tokens (:class:`ControlDep`, never
+        reduced)."""
         return sum((m.after if reduced else m.before).number_of_edges()
-                   for m in self.memories.values())
+                   for m in self.memories.values()) + len(self.control)
+
+    def graph(self) -> nx.MultiDiGraph:
+        """The token graph over units: a node per VCU with a token, an edge per stream of
+        :meth:`streams` (attributes ``kind`` ``token``/``credit``, ``site``, ``credit``:
+        its initial count, ``control``: a control token?)."""
+        g = nx.MultiDiGraph()
+        for d in self.deps():
+            g.add_edge(d.push_unit, d.pop_unit, kind="credit" if d.backward else "token",
+                       site=f"{d.src}->{d.dst}", credit=d.credit, control=False)
+        for c in self.control:
+            for a in c.push_units:
+                for b in c.pop_units:
+                    g.add_edge(a, b, kind="credit" if c.backward else "token", site=c.key,
+                               credit=c.credit, control=True)
+        return g
+
+
+def control_deps(v: VUDFG) -> tuple[ControlDep, ...]:
+    """The control tokens of every sequential loop and do-while of ``v`` (module docstring,
+    "Control tokens"): per controller with stages s_1 .. s_n (children holding units, in
+    program order), forward tokens s_k -> s_k+1 (credit 0) and the credit s_n -> s_1
+    (credit 1; s_1 -> s_1 for one stage). Source: Spatial's ``Sequential`` (PLDI'18 §3) on
+    SARA's tokens (§III-A1). Raises nothing."""
+    tree = v.tree
+    members: dict[str, list[str]] = {}
+    for n, u in v.vcus.items():
+        for k, p in enumerate(u.path[:-1]):
+            if tree.nodes[p]["sequential"]:
+                members.setdefault(u.path[k + 1], []).append(n)
+    out: list[ControlDep] = []
+    for label, a in tree.nodes(data=True):          # insertion order: pre-order
+        if not a["sequential"]:
+            continue
+        kids = sorted(tree.successors(label), key=lambda c: tree.nodes[c]["order"])
+        stages = [c for c in kids if members.get(c)]
+        if not stages:
+            continue
+        for x, y in zip(stages, stages[1:], strict=False):
+            out.append(ControlDep(label, x, y, False, 0, tuple(members[x]), tuple(members[y])))
+        out.append(ControlDep(label, stages[-1], stages[0], True, 1,
+                              tuple(members[stages[-1]]), tuple(members[stages[0]])))
+    return tuple(out)
 
 
 # ---------------------------------------------------------------------------- analysis
@@ -209,7 +300,8 @@ def _child(path: tuple[str, ...], depth: int) -> str:
 
 def cmmc(program: Program | VUDFG) -> Tokens:
     """Tokens and credits of ``program`` (or of an already lowered :class:`VUDFG`): the
-    dependency graph of each memory before and after control reduction (module docstring).
+    dependency graph of each memory before and after control reduction, and the control
+    tokens of the sequential controllers (:func:`control_deps`; module docstring).
     """
     v = program if isinstance(program, VUDFG) else lower(program)
     tree = v.tree
@@ -231,7 +323,7 @@ def cmmc(program: Program | VUDFG) -> Tokens:
         if name not in sites_by_mem:
             continue
         out[name] = _memory_deps(v, name, sorted(sites_by_mem[name], key=lambda s: s.key))
-    return Tokens(v, out)
+    return Tokens(v, out, control_deps(v))
 
 
 def _ports(v: VUDFG) -> dict[str, str]:
@@ -638,4 +730,4 @@ def _contained(tree: nx.DiGraph, r: _Site, writes: list[_Site], k: int,
     return s.check() == z3.unsat
 
 
-__all__ = ["Dep", "MemoryDeps", "Tokens", "cmmc", "MAX_BINDINGS", "Z3_TIMEOUT_MS"]
+__all__ = ["Dep", "ControlDep", "MemoryDeps", "Tokens", "cmmc", "control_deps", "MAX_BINDINGS", "Z3_TIMEOUT_MS"]

@@ -11,7 +11,9 @@ Semantics (SARA §II-A, the Spatial program model; notes §2.1):
 * :class:`Loop`: ``start``, ``stop`` and ``step`` are evaluated once when the loop starts
   (data-dependent bounds read memories then) and the body runs for
   ``index in range(start, stop, step)``. ``par`` does not change the sequential result.
-  A step that evaluates to ``<= 0`` is an error.
+  A step that evaluates to ``<= 0`` is an error. ``sequential`` (Spatial's ``Sequential``
+  schedule, PLDI'18 §3) does not change it either: the interpreter runs every controller
+  sequentially.
 * :class:`Branch`: ``cond`` is evaluated once per execution; non-zero runs ``then``, zero
   runs ``orelse``.
 * :class:`DoWhile`: the body runs, then ``cond`` is evaluated; the body repeats while it is

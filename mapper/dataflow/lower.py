@@ -107,9 +107,11 @@ def _bound_reads_memory(lp: Loop) -> bool:
 def control_tree(program: Program) -> nx.DiGraph:
     """The control tree of ``program``: nodes are labels with attributes ``obj`` (the
     :class:`Controller` or :class:`Leaf`), ``kind`` (``sequential``, ``loop``, ``do_while``,
-    ``branch``, ``clause``, ``block``, ``leaf``), ``parent`` (label or ``None``) and
-    ``order`` (position among the parent's children); edges parent -> child. Extra leaves as
-    in the module docstring."""
+    ``branch``, ``clause``, ``block``, ``leaf``), ``parent`` (label or ``None``), ``order``
+    (position among the parent's children) and ``sequential`` (a loop or do-while with
+    Spatial's ``Sequential`` schedule: its children, extra leaves included, are the stages
+    the control tokens of :func:`mapper.dataflow.cmmc.control_deps` chain); edges parent ->
+    child. Extra leaves as in the module docstring."""
     t = nx.DiGraph()
 
     def add(obj, label: str, parent: str | None, order: int) -> None:
@@ -127,7 +129,8 @@ def control_tree(program: Program) -> nx.DiGraph:
             kind = "clause"
         else:
             kind = "sequential"
-        t.add_node(label, obj=obj, kind=kind, parent=parent, order=order)
+        seq = kind in ("loop", "do_while") and obj.sequential
+        t.add_node(label, obj=obj, kind=kind, parent=parent, order=order, sequential=seq)
         if parent is not None:
             t.add_edge(parent, label)
         if isinstance(obj, Leaf) or isinstance(obj, Block):

@@ -5,6 +5,9 @@ A :class:`Program` is a control tree (SARA §II-A, Fig. 2d): controllers (:class
 (:class:`Block`: straight-line statements, the leaves). Memories are declared on the program:
 :class:`Reg` (one word), :class:`FIFO` (a queue), :class:`SRAM` (on-chip, optionally
 multi-buffered) and :class:`DRAM` (host arrays, the program's inputs and outputs).
+Loops and do-whiles are pipelined by default (iterations overlap as far as the memory
+tokens allow, Spatial's ``Pipe``); ``sequential=True`` makes one Spatial's ``Sequential``
+(Koeplinger et al., PLDI'18, §3): children one after the other, iterations never overlap.
 
 Programs are written with the builder methods of :class:`Program`, in Python::
 
@@ -454,12 +457,20 @@ class Sequential(Controller):
 class Loop(Sequential):
     """``for index in range(start, stop, step)`` over ``body``; ``par`` lanes (outer loops
     unroll spatially, the innermost vectorises). Bounds may read memories (data-dependent
-    bounds), evaluated once each time the loop starts."""
+    bounds), evaluated once each time the loop starts.
+
+    ``sequential``: Spatial's ``Sequential.Foreach`` (Koeplinger et al., PLDI'18, §3: the
+    ``Sequential`` schedule) instead of the default pipelined one: the children of the body
+    run one after the other and iteration i + 1's first child starts only after iteration
+    i's last child is done, so iterations never overlap (lanes of a ``par`` loop included).
+    The sequential result is the same; the dataflow implementation is the control tokens
+    of :func:`mapper.dataflow.cmmc.control_deps`."""
     start: Expr = None
     stop: Expr = None
     step: Expr = None
     par: int = 1
     index: Index = field(default=None, repr=False)
+    sequential: bool = False
 
 
 @dataclass(eq=False)
@@ -475,8 +486,16 @@ class Branch(Controller):
 
 @dataclass(eq=False)
 class DoWhile(Sequential):
-    """Run ``body``, then repeat while ``cond`` (evaluated after each pass) is non-zero."""
+    """Run ``body``, then repeat while ``cond`` (evaluated after each pass) is non-zero.
+    ``sequential``: passes never overlap, as :attr:`Loop.sequential` (the condition is the
+    pass's last child)."""
     cond: Expr = None
+    sequential: bool = False
+
+
+def _check_sequential(what: str, sequential) -> None:
+    if not isinstance(sequential, bool):
+        raise ProgramError(f"{what}: sequential must be True or False, got {sequential!r}")
 
 
 # ---------------------------------------------------------------------------- program
@@ -612,9 +631,13 @@ class Program:
             self._stack.pop()
 
     @contextlib.contextmanager
-    def foreach(self, *bounds, par: int = 1, label: str | None = None) -> Iterator[Index]:
+    def foreach(self, *bounds, par: int = 1, label: str | None = None,
+                sequential: bool = False) -> Iterator[Index]:
         """``with p.foreach(stop)`` / ``(start, stop)`` / ``(start, stop, step)`` as i: a loop
-        (SARA: a controller with a counter). ``par`` >= 1 lanes."""
+        (SARA: a controller with a counter). ``par`` >= 1 lanes. ``sequential=True``:
+        Spatial's ``Sequential.Foreach`` (:class:`Loop`; PLDI'18 §3), its iterations and
+        children never overlap. Raises :class:`ProgramError` for a bad bound count, ``par``,
+        step or a non-bool ``sequential``."""
         if not 1 <= len(bounds) <= 3:
             raise ProgramError("foreach takes (stop), (start, stop) or (start, stop, step)")
         start, stop, step = ((0, bounds[0], 1) if len(bounds) == 1 else
@@ -625,8 +648,9 @@ class Program:
         if isinstance(st, (int, np.integer)) and st <= 0:
             raise ProgramError(f"foreach: step must be positive, got {st}")
         lab = self._label("L", label)
+        _check_sequential(f"loop {lab}", sequential)
         loop = Loop(lab, self._stack[-1], start=as_expr(start), stop=as_expr(stop),
-                    step=as_expr(step), par=int(par))
+                    step=as_expr(step), par=int(par), sequential=sequential)
         loop.index = Index(loop)
         for e in (loop.start, loop.stop, loop.step):
             for x in walk(e):
@@ -638,18 +662,20 @@ class Program:
 
     @contextlib.contextmanager
     def reduce(self, reg: Reg, *bounds, combine: str = "add", par: int = 1,
-               label: str | None = None):
+               label: str | None = None, sequential: bool = False):
         """``reg = combine-fold of the values given to the yielded function``: SARA/Spatial
         ``Reduce``. Lowered as ``reg = identity`` then a loop accumulating into ``reg`` (a
         loop-carried dependency on ``reg``). ``combine`` is ``add``, ``mul``, ``min`` or
-        ``max``."""
+        ``max``; ``sequential=True`` is Spatial's ``Sequential.Reduce`` (the loop as
+        :meth:`foreach` with ``sequential=True``). Raises :class:`ProgramError` as
+        :meth:`foreach` and for an unknown ``combine``."""
         identity = {"add": 0, "mul": 1, "min": 2**31 - 1 if reg.dtype == "i32" else np.inf,
                     "max": -(2**31) if reg.dtype == "i32" else -np.inf}
         if combine not in identity:
             raise ProgramError(f"reduce: combine {combine!r} is not add, mul, min or max")
         ident = identity[combine]
         reg.value = Const(float(ident) if reg.dtype == "f32" else int(ident), reg.dtype)
-        with self.foreach(*bounds, par=par, label=label) as i:
+        with self.foreach(*bounds, par=par, label=label, sequential=sequential) as i:
             def accumulate(v):
                 reg.value = op(combine, reg.value, v)
             yield i, accumulate
@@ -687,11 +713,14 @@ class Program:
             self._stack.pop()
 
     @contextlib.contextmanager
-    def do_while(self, label: str | None = None):
+    def do_while(self, label: str | None = None, sequential: bool = False):
         """``with p.do_while() as w:`` body ``w.until_not(cond)``... run the body, then repeat
-        while the condition given to :meth:`loop_while` is non-zero."""
+        while the condition given to :meth:`loop_while` is non-zero. ``sequential=True``:
+        passes never overlap (:class:`DoWhile`). Raises :class:`ProgramError` for a missing
+        condition or a non-bool ``sequential``."""
         lab = self._label("W", label) if label else self._label("D", None)
-        dw = DoWhile(lab, self._stack[-1])
+        _check_sequential(f"do_while {lab}", sequential)
+        dw = DoWhile(lab, self._stack[-1], sequential=sequential)
         with self._open(dw):
             yield dw
         if dw.cond is None:

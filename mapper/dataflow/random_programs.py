@@ -4,14 +4,17 @@
 Regs; nested ``foreach`` loops (trip counts 1-5, constant, triangular on an outer index, or
 data-dependent: a bound read from memory); ``if``/``else`` branches on loop indices or loaded
 values; occasional do-while loops whose condition tests a private counter Reg (so every
-generated program terminates); reads and writes with in-bounds affine, modulo and
+generated program terminates); with ``sequential`` > 0, loops and do-whiles made sequential
+(Spatial's ``Sequential`` schedule) with that probability; reads and writes with in-bounds affine, modulo and
 data-dependent indices, so the same memory is read and written by several blocks (RAW, WAR
 and WAW dependencies across blocks for CMMC, SARA §III-A3); accumulations into Regs; and a
 final copy of every SRAM and Reg into the output DRAM ``out``.
 
 Every generated program interprets without error (:func:`mapper.dataflow.interp.interpret`
 with the returned inputs); the test suite checks seeds 0-299. The same seed and parameters
-always give the same program (labels included) and the same inputs.
+always give the same program (labels included) and the same inputs; the ``sequential``
+choices come from a generator of their own, so a program with ``sequential`` > 0 is the
+one of ``sequential=0`` with some loops and do-whiles marked sequential.
 """
 from __future__ import annotations
 
@@ -44,8 +47,11 @@ class _Scope:
 
 
 class _Gen:
-    def __init__(self, seed: int, max_depth: int, max_loops: int, max_statements: int):
+    def __init__(self, seed: int, max_depth: int, max_loops: int, max_statements: int,
+                 sequential: float = 0.0):
         self.rng = random.Random(seed)
+        self.seq_rng = random.Random(2 * seed + 1)
+        self.sequential = sequential
         self.max_depth = max_depth
         self.loops_left = max_loops
         self.statements_left = max_statements
@@ -169,9 +175,12 @@ class _Gen:
         else:
             t = r.randint(1, 5)
             bounds, top = (t,), t - 1
-        with self.p.foreach(*bounds, par=par) as i:
+        with self.p.foreach(*bounds, par=par, sequential=self.is_sequential()) as i:
             inner = _Scope([*scope.loops, (i, top)])
             self.body(inner, depth + 1)
+
+    def is_sequential(self) -> bool:
+        return self.sequential > 0 and self.seq_rng.random() < self.sequential
 
     def branch(self, scope: _Scope, depth: int) -> None:
         with self.p.if_(self.condition(scope)):
@@ -187,7 +196,7 @@ class _Gen:
         self.n_counters += 1
         counter.value = 0
         passes = r.randint(1, 3)
-        with self.p.do_while():
+        with self.p.do_while(sequential=self.is_sequential()):
             self.body(scope, depth + 1)
             counter.value = counter.value + 1
             self.p.loop_while(counter.value < passes)
@@ -209,7 +218,8 @@ class _Gen:
 
 
 def random_program(seed: int, *, max_depth: int = 3, max_loops: int = 4,
-                   max_statements: int = 24) -> tuple[Program, dict[str, np.ndarray]]:
+                   max_statements: int = 24,
+                   sequential: float = 0.0) -> tuple[Program, dict[str, np.ndarray]]:
     """A random ``i32`` program and its inputs (DRAM name -> ``int32`` array, values in
     [-8, 8]), determined by ``seed``.
 
@@ -217,13 +227,18 @@ def random_program(seed: int, *, max_depth: int = 3, max_loops: int = 4,
     root; ``max_loops`` the number of loops plus do-whiles (the final copy loops into the
     output DRAM ``out`` come on top); ``max_statements`` the number of random statements.
     Trip counts are 1-5, do-whiles run 1-3 passes, so a program runs at most a few
-    thousand statements. Raises :class:`cgra.errors.ProgramError` only if the parameters
-    are negative.
+    thousand statements. ``sequential``: probability in [0, 1] that a random loop or
+    do-while is sequential (the final copy loops never are). Raises
+    :class:`cgra.errors.ProgramError` only if the parameters are negative or ``sequential``
+    is outside [0, 1].
     """
     if min(max_depth, max_loops, max_statements) < 0:
         raise ProgramError(f"random_program: max_depth={max_depth}, max_loops={max_loops}, "
                            f"max_statements={max_statements} must be >= 0")
-    g = _Gen(seed, max_depth, max_loops, max_statements)
+    if not 0.0 <= sequential <= 1.0:
+        raise ProgramError(f"random_program: sequential={sequential} is not a probability "
+                           f"in [0, 1]")
+    g = _Gen(seed, max_depth, max_loops, max_statements, sequential)
     g.body(_Scope(), 0)
     g.finish()
     return g.p, g.inputs

@@ -33,6 +33,13 @@ Semantics, one clock cycle at a time (:func:`simulate`):
   requests and it holds its own incoming tokens popped at that level or an enclosing one
   (so a site skipped by a not-taken clause still forwards the order it was given). Credits start with their
   initial count (``credits`` overrides them).
+* **Control tokens** of a sequential loop or do-while (cmmc's ``Tokens.control``, Spatial's
+  ``Sequential``, PLDI'18 §3): a unit inside stage s of sequential controller S pops one
+  token from every unit of the stage before (the last stage's credit for the first stage)
+  before it starts s in each iteration of S, and once done with s (a port: once the
+  memory acknowledged all its requests) pushes one to every unit of the next stage. So the
+  stages of one iteration run one after the other and iteration i + 1 starts after
+  iteration i is done.
 * A **VMU / DRAM interface** serves each input stream in order, up to the source's lanes per
   cycle: a read returns the data, a write updates the memory and returns an ack; a FIFO
   read waits for data, a write for room. A multi-buffered SRAM (cmmc gave it credit > 1)
@@ -159,6 +166,8 @@ class _Unit:
         self.iters: dict[str, int] = {}
         self.phase_count: dict[str, int] = {}           # phase level -> completed runs
         self.local_cond: dict[str, object] = {}
+        self.ctl_pop: dict[str, list[_Chan]] = {}        # sequential controller -> chans
+        self.ctl_push: dict[str, list[_Chan]] = {}
         self.gen = self.run()
 
     # ---- primitives (generators)
@@ -231,7 +240,7 @@ class _Unit:
             for i in range(start, stop, step):
                 env[id(obj)] = i
                 self.iters[label] = self.iters.get(label, 0) + 1
-                yield from self.walk(k + 1, env)
+                yield from self.stage(label, k, env)
             env.pop(id(obj), None)
             for reg, _, writes in promote:        # ... written once at loop end
                 val = self.promoted.pop(reg)
@@ -240,7 +249,7 @@ class _Unit:
         elif kind == "do_while":
             while True:
                 self.iters[label] = self.iters.get(label, 0) + 1
-                yield from self.walk(k + 1, env)
+                yield from self.stage(label, k, env)
                 if label in self.local_cond:
                     c = self.local_cond.pop(label)
                 else:
@@ -257,6 +266,20 @@ class _Unit:
         if label in self.sim.phase_levels:
             self.phase_count[label] = self.phase_count.get(label, 0) + 1
         yield from self.level_done(label)
+
+    def stage(self, label: str, k: int, env: dict):
+        """One iteration of loop / do-while ``label`` (``path[k]``): its child on this unit's
+        path, between the control tokens of a sequential controller."""
+        for ch in self.ctl_pop.get(label, ()):
+            yield from self.pop(ch)
+        yield from self.walk(k + 1, env)
+        pushes = self.ctl_push.get(label, ())
+        if pushes:
+            while self.outstanding:
+                yield from self.pop(self.ack_in)
+                self.outstanding -= 1
+            for ch in pushes:
+                yield from self.push(ch, 1)
 
     # ---- leaf work
     def fire(self, env: dict):
@@ -533,11 +556,21 @@ class _Sim:
     def _tokens(self, tokens: Tokens, credits: Mapping | None) -> None:
         credits = dict(credits or {})
         deps = tokens.deps()
-        known = {f"{d.src}->{d.dst}" for d in deps} | {d.memory for d in deps} | {"*"}
+        known = ({f"{d.src}->{d.dst}" for d in deps} | {d.memory for d in deps} | {"*"}
+                 | {c.key for c in tokens.control})
         bad = sorted(set(credits) - known)
         if bad:
             raise SimulationError(f"credits: {', '.join(bad)} name no credit edge or memory "
-                                  f"with tokens; use '<src>-><dst>', a memory name or '*'")
+                                  f"with tokens; use '<src>-><dst>', a memory name, "
+                                  f"'<controller>:<src>-><dst>' or '*'")
+        for c in tokens.control:
+            n = int(credits.get(c.key, c.credit))
+            for a in c.push_units:
+                for b in c.pop_units:
+                    ch = self.chan(a, b, "credit" if c.backward else "token", c.key, _INF)
+                    ch.q.extend((0, 1) for _ in range(n))
+                    self.units[a].ctl_push.setdefault(c.controller, []).append(ch)
+                    self.units[b].ctl_pop.setdefault(c.controller, []).append(ch)
         for d in deps:
             key = f"{d.src}->{d.dst}"
             c = self.chan(d.push_unit, d.pop_unit, "credit" if d.backward else "token",
@@ -664,7 +697,9 @@ def simulate(vudfg: VUDFG, tokens: Tokens, inputs: Mapping[str, np.ndarray] | No
     ``seed``: the link-latency generator's seed; ``latency``: (low, high) cycles per message,
     inclusive; ``fifo_depth``: messages per data/address/ack/bound/cond stream;
     ``credits``: initial credits overriding cmmc's, keyed by ``"<src>-><dst>"`` (a credit
-    edge), a memory name (all its credit edges) or ``"*"`` (all); ``max_cycles``: give up
+    edge), a memory name (all its credit edges), ``"*"`` (all memory credit edges) or a
+    control token's ``"<controller>:<src>-><dst>"`` (``ControlDep.key``; only by that key);
+    ``max_cycles``: give up
     after that many cycles. Returns a :class:`SimResult`.
 
     Raises :class:`SimulationError` on a deadlock (the one-line message names the waits-for

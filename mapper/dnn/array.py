@@ -254,16 +254,29 @@ def _load_plan(pipe: dsl.Pipeline, facts: MemFacts, loop_cycles: int, io_tiles: 
     return out, leads, periods
 
 
+def _top_address(ports: dict[str, dict[str, Any]]) -> int:
+    """The highest storage address (words) the port programs ``ports`` touch."""
+    return max(int(q["address"]["offset"]) + sum(
+        (int(e) - 1) * max(int(a), 0) for e, a in zip(q["extents"], q["address"]["strides"],
+                                                       strict=True))
+        for q in ports.values())
+
+
 def layer_netlist(pipe: dsl.Pipeline, mem: MemInfo | MemSpec | dict[str, Any], io_tiles: int,
                   loop_cycles: int = DEFAULT_LOOP_CYCLES,
-                  double_buffer: bool = True, flatten: bool = True) -> LayerNetlist:
+                  double_buffer: bool = True, flatten: bool = True,
+                  pond: MemInfo | MemSpec | None = None) -> LayerNetlist:
     """The memory-side netlist of tensor program ``pipe`` (module docstring) for a MEM with
     ``mem`` (a design's :class:`~lake.collateral.MemInfo`, a
     :class:`~mapper.mapping.memory.MemSpec` or a preset dict of
     :data:`mapper.mapping.memory.PRESETS`: preset, capacity, max_dimensionality,
     read_latency, fetch_width, word width) on an array with ``io_tiles`` 16-bit IO tiles.
-    Raises :class:`MappingError`."""
+    ``pond``: the PE tiles' register file (pe.json's ``pond``): an accumulation buffer
+    whose partial sums (one word per pixel of a tile) fit it and whose read latency is the
+    MEM's goes there (kind ``pond``, tag ``o``: the DNN accumulator of the AHA paper's pond,
+    Sec. 4.2) instead of a MEM tile. Raises :class:`MappingError`."""
     spec = MemSpec.of(mem)
+    pond_spec = MemSpec.of(pond) if pond is not None else None
     facts = MemFacts.of(spec)
     lat = facts.read_latency
     preset = spec.name
@@ -369,10 +382,13 @@ def layer_netlist(pipe: dsl.Pipeline, mem: MemInfo | MemSpec | dict[str, Any], i
                     nets[(name, "data_out_0")] = [(kinst, f"{prod}.{om.stream.index}")]
         acc, flag, _words = dnn_memory.accumulator_programs(lm, f, lat)
         budget = lm.stall * lm.distance - lat
+        # a partial-sum buffer of a few words is a short-reuse buffer: the PE tile's pond
+        in_pond = pond_spec is not None and pond_spec.read_latency == lat \
+            and pond_spec.fetch_width == 1 and _top_address(acc) < pond_spec.capacity
         for o in range(len(sk.out_lanes)):
             name = f"acc_{f.name}_o{o}"
-            nl.add_instance(name, "mem", "m", {
-                "preset": preset, "ports": {"data_in_0": _nominal_write(acc["data_in_0"]),
+            nl.add_instance(name, *(("pond", "o") if in_pond else ("mem", "m")), {
+                "preset": pond_spec.name if in_pond else preset, "ports": {"data_in_0": _nominal_write(acc["data_in_0"]),
                                            "data_out_0": acc["data_out_0"]},
                 "read_slack": HOLD, "role": "accumulation", "reduction": f.name,
                 "accumulator": {"loop_cycles": budget, "stall": lm.stall,
@@ -550,7 +566,8 @@ def layer_mapping(p: AppParams, coll: Collateral):
     pipe = layer_pipeline(p)
     io_tiles = sum(site_capacity(coll).get(("I",), {}).values())
     return pipe, layer_netlist(pipe, coll.require("mem"), io_tiles, p.loop_cycles,
-                               p.double_buffer, p.flatten)
+                               p.double_buffer, p.flatten,
+                               coll.pond.mem if coll.pond is not None and p.pond else None)
 
 
 @dataclass(frozen=True)
@@ -702,11 +719,14 @@ def layer_report(ln: LayerNetlist, pipe: dsl.Pipeline, streams: LayerStreams,
     compute = streams.cycles - streams.compute_start
     loops = loop_latencies(packed) if packed is not None else {}
     roles: dict[str, int] = {}
+    ponds: dict[str, int] = {}
     double = 0
     for inst in ln.netlist.instances.values():
         if inst.kind == "mem":
             roles[inst.config["role"]] = roles.get(inst.config["role"], 0) + 1
             double += "double_buffer" in inst.config
+        if inst.kind == "pond":
+            ponds[inst.config["role"]] = ponds.get(inst.config["role"], 0) + 1
     return {"macs": macs, "multipliers": ln.multipliers, "load_cycles": ln.load_cycles,
             "double_buffers": double,
             "operand_words": sum(om.words for lm in ln.lms for lst in lm.mems.values()
@@ -716,7 +736,7 @@ def layer_report(ln: LayerNetlist, pipe: dsl.Pipeline, streams: LayerStreams,
             "occupancy": round(macs / (mul * streams.cycles), 4),
             "compute_occupancy": round(macs / (mul * compute), 4),
             "stall": [lm.stall for lm in ln.lms], "loop_cycles": ln.loop_cycles,
-            "mems": roles,
+            "mems": roles, **({"ponds": ponds} if ponds else {}),
             **({"loop_latency": max(v[0] for v in loops.values()),
                 "loop_budget": min(v[1] for v in loops.values())} if loops else {})}
 

@@ -29,7 +29,22 @@ ports of :mod:`mapper.mapping.schedule`.
    port of a tap at relative delay ``r`` is the same with schedule offset
    ``F + r - read_latency``, so its data appears exactly ``r`` cycles after it was written.
    Gap cycles of a stream (row pitch > valid width) are written too; no valid output reads them.
-5. **Coordinate patterns** (``x % m``, :attr:`mapper.ir.PipelineInput.pattern`) are not
+5. **The pond** (the PE tiles' register file, AHA paper Sec. 4.2; the unified-buffer
+   paper's mapping of short-reuse buffers to the smallest memory that holds them, Sec. 5).
+   With a pond (``map_memory(..., pond=)``, capabilities from pe.json's ``pond``: capacity,
+   ports, read latency, register widths; no preset name here), each read distance ``d``
+   whose gap ``g = d - prev`` to the previous distance is a *short reuse*
+   (:func:`choose_buffer`: ``g >= POND_MIN_GAP`` and the delay line fits one pond,
+   ``g - read_latency + 1 <= capacity``) becomes a one-tap delay line in a pond fed by the
+   previous memory tap (or the producer, distance 0) when that longer delay still fits one
+   pond -- as a MEM delay line is, so the registers in between keep one sink each and
+   packing can fold them into PE inputs -- else by the signal at ``prev``: instead of ``g``
+   netlist registers (``g <= threshold``) or a MEM tap (``g > threshold``). A gap of 1
+   stays a register (one register is cheaper than a pond and its two routes); a longer gap
+   goes to MEM tiles as before. Pond delay lines are
+   packed into ponds (``pond_<k>``, kind ``pond``, PnR tag ``o``: placed on a PE tile beside
+   its PE) like MEM segments and take the same Lake port programs (step 4).
+6. **Coordinate patterns** (``x % m``, :attr:`mapper.ir.PipelineInput.pattern`) are not
    streamed in: per lane and read distance, a MEM tile holds one row (column) of the pattern,
    loaded with the bitstream, and its read port runs at the reader's time
    (:func:`pattern_rom`), so no delay line follows it.
@@ -90,6 +105,9 @@ PRESETS = {"dualport_2048x16": DUAL_PORT_SRAM, "pub_512x64": PHYSICAL_UNIFIED_BU
 #: placement attempt, 43 cycles short; at 4 it maps to 16 MEMs and 9 registers and runs
 #: bit-exact (536 cycles for 513 ideal). Unroll 16 (gaps <= 4) keeps its register-only form.
 DEFAULT_SR_THRESHOLD = 4
+#: the smallest gap (cycles) between two read distances that a pond serves instead of
+#: registers (module docstring, step 5): a single register is cheaper than a pond
+POND_MIN_GAP = 2
 
 
 @dataclass(frozen=True)
@@ -182,6 +200,74 @@ def plan_shift_registers(distances: list[int], threshold: int) -> tuple[list[int
     return regs, taps
 
 
+def choose_buffer(gap: int, threshold: int, pond: MemSpec | None = None) -> str:
+    """Where a delay of ``gap`` cycles after the previous read distance lives (module
+    docstring, steps 1 and 5): ``"wire"`` (0), ``"pond"`` (a pond is given, ``gap >=
+    POND_MIN_GAP`` and ``gap - read_latency + 1`` words fit its ``capacity``, at least its
+    ``min_delay + read_latency``), ``"registers"`` (``gap <= threshold``: ``gap`` one-cycle
+    registers) or ``"mem"`` (a MEM delay-line tap). Raises :class:`MappingError` for a
+    negative gap."""
+    if gap < 0:
+        raise MappingError(f"buffer mapping: negative reuse distance gap {gap}")
+    if gap == 0:
+        return "wire"
+    if pond is not None and gap >= POND_MIN_GAP \
+            and gap >= pond.min_delay + pond.read_latency \
+            and 1 <= gap - pond.read_latency + 1 <= pond.capacity:
+        return "pond"
+    return "registers" if gap <= threshold else "mem"
+
+
+def plan_buffer(buffer: tuple[str, int], distances: list[int], threshold: int, spec: MemSpec,
+                pond: MemSpec | None = None) -> tuple[list[int], list[int], list[Segment]]:
+    """Registers, memory taps and delay-line segments of one buffer (module docstring,
+    steps 1, 2 and 5): ``(registers, taps, segments)`` with ``registers`` the target
+    distance of each one-cycle register, ``taps`` the distances served by a MEM or a pond,
+    ``segments`` the MEM segments (:func:`segment_taps`, chained from the previous memory
+    tap as without a pond) and the pond segments (``pond=True``, one tap each, fed by the
+    previous distance). Without ``pond`` this is :func:`plan_shift_registers` then
+    :func:`segment_taps`."""
+    if pond is None:
+        regs, taps = plan_shift_registers(distances, threshold)
+        return regs, taps, segment_taps(buffer, taps, spec)
+    regs: list[int] = []
+    taps: list[int] = []
+    segs: list[Segment] = []
+    run: list[int] = []
+    base = prev = 0
+
+    def flush_run() -> None:
+        nonlocal base
+        for seg in segment_taps(buffer, [t - base for t in run], spec):
+            seg.base += base
+            seg.taps = [t + base for t in seg.taps]
+            segs.append(seg)
+        if run:
+            base = run[-1]
+        run.clear()
+
+    for d in sorted(set(distances)):
+        where = choose_buffer(d - prev, threshold, pond)
+        if where == "registers":
+            regs.extend(range(prev + 1, d + 1))
+        elif where == "pond":
+            flush_run()
+            # fed like a MEM delay line from the previous memory tap (or the producer) when
+            # that delay fits: the registers in between keep one sink each, so packing can
+            # still fold them into PE inputs; else from the previous distance
+            src = base if choose_buffer(d - base, threshold, pond) == "pond" else prev
+            words = d - src - pond.read_latency + 1
+            segs.append(Segment(buffer, src, [d], words, pond=True))
+            taps.append(d)
+            base = d
+        elif where == "mem":
+            run.append(d)
+            taps.append(d)
+        prev = d
+    flush_run()
+    return regs, taps, segs
+
+
 @dataclass
 class Segment:
     """One circular delay line: input at distance ``base``, read taps at absolute distances
@@ -193,6 +279,8 @@ class Segment:
     words: int
     passthrough: bool = False
     addressed: bool = False
+    #: a delay line in a pond (module docstring, step 5), not on a MEM tile
+    pond: bool = False
     tile: int = -1
     address: int = 0
     in_port: int = -1
@@ -585,12 +673,15 @@ class MemoryMapping:
     tiles: list[MemTile]
     netlist: Netlist
     seconds: float
+    #: the ponds (PE register files) holding short-reuse delay lines (module docstring, 5)
+    ponds: list[MemTile] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
-        """``mem`` tiles, ``reg`` registers, ``io`` IO instances, ``pe_ops`` compute ops
-        (one PE per op before rule covering, bank merges included), ``stages``."""
+        """``mem`` tiles, ``pond`` ponds, ``reg`` registers, ``io`` IO instances,
+        ``pe_ops`` compute ops (one PE per op before rule covering, bank merges included),
+        ``stages``."""
         c = self.netlist.counts()
-        return {"mem": c.get("mem", 0), "reg": c.get("reg", 0),
+        return {"mem": c.get("mem", 0), "pond": c.get("pond", 0), "reg": c.get("reg", 0),
                 "io": c.get("io_in", 0) + c.get("io_out", 0),
                 "pe_ops": sum(ir.Kernel.from_dict(i.config["dag"]).num_ops()
                               for i in self.netlist.instances.values() if i.kind == "kernel"),
@@ -640,17 +731,27 @@ def kernel_instance(stage: str) -> str:
 
 def map_memory(pipeline: ir.Pipeline, mem: MemSpec | MemInfo | dict[str, Any],
                threshold: int = DEFAULT_SR_THRESHOLD,
-               latencies: dict[str, int] | None = None) -> MemoryMapping:
+               latencies: dict[str, int] | None = None,
+               pond: MemSpec | MemInfo | dict[str, Any] | None = None) -> MemoryMapping:
     """Schedule ``pipeline``, extract buffers, run shift-register optimisation, map the
     remaining delays onto MEM tiles of ``mem`` and build the memory-side netlist (nets of
     ``mem``'s ``word_width`` bits; a pipeline of wider words than the MEM holds is refused).
 
     ``threshold`` (cycles) is the largest gap a register chain covers; ``latencies`` gives
-    compute latency per stage (cycles).  Raises :class:`MappingError` when a program does not
-    fit the MEM's config registers or dimensionality.
+    compute latency per stage (cycles); ``pond``: the PE tiles' register file (pe.json's
+    ``pond``, :class:`~lake.collateral.MemInfo`), whose short-reuse delay lines replace
+    registers and MEM taps (module docstring, step 5; ``None``: registers and MEMs only).
+    Raises :class:`MappingError` when a program does not fit the MEM's (or the pond's)
+    config registers or dimensionality.
     """
     t0 = time.perf_counter()
     spec = MemSpec.of(mem)
+    pond_spec = MemSpec.of(pond) if pond is not None else None
+    if pond_spec is not None and pond_spec.word_width != spec.word_width:
+        raise MappingError(f"memory mapping {pipeline.name}: pond {pond_spec.name} holds "
+                           f"{pond_spec.word_width}-bit words but MEM {spec.name} "
+                           f"{spec.word_width}-bit ones; regenerate the design with a pond of "
+                           f"the data width")
     if threshold < 0:
         raise MappingError(f"memory mapping {pipeline.name}: threshold must be >= 0")
     # a MEM delay line needs its first tap >= min_delay + read_latency cycles after its base
@@ -732,8 +833,7 @@ def map_memory(pipeline: ir.Pipeline, mem: MemSpec | MemInfo | dict[str, Any],
             continue
         if reads:
             addressed.append((key, reads))
-        regs, taps = plan_shift_registers(dists, thr)
-        segs = segment_taps(key, taps, spec)
+        regs, taps, segs = plan_buffer(key, dists, thr, spec, pond_spec)
         chains[key] = DelayChain(key, dists, regs, taps, segs)
         all_segments.extend(segs)
     flow = nx.DiGraph((w.producer, s.name) for s in pipeline.stages for w in s.windows.values())
@@ -749,7 +849,11 @@ def map_memory(pipeline: ir.Pipeline, mem: MemSpec | MemInfo | dict[str, Any],
         (through registers and later segments), and every stage below them."""
         return set(fed(seg.buffer, seg.base))
 
-    tiles = pack_segments(all_segments, spec, downstream)
+    tiles = pack_segments([g for g in all_segments if not g.pond], spec, downstream)
+    ponds = pack_segments([g for g in all_segments if g.pond], pond_spec, downstream) \
+        if pond_spec is not None else []
+    for k, t in enumerate(ponds):
+        t.name = f"pond_{k}"
     bank_nets: list[tuple[tuple[str, str], tuple[str, str], int, str]] = []
     for key, reads in addressed:
         new_tiles, served = addressed_tiles(key, reads, sched, spec, len(tiles))
@@ -797,17 +901,26 @@ def map_memory(pipeline: ir.Pipeline, mem: MemSpec | MemInfo | dict[str, Any],
                 sinks.setdefault(src, []).append((inst, "in"))
                 sig[(prod, lane, target)] = (inst, "out")
             else:
-                tile = tiles[seg.tile]
-                wprog, rprogs = delay_line_programs(seg, first, span, spec)
-                where = f"MEM {tile.name} (buffer {prod} lane {lane}, delay line at distance {seg.base})"
-                check_program(wprog, spec, where)
+                tile = (ponds if seg.pond else tiles)[seg.tile]
+                tspec = tile.spec
+                wprog, rprogs = delay_line_programs(seg, first, span, tspec)
+                where = (f"{'pond' if seg.pond else 'MEM'} {tile.name} (buffer {prod} lane "
+                         f"{lane}, delay line at distance {seg.base})")
+                check_program(wprog, tspec, where)
                 tile.programs[f"data_in_{seg.in_port}"] = wprog
                 sinks.setdefault((prod, lane, seg.base), []).append(
                     (tile.name, f"data_in_{seg.in_port}"))
                 for t, op, rp in zip(seg.taps, seg.out_ports, rprogs, strict=True):
-                    check_program(rp, spec, where)
+                    check_program(rp, tspec, where)
                     tile.programs[f"data_out_{op}"] = rp
                     sig[(prod, lane, t)] = (tile.name, f"data_out_{op}")
+    for tile in ponds:
+        nl.add_instance(tile.name, "pond", "o", {
+            "preset": tile.spec.name, "ports": dict(sorted(tile.programs.items())),
+            "segments": [{"buffer": s.buffer[0], "lane": s.buffer[1], "base": s.base,
+                          "taps": s.taps, "words": s.words, "address": s.address,
+                          "in_port": s.in_port, "out_ports": list(s.out_ports)}
+                         for s in tile.segments]})
     for tile in tiles:
         nl.add_instance(tile.name, "mem", "m", {
             "preset": spec.name, "ports": dict(sorted(tile.programs.items())),
@@ -827,4 +940,4 @@ def map_memory(pipeline: ir.Pipeline, mem: MemSpec | MemInfo | dict[str, Any],
         nl.add_net(src, [sink], bits, name)
     nl.validate()
     return MemoryMapping(pipeline, spec, thr, sched, chains, tiles, nl,
-                         time.perf_counter() - t0)
+                         time.perf_counter() - t0, ponds)

@@ -11,7 +11,9 @@ pipelining):
 * output: ``io_out_<stage>_l<q>`` is sampled at top port ``io2glb_16_X<xx>_Y<yy>`` at the cycles
   of its (pipelining-shifted) program; event ``k`` is pixel ``x = U*(x0 div U + k mod n) + q``,
   ``y = y0 + k div n`` of the output stage's domain box ``[x0, x1) x [y0, y1)`` (events with
-  ``x`` outside the box are edge lanes and ignored).
+  ``x`` outside the box are edge lanes and ignored);
+* a copy of a duplicated design (:mod:`mapper.duplicate`, Cascade §V-C4) streams its strip:
+  its IO instances' ``row_shift`` is added to ``y`` of every input and output event.
 
 The input stream carries the app's input image (:func:`mapper.apps.app_images`: the pixels,
 or their bf16 encodings for a ``BFloat16`` input); outputs are compared as 16-bit words (bf16
@@ -31,7 +33,7 @@ the net, node and config field named.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,13 +49,14 @@ from mapper.mapping.streams import stream_events
 from mapper.backend.bitstream import BitstreamWords
 from mapper.backend.verify import verify
 from mapper.backend.power import gated_by_bitstream, power_summary, used_tiles
-from mapper.sim.energy import estimate
+from mapper.sim.energy import estimate, tile_activity
 from mapper.backend.report import report as pnr_report
 from mapper.interp import run_outputs
 from mapper.apps import (HALIDE_TOLERANCE_ULP, app_images, build_app, colour_outputs,
                          display_image, load_app_image, lower_app)
 from mapper.images import save_comparison, save_png, save_rgb_png
 from mapper.sim.halide import run_halide_outputs
+from mapper.duplicate import duplication_report
 
 @dataclass
 class StreamPlan:
@@ -152,6 +155,7 @@ def stream_plan(flow: FlowResult, images: dict[str, np.ndarray],
                                   f"simulated")
         cyc, (i0, i1) = stream_events(c["program"])
         u, lane = int(c.get("unroll", 1)), int(c.get("lane", 0))
+        shift = int(c.get("row_shift", 0))     # a duplicated copy's strip (mapper.duplicate)
         bits = io_width.get(name, 16 if inst.tag == "I" else 1)
         port = io_port(inst.tag, "in" if inst.kind == "io_in" else "out", sites[name],
                        width=bits)
@@ -161,7 +165,7 @@ def stream_plan(flow: FlowResult, images: dict[str, np.ndarray],
                 raise SimulationError(f"IO {name}: no image for input '{c['input']}'")
             img = ir.pad_image(np.asarray(img), tuple(c.get("pad", ir.NO_PAD)))  # repeat-edge
             h, w = img.shape
-            x, y = u * i0 + lane, i1
+            x, y = u * i0 + lane, i1 + shift
             ok = (x < w) & (y < h)
             vals = np.zeros(int(cyc.max()) + 1, np.int64)
             vals[cyc[ok]] = img[y[ok], x[ok]].astype(np.int64) & ((1 << bits) - 1)
@@ -170,7 +174,7 @@ def stream_plan(flow: FlowResult, images: dict[str, np.ndarray],
             x0, x1, y0, y1 = (int(v) for v in c["box"])
             stage = str(c.get("stage", name))
             stage_of[name], boxes[stage] = stage, (x0, x1, y0, y1)
-            x, y = u * (x0 // u + i0) + lane, y0 + i1
+            x, y = u * (x0 // u + i0) + lane, y0 + i1 + shift
             keep = (x >= x0) & (x < x1) & (y < y1)
             outs.append((name, port, cyc[keep], y[keep], x[keep]))
     if not outs:
@@ -323,6 +327,8 @@ def simulate_on_rtl(run_dir: Path, coll: Collateral, flow: FlowResult,
 
     clear_sim_outputs(run_dir, name)
     sim_params = opts.sim or SimParams()
+    if opts.energy and not sim_params.toggles:     # the estimate needs per-tile toggles
+        sim_params = replace(sim_params, toggles=True)
     say("verilator build")
     harness = build_harness(coll.root, sim_params, progress=say)
     secs["verilator_build"] = harness.build_seconds
@@ -364,7 +370,8 @@ def simulate_app(run_dir: str | Path, coll: Collateral, opts: SimOptions | None 
         raise SimulationError(f"{app['name']}: only DSL apps can be simulated (a CoreIR file "
                               f"has no stream schedule and no golden); use `cgra run <app>` "
                               f"with one of the shipped apps")
-    ap = AppParams(**app["params"])
+    dup = app.get("duplicate")          # one copy's strip app; the golden is the whole app's
+    ap = AppParams(**{**app["params"], **(dup["app"] if dup else {})})
     secs = dict(seconds or {})
     flow, proof = proved_flow(run_dir, coll, say, secs)
     dsl_p = build_app(ap.app, ap.width, ap.height, ap.unroll)
@@ -426,6 +433,9 @@ def simulate_app(run_dir: str | Path, coll: Collateral, opts: SimOptions | None 
         if "Halide" in stats:
             halide_ulp[o] = stats["Halide"]
     rep = run_report(app, opts, coll, flow, harness, sim, plan, secs, out_img)
+    if dup:
+        rep["size"], rep["unroll"] = [ap.width, ap.height], ap.unroll
+        rep["duplication"] = duplication_report(run_dir)
     if halide_ulp:        # match.halide = within the tolerance; the measured agreement:
         rep["halide_ulp"] = halide_ulp
     if ir_p.more_outputs:
@@ -436,6 +446,7 @@ def simulate_app(run_dir: str | Path, coll: Collateral, opts: SimOptions | None 
     off = gated_by_bitstream(coll, pairs)
     routing = flow.pipelined.routing
     rep["power"] = power_summary(coll, flow.placement, routing, off)
+    rep["toggles"] = toggle_section(sim, plan, harness)
     sections = {"power": rep["power"]}
     if opts.energy:
         say("energy estimate")
@@ -460,12 +471,47 @@ def run_energy(coll: Collateral, flow: FlowResult, plan: StreamPlan, sim, harnes
     counts cached in the design's model cache (``cells/``)."""
     from mapper.sim.verilator import SimParams, model_cache_dir  # deferred: loads psutil only when called
 
-    streams = {p: (np.asarray(v), harness.widths[p]) for p, v in plan.inputs.items()}
-    streams.update({p: (np.asarray(v), harness.widths[p]) for p, v in sim.outputs.items()})
+    streams = _io_streams(plan, sim, harness)
     tags = {xy: t.tag for xy, t in coll.tiles.items()}
     cache = model_cache_dir(coll.root, opts.sim or SimParams()) / "cells"
     return estimate(coll.root, cache, tags, used_tiles(flow.placement, flow.pipelined.routing),
-                    gated, streams, plan.cycles, pixels, fmax_mhz, coll.data_width)
+                    gated, streams, _activity(sim, streams, harness), plan.cycles, pixels,
+                    fmax_mhz, coll.data_width)
+
+
+def _io_streams(plan: StreamPlan, sim, harness) -> dict[str, tuple[np.ndarray, int]]:
+    """Top port -> (words per stream cycle, port bits) of every input the run streamed and
+    every output it sampled."""
+    streams = {p: (np.asarray(v), harness.widths[p]) for p, v in plan.inputs.items()}
+    streams.update({p: (np.asarray(v), harness.widths[p]) for p, v in sim.outputs.items()})
+    return streams
+
+
+def _activity(sim, streams: dict[str, tuple[np.ndarray, int]], harness
+              ) -> dict[tuple[int, int], tuple[int, int]]:
+    """Per-tile (toggles, switching bits) of a Verilator run (:func:`tile_activity`). Raises
+    :class:`SimulationError` when the harness counted no toggles (one built before toggle
+    probes: rebuild it)."""
+    if not sim.toggles:
+        raise SimulationError(f"the Verilator harness {harness.exe} counts no tile toggles "
+                              f"(no probe wires); remove it from the model cache and run again")
+    return tile_activity(sim.toggles, streams)
+
+
+def toggle_section(sim, plan: StreamPlan, harness) -> dict[str, Any]:
+    """The ``toggles`` section of ``run_report.json``: the bit toggles over the stream cycles
+    of each tile's outputs (its switch-box output wires, counted by the Verilator harness,
+    and the IO ports it streams), ``per_tile`` as ``[x, y, toggles, switching bits]`` for
+    every tile that switched (sorted), and the total; empty ``per_tile`` and ``source``
+    saying so for a harness without toggle probes."""
+    if not sim.toggles:
+        return {"source": "none: the harness has no toggle probes", "per_tile": [],
+                "total": 0}
+    act = tile_activity(sim.toggles, _io_streams(plan, sim, harness))
+    return {"source": "Verilator run: bit toggles of each tile's output wires and IO ports "
+                      "over the stream cycles", "cycles": plan.cycles,
+            "per_tile": [[x, y, t, b] for (x, y), (t, b) in sorted(act.items())],
+            "total": sum(t for t, _b in act.values())}
 
 
 def run_report(app: dict[str, Any], opts: SimOptions, coll: Collateral, flow: FlowResult,

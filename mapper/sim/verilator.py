@@ -57,7 +57,13 @@ Stimulus file (text)::
     <v_1> <v_2> ...            T lines, one value (decimal) per input port
 
 Output file: ``readback <n_mismatches>``, then one ``mismatch <addr> <expected> <got>`` line per
-read-back mismatch (hex), then ``data``, then T lines of sampled output values (decimal).
+read-back mismatch (hex), then ``data``, then T lines of sampled output values (decimal), then
+``edges <n>``, then ``toggles <P>`` and P lines ``<count> <mask>`` (decimal): per *probe* (every
+wire of the top module that carries a tile's output, ``_Tile_X<xx>_Y<yy>_<port>``, read-only
+public through a Verilator config file, :func:`tile_probes`) the bit toggles
+``sum_t popcount(v[t] ^ v[t-1])`` over the stream cycles (``v[-1]`` = its value when the stream
+starts) and the OR of those XORs (the bits that switched at least once): the per-tile
+activity of the energy estimate (:mod:`mapper.sim.energy`).
 
 Build time (Verilator 5.006, g++ 12.2, 2 cores shared with other jobs, load 1-2; wall seconds
 of verilate + C++ compile, CPU seconds of the C++ compile; simulation speed of the built model
@@ -148,7 +154,7 @@ from cgra.procs import pdeathsig_preexec
 from garnet import collateral as gc
 from garnet.collateral import DesignInfo, TopPort
 
-HARNESS_VERSION = "cgra.stream_harness/1"
+HARNESS_VERSION = "cgra.stream_harness/2"
 #: control ports of the top module the harness drives itself (docs/garnet.md)
 CONTROL_PORTS = ("CLK", "RESET", "clk_en", "flush", "config_addr", "config_data",
                  "config_write", "config_read")
@@ -172,7 +178,12 @@ class SimParams:
     that adds one removes the least recently used beyond it, :func:`prune_models`);
     ``share_runtime``: take Verilator's run-time library and the precompiled header from the
     cache, compiling them beside the verilation when it has none (:class:`_Runtime`; the
-    model is the same either way).
+    model is the same either way); ``toggles``: count the bit toggles of every tile-output wire
+    (:func:`tile_probes`, the per-tile activity of ``cgra run --energy``). Off by default: the
+    probe wires must be public, which keeps Verilator from folding them into the tiles' own
+    code: at 32x16 the generated C++ grows from 30 MB to 53 MB (the verilation time is the
+    same, 49 s CPU either way, 2026-12-05), and the C++ compile with it. A model with
+    probes is a different cache entry.
 
     Build-time measurements of these choices: module docstring, "Build time"."""
 
@@ -190,6 +201,7 @@ class SimParams:
     cache_dir: str | None = None
     cache_models: int = 16
     share_runtime: bool = True
+    toggles: bool = False
 
 
 @dataclass
@@ -200,7 +212,9 @@ class Harness:
     this or another design directory), ``build_seconds``: wall time of the build (0 when
     cached), ``flush_wait``: idle cycles after the flush pulse; ``lock``: the model's lock
     file in the cache (:func:`run_harness` holds it shared while it starts the binary, so
-    :func:`prune_models` cannot remove it underneath; ``None``: a harness outside the cache)."""
+    :func:`prune_models` cannot remove it underneath; ``None``: a harness outside the cache);
+    ``probes``: the tile-output wires whose toggles the harness counts (:func:`tile_probes`,
+    in the order of its ``toggles`` lines)."""
 
     design_dir: Path
     top: str
@@ -213,13 +227,16 @@ class Harness:
     build_seconds: float
     flush_wait: int
     lock: Path | None = None
+    probes: list[str] = field(default_factory=list)
 
 
 @dataclass
 class SimRun:
     """One harness run: ``outputs``: port -> int64 array ``[T]`` of sampled values,
     ``readback_mismatches``: [(addr, expected, got)], ``seconds``: wall time,
-    ``cycles``: stream cycles ``T``, ``total_cycles``: every clock edge of the run."""
+    ``cycles``: stream cycles ``T``, ``total_cycles``: every clock edge of the run,
+    ``toggles``: probe wire (:func:`tile_probes`) -> (bit toggles over the stream cycles,
+    mask of the bits that switched), empty for a harness without probes."""
 
     outputs: dict[str, np.ndarray]
     readback_mismatches: list[tuple[int, int, int]]
@@ -227,6 +244,7 @@ class SimRun:
     cycles: int
     total_cycles: int
     files: dict[str, Path] = field(default_factory=dict)
+    toggles: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def load_design_doc(design_dir: str | Path) -> DesignInfo:
@@ -261,11 +279,40 @@ def _check_port_width(width: int) -> None:
                               f"at most 64 bits")
 
 
-def harness_source(top: str, ports: Sequence[TopPort]) -> tuple[str, list[str], list[str]]:
+#: a wire of the top module carrying a tile's output (canal.rtl.array_verilog's naming):
+#: ``wire [w-1:0] _Tile_X<xx>_Y<yy>_<port>;`` (group 1: msb, 2: name, 3/4: x/y in hex)
+_PROBE_WIRE = re.compile(
+    r"^\s*wire\s+(?:\[(\d+):0\]\s+)?(_Tile_X([0-9A-F]{2})_Y([0-9A-F]{2})_\w+)\s*;", re.M)
+
+
+def tile_probes(verilog: str, top: str) -> list[tuple[str, int]]:
+    """``[(wire, bits)]`` of every wire of module ``top`` in ``verilog`` that carries a tile's
+    data output (``_Tile_X<xx>_Y<yy>_<port>``, :data:`_PROBE_WIRE`; the config read-back
+    ``read_data`` wires excluded, and wires over 64 bits), in file order: what the harness
+    counts toggles of. Empty when ``top`` is not in ``verilog``."""
+    m = re.search(rf"^module\s+{re.escape(top)}\b(.*?)^endmodule", verilog, re.S | re.M)
+    if m is None:
+        return []
+    out = []
+    for w in _PROBE_WIRE.finditer(m[1]):
+        bits = int(w[1]) + 1 if w[1] is not None else 1
+        if not w[2].endswith("_read_data") and bits <= 64:
+            out.append((w[2], bits))
+    return out
+
+
+def probe_tile(wire: str) -> tuple[int, int]:
+    """(x, y) of the tile whose output a probe wire (:func:`tile_probes`) carries."""
+    return int(wire[7:9], 16), int(wire[11:13], 16)
+
+
+def harness_source(top: str, ports: Sequence[TopPort], probes: Sequence[tuple[str, int]] = ()
+                   ) -> tuple[str, list[str], list[str]]:
     """C++ source of the stream harness for top module ``top`` with ``ports``
-    (:class:`garnet.collateral.TopPort`: name, direction, width from design.json). Returns
-    ``(source, data inputs, outputs)``; the data inputs are every input except
-    :data:`CONTROL_PORTS`."""
+    (:class:`garnet.collateral.TopPort`: name, direction, width from design.json) and the
+    toggle ``probes`` (:func:`tile_probes`; none: no ``toggles`` counted, and the model needs
+    no public signal). Returns ``(source, data inputs, outputs)``; the data inputs are every
+    input except :data:`CONTROL_PORTS`."""
     names = {p.name for p in ports}
     for c in CONTROL_PORTS:
         if c not in names:
@@ -279,9 +326,13 @@ def harness_source(top: str, ports: Sequence[TopPort]) -> tuple[str, list[str], 
     get_cases = "\n".join(f"    case {k}: return (uint64_t)t->{n};" for k, n in enumerate(outs))
     zero = "\n".join(f"  t->{n} = 0;" for n in ins)
     cls = f"V{top}"
+    root_h = f'#include "{cls}___024root.h"\n' if probes else ""
+    npr = len(probes)
+    probe_reads = "\n".join(f"  pv[{k}] = (uint64_t)t->rootp->{top}__DOT__{w};"
+                             for k, (w, _b) in enumerate(probes))
     src = f"""// generated by mapper.sim.verilator ({HARNESS_VERSION}); do not edit
 #include "{cls}.h"
-#include "verilated.h"
+{root_h}#include "verilated.h"
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -291,6 +342,21 @@ def harness_source(top: str, ports: Sequence[TopPort]) -> tuple[str, list[str], 
 
 static {cls}* t;
 static uint64_t edges = 0;
+// toggle probes: the value of each tile-output wire, its toggles and switched bits
+static const int NPROBE = {npr};
+static uint64_t pv[NPROBE + 1], pprev[NPROBE + 1], ptog[NPROBE + 1], pmask[NPROBE + 1];
+static void read_probes() {{
+{probe_reads}
+}}
+static void count_probes() {{
+  read_probes();
+  for (int k = 0; k < NPROBE; k++) {{
+    uint64_t x = pv[k] ^ pprev[k];
+    ptog[k] += (uint64_t)__builtin_popcountll(x);
+    pmask[k] |= x;
+    pprev[k] = pv[k];
+  }}
+}}
 
 static void die(const char* msg, const char* arg) {{
   fprintf(stderr, "harness: %s %s\\n", msg, arg ? arg : "");
@@ -376,6 +442,8 @@ int main(int argc, char** argv) {{
   for (long i = 0; i < flush_wait; i++) tick();
   // 5. stream
   t->clk_en = 1;
+  read_probes();
+  for (int k = 0; k < NPROBE; k++) pprev[k] = pv[k];
   fprintf(fo, "data\\n");
   std::vector<unsigned long long> row(in_idx.size());
   for (long c = 0; c < cycles; c++) {{
@@ -388,8 +456,12 @@ int main(int argc, char** argv) {{
       fprintf(fo, j ? " %llu" : "%llu", (unsigned long long)get_out(out_idx[j]));
     fprintf(fo, "\\n");
     tick();
+    count_probes();
   }}
   fprintf(fo, "edges %llu\\n", (unsigned long long)edges);
+  fprintf(fo, "toggles %d\\n", NPROBE);
+  for (int k = 0; k < NPROBE; k++)
+    fprintf(fo, "%llu %llu\\n", (unsigned long long)ptog[k], (unsigned long long)pmask[k]);
   fclose(fo);
   fclose(fs);
   t->final();
@@ -704,7 +776,9 @@ def build_harness(design_dir: str | Path, params: SimParams | None = None,
     doc = load_design_doc(d)
     top = doc.top
     files = _rtl_files(d)
-    src, ins, outs = harness_source(top, doc.ports)
+    probes = next((pr for f in files if (pr := tile_probes(f.read_text(), top))), []) \
+        if p.toggles else []
+    src, ins, outs = harness_source(top, doc.ports, probes)
     widths = {q.name: q.width for q in doc.ports}
     make_vars = [f"OPT_FAST={p.opt_fast}", f"OPT_SLOW={p.opt_slow}"]
     flags = [*p.extra_flags, *make_vars, f"pch={int(p.precompiled_header)}", BUILD_RECIPE]
@@ -725,7 +799,8 @@ def build_harness(design_dir: str | Path, params: SimParams | None = None,
     fw = _flush_wait(doc, p)
 
     def result(cached: bool, secs: float) -> Harness:
-        return Harness(d, top, exe, ins, outs, widths, key, cached, secs, fw, lock_path)
+        return Harness(d, top, exe, ins, outs, widths, key, cached, secs, fw, lock_path,
+                       [w for w, _b in probes])
 
     if _reuse(out):
         say("cached")
@@ -746,7 +821,7 @@ def build_harness(design_dir: str | Path, params: SimParams | None = None,
             failed_log = root / f"{key}.failed.log"
             try:
                 secs = _build(p, d, top, src, ins, outs, widths, make_vars, tmp, say,
-                              progress is not None, t0, failed_log, version)
+                              progress is not None, t0, failed_log, version, probes=bool(probes))
                 (tmp / "used").touch()
                 if out.exists():
                     shutil.rmtree(out)
@@ -902,13 +977,20 @@ def _install_runtime(rt: Path, obj: Path, flags: str, pch: bool) -> int:
 def _build(p: SimParams, d: Path, top: str, src: str, ins: list[str], outs: list[str],
            widths: dict[str, int], make_vars: list[str], tmp: Path,
            say: Callable[[str], None], count: bool, t0: float, failed_log: Path,
-           version: str) -> float:
+           version: str, probes: bool = False) -> float:
     """Verilate and compile into ``tmp`` (see :func:`build_harness`; the run-time library
-    from the cache or compiled beside the verilation, :class:`_Runtime`); returns the
-    seconds. The log of a failed build is kept as ``failed_log``."""
+    from the cache or compiled beside the verilation, :class:`_Runtime`; ``probes``: make the
+    tile-output wires public for the harness's toggle counts); returns the seconds. The log
+    of a failed build is kept as ``failed_log``."""
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     (tmp / "harness.cpp").write_text(src)
+    vlt = []
+    if probes:
+        # the tile-output wires the harness reads (tile_probes): read-only public, nothing else
+        (tmp / "probes.vlt").write_text(f'`verilator_config\npublic_flat_rd -module "{top}" '
+                                        f'-var "_Tile_X*"\n')
+        vlt = [str(tmp / "probes.vlt")]
     (tmp / "ports.json").write_text(json.dumps(
         {"harness": HARNESS_VERSION, "top": top, "inputs": ins, "outputs": outs,
          "widths": widths}, indent=1) + "\n")
@@ -916,7 +998,7 @@ def _build(p: SimParams, d: Path, top: str, src: str, ins: list[str], outs: list
     jobs = str(max(1, p.jobs))
     verilate = [p.verilator, "--cc", "--exe", *p.extra_flags, "--top-module", top,
                 "-f", str(d / "rtl" / "filelist.f"), "-Mdir", str(obj),
-                "-o", str(tmp / "harness"), str(tmp / "harness.cpp")]
+                "-o", str(tmp / "harness"), *vlt, str(tmp / "harness.cpp")]
     make = ["make", "-C", str(obj), "-f", "cgra.mk", "-j", jobs, *make_vars]
     (tmp / "build.cmd").write_text(" ".join(verilate) + "\n" + " ".join(make) + "\n")
     deadline = time.monotonic() + p.build_timeout_s
@@ -1047,5 +1129,13 @@ def run_harness(h: Harness, bitstream: list[tuple[int, int]], inputs: dict[str, 
     else:
         arr = np.zeros((cycles, 0), np.int64)
     outs = {n: arr[:, j] for j, n in enumerate(outputs)}
+    toggles: dict[str, tuple[int, int]] = {}
+    rest = lines[k + 2 + cycles:]
+    if h.probes and rest and rest[0].startswith("toggles "):
+        vals = [tuple(int(x) for x in ln.split()) for ln in rest[1:1 + len(h.probes)]]
+        if int(rest[0].split()[1]) != len(h.probes) or len(vals) != len(h.probes):
+            raise SimulationError(f"{out_path}: malformed harness output ({rest[0]!r} for "
+                                  f"{len(h.probes)} probes)")
+        toggles = {w: (v[0], v[1]) for w, v in zip(h.probes, vals, strict=True)}
     return SimRun(outs, bad, secs, cycles, edges,
-                  {"bitstream": bs_path, "stimulus": stim_path, "output": out_path})
+                  {"bitstream": bs_path, "stimulus": stim_path, "output": out_path}, toggles)

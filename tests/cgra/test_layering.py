@@ -1,6 +1,7 @@
 """The layering of the whole project, three import-linter contracts (pyproject.toml):
 
-* layers: ``dse`` > ``mapper`` > ``garnet`` > ``peak | lake | canal`` (independent) > ``cgra``;
+* layers: ``dse | runtime`` (independent) > ``mapper`` > ``garnet`` > ``peak | lake | canal``
+  (independent) > ``cgra``;
   nothing imports a package above its own (garnet never imports the mapper);
 * no import circle: inside every package, sibling modules and sub-packages import each other
   one way only (``acyclic_siblings``; imports under ``if TYPE_CHECKING:`` never run and are
@@ -24,7 +25,7 @@ def test_import_linter_contract_is_kept():
     assert "3 kept, 0 broken" in res.stdout
 
 
-PACKAGES = ("cgra", "peak", "lake", "canal", "garnet", "mapper", "dse")
+PACKAGES = ("cgra", "peak", "lake", "canal", "garnet", "mapper", "dse", "runtime")
 
 
 def _lint_copy(tmp_path: Path, module: str, line: str) -> subprocess.CompletedProcess:

@@ -32,7 +32,8 @@ def test_cli_runs_bit_exact_and_reports_what_the_simulator_measured(tmp_path):
     sim = simulate(v, cmmc(v), inputs, seed=3, latency=(1, 3))
     assert rep["bit_exact"] is True and rep["cycles"] == sim.cycles
     assert (rep["vcus"], rep["vmus"]) == (19, 9)
-    assert rep["tokens"] == {"after_reduction": 9, "before_reduction": 12}
+    assert rep["tokens"] == {"after_reduction": 9, "before_reduction": 12, "control": 0}
+    assert rep["sequential"] is False and rep["control_tokens"] == []
     assert rep["mapping"]["units"]["dram"] == 5 and rep["mapping"]["units"]["mem"] == 4
     assert rep["target"] == "SARA Plasticine units"
 

@@ -20,6 +20,8 @@ if str(ROOT) not in sys.path:
 
 import pytest  # noqa: E402
 
+from mapper.backend.power import gated_by_bitstream, gated_tiles, used_tiles  # noqa: E402
+
 
 def _shared_root(tmp_path_factory) -> pathlib.Path:
     base = tmp_path_factory.getbasetemp()
@@ -143,15 +145,16 @@ def harness(small_design):
 def app_run(small_design, harness, tmp_path_factory):
     """``app_run(name)`` -> :class:`mapper.sim.run.AppRun` of ``name`` on the 64x64 camera crop
     (seed 0); each app runs at most once per worker and is shared by all checks."""
-    from mapper.params import AppParams, RunParams
+    from mapper.params import AppParams, FlowParams, RunParams
     from mapper.flow import run_app
 
     out = tmp_path_factory.mktemp("apps")
     done: dict[str, object] = {}
 
     def get(name: str):
-        if name not in done:
-            done[name] = run_app(RunParams(AppParams(name, 64, 64), small_design, out / name))
+        if name not in done:     # every unused tile gated (issue 36: config only, no cost)
+            done[name] = run_app(RunParams(AppParams(name, 64, 64), small_design, out / name,
+                                           FlowParams(power_gate=True)))
         return done[name]
 
     return get
@@ -204,3 +207,30 @@ def width32_design(tmp_path_factory) -> pathlib.Path:
     """Collateral directory of configs/width32.toml (8x8, 32-bit data, the measured timing
     model) with the rules of :data:`WIDTH32_TARGETS` (tests/e2e/test_width32.py)."""
     return _design(tmp_path_factory, "width32", only=WIDTH32_TARGETS)
+
+
+def check_gated(run, at_least: int) -> int:
+    """Issue 36's acceptance on a finished run (an app's :class:`mapper.sim.run.AppRun` or a
+    layer's :class:`mapper.dnn.array.LayerRun`, flown with ``FlowParams(power_gate=True)``):
+    it matched both golden models, and its bitstream gates exactly the tiles that hold no
+    placed instance and no routed node (the domains minus the used tiles, at least
+    ``at_least`` of them), so it ran bit-exact with every unused tile gated. Returns the
+    number of tiles gated."""
+    coll, flow = run.coll, run.flow
+    assert run.report["match"] == {"numpy": True, "halide": True}
+    used = used_tiles(flow.placement, flow.pipelined.routing)
+    unused = set(gated_tiles(coll, flow.placement, flow.pipelined.routing))
+    gated = gated_by_bitstream(coll, flow.bitstream.pairs())
+    assert gated == unused and not gated & used
+    assert len(gated) == len(coll.tiles) - len(used) >= at_least, (len(gated), len(used))
+    pw = run.report.get("power")
+    if pw is not None:                   # run_report.json's power section says the same
+        assert (pw["tiles_gated"], pw["tiles_on"], pw["gated_used"]) == (
+            len(gated), len(coll.tiles) - len(gated), 0)
+    return len(gated)
+
+
+@pytest.fixture(scope="session")
+def assert_gated():
+    """:func:`check_gated` for the tests of this directory."""
+    return check_gated

@@ -33,11 +33,17 @@ def default_harness(default_design):
 #: bench/bench_cascade.py (bench/results/cascade.csv)
 RUNS = [(app, 0) for app in APPS] + [("gaussian", 3), ("unsharp", 4), ("harris", 1),
                                      ("upsample", 2)]
+#: tiles of the 32x16 array (512 power domains) each run leaves gated at least: every run
+#: here gates its unused tiles (issue 36; config only) and runs bit-exact
+GATED_AT_LEAST = {"pointwise": 400, "brighten_blur": 380, "gaussian": 380, "unsharp": 340,
+                  "harris": 250, "downsample": 400, "upsample": 400, "laplacian_pyramid": 300,
+                  "gaussian4": 330, "gaussian8": 250, "gaussian16": 120, "rgb_luma": 400,
+                  "demosaic": 350}
 
 
 @pytest.mark.parametrize(("app", "seed"), RUNS)
 def test_app_closes_at_900_mhz_and_matches_golden(default_design, default_harness, tmp_path,
-                                                   app, seed):
+                                                   assert_gated, app, seed):
     from mapper.params import AppParams, FlowParams, RunParams
     from mapper.flow import run_app
     from mapper.backend.pipeline import PipelineParams
@@ -50,9 +56,11 @@ def test_app_closes_at_900_mhz_and_matches_golden(default_design, default_harnes
     pipe = _pipeline_params(None) if default else \
         PipelineParams(register_pe_inputs=True, target_period_ps=1e6 / 900)
     run = run_app(RunParams(AppParams(app, 64, 64), default_design, tmp_path,
-                            FlowParams(place=PlaceParams(seed=seed), pipeline=pipe)))
+                            FlowParams(place=PlaceParams(seed=seed), pipeline=pipe,
+                                       power_gate=True)))
     rep = run.report                       # run_app raised unless bit-exact vs both goldens
     assert rep["match"] == {"numpy": True, "halide": True}
+    assert_gated(run, GATED_AT_LEAST[app])    # with every unused tile gated
     assert rep["timing"]["fmax_mhz"] >= 900.0
     if default:
         t = rep_file(tmp_path)["timing"]
@@ -76,31 +84,38 @@ def test_app_closes_at_900_mhz_and_matches_golden(default_design, default_harnes
     assert proof["proved"] is True and proof["nets"] == len(run.flow.pipelined.routing.nets)
 
 
-def test_multi_rate_apps_resources_and_cycles(default_design, default_harness, tmp_path):
+def test_multi_rate_apps_resources_and_cycles(default_design, default_harness, tmp_path,
+                                              assert_gated):
     """upsample: 1 MEM (unified-buffer paper Table 6), no PE, the 128x128 output one pixel
     per cycle; downsample: 1 MEM delay line + 2 registers, 4 PEs, one output every 2nd cycle
     of every 2nd row: both finish within a few cycles of the ideal schedule."""
-    from mapper.params import AppParams, RunParams
+    from mapper.params import AppParams, FlowParams, RunParams
     from mapper.flow import run_app
 
-    up = run_app(RunParams(AppParams("upsample", 64, 64), default_design, tmp_path / "up"))
+    gate = FlowParams(power_gate=True)
+    up = run_app(RunParams(AppParams("upsample", 64, 64), default_design, tmp_path / "up",
+                           gate))
     rep = up.report
     assert rep["match"] == {"numpy": True, "halide": True}
+    assert_gated(up, GATED_AT_LEAST["upsample"])
     assert up.output.shape == (128, 128)
     assert rep["resources"]["used"]["m"] == 1 and rep["resources"]["used"].get("p", 0) == 0
     # first output at cycle 2 (the MEM's read latency + 1 after its word is written)
     assert rep["latency"]["ideal_first_output_cycle"] == 2
     assert rep["cycles"]["ideal_stream"] == 128 * 128 + 2
-    down = run_app(RunParams(AppParams("downsample", 64, 64), default_design, tmp_path / "dn"))
+    down = run_app(RunParams(AppParams("downsample", 64, 64), default_design, tmp_path / "dn",
+                             gate))
     rep = down.report
     assert rep["match"] == {"numpy": True, "halide": True}
+    assert_gated(down, GATED_AT_LEAST["downsample"])
     assert down.output.shape == (32, 32)
     assert rep["resources"]["used"]["m"] == 1 and rep["resources"]["used"]["p"] == 4
     # 64 rows of 64 pixels; the last output at row 63, column 62 (+ its 65-cycle window)
     assert rep["cycles"]["ideal_stream"] == 65 + 31 * 2 + 31 * 128 + 1
 
 
-def test_laplacian_pyramid_and_gaussian_unroll_4(default_design, default_harness, tmp_path):
+def test_laplacian_pyramid_and_gaussian_unroll_4(default_design, default_harness, tmp_path,
+                                                  assert_gated):
     """Issue 14's acceptance on build/default: the three-level Laplacian pyramid (stages at
     full, half and quarter rate; delay lines and addressed buffers) at 900 MHz (seed 0; seed 2
     stops at 810 MHz: register insertion finds no balanceable site next to an addressed MEM,
@@ -112,32 +127,36 @@ def test_laplacian_pyramid_and_gaussian_unroll_4(default_design, default_harness
     lap = run_app(RunParams(AppParams("laplacian_pyramid", 64, 64), default_design,
                             tmp_path / "lap",
                             FlowParams(pipeline=PipelineParams(register_pe_inputs=True,
-                                                               target_period_ps=1e6 / 900))))
+                                                               target_period_ps=1e6 / 900),
+                                       power_gate=True)))
     rep = lap.report
     assert rep["match"] == {"numpy": True, "halide": True}
+    assert_gated(lap, GATED_AT_LEAST["laplacian_pyramid"])
     assert lap.output.shape == (60, 60) and rep["timing"]["fmax_mhz"] >= 900.0
     assert rep["resources"]["used"]["m"] == 9 and rep["resources"]["used"]["p"] == 36
     caps = {b["buffer"]: b["capacity"] for b in rep["buffers"]}
     assert caps["buf_g0"] == 133 and caps["buf_g2"] == 15      # words, from ISL
     g4 = run_app(RunParams(AppParams("gaussian", 64, 64, unroll=4), default_design,
-                           tmp_path / "g4"))
+                           tmp_path / "g4", FlowParams(power_gate=True)))
     assert g4.report["match"] == {"numpy": True, "halide": True}
+    assert_gated(g4, GATED_AT_LEAST["gaussian4"])
     assert g4.report["unroll"] == 4 and g4.output.shape == (62, 62)
 
 
-def test_gaussian_unroll_8_and_16(default_design, default_harness, tmp_path):
+def test_gaussian_unroll_8_and_16(default_design, default_harness, tmp_path, assert_gated):
     """Issue 14 item 6 on build/default, one lane per IO tile: gaussian at unroll 8 (row gaps
     of 6-8 cycles: delay lines on 16 MEMs at the default shift-register threshold, see
     mapper.mapping.memory.DEFAULT_SR_THRESHOLD) and 16 (row gaps <= 4: registers only, no MEM: the
     unified-buffer paper's Fig. 12 trend), bit-exact against numpy and Halide."""
-    from mapper.params import AppParams, RunParams
+    from mapper.params import AppParams, FlowParams, RunParams
     from mapper.flow import run_app
 
     used = {}
     for u in (8, 16):
         r = run_app(RunParams(AppParams("gaussian", 64, 64, unroll=u), default_design,
-                              tmp_path / f"g{u}"))
+                              tmp_path / f"g{u}", FlowParams(power_gate=True)))
         assert r.report["match"] == {"numpy": True, "halide": True}
+        assert_gated(r, GATED_AT_LEAST[f"gaussian{u}"])
         assert r.output.shape == (62, 62)
         used[u] = r.report["resources"]["used"]
         # one frame: the ideal stream (a 64-wide row in 64 / u cycles) plus the pipelining
@@ -148,19 +167,22 @@ def test_gaussian_unroll_8_and_16(default_design, default_harness, tmp_path):
     assert used[8]["p"] < used[16]["p"]
 
 
-def test_colour_input_conventions(default_design, default_harness, tmp_path):
+def test_colour_input_conventions(default_design, default_harness, tmp_path, assert_gated):
     """Issue 14 item 8 on build/default: rgb_luma streams the R, G and B planes of coffee on
     three IO tiles; demosaic streams the RGGB mosaic of astronaut and reads it at stride 2;
     both bit-exact against numpy and Halide."""
-    from mapper.params import AppParams, RunParams, SimOptions
+    from mapper.params import AppParams, FlowParams, RunParams, SimOptions
     from mapper.flow import run_app
 
+    gate = FlowParams(power_gate=True)
     rl = run_app(RunParams(AppParams("rgb_luma", 64, 64), default_design, tmp_path / "rl",
-                           sim=SimOptions(image="coffee")))
+                           gate, sim=SimOptions(image="coffee")))
     assert rl.report["match"] == {"numpy": True, "halide": True}
+    assert_gated(rl, GATED_AT_LEAST["rgb_luma"])
     assert rl.report["resources"]["used"]["I"] == 4 and rl.report["image"] == "coffee"
     assert len(set(rl.plan.inputs)) == 3
     dm = run_app(RunParams(AppParams("demosaic", 64, 64), default_design, tmp_path / "dm",
-                           sim=SimOptions(image="astronaut")))
+                           gate, sim=SimOptions(image="astronaut")))
     assert dm.report["match"] == {"numpy": True, "halide": True}
+    assert_gated(dm, GATED_AT_LEAST["demosaic"])
     assert dm.output.shape == (32, 32) and len(np.unique(dm.output)) > 50

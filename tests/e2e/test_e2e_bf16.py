@@ -10,18 +10,20 @@ import pytest
 
 @pytest.fixture(scope="session")
 def gaussian_bf16_run(bf16_small_design, tmp_path_factory):
-    from mapper.params import AppParams, RunParams
+    from mapper.params import AppParams, FlowParams, RunParams
     from mapper.flow import run_app
 
     out = tmp_path_factory.mktemp("bf16_apps") / "gaussian_bf16"
-    return run_app(RunParams(AppParams("gaussian_bf16", 64, 64), bf16_small_design, out))
+    return run_app(RunParams(AppParams("gaussian_bf16", 64, 64), bf16_small_design, out,
+                             FlowParams(power_gate=True)))    # every unused tile gated
 
 
-def test_gaussian_bf16_on_verilator_matches_numpy_and_halide(gaussian_bf16_run):
+def test_gaussian_bf16_on_verilator_matches_numpy_and_halide(gaussian_bf16_run, assert_gated):
     from mapper.frontend.dsl import from_bf16_bits
     from mapper.images import camera_crop
 
     r = gaussian_bf16_run
+    assert_gated(r, 24)
     assert np.array_equal(r.image, camera_crop(64, 64))
     assert r.output.shape == r.golden_numpy.shape == r.golden_halide.shape == (62, 62)
     assert np.array_equal(r.output.astype(np.int64), r.golden_numpy.astype(np.int64))
@@ -47,17 +49,18 @@ def test_gaussian_bf16_resources_and_cycles(gaussian_bf16_run):
           f"latency {rep['latency']['extra_cycles']}, verilator {rep['verilator']}")
 
 
-def test_brighten_bf16_converts_on_the_array(bf16_small_design, tmp_path):
+def test_brighten_bf16_converts_on_the_array(bf16_small_design, tmp_path, assert_gated):
     """brighten_bf16: UInt16 pixels in, converted to bf16 on the FP PE (I2F), scaled and
     offset in bf16, converted back (F2I): 4 PEs, bit-exact against numpy and Halide, and
     equal to the bf16 arithmetic done by hand."""
-    from mapper.params import AppParams, RunParams
+    from mapper.params import AppParams, FlowParams, RunParams
     from mapper.flow import run_app
     from mapper.images import camera_crop
 
     r = run_app(RunParams(AppParams("brighten_bf16", 64, 64), bf16_small_design,
-                          tmp_path / "brighten_bf16"))
+                          tmp_path / "brighten_bf16", FlowParams(power_gate=True)))
     assert r.report["match"] == {"numpy": True, "halide": True}
+    assert_gated(r, 48)                     # 4 PEs, 2 IOs: almost the whole 8x8 gated
     assert r.report["pes_per_stage"] == {"brighten_bf16": 4}
     img = camera_crop(64, 64).astype(np.int64)
     assert np.array_equal(r.image, img)

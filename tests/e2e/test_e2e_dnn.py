@@ -34,7 +34,8 @@ def default_harness(default_design):
     return build_harness(default_design)
 
 
-def _run(design, out, layer, seed=0, image="camera", tensor_seed=0, fmax=None, **kw):
+def _run(design, out, layer, seed=0, image="camera", tensor_seed=0, fmax=None, gate=False,
+         **kw):
     from mapper.params import AppParams, FlowParams, RunParams, SimOptions
     from mapper.flow import run_app
     from mapper.backend.pipeline import PipelineParams
@@ -45,18 +46,20 @@ def _run(design, out, layer, seed=0, image="camera", tensor_seed=0, fmax=None, *
         register_pe_inputs=True, target_period_ps=1e6 / fmax)
     return run_app(RunParams(AppParams(layer, side, side, channels=channels, block=block, **kw),
                              design, out, FlowParams(place=PlaceParams(seed=seed),
-                                                     pipeline=pipe),
+                                                     pipeline=pipe, power_gate=gate),
                              SimOptions(image, tensor_seed=tensor_seed)))
 
 
 @pytest.mark.parametrize("layer", sorted(SMALL))
-def test_layer_runs_bit_exact_on_verilator(default_design, default_harness, tmp_path, layer):
+def test_layer_runs_bit_exact_on_verilator(default_design, default_harness, tmp_path,
+                                           assert_gated, layer):
     from mapper.frontend import tensor
     from mapper.apps.dnn import build_layer
 
-    run = _run(default_design, tmp_path, layer, fmax=900)
+    run = _run(default_design, tmp_path, layer, fmax=900, gate=True)
     rep = run.report                 # run_app raised unless bit-exact against both goldens
     assert rep["match"] == {"numpy": True, "halide": True}
+    assert_gated(run, 250)           # of 512: bit-exact with every unused tile gated
     side, channels, block = SMALL[layer]
     pipe = build_layer(layer, side, channels, block)
     want = tensor.evaluate(pipe, run.inputs)[pipe.output.name]

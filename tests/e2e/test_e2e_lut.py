@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 
-def test_camera_pipeline_on_verilator(app_run):
+def test_camera_pipeline_on_verilator(app_run, assert_gated):
     from mapper.apps.camera_pipeline import GAMMA
 
     r = app_run("camera_pipeline")          # run_sim raises on any mismatch with a golden
+    assert_gated(r, 12)                     # bit-exact with every unused tile gated
     assert list(r.outputs) == ["red", "green", "blue"]
     assert all(a.shape == (30, 30) for a in r.outputs.values())
     assert r.report["match"] == {"numpy": True, "halide": True}
@@ -48,19 +49,21 @@ def test_bitstream_proof_checks_every_table_word(app_run, small_design):
         check_lut_contents([w for w in words if w != lut_words[0]], r.flow.pipelined, coll)
 
 
-def test_bayer_demosaic_pattern_roms_on_verilator(small_design, harness, tmp_path):
+def test_bayer_demosaic_pattern_roms_on_verilator(small_design, harness, tmp_path,
+                                                  assert_gated):
     """Full-resolution demosaic selecting by coordinate parity: x % 2 and y % 2 come from two
     pattern ROMs per reader time (MEM tiles holding 0, 1, 0, 1, ... loaded with the
     bitstream); on astronaut, bit-exact with numpy and Halide; the proof checks the ROM words
     and refuses a flipped one."""
     from mapper.collateral import load_collateral
-    from mapper.params import AppParams, RunParams, SimOptions
+    from mapper.params import AppParams, FlowParams, RunParams, SimOptions
     from mapper.flow import run_app
     from mapper.backend.verify import VerificationError, check_lut_contents
 
     r = run_app(RunParams(AppParams("bayer_demosaic", 48, 32), small_design, tmp_path,
-                          sim=SimOptions(image="astronaut")))
+                          FlowParams(power_gate=True), sim=SimOptions(image="astronaut")))
     assert r.report["match"] == {"numpy": True, "halide": True}
+    assert_gated(r, 8)                      # every unused tile gated
     assert all(a.shape == (30, 46) for a in r.outputs.values())
     assert not np.array_equal(r.outputs["red"], r.outputs["blue"])       # a colour image
     packed = r.flow.pipelined.packed

@@ -69,19 +69,21 @@ def bf16_design(tmp_path_factory) -> pathlib.Path:
 
 @pytest.fixture(scope="session")
 def nlm_run(bf16_design, tmp_path_factory):
-    from mapper.params import AppParams, RunParams
+    from mapper.params import AppParams, FlowParams, RunParams
     from mapper.flow import run_app
 
     out = tmp_path_factory.mktemp("nlm_bf16") / "nlm_bf16"
-    return run_app(RunParams(AppParams("nlm_bf16", 32, 32), bf16_design, out))
+    return run_app(RunParams(AppParams("nlm_bf16", 32, 32), bf16_design, out,
+                             FlowParams(power_gate=True)))    # every unused tile gated
 
 
-def test_nlm_bf16_on_verilator_matches_numpy_and_halide_within_bound(nlm_run):
+def test_nlm_bf16_on_verilator_matches_numpy_and_halide_within_bound(nlm_run, assert_gated):
     from mapper.apps import HALIDE_TOLERANCE_ULP, build_app, load_app_image
     from mapper.sim.run import bf16_ulp_distance
     from mapper.frontend.dsl import from_bf16_bits
 
     r = nlm_run
+    assert_gated(r, 20)                     # of the 16x10 array's 160 tiles
     pipe = build_app("nlm_bf16", 32, 32)
     assert np.array_equal(r.image, load_app_image(pipe, "camera", (32, 32)))
     assert r.output.shape == r.golden_numpy.shape == r.golden_halide.shape == (30, 30)

@@ -19,7 +19,8 @@ from mapper.backend.route import POWER_AWARE_COST, RouterParams
 from mapper.backend.verify import VerificationError, verify
 from mapper.flow import run_app, run_stages
 from mapper.params import AppParams, FlowParams, RunParams, SimOptions
-from mapper.sim.verilator import run_harness
+from mapper.sim.energy import stream_toggles
+from mapper.sim.verilator import SimParams, run_harness
 
 
 @pytest.fixture(scope="module")
@@ -103,14 +104,32 @@ def test_energy_estimate_positive_and_lower_when_gated(gated_run):
     assert e["total_pj_per_pixel"] < ungated["total_pj_per_pixel"]
     assert e["leakage_pj_per_pixel"] < ungated["leakage_pj_per_pixel"]
     assert e["dynamic_pj_per_pixel"] < ungated["dynamic_pj_per_pixel"]
-    # a gated tile costs nothing; every used tile is on and switches
+    # a gated tile costs nothing and its outputs never switch; every used tile is on and
+    # its outputs switch (per-tile toggles counted in Verilator)
     for t in e["per_tile"]:
         if not t["on"]:
             assert t["dynamic_pj"] == 0 and t["leakage_pj"] == 0 and not t["used"]
+            assert t["toggles"] == t["switching_bits"] == 0
         if t["used"]:
             assert t["on"] and t["toggles"] > 0 and t["dynamic_pj"] > 0
-    # every figure of the table says it is a model and names its source
+            assert 0 < t["toggle_rate"] <= 1 and t["switching_bits"] > 0
+    # run_report.json's toggles section holds the same per-tile counts
+    tog = gated_run.report["toggles"]
+    assert tog["total"] == e["toggles_total"] == sum(t["toggles"] for t in e["per_tile"])
+    assert {(x, y): (n, b) for x, y, n, b in tog["per_tile"]} == {
+        (t["x"], t["y"]): (t["toggles"], t["switching_bits"]) for t in e["per_tile"]
+        if t["toggles"]}
+    # the output IO tile counts at least the toggles of the stream it sent out
+    (port, words), = gated_run.sim.outputs.items()
+    xy = (int(port[-6:-4], 16), int(port[-2:], 16))
+    out_tile = next(t for t in e["per_tile"] if (t["x"], t["y"]) == xy)
+    assert out_tile["toggles"] >= stream_toggles(words, 16) > 0
+    # every figure of the table says it is a model and names its source; leakage is the
+    # NanGate 45 nm Open Cell Library's (cited), the cells' from garnet.cells
     assert all(v["model"] and v["source"] for v in e["table"].values())
+    assert "NangateOpenCellLibrary_typical.lib" in e["table"]["cell_leakage_nw"]["source"]
+    assert e["table"]["nand2_x1_leakage_nw"]["value"] == 17.39336
+    assert all(t["leakage_nw"] > 0 for t in e["per_tile"])
     pnr = json.loads((gated_run.out_dir / "pnr_report.json").read_text())
     assert pnr["energy"]["total_pj_per_pixel"] == e["total_pj_per_pixel"]
 
@@ -140,6 +159,7 @@ def test_quiet_unused_muxes_run_bit_exact(gated_run, tmp_path):
     shutil.copytree(r.out_dir, out)
     q = run_stages(RunParams(AppParams("gaussian", 64, 64), r.coll.root, out,
                              FlowParams(power_gate=True, quiet_unused=True),
+                             SimOptions(sim=SimParams(toggles=True)),
                              resume_from="bitstream"))
     assert np.array_equal(q.output.astype(np.int64), q.golden_numpy.astype(np.int64))
     assert np.array_equal(q.output.astype(np.int64), q.golden_halide.astype(np.int64))
@@ -153,6 +173,9 @@ def test_quiet_unused_muxes_run_bit_exact(gated_run, tmp_path):
     assert rep["forwarding_before"] > 0 and rep["forwarding_after"] == 0
     assert rep["unused_muxes"] == rep["quieted"] + rep["unquietable"]
     assert rep["quieted"] > 1000 and rep["select_changed"] > 0 and rep["constant"] > 0
+    # the unused muxes no longer forward routed nets: the tiles' outputs toggle less
+    # (Verilator's per-tile counts; the gated tiles toggle in neither run)
+    assert 0 < q.report["toggles"]["total"] < r.report["toggles"]["total"]
     assert select_loop(r.coll, quiet.selects, quiet.selects, used_nodes(flow.pipelined.routing),
                        [tuple(xy) for xy in q.report["power"]["unused"]]) is None
     # the routed selects and the gate words are the gated run's: its words are all kept

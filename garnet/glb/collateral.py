@@ -1,0 +1,73 @@
+"""``glb.json`` (schema ``garnet.glb/1``): the GLB's collateral -- its parameters, address
+maps and capabilities -- for the runtime and the compiler (pure: no hardware imports).
+
+Keys: ``schema``; ``params`` (:class:`garnet.glb.params.GlbParams`); ``capabilities``
+(``tile_elements``, ``capacity_elements``, ``lanes``, ``dma_dims``, ``extent_max``,
+``schedule_max``, ``load_latency`` {``local``: 1, ``chained``: tiles + 1} in cycles,
+``config_modes``, ``columns``); ``host_map``: per tile and bank the range of global GLB-word
+addresses of the host port (``[first, last]``, ``word_width``-bit words);
+``element_map``: per tile the range of global element addresses (chained DMA programs);
+``config_registers``: name, index, width (bits) of every DMA register of a tile (GLB config
+address ``tile << 8 | index``); ``columns_of_tile``: the array columns each tile serves.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from cgra.errors import CollateralError
+from garnet.glb.confignet import MODES
+from garnet.glb.dma import register_fields
+from garnet.glb.params import GlbParams, from_dict
+
+SCHEMA = "garnet.glb/1"
+
+
+def collateral(p: GlbParams) -> dict[str, Any]:
+    """The ``glb.json`` document of ``p`` (module docstring)."""
+    tw, bw, te = p.tile_words, p.bank_words, p.tile_elements
+    return {
+        "schema": SCHEMA,
+        "params": p.to_dict(),
+        "capabilities": {
+            "tile_elements": te, "capacity_elements": p.tiles * te, "lanes": p.lanes,
+            "dma_dims": p.dma_dims, "extent_max": 1 << p.extent_width,
+            "schedule_max": (1 << p.schedule_width) - 1,
+            "load_latency": {"local": 1, "chained": p.tiles + 1},
+            "config_modes": [m for m in MODES if m != "serial"], "columns": p.columns},
+        "host_map": [{"tile": t, "bank": b, "first": t * tw + b * bw, "last": t * tw + (b + 1) * bw - 1}
+                     for t in range(p.tiles) for b in range(p.banks)],
+        "element_map": [{"tile": t, "first": t * te, "last": (t + 1) * te - 1}
+                        for t in range(p.tiles)],
+        "config_registers": [{"name": n, "index": i, "width": w}
+                             for i, (n, w) in enumerate(register_fields(p))],
+        "columns_of_tile": [list(range(t * p.columns_per_tile, (t + 1) * p.columns_per_tile))
+                            for t in range(p.tiles)],
+    }
+
+
+def write(p: GlbParams, out: str | Path) -> Path:
+    """Write ``glb.json`` into directory ``out``; returns its path."""
+    path = Path(out) / "glb.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(collateral(p), indent=1) + "\n")
+    return path
+
+
+def read(path: str | Path) -> GlbParams:
+    """The parameters of a ``glb.json``. Raises :class:`CollateralError` for a missing
+    file, another schema or a document that does not match its own parameters."""
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CollateralError(f"{p}: cannot read the GLB collateral ({exc}); regenerate it "
+                              f"with garnet.glb.collateral.write") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise CollateralError(f"{p}: not a {SCHEMA} document; regenerate it")
+    params = from_dict(doc.get("params", {}), str(p))
+    if collateral(params) != doc:
+        raise CollateralError(f"{p}: the address maps do not match its parameters (edited "
+                              f"by hand?); regenerate it")
+    return params
