@@ -39,6 +39,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -255,19 +256,22 @@ def _run(cmd: list[str], cwd: Path, what: str) -> str:
     return res.stdout + res.stderr
 
 
-def _build(p: ChannelParams, tmp: Path, runtime: Path) -> str:
-    """Verilate into ``tmp/obj``, reuse the runtime objects of ``runtime`` when present (else
-    save them there after the build), make, leave ``tmp/harness``; the build log."""
-    log = _run(["verilator", *VERILATOR_FLAGS, "--top-module", p.module_name, "-Mdir", "obj",
-                "-o", "harness", "top.v", "harness.cpp"], tmp, f"verilator of {p.module_name}")
+def verilate_and_make(top: str, tmp: Path, runtime: Path,
+                      flags: Sequence[str] = VERILATOR_FLAGS) -> str:
+    """Verilate ``tmp/top.v`` + ``tmp/harness.cpp`` (top module ``top``, Verilator ``flags``)
+    into ``tmp/obj``, reuse the runtime objects of ``runtime`` when present (else save them
+    there after the build), make, leave ``tmp/obj/harness``; the build log. Raises
+    :class:`SimulationError` when Verilator or make fails."""
+    log = _run(["verilator", *flags, "--top-module", top, "-Mdir", "obj",
+                "-o", "harness", "top.v", "harness.cpp"], tmp, f"verilator of {top}")
     obj = tmp / "obj"
     have = all((runtime / o).exists() for o in RUNTIME_OBJECTS)
     if have:
         for o in RUNTIME_OBJECTS:
             shutil.copy2(runtime / o, obj / o)
             (obj / o).touch()
-    log += _run(["make", "-j", "2", "-f", f"V{p.module_name}.mk", *MAKE_VARS, "harness"], obj,
-                f"C++ build of {p.module_name}")
+    log += _run(["make", "-j", "2", "-f", f"V{top}.mk", *MAKE_VARS, "harness"], obj,
+                f"C++ build of {top}")
     if not have:
         part = runtime.with_name(f"{runtime.name}.part-{os.getpid()}")
         shutil.rmtree(part, ignore_errors=True)
@@ -315,7 +319,7 @@ def build_harness(p: ChannelParams, cache_root: str | Path) -> Harness:
         (tmp / "top.v").write_text(verilog)
         (tmp / "harness.cpp").write_text(harness)
         t0 = time.monotonic()
-        log = _build(p, tmp, root / f"runtime-{_runtime_key()}")
+        log = verilate_and_make(p.module_name, tmp, root / f"runtime-{_runtime_key()}")
         seconds = time.monotonic() - t0
         (tmp / "build.log").write_text(log)
         shutil.move(str(tmp / "obj" / "harness"), str(tmp / "harness"))

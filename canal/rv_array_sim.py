@@ -36,7 +36,7 @@ import numpy as np
 from cgra.errors import SimulationError
 from cgra.procs import pdeathsig_preexec
 
-from canal.flow_sim import MAKE_VARS, RUN_TIMEOUT_S, RUNTIME_OBJECTS, _run, _runtime_key
+from canal.flow_sim import RUN_TIMEOUT_S, _runtime_key, verilate_and_make
 from canal.rv_rtl import RvArray, socket_name
 
 #: Verilator options of the array harness (part of the cache key): the ready and valid
@@ -172,29 +172,11 @@ def build_array_harness(arr: RvArray, source: str, sinks: Sequence[str],
         (tmp / "top.v").write_text(verilog)
         (tmp / "harness.cpp").write_text(cpp)
         t0 = time.monotonic()
-        log = _run(["verilator", *VERILATOR_FLAGS, "--top-module", arr.top, "-Mdir", "obj",
-                    "-o", "harness", "top.v", "harness.cpp"], tmp, f"verilator of {arr.top}")
-        obj = tmp / "obj"
-        runtime = root / f"runtime-{_runtime_key()}"
-        have = all((runtime / o).exists() for o in RUNTIME_OBJECTS)
-        if have:
-            for o in RUNTIME_OBJECTS:
-                shutil.copy2(runtime / o, obj / o)
-                (obj / o).touch()
-        log += _run(["make", "-j", "2", "-f", f"V{arr.top}.mk", *MAKE_VARS, "harness"], obj,
-                    f"C++ build of {arr.top}")
-        if not have:
-            part = runtime.with_name(f"{runtime.name}.part-{key}")
-            shutil.rmtree(part, ignore_errors=True)
-            part.mkdir()
-            for o in RUNTIME_OBJECTS:
-                shutil.copy2(obj / o, part / o)
-            try:
-                part.rename(runtime)
-            except OSError:          # another build saved them first: keep theirs
-                shutil.rmtree(part, ignore_errors=True)
+        log = verilate_and_make(arr.top, tmp, root / f"runtime-{_runtime_key()}",
+                                VERILATOR_FLAGS)
         seconds = time.monotonic() - t0
         (tmp / "build.log").write_text(log)
+        obj = tmp / "obj"
         shutil.move(str(obj / "harness"), str(tmp / "harness"))
         shutil.rmtree(obj, ignore_errors=True)
         (tmp / "ok").write_text(f"{seconds:.2f}\n")

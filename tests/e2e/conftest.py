@@ -89,6 +89,15 @@ def default_design(tmp_path_factory) -> pathlib.Path:
 
 
 @pytest.fixture(scope="session")
+def default_harness(default_design):
+    """The Verilator model of :func:`default_design`'s stream harness (built once; the model
+    cache is content-keyed and locked, so every worker and test file shares it)."""
+    from mapper.sim.verilator import build_harness
+
+    return build_harness(default_design)
+
+
+@pytest.fixture(scope="session")
 def bf16_small_design(tmp_path_factory) -> pathlib.Path:
     """Collateral directory of configs/bf16_small.toml (8x8, the BFloat16 PE) with the
     rules of every integer target, of float add/sub/mul (with a constant operand too) and of

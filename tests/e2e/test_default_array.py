@@ -20,13 +20,6 @@ def rep_file(run_dir) -> dict:
     return json.loads((run_dir / "pnr_report.json").read_text())
 
 
-@pytest.fixture(scope="module")
-def default_harness(default_design):
-    from mapper.sim.verilator import build_harness
-
-    return build_harness(default_design)
-
-
 #: (app, seed) pairs run here: every app at seed 0, and gaussian, unsharp, harris and
 #: upsample at one other seed of 1..4 (each of the five seeds runs); the seed sweep (seeds 0..19 of pointwise,
 #: brighten_blur, gaussian, unsharp and harris closing at 900 MHz, no simulation) is
@@ -112,59 +105,6 @@ def test_multi_rate_apps_resources_and_cycles(default_design, default_harness, t
     assert rep["resources"]["used"]["m"] == 1 and rep["resources"]["used"]["p"] == 4
     # 64 rows of 64 pixels; the last output at row 63, column 62 (+ its 65-cycle window)
     assert rep["cycles"]["ideal_stream"] == 65 + 31 * 2 + 31 * 128 + 1
-
-
-def test_laplacian_pyramid_and_gaussian_unroll_4(default_design, default_harness, tmp_path,
-                                                  assert_gated):
-    """Issue 14's acceptance on build/default: the three-level Laplacian pyramid (stages at
-    full, half and quarter rate; delay lines and addressed buffers) at 900 MHz (seed 0; seed 2
-    stops at 810 MHz: register insertion finds no balanceable site next to an addressed MEM,
-    see the issue-14 note), and gaussian at unroll 4, bit-exact against numpy and Halide."""
-    from mapper.params import AppParams, FlowParams, RunParams
-    from mapper.flow import run_app
-    from mapper.backend.pipeline import PipelineParams
-
-    lap = run_app(RunParams(AppParams("laplacian_pyramid", 64, 64), default_design,
-                            tmp_path / "lap",
-                            FlowParams(pipeline=PipelineParams(register_pe_inputs=True,
-                                                               target_period_ps=1e6 / 900),
-                                       power_gate=True)))
-    rep = lap.report
-    assert rep["match"] == {"numpy": True, "halide": True}
-    assert_gated(lap, GATED_AT_LEAST["laplacian_pyramid"])
-    assert lap.output.shape == (60, 60) and rep["timing"]["fmax_mhz"] >= 900.0
-    assert rep["resources"]["used"]["m"] == 9 and rep["resources"]["used"]["p"] == 36
-    caps = {b["buffer"]: b["capacity"] for b in rep["buffers"]}
-    assert caps["buf_g0"] == 133 and caps["buf_g2"] == 15      # words, from ISL
-    g4 = run_app(RunParams(AppParams("gaussian", 64, 64, unroll=4), default_design,
-                           tmp_path / "g4", FlowParams(power_gate=True)))
-    assert g4.report["match"] == {"numpy": True, "halide": True}
-    assert_gated(g4, GATED_AT_LEAST["gaussian4"])
-    assert g4.report["unroll"] == 4 and g4.output.shape == (62, 62)
-
-
-def test_gaussian_unroll_8_and_16(default_design, default_harness, tmp_path, assert_gated):
-    """Issue 14 item 6 on build/default, one lane per IO tile: gaussian at unroll 8 (row gaps
-    of 6-8 cycles: delay lines on 16 MEMs at the default shift-register threshold, see
-    mapper.mapping.memory.DEFAULT_SR_THRESHOLD) and 16 (row gaps <= 4: registers only, no MEM: the
-    unified-buffer paper's Fig. 12 trend), bit-exact against numpy and Halide."""
-    from mapper.params import AppParams, FlowParams, RunParams
-    from mapper.flow import run_app
-
-    used = {}
-    for u in (8, 16):
-        r = run_app(RunParams(AppParams("gaussian", 64, 64, unroll=u), default_design,
-                              tmp_path / f"g{u}", FlowParams(power_gate=True)))
-        assert r.report["match"] == {"numpy": True, "halide": True}
-        assert_gated(r, GATED_AT_LEAST[f"gaussian{u}"])
-        assert r.output.shape == (62, 62)
-        used[u] = r.report["resources"]["used"]
-        # one frame: the ideal stream (a 64-wide row in 64 / u cycles) plus the pipelining
-        assert r.report["cycles"]["ideal_stream"] <= r.report["cycles"]["stream"]
-        assert r.report["cycles"]["stream"] < 2 * 64 * 64 // u
-    assert used[8]["I"] == 16 and used[16]["I"] == 32
-    assert used[8]["m"] == 16 and used[16].get("m", 0) == 0
-    assert used[8]["p"] < used[16]["p"]
 
 
 def test_colour_input_conventions(default_design, default_harness, tmp_path, assert_gated):

@@ -27,13 +27,6 @@ MEMS = {"resnet_layer": {"operand": 6, "accumulation": 2, "flag": 1},
         "gemm": {"operand": 4, "accumulation": 4, "flag": 1}}
 
 
-@pytest.fixture(scope="module")
-def default_harness(default_design):
-    from mapper.sim.verilator import build_harness
-
-    return build_harness(default_design)
-
-
 def _run(design, out, layer, seed=0, image="camera", tensor_seed=0, fmax=None, gate=False,
          **kw):
     from mapper.params import AppParams, FlowParams, RunParams, SimOptions
