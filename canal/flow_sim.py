@@ -260,7 +260,8 @@ def verilate_and_make(top: str, tmp: Path, runtime: Path,
                       flags: Sequence[str] = VERILATOR_FLAGS) -> str:
     """Verilate ``tmp/top.v`` + ``tmp/harness.cpp`` (top module ``top``, Verilator ``flags``)
     into ``tmp/obj``, reuse the runtime objects of ``runtime`` when present (else save them
-    there after the build), make, leave ``tmp/obj/harness``; the build log. Raises
+    there after the build), make, move the binary to ``tmp/harness`` and remove ``tmp/obj``;
+    the build log. Raises
     :class:`SimulationError` when Verilator or make fails."""
     log = _run(["verilator", *flags, "--top-module", top, "-Mdir", "obj",
                 "-o", "harness", "top.v", "harness.cpp"], tmp, f"verilator of {top}")
@@ -282,6 +283,8 @@ def verilate_and_make(top: str, tmp: Path, runtime: Path,
             part.rename(runtime)
         except OSError:  # another build saved them first: keep theirs
             shutil.rmtree(part, ignore_errors=True)
+    shutil.move(str(obj / "harness"), str(tmp / "harness"))
+    shutil.rmtree(obj, ignore_errors=True)
     return log
 
 
@@ -322,8 +325,6 @@ def build_harness(p: ChannelParams, cache_root: str | Path) -> Harness:
         log = verilate_and_make(p.module_name, tmp, root / f"runtime-{_runtime_key()}")
         seconds = time.monotonic() - t0
         (tmp / "build.log").write_text(log)
-        shutil.move(str(tmp / "obj" / "harness"), str(tmp / "harness"))
-        shutil.rmtree(tmp / "obj", ignore_errors=True)
         (tmp / "ok").write_text(f"{seconds:.2f}\n")
         shutil.rmtree(final, ignore_errors=True)
         tmp.rename(final)

@@ -176,9 +176,6 @@ def build_array_harness(arr: RvArray, source: str, sinks: Sequence[str],
                                 VERILATOR_FLAGS)
         seconds = time.monotonic() - t0
         (tmp / "build.log").write_text(log)
-        obj = tmp / "obj"
-        shutil.move(str(obj / "harness"), str(tmp / "harness"))
-        shutil.rmtree(obj, ignore_errors=True)
         (tmp / "ok").write_text(f"{seconds:.2f}\n")
         shutil.rmtree(final, ignore_errors=True)
         tmp.rename(final)

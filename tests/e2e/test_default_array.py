@@ -6,8 +6,16 @@ multi-rate apps (downsample: strided reads over delay lines; upsample: an addres
 buffer) are among them."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
+
+from mapper.backend.pipeline import PipelineParams
+from mapper.backend.place import PlaceParams
+from mapper.cli import _pipeline_params
+from mapper.flow import run_app
+from mapper.params import AppParams, FlowParams, RunParams, SimOptions
 
 APPS = ("pointwise", "brighten_blur", "gaussian", "unsharp", "harris", "downsample", "upsample")
 #: the critical path and latency each pass reports
@@ -15,8 +23,6 @@ PASSES = ["balance", "compute pipelining", "register insertion", "ALAP"]
 
 
 def rep_file(run_dir) -> dict:
-    import json
-
     return json.loads((run_dir / "pnr_report.json").read_text())
 
 
@@ -37,11 +43,6 @@ GATED_AT_LEAST = {"pointwise": 400, "brighten_blur": 380, "gaussian": 380, "unsh
 @pytest.mark.parametrize(("app", "seed"), RUNS)
 def test_app_closes_at_900_mhz_and_matches_golden(default_design, default_harness, tmp_path,
                                                    assert_gated, app, seed):
-    from mapper.params import AppParams, FlowParams, RunParams
-    from mapper.flow import run_app
-    from mapper.backend.pipeline import PipelineParams
-    from mapper.backend.place import PlaceParams
-    from mapper.cli import _pipeline_params
 
     # harris seed 0 runs with `cgra run`'s default (no --fmax, issue 41 item 4): pipelining
     # toward the timing model's floor, the MEM core's 1000 ps, reaches it (measured 1000 MHz)
@@ -82,9 +83,6 @@ def test_multi_rate_apps_resources_and_cycles(default_design, default_harness, t
     """upsample: 1 MEM (unified-buffer paper Table 6), no PE, the 128x128 output one pixel
     per cycle; downsample: 1 MEM delay line + 2 registers, 4 PEs, one output every 2nd cycle
     of every 2nd row: both finish within a few cycles of the ideal schedule."""
-    from mapper.params import AppParams, FlowParams, RunParams
-    from mapper.flow import run_app
-
     gate = FlowParams(power_gate=True)
     up = run_app(RunParams(AppParams("upsample", 64, 64), default_design, tmp_path / "up",
                            gate))
@@ -111,9 +109,6 @@ def test_colour_input_conventions(default_design, default_harness, tmp_path, ass
     """Issue 14 item 8 on build/default: rgb_luma streams the R, G and B planes of coffee on
     three IO tiles; demosaic streams the RGGB mosaic of astronaut and reads it at stride 2;
     both bit-exact against numpy and Halide."""
-    from mapper.params import AppParams, FlowParams, RunParams, SimOptions
-    from mapper.flow import run_app
-
     gate = FlowParams(power_gate=True)
     rl = run_app(RunParams(AppParams("rgb_luma", 64, 64), default_design, tmp_path / "rl",
                            gate, sim=SimOptions(image="coffee")))

@@ -5,19 +5,16 @@ at unroll 4, 8 and 16, each bit-exact against numpy and Halide with every unused
 (issue 36)."""
 from __future__ import annotations
 
+from mapper.backend.pipeline import PipelineParams
+from mapper.flow import run_app
+from mapper.params import AppParams, FlowParams, RunParams
 from test_default_array import GATED_AT_LEAST
-
-
 def test_laplacian_pyramid_and_gaussian_unroll_4(default_design, default_harness, tmp_path,
                                                   assert_gated):
     """Issue 14's acceptance on build/default: the three-level Laplacian pyramid (stages at
     full, half and quarter rate; delay lines and addressed buffers) at 900 MHz (seed 0; seed 2
     stops at 810 MHz: register insertion finds no balanceable site next to an addressed MEM,
     see the issue-14 note), and gaussian at unroll 4, bit-exact against numpy and Halide."""
-    from mapper.params import AppParams, FlowParams, RunParams
-    from mapper.flow import run_app
-    from mapper.backend.pipeline import PipelineParams
-
     lap = run_app(RunParams(AppParams("laplacian_pyramid", 64, 64), default_design,
                             tmp_path / "lap",
                             FlowParams(pipeline=PipelineParams(register_pe_inputs=True,
@@ -42,9 +39,6 @@ def test_gaussian_unroll_8_and_16(default_design, default_harness, tmp_path, ass
     of 6-8 cycles: delay lines on 16 MEMs at the default shift-register threshold, see
     mapper.mapping.memory.DEFAULT_SR_THRESHOLD) and 16 (row gaps <= 4: registers only, no MEM: the
     unified-buffer paper's Fig. 12 trend), bit-exact against numpy and Halide."""
-    from mapper.params import AppParams, FlowParams, RunParams
-    from mapper.flow import run_app
-
     used = {}
     for u in (8, 16):
         r = run_app(RunParams(AppParams("gaussian", 64, 64, unroll=u), default_design,

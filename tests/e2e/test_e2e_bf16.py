@@ -7,21 +7,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mapper.flow import run_app
+from mapper.frontend.dsl import from_bf16_bits
+from mapper.images import camera_crop
+from mapper.params import AppParams, FlowParams, RunParams
+
 
 @pytest.fixture(scope="session")
 def gaussian_bf16_run(bf16_small_design, tmp_path_factory):
-    from mapper.params import AppParams, FlowParams, RunParams
-    from mapper.flow import run_app
-
     out = tmp_path_factory.mktemp("bf16_apps") / "gaussian_bf16"
     return run_app(RunParams(AppParams("gaussian_bf16", 64, 64), bf16_small_design, out,
                              FlowParams(power_gate=True)))    # every unused tile gated
 
 
 def test_gaussian_bf16_on_verilator_matches_numpy_and_halide(gaussian_bf16_run, assert_gated):
-    from mapper.frontend.dsl import from_bf16_bits
-    from mapper.images import camera_crop
-
     r = gaussian_bf16_run
     assert_gated(r, 24)
     assert np.array_equal(r.image, camera_crop(64, 64))
@@ -53,10 +52,6 @@ def test_brighten_bf16_converts_on_the_array(bf16_small_design, tmp_path, assert
     """brighten_bf16: UInt16 pixels in, converted to bf16 on the FP PE (I2F), scaled and
     offset in bf16, converted back (F2I): 4 PEs, bit-exact against numpy and Halide, and
     equal to the bf16 arithmetic done by hand."""
-    from mapper.params import AppParams, FlowParams, RunParams
-    from mapper.flow import run_app
-    from mapper.images import camera_crop
-
     r = run_app(RunParams(AppParams("brighten_bf16", 64, 64), bf16_small_design,
                           tmp_path / "brighten_bf16", FlowParams(power_gate=True)))
     assert r.report["match"] == {"numpy": True, "halide": True}

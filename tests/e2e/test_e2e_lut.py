@@ -7,10 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mapper.apps.camera_pipeline import GAMMA
+from mapper.backend.verify import check_lut_contents, VerificationError, verify
+from mapper.collateral import load_collateral
+from mapper.flow import run_app
+from mapper.params import AppParams, FlowParams, RunParams, SimOptions
+
 
 def test_camera_pipeline_on_verilator(app_run, assert_gated):
-    from mapper.apps.camera_pipeline import GAMMA
-
     r = app_run("camera_pipeline")          # run_sim raises on any mismatch with a golden
     assert_gated(r, 12)                     # bit-exact with every unused tile gated
     assert list(r.outputs) == ["red", "green", "blue"]
@@ -27,9 +31,6 @@ def test_camera_pipeline_on_verilator(app_run, assert_gated):
 
 
 def test_bitstream_proof_checks_every_table_word(app_run, small_design):
-    from mapper.collateral import load_collateral
-    from mapper.backend.verify import VerificationError, check_lut_contents, verify
-
     r = app_run("camera_pipeline")
     coll = load_collateral(small_design)
     words = r.flow.bitstream.pairs()
@@ -55,11 +56,6 @@ def test_bayer_demosaic_pattern_roms_on_verilator(small_design, harness, tmp_pat
     pattern ROMs per reader time (MEM tiles holding 0, 1, 0, 1, ... loaded with the
     bitstream); on astronaut, bit-exact with numpy and Halide; the proof checks the ROM words
     and refuses a flipped one."""
-    from mapper.collateral import load_collateral
-    from mapper.params import AppParams, FlowParams, RunParams, SimOptions
-    from mapper.flow import run_app
-    from mapper.backend.verify import VerificationError, check_lut_contents
-
     r = run_app(RunParams(AppParams("bayer_demosaic", 48, 32), small_design, tmp_path,
                           FlowParams(power_gate=True), sim=SimOptions(image="astronaut")))
     assert r.report["match"] == {"numpy": True, "halide": True}

@@ -18,7 +18,15 @@ import pathlib
 import numpy as np
 import pytest
 
+from garnet.build import generate
 from garnet.params import load_toml, validate
+from mapper.apps import build_app, HALIDE_TOLERANCE_ULP, load_app_image
+from mapper.flow import run_app
+from mapper.frontend.dsl import from_bf16_bits
+from mapper.params import AppParams, FlowParams, RunParams
+from mapper.sim.run import bf16_ulp_distance
+from peak.ir import targets
+from peak.rules import build_table
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -36,8 +44,6 @@ def bf16_design(tmp_path_factory) -> pathlib.Path:
     MEM tiles, enough for the app's 67 PEs: a Verilator model a third the size of the 32x16
     one) with the rules of every integer target and of :data:`FLOAT_TARGETS`, generated
     once per session."""
-    from peak.ir import targets
-
     base = tmp_path_factory.getbasetemp()
     root = (base.parent if base.name.startswith("popen-gw") else base) / "e2e"
     root.mkdir(exist_ok=True)
@@ -45,8 +51,6 @@ def bf16_design(tmp_path_factory) -> pathlib.Path:
     only = [t.key for t in targets(16)] + FLOAT_TARGETS
 
     def build(spec, shared, jobs):
-        from peak.rules import build_table
-
         table = build_table(spec, shared, jobs=jobs, only=only)
         return table.path, {e.target: e.action for e in table.entries}
 
@@ -54,7 +58,6 @@ def bf16_design(tmp_path_factory) -> pathlib.Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             if not (out / "design.json").is_file():
-                from garnet.build import generate
 
                 params = dataclasses.replace(load_toml(ROOT / "configs" / "bf16.toml"),
                                              name="bf16_16x10", width=16, height=10)
@@ -69,19 +72,12 @@ def bf16_design(tmp_path_factory) -> pathlib.Path:
 
 @pytest.fixture(scope="session")
 def nlm_run(bf16_design, tmp_path_factory):
-    from mapper.params import AppParams, FlowParams, RunParams
-    from mapper.flow import run_app
-
     out = tmp_path_factory.mktemp("nlm_bf16") / "nlm_bf16"
     return run_app(RunParams(AppParams("nlm_bf16", 32, 32), bf16_design, out,
                              FlowParams(power_gate=True)))    # every unused tile gated
 
 
 def test_nlm_bf16_on_verilator_matches_numpy_and_halide_within_bound(nlm_run, assert_gated):
-    from mapper.apps import HALIDE_TOLERANCE_ULP, build_app, load_app_image
-    from mapper.sim.run import bf16_ulp_distance
-    from mapper.frontend.dsl import from_bf16_bits
-
     r = nlm_run
     assert_gated(r, 20)                     # of the 16x10 array's 160 tiles
     pipe = build_app("nlm_bf16", 32, 32)
