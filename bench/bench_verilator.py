@@ -7,11 +7,15 @@ Verilator's run-time library and precompiled header too. Figures per variant:
 
 * ``build_wall_s``: wall time of :func:`build_harness` (s);
 * ``verilate_s``: wall time of the verilation (s; single-threaded);
+* ``cxx_s``: wall time from the end of the verilation to the linked harness (s: the C++
+  compile on ``SimParams.jobs`` cores, and the link);
+* ``cxx_mb``: size of the C++ Verilator generated (MB, every ``.cpp`` of the build);
 * ``build_cpu_s``: CPU time (user + system) of every process the build ran (s); on a loaded
   machine this, not the wall time, is what compares variants;
 * ``cycles_per_s``: clock edges per second of the built harness replaying the run directory's
   ``sim.bs`` / ``sim.stim`` (``--run``, a `cgra run` of the same design), and whether its
-  ``sim.out`` is byte-identical to the first variant's (``bit_identical``).
+  ``sim.out`` is byte-identical to the first variant's (``bit_identical``), and
+  ``us_per_cycle``, its inverse (microseconds per clock edge).
 
 Variants run interleaved (``--rounds``), and every row records the 1-minute load average
 before and after the build. ``--reuse``: the time of a build that finds the model in the
@@ -49,6 +53,11 @@ VARIANTS: dict[str, tuple[dict, bool]] = {
     "opt_fast_Og": ({"opt_fast": "-Og"}, False),
     "x_fast": ({"extra_flags": (*BASE_FLAGS, "--x-assign", "fast", "--x-initial", "fast")},
                False),
+    # issue 41 item 8 (2026-12-05): fewer, larger generated .cpp files (each pays the
+    # precompiled header and the __Syms.h parse once), and the two combined
+    "split_60k": ({"extra_flags": (*BASE_FLAGS, "--output-split", "60000")}, False),
+    "og_split_60k": ({"opt_fast": "-Og",
+                      "extra_flags": (*BASE_FLAGS, "--output-split", "60000")}, False),
 }
 
 
@@ -79,10 +88,14 @@ def measure(name: str, design: Path, run: Path, work: Path, k: int) -> list[dict
                              f"(missing {small})")
         build_harness(small, params)
     stamps: dict[str, float] = {}
+    cxx_bytes: list[int] = []
     t0 = time.perf_counter()
 
     def progress(msg: str) -> None:
         stamps.setdefault(msg.split(" (")[0], time.perf_counter() - t0)
+        if not cxx_bytes and msg != "verilating":     # verilated: the build's C++ is there
+            cxx_bytes.append(sum(f.stat().st_size for f in
+                                 cache.glob(f".*.tmp-{os.getpid()}/obj/*.cpp")))
 
     load0 = os.getloadavg()[0]
     c0 = _cpu()
@@ -90,16 +103,24 @@ def measure(name: str, design: Path, run: Path, work: Path, k: int) -> list[dict
     cpu = _cpu() - c0
     wall = time.perf_counter() - t0
     load1 = os.getloadavg()[0]
-    verilate = min(v for m, v in stamps.items() if m != "verilating") - stamps["verilating"]
+    verilated = min(v for m, v in stamps.items() if m != "verilating")
+    verilate = verilated - stamps["verilating"]
     secs, edges = _replay(h.exe, run, work / f"{name}-{k}.out")
     p = {"variant": name, "round": k, "design": design.name, "fields": {
         key: list(v) if isinstance(v, tuple) else v for key, v in fields.items()},
         "warm_runtime": warm, "load1_before": round(load0, 2), "load1_after": round(load1, 2),
-        "verilator": "5.006", "jobs": params.jobs}
+        "verilator": "5.006", "jobs": params.jobs,
+        "opt_fast": params.opt_fast, "opt_slow": params.opt_slow,
+        "extra_flags": list(params.extra_flags)}
     rows = [row("verilator", "build_wall_s", round(wall, 1), "s", p),
             row("verilator", "verilate_s", round(verilate, 1), "s", p),
+            row("verilator", "cxx_s", round(wall - verilated, 1), "s", p),
+            row("verilator", "cxx_mb", round(cxx_bytes[0] / 1e6, 1) if cxx_bytes else None,
+                "MB", p),
             row("verilator", "build_cpu_s", round(cpu, 1), "s", p),
             row("verilator", "cycles_per_s", round(edges / secs), "cycles/s",
+                {**p, "edges": edges}),
+            row("verilator", "us_per_cycle", round(1e6 * secs / edges, 1), "us",
                 {**p, "edges": edges})]
     return rows
 

@@ -59,8 +59,9 @@ def _field_expr(tc: TileConfig, fidx: int, fname: str) -> str:
 @dataclass(frozen=True)
 class RvArray:
     """The generated ready-valid array: ``top`` (module name), ``modules`` (each distinct
-    module once, dependencies first), ``sockets``: (x, y, port, direction of the core port,
-    width, ready-valid) of each top socket, and ``tile_modules``: (x, y) -> tile module."""
+    module once, dependencies first), ``sockets``: (x, y, port -- the socket's prefix, the
+    core port unless renamed --, direction of the core port, width, ready-valid) of each top
+    socket, and ``tile_modules``: (x, y) -> tile module."""
 
     top: str
     modules: tuple[VerilogModule, ...]
@@ -82,8 +83,9 @@ class _TileGen:
 
     def __init__(self, ic: Interconnect, xy: tuple[int, int], flow: FlowControl,
                  fanouts: dict[int, dict[str, list[str]]],
-                 core_mod: VerilogModule | None = None):
+                 core_mod: VerilogModule | None = None, fifo_tokens: int = 0):
         self.ic, self.xy, self.flow, self.fanouts = ic, xy, flow, fanouts
+        self.fifo_tokens = fifo_tokens
         self.tc = ic.configs[xy]
         self.ports: list[str] = []
         self.body: list[str] = []
@@ -110,6 +112,16 @@ class _TileGen:
         b.append("  wire tile_match = config_addr[15:0] == tile_id;")
         reads = []
         gate = "1'b0"
+        cm = self.tc.config_memory
+        if self.core_mod is not None and cm is not None:
+            # the wrapped core's config memory (as canal.rtl): word (feature - base) * 256 + reg
+            b += [f"  wire [7:0] cm_feat = config_addr[23:16] - 8'd{cm.feature};",
+                  "  wire [15:0] cm_idx = {cm_feat, config_addr[31:24]};",
+                  f"  wire cm_sel = tile_match & (config_addr[23:16] >= 8'd{cm.feature}) & "
+                  f"(cm_idx < 16'd{cm.words});",
+                  f"  wire [{cm.width - 1}:0] cm_rdata;"]
+            reads.append("(cm_sel ? " + (f"{{{32 - cm.width}'h0, cm_rdata}}" if cm.width < 32
+                                         else "cm_rdata") + " : 32'h0)")
         for f in self.tc.features:
             resets = encode_fields(f.fields, {})
             for r in range(f.num_regs):
@@ -261,7 +273,11 @@ class _TileGen:
                 reg = sites[n.id]
                 src = g.fanin[reg.id][0]
                 sn = local[src]
-                fifo = self.dep(skid_fifo(w) if kind == "skid" else split_fifo_half(w))
+                if kind == "split" and self.fifo_tokens:
+                    raise ConfigError(f"tile {self.xy}: FIFO sites with an initial token are "
+                                      f"skid FIFOs only; use fifo_kind = \"skid\"")
+                fifo = self.dep(skid_fifo(w, self.fifo_tokens) if kind == "skid"
+                                else split_fifo_half(w))
                 en = (f"({self.sel(n.id)} == {fi.index(reg.id)})" if len(fi) > 1 else "1'b1")
                 conn = [f"  {fifo.name} fifo_{local[reg.id]} (", "    .CLK(CLK),",
                         "    .RESET(st_reset),", "    .clk_en(run),", f"    .fifo_en({en}),"]
@@ -331,7 +347,7 @@ class _TileGen:
         b = self.body
         info = self.ic.tiles[self.xy]
         mod = self.dep(self.core_mod)
-        conn = [".CLK(CLK)", ".RESET(st_reset)", ".clk_en(fire)", ".flush(1'b0)"]
+        conn = [".CLK(CLK)", ".RESET(st_reset)", ".clk_en(fire)", ".flush(flush)"]
         routed_in = {p: nm for p, nm, _, _ in self.core_ins}
         for p in info.ports:
             if p.name in info.external:
@@ -346,6 +362,12 @@ class _TileGen:
                 conn.append(f".{p.name}(co_{p.name})")
         for f in self.tc.features[0].fields:
             conn.append(f".config_{f.name}({_field_expr(self.tc, 0, f.name)})")
+        cm = self.tc.config_memory
+        if cm is not None:
+            conn += [f".config_mem_addr(cm_idx[{cm.addr_bits - 1}:0])",
+                     f".config_mem_data(config_data[{cm.width - 1}:0])",
+                     ".config_mem_write(config_write & cm_sel)",
+                     ".config_mem_read(config_read & cm_sel)", ".config_mem_rdata(cm_rdata)"]
         ins = [f"(~en_{nm} | v_{nm})" for _, nm, _, rv in self.core_ins if rv]
         outs = [(p, nm, w, used) for p, nm, w, rv, used in self.core_outs if rv]
         for p, nm, w, used in outs:
@@ -354,9 +376,11 @@ class _TileGen:
                   f"  wire take_{p} = ov_{p} & r_{nm};",
                   f"  wire free_{p} = ~used_{p} | ~ov_{p} | take_{p};",
                   f"  assign d_{nm} = od_{p};", f"  assign v_{nm} = ov_{p} & used_{p};"]
+        any_used = [f"used_{p}" for p, _, _, _ in outs] + [
+            f"en_{nm}" for _, nm, _, rv in self.core_ins if rv]
         b.append("  wire fire = run & " + " & ".join(
             ins + [f"free_{p}" for p, _, _, _ in outs]
-            + ["(" + (" | ".join(f"used_{p}" for p, _, _, _ in outs) or "1'b0") + ")"]) + ";")
+            + ["(" + (" | ".join(any_used) or "1'b0") + ")"]) + ";")
         for p, _, w, _ in outs:
             b += [f"  always @(posedge CLK) if (st_reset) begin ov_{p} <= 1'b0; "
                   f"od_{p} <= {w}'d0; end",
@@ -371,7 +395,7 @@ class _TileGen:
         b.append(f"  {mod.name} core (" + ", ".join(conn) + ");")
 
     def module(self) -> VerilogModule:
-        self.ports = ["  input CLK", "  input RESET", "  input clk_en",
+        self.ports = ["  input CLK", "  input RESET", "  input clk_en", "  input flush",
                       "  input [31:0] config_addr", "  input [31:0] config_data",
                       "  input config_write", "  input config_read", "  input [15:0] tile_id",
                       "  output [31:0] read_data"]
@@ -402,7 +426,8 @@ def core_verilog(core: CoreSpec, workdir: str | Path) -> VerilogModule:
 
 
 def rv_array(ic: Interconnect, name: str = "RvArray",
-             cores: Mapping[str, VerilogModule] | None = None) -> RvArray:
+             cores: Mapping[str, VerilogModule] | None = None, fifo_tokens: int = 0,
+             socket_names: Mapping[str, str] | None = None) -> RvArray:
     """The Verilog of the ready-valid array of ``ic`` (module docstring). The flow control
     of each width comes from the graphs (:func:`flow_of`). Top module
     ``<name>_<W>x<H>_<hash>``; ports ``CLK``, ``RESET``, ``clk_en``, the config bus
@@ -422,7 +447,19 @@ def rv_array(ic: Interconnect, name: str = "RvArray",
     (valid until that output's sinks take it; outputs drain independently). The core's
     state advances only on fires, so a core register is one token of delay in the stream.
     Latency through a wrapped core: 1 cycle (its output register) plus the core's own
-    registers. Static widths connect the core's ports directly. Other tiles keep sockets."""
+    registers. Static widths connect the core's ports directly. Other tiles keep sockets.
+    A wrapped core with no used output (a sink) fires whenever its used inputs are valid.
+    The top's ``flush`` input reaches every tile in the same cycle and the wrapped cores'
+    ``flush`` (not gated by ``clk_en``), so a MEM's schedule restarts as in :mod:`canal.rtl`;
+    the wrapped core's config memory (:class:`cgra.core.ConfigMemory`) is on the config bus.
+
+    ``fifo_tokens``: 0 (FIFO sites start empty) or 1 (every skid site starts with one word,
+    0: :func:`canal.flow_control.skid_fifo` ``tokens``), which makes the array with its
+    wrapped cores transfer-equivalent to the static array configured alike (each pipeline
+    register one token; Cortadella et al., DAC 2006); a split graph with ``fifo_tokens = 1``
+    raises :class:`ConfigError`. ``socket_names``: core port -> the prefix of its socket
+    (default the port name), e.g. ``{"io2f_16": "glb2io_16"}`` names the IO tiles' sockets
+    like the static array's IO ports."""
     flow = flow_of(ic.graphs)
     if not flow.ready_valid:
         raise ConfigError("rv_array: every track class is static; mark the graphs with "
@@ -431,19 +468,23 @@ def rv_array(ic: Interconnect, name: str = "RvArray",
     fanouts = {w: g.fanout() for w, g in ic.graphs.items()}
     mods: dict[tuple[int, int], VerilogModule] = {}
     cores = dict(cores or {})
+    renames = dict(socket_names or {})
     wrapped = {xy for xy, t in ic.tiles.items() if t.core in cores}
     for xy in ic.tiles:
         core = ic.tiles[xy].core
-        mods[xy] = _TileGen(ic, xy, flow, fanouts, cores.get(core) if core else None).module()
+        mods[xy] = _TileGen(ic, xy, flow, fanouts, cores.get(core) if core else None,
+                            fifo_tokens).module()
     cols, rows = ic.size
-    top_ports = ["  input CLK", "  input RESET", "  input clk_en", "  input [31:0] config_addr",
+    top_ports = ["  input CLK", "  input RESET", "  input clk_en", "  input flush",
+                 "  input [31:0] config_addr",
                  "  input [31:0] config_data", "  input config_write", "  input config_read",
                  "  output [31:0] read_data"]
     body: list[str] = []
     conns: dict[tuple[int, int], list[str]] = {}
     sockets = []
     for (x, y) in ic.tiles:
-        c = [".CLK(CLK)", ".RESET(RESET)", ".clk_en(clk_en)", ".config_addr(config_addr)",
+        c = [".CLK(CLK)", ".RESET(RESET)", ".clk_en(clk_en)", ".flush(flush)",
+             ".config_addr(config_addr)",
              ".config_data(config_data)", ".config_write(config_write)",
              ".config_read(config_read)", f".tile_id(16'h{x << 8 | y:04X})",
              f".read_data(rd_X{x:02X}_Y{y:02X})"]
@@ -453,8 +494,8 @@ def rv_array(ic: Interconnect, name: str = "RvArray",
             for n in ic.nodes_by_tile[w].get((x, y), []):
                 if n.kind is not NodeKind.PORT or (x, y) in wrapped:
                     continue
-                s = socket_name(n.name, x, y)
-                sockets.append((x, y, n.name, n.direction, w, rv))
+                s = socket_name(renames.get(n.name, n.name), x, y)
+                sockets.append((x, y, renames.get(n.name, n.name), n.direction, w, rv))
                 d_in = n.direction == "out"      # a core output is an input socket of the top
                 top_ports.append(f"  {'input ' if d_in else 'output'} {_vr(w)}{s}")
                 c.append(f".core_{n.name}({s})")

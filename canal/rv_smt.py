@@ -82,7 +82,10 @@ def _rv_words(bitstream: Iterable[tuple[int, int]], rows: Iterable[Mapping]
 def _segments(g: InterconnectGraph, paths: Sequence[Sequence[str]], net: str
               ) -> dict[str, list[str]]:
     """Expected segments of one net: start node -> endpoint nodes (the node whose value
-    enters the endpoint: a sink connection box, or the SB_OUT feeding an enabled site)."""
+    enters the endpoint: a sink connection box, or the SB_OUT feeding an enabled site). A
+    path may start at a REG (a net leaving a register placed at a site starts at the site's
+    RMUX) and end at one (a net into a placed register: its last segment ends at the SB_OUT
+    before the site)."""
     segs: dict[str, list[str]] = {}
     for path in paths:
         if not path or g.nodes.get(path[0]) is None:
@@ -92,10 +95,13 @@ def _segments(g: InterconnectGraph, paths: Sequence[Sequence[str]], net: str
         for i, nid in enumerate(path):
             n = g.nodes[nid]
             if n.kind is NodeKind.REG:
-                ends = segs.setdefault(start, [])
-                if path[i - 1] not in ends:
-                    ends.append(path[i - 1])
+                if i:                   # (a path of a register-rooted net starts at its site)
+                    ends = segs.setdefault(start, [])
+                    if path[i - 1] not in ends:
+                        ends.append(path[i - 1])
                 start = site_rmux(g, n)
+        if g.nodes[path[-1]].kind is NodeKind.REG:
+            continue                    # a path into a placed register ends at its site
         ends = segs.setdefault(start, [])
         if path[-1] not in ends:
             ends.append(path[-1])
@@ -105,13 +111,16 @@ def _segments(g: InterconnectGraph, paths: Sequence[Sequence[str]], net: str
 def prove_rv_net(graphs: Mapping[int, InterconnectGraph],
                  configs: Mapping[tuple[int, int], TileConfig],
                  bitstream: Iterable[tuple[int, int]], net: str,
-                 paths: Sequence[Sequence[str]], timeout_ms: int = 10_000) -> RvProof:
+                 paths: Sequence[Sequence[str]], timeout_ms: int = 10_000,
+                 rows: Sequence[Mapping] | None = None) -> RvProof:
     """Prove the data, valid and ready connectivity of net ``net`` (its ``paths``: node ids
     from the source to each sink, the REG of every enabled FIFO site included, as
     :func:`canal.ready_valid.rv_bitstream` takes them) under ``bitstream`` (``[(addr,
     data)]``) on a ready-valid graph (module docstring). Raises :class:`ConfigError` for a
     static graph or when z3 does not answer within ``timeout_ms``, :class:`RoutingError`
-    for a path off the graph."""
+    for a path off the graph. ``rows``: the config-map rows of ``configs``
+    (:func:`canal.config.config_map_rows`, or config_map.json's ``fields``), when the caller
+    proves many nets (computed from ``configs`` otherwise)."""
     bitstream = list(bitstream)
     if not paths or not paths[0]:
         raise RoutingError(f"net {net}: no paths to prove")
@@ -120,7 +129,7 @@ def prove_rv_net(graphs: Mapping[int, InterconnectGraph],
     if g is None or graph_kind(g) == "static":
         raise ConfigError(f"net {net}: the {w}-bit graph is not ready-valid; mark it with "
                           f"canal.ready_valid.mark_graphs (flow_control = \"ready_valid\")")
-    rows = config_map_rows(dict(configs))
+    rows = config_map_rows(dict(configs)) if rows is None else rows
     sel_val = BitstreamSelects(bitstream, field_spots(rows))
     en_val = _rv_words(bitstream, rows)
     segs = _segments(g, paths, net)

@@ -94,10 +94,13 @@ from typing import Any, Callable
 
 import psutil
 
-from cgra.errors import CollateralError, ConfigError, InternalError
+from cgra.errors import CollateralError, ConfigError, InternalError, SpecError
 from cgra.procs import die_with_parent
 
 from garnet import collateral as gc
+from garnet.glb.collateral import collateral as glb_collateral
+from garnet.glb.params import GlbParams
+from garnet.glb.rtl import glb_verilog
 from garnet.params import INTERCONNECT_FIELDS, GarnetParams, validate
 from cgra.errors import CgraError
 from garnet.params import mem_spec, pe_spec, pond_spec, table_path
@@ -106,7 +109,7 @@ import signal
 from canal import collateral as canal_coll
 from canal.custom import source_hash as ic_source_hash
 from canal.graph import no_gc
-from canal.ready_valid import parse_flow_control
+from canal.ready_valid import flow_of, parse_flow_control
 from canal.timing import TimingModel
 from canal.timing import default_table_text, retime, validate_table
 from canal.resources import interconnect_resources
@@ -668,6 +671,8 @@ def generate_rtl(ic, inp: Inputs, cache: BuildCache, workdir: Path,
     from canal.rtl import tile_circuit  # deferred: loads magma, z3, pysmt, 14 more only when called
     from garnet.array import array_top, port_list, tile_shapes, top_name  # deferred: loads magma, z3, pysmt, 14 more only when called
 
+    if flow_of(ic.graphs).ready_valid:
+        return generate_rv_rtl(ic, inp, workdir, say)
     src = source_hash("rtl")
     say("tile shapes")
     shapes = tile_shapes(ic)
@@ -712,6 +717,47 @@ def generate_rtl(ic, inp: Inputs, cache: BuildCache, workdir: Path,
     cached = [mod for mod in [*first, top] if mod not in compiled]
     return RtlOutput(top, out, ent["ports"], compiled, cached,
                      {mod: e["ports"] for mod, e in entries.items()})
+
+
+#: the IO core's fabric ports -> the name of their socket at the top of a ready-valid array:
+#: the names of the static array's IO ports (the IO core is a wire between them), so the
+#: stream plan (:func:`mapper.sim.run.stream_plan`) addresses both arrays alike
+RV_IO_SOCKETS = {"io2f_{w}": "glb2io_{w}", "f2io_{w}": "io2glb_{w}"}
+
+_PORT_RE = re.compile(r"^\s*(input|output)\s+(?:\[(\d+):0\]\s+)?(\w+)$")
+
+
+def generate_rv_rtl(ic, inp: Inputs, workdir: Path, say: Step = lambda msg: None
+                    ) -> RtlOutput:
+    """The Verilog of a ready-valid array (issue 33): :func:`canal.rv_rtl.rv_array` with the
+    PE and MEM cores (their magma -> CIRCT Verilog, :func:`canal.rv_rtl.core_verilog`, once
+    per core) in generated handshake wrappers, every skid FIFO site holding one initial
+    token (so the array is transfer-equivalent to the static one: a pipeline register is
+    one token), the IO tiles' fabric ports as top sockets named like the static IO ports
+    (:data:`RV_IO_SOCKETS`, each with ``_valid`` and ``_ready``). Top module
+    ``<name>_<W>x<H>_<hash>``. Raises :class:`ConfigError` for split FIFOs (their initial
+    tokens are not built) and :class:`~cgra.errors.SpecError` from the generators."""
+    from canal.rv_rtl import core_verilog, rv_array  # deferred: loads magma, z3, pysmt, 14 more only when called
+
+    cores = {}
+    for xy in ic.tiles:
+        core = ic.core(*xy)
+        if core is not None and core.tag != "I" and core.name not in cores:
+            say(f"Verilog (CIRCT): {core.name}")
+            cores[core.name] = core_verilog(core, workdir)
+    say("Verilog (ready-valid array)")
+    names = {a.format(w=w): b.format(w=w) for w in ic.graphs for a, b in RV_IO_SOCKETS.items()}
+    arr = rv_array(ic, inp.params.name, cores, fifo_tokens=1, socket_names=names)
+    top = next(mod for mod in arr.modules if mod.name == arr.top)
+    ports = []
+    for line in top.text.split(");", 1)[0].splitlines()[2:]:
+        mt = _PORT_RE.match(line.rstrip(","))
+        if mt is None:
+            raise SpecError(f"ready-valid top {arr.top}: cannot read port line {line!r}")
+        ports.append({"name": mt[3], "direction": "in" if mt[1] == "input" else "out",
+                      "width": int(mt[2]) + 1 if mt[2] else 1})
+    return RtlOutput(arr.top, [(mod.name, mod.text) for mod in arr.modules], ports,
+                     [mod.name for mod in arr.modules], [], {})
 
 
 class RtlWorker:
@@ -854,7 +900,8 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
              rules_dir: str | Path | None = None, jobs: int | None = None,
              step: Step | None = None, builder=None,
              config_file: str | Path | None = None,
-             cache_dir: str | Path | None = None) -> BuildResult:
+             cache_dir: str | Path | None = None,
+             glb: GlbParams | None = None) -> BuildResult:
     """Generate the design of ``params`` into ``out``, incrementally (module docstring).
     ``config_file``: the TOML the parameters came from (recorded in design.json, so stale
     collateral errors can name the exact regeneration command).
@@ -879,13 +926,13 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
             step(msg)
     jobs = jobs or os.cpu_count() or 1
     validate(params)
-    if parse_flow_control(params.flow_control, params.fifo_kind, params.widths).ready_valid:
+    flow = parse_flow_control(params.flow_control, params.fifo_kind, params.widths)
+    if any(k == "split" for _, k in flow.kinds):
         where = f"{config_file}: " if config_file is not None else ""
-        raise ConfigError(f"{where}field 'flow_control' = {params.flow_control!r}: `cgra rtl` "
-                          "generates static arrays only (the PE / MEM cores, the mapper and "
-                          "`cgra run` are not wired to the ready-valid fabric yet); generate a "
-                          "ready-valid array with canal.rv_rtl.rv_array or set "
-                          "flow_control = \"static\"")
+        raise ConfigError(f"{where}field 'fifo_kind' = {params.fifo_kind!r}: `cgra rtl` builds "
+                          "ready-valid arrays with skid FIFOs only (a site holds the initial "
+                          "token of the static register it replaces; split halves do not); set "
+                          "fifo_kind = \"skid\"")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     for action in clean_stale_siblings(out):
@@ -895,6 +942,8 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
     say("keys")
     sh = spec_hashes(params)
     fast = fast_key(params, sh, rules, cfg)
+    if glb is not None:     # the [glb] table: glb/glb.v and glb/glb.json (garnet.glb)
+        fast = _sha("all+glb", fast, glb.to_dict())
     prev, why_not = _previous(out)
     if why_not:
         say(why_not)
@@ -933,10 +982,11 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
     keys = compute_keys(inp, rules, cfg)
     keys.all = fast
     docs = _docs(params, inp)
+    docs.update(_glb_docs(glb))
     reuse.update({g: pkeys.get(g) == getattr(keys, g) for g in ("fabric", "rtl", "design")})
     reuse["docs"] = prev is not None and all(
         (out / name).is_file() and (out / name).read_bytes() == data
-        for name, data in docs.items())
+        for name, data in docs.items()) and (out / GLB_DIR).is_dir() == (glb is not None)
     if prev is not None and all(reuse.values()):
         return unchanged()
 
@@ -985,6 +1035,7 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
             with no_gc():
                 _write_routing(tmp, params, ic)
         for name, data in docs.items():
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
             (tmp / name).write_bytes(data)
         if ic is not None and not ic.timing.classes:
             ic.timing = ic.timing.resolve(ic.graphs)   # (the routing collateral was reused)
@@ -1188,6 +1239,20 @@ def _tile_counts(params: GarnetParams) -> dict[str, int]:
     return counts
 
 
+#: the GLB's files in a design directory (a TOML with a ``[glb]`` table; `cgra run` on the
+#: design goes through the GLB: mapper.sim.glb)
+GLB_DIR = "glb"
+
+
+def _glb_docs(glb: GlbParams | None) -> dict[str, bytes]:
+    """``glb/glb.v`` (:func:`garnet.glb.rtl.glb_verilog`) and ``glb/glb.json``
+    (:func:`garnet.glb.collateral.collateral`) of a design with a GLB; none without."""
+    if glb is None:
+        return {}
+    return {f"{GLB_DIR}/glb.v": glb_verilog(glb).encode(),
+            f"{GLB_DIR}/glb.json": (json.dumps(glb_collateral(glb), indent=1) + "\n").encode()}
+
+
 def _docs(params: GarnetParams, inp: Inputs) -> dict[str, bytes]:
     """pe.json and mem.json (bytes, as :func:`garnet.collateral.write_json` writes them)."""
     from garnet.cores import mem_collateral, pe_collateral  # deferred: loads magma, z3, pysmt, 14 more only when called
@@ -1231,6 +1296,7 @@ def _design_doc(params: GarnetParams, cfg: str | None, counts: dict, inp: Inputs
                 rules_source: str, rule_counts: dict) -> dict:
     from garnet.cores import tags  # deferred: loads magma, z3, pysmt, 14 more only when called
 
+    flow = parse_flow_control(params.flow_control, params.fifo_kind, params.widths)
     return {
         "name": params.name,
         "config_file": cfg,
@@ -1260,7 +1326,14 @@ def _design_doc(params: GarnetParams, cfg: str | None, counts: dict, inp: Inputs
                   f"registers on the route + PE DELAY / DELAY<k> input cycles",
         },
         "tags": tags(params.data_width),
-    }
+    } | ({"flow_control": {
+        "tracks": {str(w): k for w, k in flow.kinds},
+        "protocol": "every socket <port> has <port>_valid and <port>_ready (a transfer when "
+                    "both are 1 at a rising edge with clk_en = 1); IO sockets are named like "
+                    "the static IO ports; every skid FIFO site starts with one token (0), PE "
+                    "and MEM tiles fire (clk_en of the core) when every used input is valid "
+                    "and every used output can be taken: token k of a stream is the static "
+                    "array's value in cycle k"}} if flow.ready_valid else {})
 
 
 def write_fabric(dest: Path, params: GarnetParams, ic, spec: type, pe) -> None:

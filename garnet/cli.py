@@ -37,9 +37,11 @@ def rtl(config: str, out: str, rules_dir: str | None, no_rules: bool, jobs: int 
     from cgra.interrupt import raise_if_terminated  # deferred: loads cgra, cgra.interrupt only when called
     from garnet.build import DEFAULT_RULES_DIR, generate  # deferred: loads networkx, numpy, psutil only when called
     from garnet.params import load_toml  # deferred: loads networkx, numpy only when called
+    from garnet.glb.params import load_table  # deferred: loads garnet.glb only when called
 
     t0 = time.perf_counter()
     params = load_toml(config)          # validated before any generation
+    glb = load_table(config)            # the [glb] table: DESIGN/glb/ (garnet.glb)
     if not no_rules:                    # the shared rule tables are written there
         check_output_dir(rules_dir if rules_dir is not None else DEFAULT_RULES_DIR,
                          "--rules-dir")
@@ -59,13 +61,18 @@ def rtl(config: str, out: str, rules_dir: str | None, no_rules: bool, jobs: int 
             console.log(f"{params.name}: {msg}")
 
         result = generate(params, out, rules=not no_rules, rules_dir=rules_dir,
-                          jobs=jobs, step=step, config_file=config, cache_dir=cache_dir)
+                          jobs=jobs, step=step, config_file=config, cache_dir=cache_dir,
+                          glb=glb)
     result.seconds = time.perf_counter() - t0       # the whole command, TOML included
     if timings:
         for name, seconds in result.stages:
             click.echo(f"{seconds:8.2f} s  {name}")
         click.echo(f"{result.seconds:8.2f} s  total (cgra rtl, wall)")
     click.echo(result.summary())
+    if glb is not None:
+        click.echo(f"GLB: {glb.tiles} tiles x {glb.banks} banks x {glb.bank_words} x "
+                   f"{glb.word_width} bits -> {out}/glb/glb.v, glb.json (`cgra run` "
+                   f"on this design goes through the GLB)")
     raise_if_terminated()
     end_process()           # from the console: no teardown of the graphs (cgra.cli)
 

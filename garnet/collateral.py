@@ -61,7 +61,7 @@ from cgra.errors import CollateralError
 from cgra.config import config_address
 from cgra.core import ConfigMemory
 
-from canal.config import POWER_GATE_FEATURE
+from canal.config import POWER_GATE_FEATURE, RV_FEATURE
 
 if TYPE_CHECKING:
     from canal.resources import TrackClass
@@ -333,12 +333,16 @@ class ConfigMap:
     [:class:`FieldLoc`]) for every mux select field (rows with a ``node``); core fields
     (feature 0) come from the routing graph's tile records; ``power_gates``: (x, y) -> the
     :class:`FieldLoc` of the tile's power-gate field (feature ``pg``, field ``gate`` of
-    :mod:`canal.config`; empty for a map written before power domains)."""
+    :mod:`canal.config`; empty for a map written before power domains); ``rv_fields``: node
+    id -> (x, y, [:class:`FieldLoc`]) of its ready-valid fields (features ``rv<w>``: the valid
+    enable ``<mux>_en``, a split site's ``<reg>_end``; :mod:`canal.ready_valid`), kept out
+    of ``nodes`` so a select is never written into them (empty for a static design)."""
 
     nodes: dict[str, tuple[int, int, list[FieldLoc]]] = field(default_factory=dict)
     #: (x, y) -> the tile's config memory (``tiles[].config_memory`` of config_map.json)
     config_memories: dict[tuple[int, int], Any] = field(default_factory=dict)
     power_gates: dict[tuple[int, int], FieldLoc] = field(default_factory=dict)
+    rv_fields: dict[str, tuple[int, int, list[FieldLoc]]] = field(default_factory=dict)
 
     @classmethod
     def from_rows(cls, rows: Iterable[dict[str, Any]], source: str = "<rows>",
@@ -356,7 +360,10 @@ class ConfigMap:
                             int(r["lo"]),
                             int(r["width"]), int(r.get("field_lo", 0)))
                     continue
-                ent = cm.nodes.setdefault(r["node"], (int(r["x"]), int(r["y"]), []))
+                fname = str(r.get("feature_name", ""))
+                rv = fname.startswith(RV_FEATURE) and fname[len(RV_FEATURE):].isdigit()
+                ent = (cm.rv_fields if rv else cm.nodes).setdefault(
+                    r["node"], (int(r["x"]), int(r["y"]), []))
                 ent[2].append(FieldLoc(r["field"], int(r["feature"]), r.get("feature_name", ""),
                                        int(r["reg"]), int(r["lo"]), int(r["width"]),
                                        int(r.get("field_lo", 0))))

@@ -471,7 +471,9 @@ def verify_cmd(design: Path, bitstream: Path, netlist: Path | None) -> None:
     """Prove with Canal's SMT model (z3) that BITSTREAM (AAAAAAAA DDDDDDDD lines) configures
     the interconnect of DESIGN as the routed, pipelined netlist says: every sink connected to
     its source through configured muxes, no node driven by another net, the latency of every
-    path equal to the pipelining's. Exit status 2 with the net, node and field otherwise."""
+    path equal to the pipelining's; on a ready-valid design also every net's valid beside
+    its data and its ready as the AND of its sinks' (per segment between FIFOs). Exit status
+    2 with the net, node and field otherwise."""
     from mapper.backend.verify import read_bitstream_file, verify  # deferred: loads canal.smt, mapper.backend only when called
 
     netlist = netlist if netlist is not None else bitstream.parent / "pipelined.json"
@@ -484,8 +486,10 @@ def verify_cmd(design: Path, bitstream: Path, netlist: Path | None) -> None:
     doc = st.read_stage(netlist.parent, "pipeline", st.PIPELINED_SCHEMA, coll)
     res = st.pipelined_from_json(doc, str(netlist))
     rep = verify(words, res, coll)
+    rv = (f"; valid/ready proved with the data on {rep.rv_nets} ready-valid nets "
+          f"({rep.rv_segments} segments between FIFOs)") if rep.rv_nets else ""
     click.echo(f"{bitstream}: proved for {rep.nets} nets ({rep.sinks} sinks, {rep.nodes} "
-               f"routed nodes; {rep.select_vars} select fields in the cone) in "
+               f"routed nodes; {rep.select_vars} select fields in the cone{rv}) in "
                f"{rep.seconds['total']:.2f} s")
 
 
@@ -565,6 +569,17 @@ def _summary(run, t0: float) -> None:
                f"output at {r['latency']['first_output_cycle']} (ideal "
                f"{r['latency']['ideal_first_output_cycle']}); {_verilator_note(r)}; "
                f"{time.perf_counter() - t0:.1f} s -> {run.out_dir}")
+    hs = r.get("handshake")
+    if hs:                          # a ready-valid design (mapper.sim.rv_harness)
+        click.echo(f"ready-valid: random stalls (seed {hs['seed']}, input p = {hs['p_in']}, "
+                   f"output p = {hs['p_out']}): {hs['input_stall_cycles']} input stall and "
+                   f"{hs['output_backpressure_cycles']} output backpressure cycles; "
+                   f"{hs['tokens']} tokens per stream in {hs['cycles']} cycles "
+                   f"({hs['tokens_per_cycle']:.3f} per cycle)")
+    if r.get("glb"):                # a design with GLB collateral (mapper.sim.glb)
+        from mapper.sim.glb import glb_note  # deferred: loads garnet.glb only when called
+
+        click.echo(glb_note(r["glb"]))
     d = r.get("duplication")
     if d:                           # low-unroll duplication (Cascade §V-C4, mapper.duplicate)
         click.echo(f"duplicated: {d['copies']} copies of a {d['columns']}x{d['rows']} sub-array "
@@ -670,6 +685,14 @@ class _RunCommand(click.Command):
               help="energy estimate (a model: yosys cell counts x a cited per-cell table, "
                    "activity from the Verilator run) in run_report.json and pnr_report.json; "
                    "~30 s of yosys once per design")
+@click.option("--stall-in", "stall_in", type=float, default=None,
+              help="ready-valid designs: probability per cycle that an input stream stalls "
+                   "(presents no word) [default: 0.3]")
+@click.option("--stall-out", "stall_out", type=float, default=None,
+              help="ready-valid designs: probability per cycle of backpressure at an output "
+                   "(ready = 0) [default: 0.3]")
+@click.option("--stall-seed", "stall_seed", type=int, default=None,
+              help="ready-valid designs: seed of the stall draws [default: 1]")
 @click.option("--duplicate", "duplicate", is_flag=True, default=False,
               help="low-unroll duplication (Cascade §V-C4): compile the app at unroll 1 for "
                    "a strip of the image, place and route it on a sub-array and copy its "
@@ -689,7 +712,9 @@ def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
             loop_cycles: int, double_buffer: bool, flatten: bool, tensor_seed: int,
             max_cycles: int | None, resume_from: str, fmax: float | None, alphas: str | None,
             absorb: int, placer: str, gamma: float, power_gate: bool,
-            quiet_unused: bool, power_aware: float | None, energy: bool, duplicate: bool,
+            quiet_unused: bool, power_aware: float | None, energy: bool,
+            stall_in: float | None, stall_out: float | None, stall_seed: int | None,
+            duplicate: bool,
             sub_array: int | None, copy_unroll: int) -> None:
     """Map APP (a shipped app or a DNN layer: resnet_layer, resnet_stride2, mobilenet_layer,
     gemm) onto the design, simulate it on the RTL and compare with both golden models."""
@@ -712,6 +737,8 @@ def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
                                   alphas=_alphas(alphas), absorb_chains=absorb,
                                   power_gate=power_gate, quiet_unused=quiet_unused),
                        SimOptions(image, tensor_seed=tensor_seed, energy=energy,
+                                  stall_in=stall_in, stall_out=stall_out,
+                                  stall_seed=stall_seed,
                                   **({} if max_cycles is None else {"max_cycles": max_cycles})),
                        resume_from,
                        DuplicateParams(sub_array, copy_unroll) if duplicate else None)

@@ -266,13 +266,33 @@ def check_translation(coll: Collateral, columns: int, copies: int) -> dict[str, 
 def sub_graph(rg: RoutingGraph, columns: int) -> RoutingGraph:
     """``rg`` restricted to the columns ``[0, columns)``: their tiles, nodes and the edges
     between them (fan-in order kept): the sub-array of Cascade §V-C4."""
+    return column_graph(rg, 0, columns)
+
+
+def column_graph(rg: RoutingGraph, lo: int, hi: int) -> RoutingGraph:
+    """``rg`` restricted to the columns ``[lo, hi)`` (every row): their tiles, nodes and the
+    edges between them (fan-in order kept); node ids stay the whole array's."""
     ig = rg.ig
-    nodes = {nid: nd for nid, nd in ig.nodes.items() if nd.x < columns}
+    nodes = {nid: nd for nid, nd in ig.nodes.items() if lo <= nd.x < hi}
     fanin = {nid: [s for s in ig.fanin[nid] if s in nodes] for nid in nodes}
     delay = {(s, d): ig.delay[(s, d)] for d, srcs in fanin.items() for s in srcs}
-    sub = InterconnectGraph(ig.width, {xy: t for xy, t in ig.tiles.items() if xy[0] < columns},
+    sub = InterconnectGraph(ig.width, {xy: t for xy, t in ig.tiles.items() if lo <= xy[0] < hi},
                             nodes, fanin, delay, dict(ig.params), list(ig.timing_notes))
-    return RoutingGraph(sub, f"{rg.source} (columns 0..{columns - 1})")
+    return RoutingGraph(sub, f"{rg.source} (columns {lo}..{hi - 1})")
+
+
+def column_collateral(coll: Collateral, lo: int, hi: int) -> Collateral:
+    """The design ``coll`` restricted to the array columns ``[lo, hi)`` (every row): an app
+    mapped, placed, routed and pipelined on it uses only those columns' tiles and tracks, so
+    its bitstream configures only those columns (AHA paper §4.4: disjoint column ranges run
+    different apps and are reconfigured independently). Raises :class:`ConfigError` for a
+    range outside the array."""
+    cols = coll.size[0]
+    if not 0 <= lo < hi <= cols:
+        raise ConfigError(f"column range [{lo}, {hi}): use 0 <= lo < hi <= {cols} (the "
+                          f"columns of design {coll.name})")
+    return dataclasses.replace(coll, graphs={w: column_graph(rg, lo, hi)
+                                             for w, rg in coll.graphs.items()})
 
 
 def sub_collateral(coll: Collateral, columns: int) -> Collateral:
@@ -448,5 +468,6 @@ def duplication_report(run_dir: str | Path) -> dict[str, Any] | None:
 
 
 __all__ = ["COPY_SUFFIX", "DuplicationPlan", "check_copy_fits", "check_translation",
-           "copy_name", "duplicate_files", "duplication_report", "plan_duplication",
+           "column_collateral", "column_graph", "copy_name", "duplicate_files",
+           "duplication_report", "plan_duplication",
            "replicate", "shift_node", "sub_collateral", "sub_graph", "tag_period"]

@@ -39,7 +39,7 @@ from mapper.backend.checks import check_placed, check_routed
 from mapper.backend.power import power_summary
 from mapper.dnn.array import is_layer, map_layer, run_layer_sim
 from mapper.duplicate import (check_copy_fits, check_translation, duplicate_files,
-                              plan_duplication, sub_collateral)
+                              column_collateral, plan_duplication, sub_collateral)
 from mapper.mapping.compute import (ComputeMapping, MappedKernel, check_equivalence, check_luts,
                                     decomposition_summary,
                                     cover_kernel, kernel_netlist, map_compute, min_pe_count)
@@ -365,6 +365,11 @@ def run_stages(p: RunParams, until: str = "sim", step: Step | None = None) -> An
                               f"duplicated design (Cascade §V-C4); add --duplicate or rerun "
                               f"from map (drop --from)")
         check_resume(run_dir, app_p, p.resume_from)
+    if p.flow.columns is not None:      # an app confined to a column range (AHA §4.4)
+        if dup is not None:
+            raise ConfigError("a column range (FlowParams.columns) with --duplicate: the "
+                              "copies span the array; give one of them")
+        pnr_coll = column_collateral(coll, *p.flow.columns)
     pnr_coll = pnr_coll or coll
     secs: dict[str, float] = {"load_collateral": time.perf_counter() - t0}
 

@@ -76,6 +76,12 @@ RANGES: dict[tuple[str, str], tuple[str, float | None, float | None, bool]] = {
     ("SimOptions", "tensor_seed"): ("--tensor-seed", 0, None, True),
     ("SimOptions", "max_cycles"): ("--max-cycles", 1, None, True),
     ("SimParams", "jobs"): ("SimParams.jobs", 1, 1024, True),
+    ("SimOptions", "stall_in"): ("--stall-in", 0.0, 0.95, False),
+    ("SimOptions", "stall_out"): ("--stall-out", 0.0, 0.95, False),
+    ("SimOptions", "stall_seed"): ("--stall-seed", 0, 2 ** 63 - 1, True),
+    ("SimParams", "stall_in"): ("SimParams.stall_in", 0.0, 0.95, False),
+    ("SimParams", "stall_out"): ("SimParams.stall_out", 0.0, 0.95, False),
+    ("SimParams", "stall_seed"): ("SimParams.stall_seed", 0, 2 ** 63 - 1, True),
     ("SimParams", "build_timeout_s"): ("SimParams.build_timeout_s", 1e-3, None, False),
     ("SimParams", "run_timeout_s"): ("SimParams.run_timeout_s", 1e-3, None, False),
     ("SimParams", "flush_wait"): ("SimParams.flush_wait", 0, None, True),
@@ -203,6 +209,11 @@ class FlowParams:
     #: neighbours' clamped outputs are such inputs too. Off by default (every existing
     #: bitstream unchanged; ``cgra run --quiet-unused``)
     quiet_unused: bool = False
+    #: map, place, route and pipeline inside the array columns ``[lo, hi)`` only
+    #: (:func:`mapper.duplicate.column_collateral`): the bitstream then configures only
+    #: those columns, and two apps in disjoint ranges run at once (AHA paper §4.4); ``None``
+    #: = the whole array
+    columns: tuple[int, int] | None = None
 
     def pipeline_params(self) -> PipelineParams:
         """``pipeline``, with the router parameters of its re-routes set to ``route`` when
@@ -265,6 +276,13 @@ class SimOptions:
     #: off by default (its yosys synthesis of the tile modules takes ~30 s once per design,
     #: then cached) (``cgra run --energy``)
     energy: bool = False
+    #: a ready-valid design (:mod:`mapper.sim.rv_harness`): probability per cycle of an input
+    #: stall and of output backpressure, and the seed of the draws (``cgra run --stall-in /
+    #: --stall-out / --stall-seed``; ``None``: :class:`mapper.sim.verilator.SimParams`'
+    #: defaults 0.3, 0.3, 1); ignored on a static design
+    stall_in: float | None = None
+    stall_out: float | None = None
+    stall_seed: int | None = None
 
     def validate(self) -> None:
         """Every numeric field (and the Verilator options') in range. Raises

@@ -10,8 +10,20 @@ import click
 from cgra.errors import CollateralError, ConfigError
 from garnet.glb.collateral import write as write_collateral
 from garnet.glb.confignet import glb_image, image_json, read_bitstream, simulate
-from garnet.glb.params import load_toml
+from garnet.glb.params import GlbParams, load_toml
 from garnet.glb.rtl import glb_verilog
+
+
+def write_glb(p: GlbParams, out: str | Path) -> Path:
+    """Write ``glb.v`` (:func:`garnet.glb.rtl.glb_verilog`) and ``glb.json`` into directory
+    ``out`` (created); returns it. Raises :class:`ConfigError` when ``out`` is a file."""
+    o = Path(out)
+    if o.exists() and not o.is_dir():
+        raise ConfigError(f"--out {o} is a file; give a directory")
+    o.mkdir(parents=True, exist_ok=True)
+    (o / "glb.v").write_text(glb_verilog(p))
+    write_collateral(p, o)
+    return o
 
 
 @click.group("glb")
@@ -27,12 +39,7 @@ def glb() -> None:
 def rtl_cmd(config: str, out: str) -> None:
     """Write the GLB's Verilog (glb.v: glb_tile, glb) and collateral (glb.json) into OUT."""
     p = load_toml(config)
-    o = Path(out)
-    if o.exists() and not o.is_dir():
-        raise ConfigError(f"--out {o} is a file; give a directory")
-    o.mkdir(parents=True, exist_ok=True)
-    (o / "glb.v").write_text(glb_verilog(p))
-    write_collateral(p, o)
+    o = write_glb(p, out)
     click.echo(f"GLB: {p.tiles} tiles x {p.banks} banks x {p.bank_words} x {p.word_width} bits "
                f"({p.tiles * p.tile_words * p.word_width // 8 // 1024} KiB), "
                f"{p.columns} columns -> {o}/glb.v, {o}/glb.json")

@@ -149,3 +149,14 @@ def load_toml(path: str | Path) -> GlbParams:
         raise ConfigError(f"config file {p} does not exist; pass a TOML file with a [glb] "
                           f"table (e.g. configs/small_glb.toml)")
     return from_dict(read_toml(p).get("glb", {}), str(p))
+
+
+def load_table(path: str | Path) -> GlbParams | None:
+    """The ``[glb]`` table of a design's TOML, ``None`` when it has none (the design has no
+    GLB: `cgra rtl` writes no ``glb/`` and `cgra run` streams through the IO ports
+    directly). Raises :class:`ConfigError` like :func:`load_toml`."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file {p} does not exist; pass a design TOML")
+    doc = read_toml(p)
+    return from_dict(doc["glb"], str(p)) if "glb" in doc else None

@@ -41,7 +41,10 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
+from canal.config import config_map_rows, tile_configs
 from canal.graph import NodeKind, parse_id
+from canal.ready_valid import graph_kind
+from canal.rv_smt import prove_rv_net
 from canal.smt import BitstreamSelects, FieldSpot, InterconnectModel, NodeValue, ProofResult
 from cgra.config import config_address, pack_fields
 from cgra.errors import CgraError
@@ -70,11 +73,17 @@ class VerifyReport:
     cone_nodes: int
     select_vars: int
     seconds: dict[str, float] = field(default_factory=dict)
+    #: ready-valid designs: nets and segments whose valid / ready connectivity was proved
+    #: with their data (:func:`verify_handshake`); 0 for a static design
+    rv_nets: int = 0
+    rv_segments: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"proved": True, "nets": self.nets, "nodes": self.nodes, "sinks": self.sinks,
                 "cone_nodes": self.cone_nodes, "select_vars": self.select_vars,
-                "seconds": {k: round(v, 4) for k, v in self.seconds.items()}}
+                "seconds": {k: round(v, 4) for k, v in self.seconds.items()}} | (
+            {"ready_valid": {"nets": self.rv_nets, "segments": self.rv_segments}}
+            if self.rv_nets else {})
 
 
 def model_of(coll: Collateral) -> InterconnectModel:
@@ -299,10 +308,45 @@ def verify(bitstream: list[tuple[int, int]], res: PipelineResult, coll: Collater
     if not proof.proved:
         raise VerificationError(_explain(model, proof, selects, want, owner, nets))
     check_lut_contents(bitstream, res, coll)
+    rv_nets, rv_segs = verify_handshake(bitstream, nets, coll, timeout_ms)
+    t4 = time.perf_counter()
     sinks = sum(len(p) for p in nets.values())
     return VerifyReport(len(nets), len(want), sinks, proof.nodes, proof.select_vars,
                         {"expected": t1 - t0, "build": proof.build_seconds,
-                         "solve": proof.solve_seconds, "total": t3 - t0})
+                         "solve": proof.solve_seconds, "ready_valid": t4 - t3,
+                         "total": t4 - t0}, rv_nets, rv_segs)
+
+
+def verify_handshake(bitstream: list[tuple[int, int]], nets: dict[str, list[list[str]]],
+                     coll: Collateral, timeout_ms: int = 20_000) -> tuple[int, int]:
+    """On a ready-valid design (routing graphs marked by :mod:`canal.ready_valid`), prove
+    for every net routed on a ready-valid graph that each segment between enabled FIFO sites
+    carries the start's data and valid to every endpoint and that the start's ready is the
+    AND of the endpoints' readies (:func:`canal.rv_smt.prove_rv_net`, z3; Cascade §V-D).
+    ``nets``: net -> its paths. Returns (nets proved, segments); (0, 0) on a static design.
+    Raises :class:`VerificationError` naming the net and the first failing property (e.g.
+    ``valid at <cb> fails``: a connection box whose valid enable the bitstream does not
+    set), :class:`~cgra.errors.ConfigError` when z3 does not answer within ``timeout_ms``."""
+    rv = {w for w, rg in coll.graphs.items() if graph_kind(rg.ig) != "static"}
+    if not rv:
+        return 0, 0
+    graphs = {w: rg.ig for w, rg in coll.graphs.items()}
+    configs = tile_configs(graphs)
+    rows = config_map_rows(configs)
+    n_nets = n_segs = 0
+    for net, paths in sorted(nets.items()):
+        if not paths or parse_id(paths[0][0]).width not in rv:
+            continue
+        pr = prove_rv_net(graphs, configs, bitstream, net, paths, timeout_ms, rows)
+        if not pr.ok:
+            more = f" (and {len(pr.violations) - 1} more)" if len(pr.violations) > 1 else ""
+            raise VerificationError(f"net {net}: ready-valid handshake not proved: "
+                                    f"{pr.violations[0]}{more}; the bitstream must set the "
+                                    f"valid enable (feature rv<w>, field <mux>_en) of every "
+                                    f"switch-box output and connection box on the route")
+        n_nets += 1
+        n_segs += len(pr.segments)
+    return n_nets, n_segs
 
 
 def _explain(model: InterconnectModel, proof: ProofResult, selects: BitstreamSelects,

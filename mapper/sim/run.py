@@ -57,6 +57,7 @@ from mapper.apps import (HALIDE_TOLERANCE_ULP, app_images, build_app, colour_out
 from mapper.images import save_comparison, save_png, save_rgb_png
 from mapper.sim.halide import run_halide_outputs
 from mapper.duplicate import duplication_report
+from mapper.sim.glb import design_glb, glb_section, run_through_glb
 
 @dataclass
 class StreamPlan:
@@ -114,6 +115,8 @@ class AppRun:
     coll: Collateral
     #: every output by stage name (``output`` is the first), as simulated
     outputs: dict[str, np.ndarray] = field(default_factory=dict)
+    #: the run through the GLB (:class:`mapper.sim.glb.GlbRun`) on a design with one
+    glb: Any = None
 
 
 def io_port(tag: str, direction: str, xy: tuple[int, int], *, width: int = 16) -> str:
@@ -124,6 +127,20 @@ def io_port(tag: str, direction: str, xy: tuple[int, int], *, width: int = 16) -
     w = width if tag == "I" else 1
     pre = "glb2io" if direction == "in" else "io2glb"
     return f"{pre}_{w}_X{xy[0]:02X}_Y{xy[1]:02X}"
+
+
+def io_ports(flow: FlowResult) -> dict[str, str]:
+    """IO instance -> its top port (:func:`io_port`, the width of the net it drives or reads
+    in the packed design), as :func:`stream_plan` names them."""
+    packed = flow.pipelined.packed
+    width: dict[str, int] = {}
+    for net in packed.nets:
+        for inst_name, _port in (net.source, *net.sinks):
+            width.setdefault(inst_name, int(net.width))
+    return {name: io_port(inst.tag, "in" if inst.kind == "io_in" else "out",
+                          flow.placement.sites[name],
+                          width=width.get(name, 16 if inst.tag == "I" else 1))
+            for name, inst in packed.instances.items() if inst.kind in ("io_in", "io_out")}
 
 
 def stream_plan(flow: FlowResult, images: dict[str, np.ndarray],
@@ -316,11 +333,13 @@ def clear_sim_outputs(run_dir: Path, name: str) -> list[Path]:
 
 def simulate_on_rtl(run_dir: Path, coll: Collateral, flow: FlowResult,
                     inputs: dict[str, np.ndarray], ports: list[str], cycles: int,
-                    opts: SimOptions, say: Step, secs: dict[str, float], name: str):
+                    opts: SimOptions, say: Step, secs: dict[str, float], name: str,
+                    pairs: list[tuple[int, int]] | None = None):
     """Remove the outputs of an earlier simulation (:func:`clear_sim_outputs`), build (or
     reuse) the design's Verilator harness and run ``flow``'s bitstream (the ``.bs`` words,
-    :func:`proved_flow`) on it for ``cycles`` cycles with ``inputs`` (top port -> words per
-    cycle), sampling ``ports``; ``secs`` gets ``verilator_build`` and ``simulation``. Returns
+    :func:`proved_flow`; ``pairs``: the same writes in another order, the order the GLB's
+    config network performs them) on it for ``cycles`` cycles with ``inputs`` (top port ->
+    words per cycle), sampling ``ports``; ``secs`` gets ``verilator_build`` and ``simulation``. Returns
     ``(harness, SimRun)``. Raises :class:`SimulationError` when the harness writes no output
     file or a config register does not read back its bits."""
     from mapper.sim.verilator import SimParams, build_harness, run_harness  # deferred: loads psutil only when called
@@ -329,14 +348,18 @@ def simulate_on_rtl(run_dir: Path, coll: Collateral, flow: FlowResult,
     sim_params = opts.sim or SimParams()
     if opts.energy and not sim_params.toggles:     # the estimate needs per-tile toggles
         sim_params = replace(sim_params, toggles=True)
+    stalls = {k: v for k in ("stall_in", "stall_out", "stall_seed")
+              if (v := getattr(opts, k)) is not None}
+    if stalls:                          # a ready-valid design's random stalls (cgra run)
+        sim_params = replace(sim_params, **stalls)
     say("verilator build")
     harness = build_harness(coll.root, sim_params, progress=say)
     secs["verilator_build"] = harness.build_seconds
     say("simulate")
     out = Path(run_dir) / "sim.out"
     try:
-        sim = run_harness(harness, flow.bitstream.pairs(), inputs, ports, cycles, run_dir,
-                          sim_params)
+        sim = run_harness(harness, flow.bitstream.pairs() if pairs is None else pairs,
+                          inputs, ports, cycles, run_dir, sim_params)
     except FileNotFoundError as exc:
         if exc.filename is None or Path(exc.filename) != out:
             raise
@@ -379,10 +402,29 @@ def simulate_app(run_dir: str | Path, coll: Collateral, opts: SimOptions | None 
     images = app_images(dsl_p, source)  # planes / mosaic / bf16 encodings by convention
     img = images[dsl_p.inputs[0].name] if dsl_p.image != "grey" else source
     plan = stream_plan(flow, images, dsl_p.output.name)
-    harness, sim = simulate_on_rtl(run_dir, coll, flow, plan.inputs,
-                                   [o[1] for o in plan.outputs], plan.cycles, opts, say, secs,
-                                   app["name"])
-    res = plan.assemble(sim.outputs, app["name"])
+    sampled = [o[1] for o in plan.outputs]
+    glb = design_glb(coll.root)
+    glb_run = None
+    if glb is None:
+        harness, sim = simulate_on_rtl(run_dir, coll, flow, plan.inputs, sampled, plan.cycles,
+                                       opts, say, secs, app["name"])
+        res = plan.assemble(sim.outputs, app["name"])
+    else:       # through the GLB's model: config network, load DMAs, store DMAs (docs/glb.md)
+        ran: dict[str, Any] = {}
+
+        def run_array(writes, inputs):
+            ran["harness"], ran["sim"] = simulate_on_rtl(run_dir, coll, flow, inputs, sampled,
+                                                         plan.cycles, opts, say, secs,
+                                                         app["name"], writes)
+            return ran["sim"].outputs
+        say("GLB: configure, load")
+        t = time.perf_counter()
+        glb_run = run_through_glb(glb, coll.size[1], flow, plan, images, io_ports(flow),
+                                  run_array, app["name"])
+        harness, sim = ran["harness"], ran["sim"]
+        secs["glb_model"] = time.perf_counter() - t - secs.get("simulation", 0.0) \
+            - secs.get("verilator_build", 0.0)
+        res = glb_run.outputs
     say("golden models")
     t = time.perf_counter()
     ir_p = lower_app(ap.app, ap.width, ap.height, ap.unroll)
@@ -441,6 +483,8 @@ def simulate_app(run_dir: str | Path, coll: Collateral, opts: SimOptions | None 
     if ir_p.more_outputs:
         rep["outputs"] = {o: list(a.shape) for o, a in outs.items()}
     rep["bitstream_proof"] = proof.to_dict()
+    if glb_run is not None:
+        rep["glb"] = glb_section(glb_run)
     # power domains in the bitstream's power state, and the energy estimate (a model)
     pairs = flow.bitstream.pairs()
     off = gated_by_bitstream(coll, pairs)
@@ -459,7 +503,7 @@ def simulate_app(run_dir: str | Path, coll: Collateral, opts: SimOptions | None 
     st.update_pnr_report(run_dir, sections)
     st.save_run_report(run_dir, coll, rep)
     return AppRun(app["name"], img, out_img, g_np, g_hl, flow, harness, sim, plan, rep, run_dir,
-                  coll, outs)
+                  coll, outs, glb_run)
 
 
 def run_energy(coll: Collateral, flow: FlowResult, plan: StreamPlan, sim, harness,
@@ -546,9 +590,22 @@ def run_report(app: dict[str, Any], opts: SimOptions, coll: Collateral, flow: Fl
         "verilator": {"key": harness.key, "cached": harness.cached,
                       "build_seconds": round(harness.build_seconds, 3)},
         "stage_seconds": {k: round(v, 4) for k, v in secs.items()},
-    }
+    } | ({"handshake": _handshake_section(sim.handshake, plan.cycles)}
+         if getattr(sim, "handshake", None) else {})
+
+
+def _handshake_section(hs: dict[str, float], tokens: int) -> dict[str, Any]:
+    """The ``handshake`` section of a ready-valid run (:mod:`mapper.sim.rv_harness`): the
+    stall draws (``seed``, ``p_in``, ``p_out``), ``tokens`` per output stream (the static
+    schedule's cycles), the ``cycles`` the stalled run took, the stall and backpressure
+    cycles (summed over the sockets) and tokens per cycle."""
+    return {"seed": int(hs["seed"]), "p_in": hs["p_in"], "p_out": hs["p_out"],
+            "tokens": tokens, "cycles": int(hs["cycles"]),
+            "input_stall_cycles": int(hs["input_stall_cycles"]),
+            "output_backpressure_cycles": int(hs["output_backpressure_cycles"]),
+            "tokens_per_cycle": round(tokens / max(1, hs["cycles"]), 4)}
 
 
 __all__ = ["NAN_ULP_DISTANCE", "SIM_FILES", "AppRun", "StreamPlan", "bf16_ulp_distance",
-           "check_output", "clear_sim_outputs", "first_mismatch", "io_port", "proved_flow",
+           "check_output", "clear_sim_outputs", "first_mismatch", "io_port", "io_ports", "proved_flow",
            "run_report", "simulate_app", "simulate_on_rtl", "stream_plan"]

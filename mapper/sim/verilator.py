@@ -153,6 +153,7 @@ from cgra.errors import CollateralError, SimulationError
 from cgra.procs import pdeathsig_preexec
 from garnet import collateral as gc
 from garnet.collateral import DesignInfo, TopPort
+from mapper.sim.rv_harness import is_handshake_design, rv_harness_source
 
 HARNESS_VERSION = "cgra.stream_harness/2"
 #: control ports of the top module the harness drives itself (docs/garnet.md)
@@ -202,6 +203,12 @@ class SimParams:
     cache_models: int = 16
     share_runtime: bool = True
     toggles: bool = False
+    #: ready-valid designs (:mod:`mapper.sim.rv_harness`): probability per cycle that an
+    #: input socket stalls (presents no token) and that an output socket's ready is 0, and
+    #: the seed of their draws
+    stall_in: float = 0.3
+    stall_out: float = 0.3
+    stall_seed: int = 1
 
 
 @dataclass
@@ -228,6 +235,8 @@ class Harness:
     flush_wait: int
     lock: Path | None = None
     probes: list[str] = field(default_factory=list)
+    #: a ready-valid design's harness (:mod:`mapper.sim.rv_harness`: tokens, stalls)
+    handshake: bool = False
 
 
 @dataclass
@@ -245,6 +254,10 @@ class SimRun:
     total_cycles: int
     files: dict[str, Path] = field(default_factory=dict)
     toggles: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: a ready-valid run (:mod:`mapper.sim.rv_harness`): ``cycles`` (stream phase),
+    #: ``input_stall_cycles``, ``output_backpressure_cycles``, ``input_tokens``, ``seed``,
+    #: ``p_in``, ``p_out``; empty for a static run
+    handshake: dict[str, float] = field(default_factory=dict)
 
 
 def load_design_doc(design_dir: str | Path) -> DesignInfo:
@@ -778,7 +791,11 @@ def build_harness(design_dir: str | Path, params: SimParams | None = None,
     files = _rtl_files(d)
     probes = next((pr for f in files if (pr := tile_probes(f.read_text(), top))), []) \
         if p.toggles else []
-    src, ins, outs = harness_source(top, doc.ports, probes)
+    handshake = is_handshake_design(doc.ports)
+    src, ins, outs = rv_harness_source(top, doc.ports) if handshake else \
+        harness_source(top, doc.ports, probes)
+    if handshake:
+        probes = []                     # no toggle probes in the ready-valid harness
     widths = {q.name: q.width for q in doc.ports}
     make_vars = [f"OPT_FAST={p.opt_fast}", f"OPT_SLOW={p.opt_slow}"]
     flags = [*p.extra_flags, *make_vars, f"pch={int(p.precompiled_header)}", BUILD_RECIPE]
@@ -800,7 +817,7 @@ def build_harness(design_dir: str | Path, params: SimParams | None = None,
 
     def result(cached: bool, secs: float) -> Harness:
         return Harness(d, top, exe, ins, outs, widths, key, cached, secs, fw, lock_path,
-                       [w for w, _b in probes])
+                       [w for w, _b in probes], handshake)
 
     if _reuse(out):
         say("cached")
@@ -1085,6 +1102,9 @@ def run_harness(h: Harness, bitstream: list[tuple[int, int]], inputs: dict[str, 
     bs_path.write_text("".join(f"{a:08X} {d:08X}\n" for a, d in bitstream))
     with open(stim_path, "w") as f:
         f.write(f"cycles {cycles}\nflush_wait {h.flush_wait}\nreadback {int(p.readback)}\n")
+        if h.handshake:
+            f.write(f"stalls {p.stall_seed} {round(p.stall_in * 1000)} "
+                    f"{round(p.stall_out * 1000)}\n")
         f.write("in " + " ".join(str(idx_in[n]) for n in ins) + "\n")
         f.write("out " + " ".join(str(idx_out[n]) for n in outputs) + "\ndata\n")
         if cols:
@@ -1131,6 +1151,15 @@ def run_harness(h: Harness, bitstream: list[tuple[int, int]], inputs: dict[str, 
     outs = {n: arr[:, j] for j, n in enumerate(outputs)}
     toggles: dict[str, tuple[int, int]] = {}
     rest = lines[k + 2 + cycles:]
+    handshake: dict[str, float] = {}
+    if h.handshake:
+        if not rest or not rest[0].startswith("handshake "):
+            raise SimulationError(f"{out_path}: malformed harness output (expected 'handshake')")
+        hs = [int(v) for v in rest[0].split()[1:5]]
+        handshake = {"cycles": hs[0], "input_stall_cycles": hs[1],
+                     "output_backpressure_cycles": hs[2], "input_tokens": hs[3],
+                     "seed": p.stall_seed, "p_in": p.stall_in, "p_out": p.stall_out}
+        rest = rest[1:]
     if h.probes and rest and rest[0].startswith("toggles "):
         vals = [tuple(int(x) for x in ln.split()) for ln in rest[1:1 + len(h.probes)]]
         if int(rest[0].split()[1]) != len(h.probes) or len(vals) != len(h.probes):
@@ -1138,4 +1167,5 @@ def run_harness(h: Harness, bitstream: list[tuple[int, int]], inputs: dict[str, 
                                   f"{len(h.probes)} probes)")
         toggles = {w: (v[0], v[1]) for w, v in zip(h.probes, vals, strict=True)}
     return SimRun(outs, bad, secs, cycles, edges,
-                  {"bitstream": bs_path, "stimulus": stim_path, "output": out_path}, toggles)
+                  {"bitstream": bs_path, "stimulus": stim_path, "output": out_path}, toggles,
+                  handshake)

@@ -55,14 +55,15 @@ def test_parse_flow_control_refuses(flow, fifo, needle):
     assert msg.startswith("my.toml: ") and needle in msg and "\n" not in msg
 
 
-def test_garnet_params_field_and_cgra_rtl_refusal(tmp_path):
+def test_garnet_params_field_and_cgra_rtl_refuses_split(tmp_path):
     p = from_dict({"width": 4, "height": 3, "flow_control": {16: "ready_valid"},
                    "fifo_kind": "split"}, "rv.toml")
     assert p.flow_control == {"16": "ready_valid"} and p.fifo_kind == "split"
     with pytest.raises(ConfigError, match=r"rv.toml: field 'flow_control' = \['ready_valid'\]"):
         from_dict({"width": 4, "height": 3, "flow_control": ["ready_valid"]}, "rv.toml")
     assert GarnetParams().flow_control == "static"
-    with pytest.raises(ConfigError, match="field 'flow_control' .*generates static arrays only"):
+    with pytest.raises(ConfigError, match="rv.toml: field 'fifo_kind' = 'split': `cgra rtl` "
+                       "builds ready-valid arrays with skid FIFOs only"):
         generate(p, tmp_path / "out", rules=False, config_file="rv.toml")
     assert not (tmp_path / "out").exists()
 

@@ -1,0 +1,326 @@
+"""A whole app run through the GLB on its cycle-level model (AHA paper §4.4, Figs. 11-12; §6):
+configure the array through the config network, host-write the input images into GLB banks,
+stream them into the array's IO tiles through the load DMAs, stream the array's outputs back
+into GLB banks through the store DMAs, host-read them.
+
+:class:`GlbSession` drives one :class:`garnet.glb.model.GlbModel` (register for register the
+RTL of :mod:`garnet.glb.rtl`) and records every input :class:`~garnet.glb.model.Cycle` it
+drove (:attr:`GlbSession.cycles`) with the outputs it saw (:attr:`GlbSession.outputs`), so
+the same cycles can be replayed on the GLB RTL (:func:`garnet.glb.sim.run_rtl`) and compared
+output for output. Phases, in this order on one model:
+
+1. :meth:`GlbSession.configure`: the bitstream's GLB image (unicast + row multicast,
+   :func:`garnet.glb.confignet.glb_image`) is host-written into the banks (one GLB word per
+   cycle), the config streamers of each tile serving a column of the image get
+   ``cs_base_<b>`` / ``cs_count_<b>`` and ``cfg_go`` starts them (only them: the columns of
+   other tiles keep their registers, a partial reconfiguration), and the bundles leaving ``cfg_word_<t>_<b>`` are decoded the way the column
+   path ``glb_cfg_column`` performs them (a row-mask word, then ``y = 0xFF`` bundles for every
+   row of the mask): the array's config writes, each with the cycle it happens in.
+2. :meth:`GlbSession.load`: each input stream's image is host-written into a buffer of the
+   GLB tile serving its IO column (``column // columns_per_tile``), its load DMA is programmed
+   with the IO tile's stream program as a Lake port program (schedule: the IO program's,
+   access map: the pixel's element address in the buffer), one ``start`` for every tile, and
+   the words on ``io_out_<t>`` are the IO tile's input, one per array cycle.
+3. :meth:`GlbSession.store`: the array's sampled outputs drive ``io_in_<t>``; each store DMA
+   (the IO output program, schedule + 1) writes them into a buffer; the host reads the buffers.
+
+Cycle alignment (load and store programs share the tile's cycle counter): GLB cycle ``g``
+after ``start`` is array stream cycle ``g - 1`` (cycle 0 = the first cycle with
+``clk_en = 1``, :mod:`mapper.sim.verilator`): a load fired at ``g = s`` shows its word at
+``g = s + 1`` (local latency 1), the array's input at cycle ``s``; the output the array shows
+at cycle ``c`` is on ``io_in`` at ``g = c + 1``, when its store fires. The static schedule has
+no feedback from the array to the GLB, so running the load phase to its end before the store
+phase gives the array the same stream as running them at once (bank read and write ports are
+separate; the model refuses any two requests for one port).
+
+Limits (each a :class:`~cgra.errors.SimulationError` naming the tile and the fix): one load
+and one store DMA per GLB tile, so at most one input and one output IO tile per
+``columns_per_tile`` columns; a tile's buffers must fit its ``tile_elements``; the config
+streamers need ``columns_per_tile == banks``.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from cgra.errors import SimulationError
+from garnet.glb.confignet import ALL_ROWS, MASK_FEATURE, glb_image
+from garnet.glb.dma import DmaProgram, config_words, encode, register_index
+from garnet.glb.model import Cycle, GlbModel, Outputs
+from garnet.glb.params import GlbParams
+from lake.program import AffineMap, PortProgram
+
+
+@dataclass(frozen=True)
+class LoadStream:
+    """An input IO tile's stream: ``port`` (top port it drives), ``column`` (array column of
+    the IO tile), ``image`` (``[rows, columns]`` words the host writes, zeros where the
+    program reads outside the picture), ``program`` (the IO tile's schedule in array cycles,
+    addresses = element index into ``image`` in raster order)."""
+
+    port: str
+    column: int
+    image: np.ndarray
+    program: PortProgram
+
+
+@dataclass(frozen=True)
+class StoreStream:
+    """An output IO tile's stream: ``port`` (top port sampled), ``column``, ``shape``
+    (``[rows, columns]`` of the buffer the store DMA writes), ``program`` (the IO tile's
+    sample cycles in array cycles, addresses = element index into the buffer)."""
+
+    port: str
+    column: int
+    shape: tuple[int, int]
+    program: PortProgram
+
+
+@dataclass
+class ConfigResult:
+    """Phase 1: ``writes`` ((address, data) pairs in the order the column paths perform
+    them), ``cycles`` (from the first streamer read to the last register write, inclusive;
+    the unit of :func:`garnet.glb.confignet.simulate`), ``words`` (GLB words the image holds,
+    after row multicast), ``host_cycles`` (cycles writing the image through the host port)."""
+
+    writes: list[tuple[int, int]]
+    cycles: int
+    words: int
+    host_cycles: int
+
+
+@dataclass
+class GlbSession:
+    """One GLB model driven through the phases of the module docstring; ``cycles`` /
+    ``outputs``: every cycle driven and the outputs before its edge; ``phases``: phase name
+    -> (first cycle index, cycle count)."""
+
+    p: GlbParams
+    height: int
+    model: GlbModel = field(init=False)
+    cycles: list[Cycle] = field(default_factory=list)
+    outputs: list[Outputs] = field(default_factory=list)
+    phases: dict[str, tuple[int, int]] = field(default_factory=dict)
+    _tile_top: dict[int, int] = field(default_factory=dict)
+    _buffers: dict[str, tuple[int, int, tuple[int, int]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.model = GlbModel(self.p)
+        self.step(Cycle(RESET=1))
+
+    # ---- driving ---------------------------------------------------------------------
+    def step(self, c: Cycle) -> Outputs:
+        out = self.model.step(c)
+        self.cycles.append(c)
+        self.outputs.append(out)
+        return out
+
+    def _phase(self, name: str, first: int) -> None:
+        self.phases[name] = (first, len(self.cycles) - first)
+
+    def _cfg(self, words: Sequence[tuple[int, int]]) -> None:
+        for addr, data in words:
+            self.step(Cycle(cfg_wr=1, cfg_addr=addr, cfg_data=data))
+
+    def _tile(self, column: int, what: str) -> int:
+        t = column // self.p.columns_per_tile
+        if not 0 <= t < self.p.tiles:
+            raise SimulationError(f"GLB: {what} on array column {column}, which no GLB tile "
+                                  f"serves ({self.p.tiles} tiles x {self.p.columns_per_tile} "
+                                  f"columns); raise [glb] tiles to {t + 1}")
+        return t
+
+    def _alloc(self, tile: int, elements: int, what: str) -> int:
+        """Local element address of a new buffer in ``tile`` (GLB-word aligned)."""
+        lanes = self.p.lanes
+        base = self._tile_top.get(tile, 0)
+        size = -(-elements // lanes) * lanes
+        if base + size > self.p.tile_elements:
+            raise SimulationError(f"GLB tile {tile}: {what} needs {elements} words from "
+                                  f"element {base}, beyond the tile's {self.p.tile_elements}; "
+                                  f"raise [glb] bank_words or map a smaller image")
+        self._tile_top[tile] = base + size
+        return base
+
+    def _host_write(self, tile: int, base: int, values: np.ndarray) -> None:
+        """Write ``values`` (element words) from local element ``base`` of ``tile`` through
+        the host port, one GLB word (``lanes`` elements) per cycle."""
+        p = self.p
+        lanes, dw = p.lanes, p.data_width
+        v = np.zeros(-(-len(values) // lanes) * lanes, dtype=np.int64)
+        v[:len(values)] = np.asarray(values, dtype=np.int64) & ((1 << dw) - 1)
+        first = tile * p.tile_words + base // lanes
+        for k in range(len(v) // lanes):
+            word = sum(int(v[k * lanes + ln]) << (ln * dw) for ln in range(lanes))
+            self.step(Cycle(host_wr=1, host_waddr=first + k, host_wdata=word))
+
+    def _host_read(self, tile: int, base: int, n: int) -> np.ndarray:
+        """Read ``n`` element words from local element ``base`` of ``tile`` through the host
+        port (one GLB word per cycle, its data one cycle after the request)."""
+        p = self.p
+        lanes, dw = p.lanes, p.data_width
+        first = tile * p.tile_words + base // lanes
+        words = -(-n // lanes)
+        got: list[int] = []
+        for k in range(words + 1):
+            c = Cycle(host_rd=1, host_raddr=first + k) if k < words else Cycle()
+            out = self.step(c)
+            if k:
+                if not out.host_rd_valid:
+                    raise SimulationError(f"GLB tile {tile}: host read of word {first + k - 1}"
+                                          f" returned no data")
+                got += [(out.host_rdata >> (ln * dw)) & ((1 << dw) - 1) for ln in range(lanes)]
+        return np.asarray(got[:n], dtype=np.int64)
+
+    # ---- phase 1: configuration ------------------------------------------------------
+    def configure(self, bitstream: Sequence[tuple[int, int]]) -> ConfigResult:
+        """Phase 1 (module docstring) for ``bitstream`` ((address, data) pairs). Raises
+        :class:`~cgra.errors.ConfigError` for a column the GLB does not serve or a bank too
+        small for the image, :class:`SimulationError` when ``columns_per_tile != banks``."""
+        p = self.p
+        if p.columns_per_tile != p.banks:
+            raise SimulationError(f"GLB config streamers: bank b of a tile streams column "
+                                  f"t * columns_per_tile + b, so columns_per_tile "
+                                  f"({p.columns_per_tile}) must equal banks ({p.banks})")
+        first = len(self.cycles)
+        img = glb_image(p, bitstream, self.height, row_multicast=True)
+        for x, words in sorted(img.columns.items()):
+            tile, bank, w0 = img.placement[x]
+            for k, w in enumerate(words):
+                self.step(Cycle(host_wr=1, host_waddr=tile * p.tile_words + bank * p.bank_words
+                                + w0 + k, host_wdata=w))
+        host = len(self.cycles) - first
+        # only the tiles serving the image's columns start their streamers (a bank of theirs
+        # with no column in the image streams 0 words): every other column keeps its registers
+        idx = register_index(p)
+        streams_of: dict[int, dict[int, tuple[int, int]]] = defaultdict(dict)
+        for x, words in sorted(img.columns.items()):
+            tile, bank, w0 = img.placement[x]
+            streams_of[tile][bank] = (w0, len(words))
+        regs: list[tuple[int, int]] = []
+        for tile, banks in sorted(streams_of.items()):
+            for b in range(p.banks):
+                w0, n = banks.get(b, (0, 0))
+                regs += [(tile << 8 | idx[f"cs_base_{b}"], w0),
+                         (tile << 8 | idx[f"cs_count_{b}"], n)]
+        self._cfg(regs)
+        go = len(self.cycles)
+        longest = max((len(w) for w in img.columns.values()), default=0)
+        self.step(Cycle(cfg_go=[int(t in streams_of) for t in range(p.tiles)]))
+        streams: dict[int, list[tuple[int, int]]] = defaultdict(list)   # column -> (cycle, word)
+        for _k in range(longest + 2):
+            out = self.step(Cycle())
+            g = len(self.cycles) - 1 - go       # cycles since the cfg_go cycle
+            for t in range(p.tiles):
+                for b in range(p.banks):
+                    if out.cfg_valid[t][b]:
+                        streams[t * p.columns_per_tile + b].append((g, out.cfg_word[t][b]))
+        if {x: [w for _g, w in s] for x, s in streams.items()} != img.columns:
+            raise SimulationError("GLB config streamers: the bundles streamed differ from the "
+                                  "image written (a bank or streamer register is wrong)")
+        writes: list[tuple[int, int, int]] = []     # (cycle, column, address, data) order
+        rows = p.config_pipeline_rows
+        for x, s in sorted(streams.items()):
+            mask = [0] * ((self.height + 31) // 32)
+            for g, w in s:
+                addr, data = w >> 32, w & 0xFFFFFFFF
+                reg, feat, y = addr >> 24 & 0xFF, addr >> 16 & 0xFF, addr & 0xFF
+                if feat == MASK_FEATURE:
+                    mask[reg] = data
+                    continue
+                ys = [r for r in range(self.height) if mask[r // 32] >> (r % 32) & 1] \
+                    if y == ALL_ROWS else [y]
+                # on cfg_word during cycle g = in stage 0; row r is written in stage r // rows
+                writes += [(g + r // rows, x, (addr & ~0xFF) | r, data) for r in ys]
+        writes.sort(key=lambda w: (w[0], w[1]))
+        # cycle 1 after cfg_go is the streamers' first read (confignet's cycle 0): a write
+        # in cycle g here is confignet's cycle g - 1, and its count is the last one + 1
+        cycles = writes[-1][0] if writes else 0
+        self._phase("configure", first)
+        return ConfigResult([(a, d) for _g, _x, a, d in writes], cycles, img.words, host)
+
+    # ---- phase 2: loads ----------------------------------------------------------------
+    def load(self, loads: Sequence[LoadStream], cycles: int) -> dict[str, np.ndarray]:
+        """Phase 2: top port -> the words on its GLB tile's ``io_out`` per array cycle
+        ``0 .. cycles - 1`` (0 where no load fired). Raises :class:`SimulationError` for two
+        input streams on one GLB tile or a buffer that does not fit."""
+        p = self.p
+        first = len(self.cycles)
+        self._tile_top = {}
+        by_tile: dict[int, LoadStream] = {}
+        progs: dict[int, DmaProgram] = {}
+        for s in loads:
+            t = self._tile(s.column, f"input stream {s.port}")
+            if t in by_tile:
+                raise SimulationError(f"GLB tile {t}: input streams {by_tile[t].port} and "
+                                      f"{s.port} both need its one load DMA (columns "
+                                      f"{by_tile[t].column} and {s.column}); place the input IO "
+                                      f"tiles {p.columns_per_tile} columns apart")
+            by_tile[t] = s
+            base = self._alloc(t, s.image.size, f"input stream {s.port}")
+            self._host_write(t, base, s.image.ravel())
+            pp = s.program
+            progs[t] = DmaProgram(PortProgram(pp.extents, AffineMap(
+                pp.address.strides, pp.address.offset + base), pp.schedule))
+        for t, prog in sorted(progs.items()):
+            self._cfg(config_words(p, t, encode(p, t, "ld", prog)))
+            self._cfg(config_words(p, t, encode(p, t, "st", None)))
+        self.step(Cycle(start=[1] * p.tiles))
+        got = {s.port: np.zeros(cycles, dtype=np.int64) for s in loads}
+        for g in range(cycles + 1):
+            out = self.step(Cycle())
+            if g == 0:
+                continue
+            for t, s in by_tile.items():
+                if out.io_out_valid[t]:
+                    got[s.port][g - 1] = out.io_out[t]
+        self._phase("load", first)
+        return got
+
+    # ---- phase 3: stores ---------------------------------------------------------------
+    def store(self, stores: Sequence[StoreStream], samples: dict[str, np.ndarray],
+              cycles: int) -> dict[str, np.ndarray]:
+        """Phase 3: ``samples`` (top port -> the array's output per array cycle) go through
+        the store DMAs into GLB buffers; returns top port -> the buffer read back by the
+        host (``shape``). Raises :class:`SimulationError` for two output streams on one GLB
+        tile or a buffer that does not fit."""
+        p = self.p
+        first = len(self.cycles)
+        by_tile: dict[int, StoreStream] = {}
+        bases: dict[int, int] = {}
+        for s in stores:
+            t = self._tile(s.column, f"output stream {s.port}")
+            if t in by_tile:
+                raise SimulationError(f"GLB tile {t}: output streams {by_tile[t].port} and "
+                                      f"{s.port} both need its one store DMA (columns "
+                                      f"{by_tile[t].column} and {s.column}); place the output "
+                                      f"IO tiles {p.columns_per_tile} columns apart")
+            by_tile[t] = s
+            bases[t] = self._alloc(t, s.shape[0] * s.shape[1], f"output stream {s.port}")
+            pp = s.program
+            prog = DmaProgram(PortProgram(pp.extents, AffineMap(
+                pp.address.strides, pp.address.offset + bases[t]), AffineMap(
+                pp.schedule.strides, pp.schedule.offset + 1)))
+            self._cfg(config_words(p, t, encode(p, t, "st", prog)))
+        for t in range(p.tiles):
+            self._cfg(config_words(p, t, encode(p, t, "ld", None)))
+        self.step(Cycle(start=[1] * p.tiles))
+        for g in range(cycles + 2):
+            io = [0] * p.tiles
+            for t, s in by_tile.items():
+                v = samples.get(s.port)
+                if g >= 1 and v is not None and g - 1 < len(v):
+                    io[t] = int(v[g - 1]) & ((1 << p.data_width) - 1)
+            self.step(Cycle(io_in=io))
+        out = {}
+        for t, s in sorted(by_tile.items()):
+            n = s.shape[0] * s.shape[1]
+            out[s.port] = self._host_read(t, bases[t], n).reshape(s.shape)
+        self._phase("store", first)
+        return out
+
+
+__all__ = ["ConfigResult", "GlbSession", "LoadStream", "StoreStream"]

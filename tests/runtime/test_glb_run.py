@@ -1,0 +1,125 @@
+"""Issue 37 (a): a design with a ``[glb]`` table (configs/small_glb.toml) makes `cgra run` go
+through the GLB: the bitstream is configured through the config network (GLB banks, config
+streamers, column-path decoding), the image streams into the array RTL (Verilator) through a
+load DMA and back through a store DMA, and the output read back from the GLB equals numpy
+and Halide. The GLB is its cycle-level model there; the same cycles replayed on the GLB RTL
+(Icarus) give the same outputs, cycle for cycle."""
+from __future__ import annotations
+
+import filecmp
+import json
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+from cgra.cli import main
+from garnet.glb.confignet import simulate
+from garnet.glb.params import load_table
+from garnet.glb.sim import run_rtl
+from mapper.flow import run_app
+from mapper.params import AppParams, RunParams
+from mapper.sim.glb import design_glb
+from runtime import CommandQueue, Context, get_device
+
+from test_runtime_api import gaussian_numpy
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def glb_gaussian(small_glb_design, tmp_path_factory):
+    """`cgra run gaussian` (64x64 camera crop, seed 0) on the 8x8 with a GLB."""
+    return run_app(RunParams(AppParams("gaussian", 64, 64), small_glb_design,
+                             tmp_path_factory.mktemp("glbrun") / "gaussian"))
+
+
+def test_design_with_glb_table_has_glb_collateral_and_the_same_array_rtl(small_design,
+                                                                        small_glb_design):
+    p = design_glb(small_glb_design)
+    assert p == load_table(ROOT / "configs" / "small_glb.toml")
+    assert (p.tiles, p.bank_words, p.columns) == (4, 1024, 8)
+    assert "module glb_tile #(parameter TILE = 0)" in (small_glb_design / "glb" / "glb.v").read_text()
+    assert design_glb(small_design) is None and not (small_design / "glb").exists()
+    # the array's RTL is byte-identical with and without the [glb] table (one Verilator model)
+    names = sorted(f.name for f in (small_design / "rtl").iterdir())
+    assert names == sorted(f.name for f in (small_glb_design / "rtl").iterdir())
+    _match, mismatch, errors = filecmp.cmpfiles(small_design / "rtl", small_glb_design / "rtl",
+                                                names, shallow=False)
+    assert mismatch == errors == []
+
+
+def test_cgra_run_goes_through_the_glb(glb_gaussian):
+    run = glb_gaussian
+    rep = run.report
+    assert rep["match"] == {"numpy": True, "halide": True}
+    assert np.array_equal(run.output, gaussian_numpy(run.image.astype(np.int64)))
+    g = rep["glb"]
+    # the config network: the GLB image with row multicast, every write of the bitstream
+    pairs = run.flow.bitstream.pairs()
+    p = run.glb.params
+    assert g["config"]["writes"] == len(pairs) == g["config"]["single_port_cycles"]
+    assert g["config"]["cycles"] == simulate(p, pairs, 8, "unicast", row_multicast=True).cycles
+    assert g["config"]["cycles"] * 3 < len(pairs)
+    assert sorted(run.glb.config.writes) == sorted(pairs)
+    # the load DMA's words are exactly the stream the array's input IO tile expects, and the
+    # store DMA's buffer holds the output stream (one input and one output GLB tile)
+    assert list(run.glb.inputs) == list(run.plan.inputs)
+    for port, words in run.plan.inputs.items():
+        assert np.array_equal(run.glb.inputs[port], words)
+    assert len(g["loads"]) == len(g["stores"]) == 1
+    assert set(g["phases"]) == {"configure", "load", "store"}
+    assert g["phases"]["load"] > run.plan.cycles
+
+
+def test_glb_rtl_replays_the_run(glb_gaussian, tmp_path):
+    """The GLB RTL in Icarus, driven with every cycle the model was driven with in the run
+    (reset, host writes of the config image and the input, config streamers, DMA programs,
+    the load and store streams, the host read-back), shows the model's outputs every cycle."""
+    s = glb_gaussian.glb.session
+    rows = run_rtl(s.p, s.cycles, tmp_path)
+    want = [o.flat() for o in s.outputs]
+    assert len(rows) == len(want) == len(s.cycles)
+    first_bad = next((k for k in range(1, len(rows)) if rows[k] != want[k]), None)
+    assert first_bad is None, (first_bad, rows[first_bad], want[first_bad])
+
+
+def test_bad_glb_table_is_one_line(tmp_path, monkeypatch, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text((ROOT / "configs" / "small_glb.toml").read_text()
+                   .replace("bank_words = 1024", "bank_words = 1000"))
+    monkeypatch.setattr(sys, "argv", ["cgra", "rtl", "--config", str(bad), "--out",
+                                      str(tmp_path / "o")])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"error: {bad}: [glb] field 'bank_words' = 1000: use a power of two in "
+                   f"16..65536 (address bits are sliced)")
+    assert not (tmp_path / "o").exists()
+
+
+def test_run_report_names_the_glb(glb_gaussian):
+    doc = json.loads((glb_gaussian.out_dir / "run_report.json").read_text())
+    assert doc["glb"]["params"]["tiles"] == 4
+    assert doc["glb"]["model"].startswith("garnet.glb.model")
+
+
+def test_host_api_on_verilator_goes_through_the_design_glb(glb_gaussian):
+    """The host API's Verilator platform on the same program: the array RTL configured
+    through the GLB's config network and fed by its DMAs gives numpy's image."""
+    dev = get_device("cgra-gen", "verilator", "1")
+    ctx = Context(dev)
+    prog = ctx.program(glb_gaussian.out_dir)
+    img = np.random.default_rng(5).integers(0, 256, size=(64, 64))
+    q = CommandQueue(ctx)
+    bi, bo = ctx.buffer((64, 64)), ctx.buffer((62, 62))
+    q.write(bi, img)
+    er = q.run(prog, {"input": bi}, bo)
+    out = q.read(bo).wait().result
+    assert np.array_equal(out, gaussian_numpy(img))
+    assert er.cycles == glb_gaussian.plan.cycles
+    g = dev.platform.last_glb
+    assert g is not None and g.config.cycles == glb_gaussian.report["glb"]["config"]["cycles"]
+    assert np.array_equal(g.buffers[next(iter(g.buffers))][:62, :62], out)
