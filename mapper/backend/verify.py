@@ -341,7 +341,7 @@ def verify_handshake(bitstream: list[tuple[int, int]], nets: dict[str, list[list
         if not pr.ok:
             more = f" (and {len(pr.violations) - 1} more)" if len(pr.violations) > 1 else ""
             raise VerificationError(f"net {net}: ready-valid handshake not proved: "
-                                    f"{pr.violations[0]}{more}; the bitstream must set the "
+                                    f"{pr.violations[0].removeprefix(f'net {net}: ')}{more}; the bitstream must set the "
                                     f"valid enable (feature rv<w>, field <mux>_en) of every "
                                     f"switch-box output and connection box on the route")
         n_nets += 1

@@ -1,5 +1,4 @@
-"""Issue 37 (b) on the 8x8 with a GLB (configs/small_glb.toml; the 32x16 version, gaussian on
-columns 0-15 and unsharp on 16-31, is bench/bench_glb.py): two apps placed in disjoint column
+"""Issue 37 (b) on the 8x8 with a GLB (configs/small_glb.toml): two apps placed in disjoint column
 ranges (FlowParams.columns) run at once through the GLB on the array RTL (Verilator);
 reconfiguring the first range through the GLB's config network leaves the second range's
 registers and output unchanged."""

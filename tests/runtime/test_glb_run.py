@@ -9,6 +9,7 @@ from __future__ import annotations
 import filecmp
 import json
 import pathlib
+import subprocess
 import sys
 
 import numpy as np
@@ -123,3 +124,18 @@ def test_host_api_on_verilator_goes_through_the_design_glb(glb_gaussian):
     g = dev.platform.last_glb
     assert g is not None and g.config.cycles == glb_gaussian.report["glb"]["config"]["cycles"]
     assert np.array_equal(g.buffers[next(iter(g.buffers))][:62, :62], out)
+
+
+def test_cgra_run_summary_says_glb(small_glb_design, tmp_path):
+    """The shipped [glb] config: `cgra run` (the command line, defaults) goes through the GLB
+    and says so."""
+    r = subprocess.run([str(pathlib.Path(sys.executable).with_name("cgra")), "run", "pointwise",
+                        "--design", str(small_glb_design), "--size", "16", "--out",
+                        str(tmp_path / "pw")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "16x16 output matches numpy and Halide bit-exactly" in r.stdout
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("through the GLB"))
+    assert line.startswith("through the GLB (4 tiles, cycle model): config ")
+    doc = json.loads((tmp_path / "pw" / "run_report.json").read_text())
+    assert doc["glb"]["config"]["writes"] == doc["glb"]["config"]["single_port_cycles"]
+    assert f"single port {doc['glb']['config']['single_port_cycles']})" in line
