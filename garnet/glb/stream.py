@@ -242,6 +242,20 @@ class GlbSession:
         self._phase("configure", first)
         return ConfigResult([(a, d) for _g, _x, a, d in writes], cycles, img.words, host)
 
+    def _claim(self, by_tile: dict, s: "LoadStream | StoreStream", what: str, dma: str) -> int:
+        """The GLB tile serving stream ``s`` (a :class:`LoadStream` or :class:`StoreStream`,
+        ``what`` = "input" / "output"), recorded in ``by_tile``. Raises
+        :class:`SimulationError` when another stream already has that tile's one ``dma``
+        ("load" / "store") DMA."""
+        t = self._tile(s.column, f"{what} stream {s.port}")
+        if t in by_tile:
+            raise SimulationError(f"GLB tile {t}: {what} streams {by_tile[t].port} and "
+                                  f"{s.port} both need its one {dma} DMA (columns "
+                                  f"{by_tile[t].column} and {s.column}); place the {what} IO "
+                                  f"tiles {self.p.columns_per_tile} columns apart")
+        by_tile[t] = s
+        return t
+
     # ---- phase 2: loads ----------------------------------------------------------------
     def load(self, loads: Sequence[LoadStream], cycles: int) -> dict[str, np.ndarray]:
         """Phase 2: top port -> the words on its GLB tile's ``io_out`` per array cycle
@@ -253,13 +267,7 @@ class GlbSession:
         by_tile: dict[int, LoadStream] = {}
         progs: dict[int, DmaProgram] = {}
         for s in loads:
-            t = self._tile(s.column, f"input stream {s.port}")
-            if t in by_tile:
-                raise SimulationError(f"GLB tile {t}: input streams {by_tile[t].port} and "
-                                      f"{s.port} both need its one load DMA (columns "
-                                      f"{by_tile[t].column} and {s.column}); place the input IO "
-                                      f"tiles {p.columns_per_tile} columns apart")
-            by_tile[t] = s
+            t = self._claim(by_tile, s, "input", "load")
             base = self._alloc(t, s.image.size, f"input stream {s.port}")
             self._host_write(t, base, s.image.ravel())
             pp = s.program
@@ -292,13 +300,7 @@ class GlbSession:
         by_tile: dict[int, StoreStream] = {}
         bases: dict[int, int] = {}
         for s in stores:
-            t = self._tile(s.column, f"output stream {s.port}")
-            if t in by_tile:
-                raise SimulationError(f"GLB tile {t}: output streams {by_tile[t].port} and "
-                                      f"{s.port} both need its one store DMA (columns "
-                                      f"{by_tile[t].column} and {s.column}); place the output "
-                                      f"IO tiles {p.columns_per_tile} columns apart")
-            by_tile[t] = s
+            t = self._claim(by_tile, s, "output", "store")
             bases[t] = self._alloc(t, s.shape[0] * s.shape[1], f"output stream {s.port}")
             pp = s.program
             prog = DmaProgram(PortProgram(pp.extents, AffineMap(

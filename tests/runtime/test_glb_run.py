@@ -22,9 +22,8 @@ from garnet.glb.sim import run_rtl
 from mapper.flow import run_app
 from mapper.params import AppParams, RunParams
 from mapper.sim.glb import design_glb
-from runtime import CommandQueue, Context, get_device
 
-from test_runtime_api import gaussian_numpy
+from test_runtime_api import gaussian_numpy, verilator_gaussian
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -110,15 +109,7 @@ def test_run_report_names_the_glb(glb_gaussian):
 def test_host_api_on_verilator_goes_through_the_design_glb(glb_gaussian):
     """The host API's Verilator platform on the same program: the array RTL configured
     through the GLB's config network and fed by its DMAs gives numpy's image."""
-    dev = get_device("cgra-gen", "verilator", "1")
-    ctx = Context(dev)
-    prog = ctx.program(glb_gaussian.out_dir)
-    img = np.random.default_rng(5).integers(0, 256, size=(64, 64))
-    q = CommandQueue(ctx)
-    bi, bo = ctx.buffer((64, 64)), ctx.buffer((62, 62))
-    q.write(bi, img)
-    er = q.run(prog, {"input": bi}, bo)
-    out = q.read(bo).wait().result
+    dev, img, er, out = verilator_gaussian(glb_gaussian.out_dir, 5)
     assert np.array_equal(out, gaussian_numpy(img))
     assert er.cycles == glb_gaussian.plan.cycles
     g = dev.platform.last_glb

@@ -123,18 +123,24 @@ def test_platform_plugin_registration():
         runtime.Runtime(extra=(runtime.FunctionalPlatform,))
 
 
-def test_verilator_platform_runs_the_array_rtl(gaussian_run):
-    """The same queue on the generated array RTL (Verilator; the design's harness is the one
-    tests/e2e builds for the 8x8, shared through the design directory) gives numpy's image."""
+def verilator_gaussian(run_dir, seed: int):
+    """A random 64x64 image (``seed``) through gaussian's program ``run_dir`` on the
+    Verilator platform: ``(device, image, run event, output read back)``."""
     dev = get_device("cgra-gen", "verilator", "1")
     ctx = Context(dev)
-    prog = ctx.program(gaussian_run)
-    img = np.random.default_rng(11).integers(0, 256, size=(64, 64))
+    prog = ctx.program(run_dir)
+    img = np.random.default_rng(seed).integers(0, 256, size=(64, 64))
     q = CommandQueue(ctx)
     bi, bo = ctx.buffer((64, 64)), ctx.buffer((62, 62))
     q.write(bi, img)
     er = q.run(prog, {"input": bi}, bo)
-    out = q.read(bo).wait().result
+    return dev, img, er, q.read(bo).wait().result
+
+
+def test_verilator_platform_runs_the_array_rtl(gaussian_run):
+    """The same queue on the generated array RTL (Verilator; the design's harness is the one
+    tests/e2e builds for the 8x8, shared through the design directory) gives numpy's image."""
+    _dev, img, er, out = verilator_gaussian(gaussian_run, 11)
     assert np.array_equal(out, gaussian_numpy(img))
     # the array streams 4096 pixels; its first output comes after the line buffer's latency
     assert 4096 < er.cycles < 4096 + 64
