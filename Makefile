@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml $(wildcard */__init__.py)
 	@touch $(STAMP)
 
 test: install
-	$(BIN)/pytest -n $(JOBS) --dist loadfile -p no:cacheprovider --durations=25 tests
+	$(BIN)/pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -p no:cacheprovider --durations=25 tests
 
 lint: install
 	$(BIN)/ruff check cgra peak lake canal garnet mapper dse runtime tests bench

@@ -14,6 +14,7 @@ import pathlib
 import pytest
 
 from garnet.build import generate
+from garnet.glb.params import load_table
 from garnet.params import load_toml
 from peak.rules import build_table
 
@@ -52,6 +53,25 @@ def _design(tmp_path_factory, name: str, only: list[str] | None = None) -> pathl
     return out
 
 
+def _glb_design(base: pathlib.Path, name: str) -> pathlib.Path:
+    """Collateral directory of configs/<name>.toml (the array of the design ``base`` plus a
+    ``[glb]`` table: ``glb/glb.v``, ``glb/glb.json``), generated once per session beside
+    ``base`` with ``base``'s build cache (every module reused) and the shared rule tables; the
+    array RTL is byte-identical, so the Verilator model is ``base``'s."""
+    out = base.parent / name
+    with open(base.parent / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not (out / "design.json").is_file():
+                cfg = ROOT / "configs" / f"{name}.toml"
+                generate(load_toml(cfg), out, rules=True, rules_dir=ROOT / "build" / "rules",
+                         jobs=2, config_file=f"configs/{name}.toml",
+                         cache_dir=base / ".cache", glb=load_table(cfg))
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return out
+
+
 def _partial_builder(only: list[str]):
     """A :data:`garnet.rules.Builder` synthesising the targets ``only`` (PEak's cache in
     the shared directory keeps every entry already there)."""
@@ -66,6 +86,13 @@ def design_dir(tmp_path_factory):
     """``design_dir(name, only=None)``: the collateral directory of configs/<name>.toml,
     generated once per test session and shared by every xdist worker (:func:`_design`)."""
     return functools.partial(_design, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def glb_design():
+    """``glb_design(base, name)``: configs/<name>.toml, ``base``'s array with a ``[glb]``
+    table, generated once per session beside ``base`` (:func:`_glb_design`)."""
+    return _glb_design
 
 
 @pytest.fixture(scope="session")
@@ -105,3 +132,50 @@ def extra_sb_edge():
         g.add_edge(src, dst, 10.0)
         return src
     return add
+
+
+#: test files run first, in this order: the 32x16 design's first user (it generates the
+#: design and builds its Verilator model) on one pytest-xdist worker while the other runs the
+#: DSE sweep and the tutorial, which need no 32x16, so no worker waits on the design's lock
+LEAD_FILES = ("tests/e2e/test_default_array.py", "tests/dse/test_dse.py",
+              "tests/e2e/test_e2e_dnn.py", "tests/test_tutorial.py")
+#: the other slow files' seconds (the sum of their tests' times in a `make test` of stop 50,
+#: 2 workers; estimates for the files that run was without), longest first after the lead:
+#: the longest-processing-time-first order, so no long file starts last. Files not listed
+#: keep pytest's order after these.
+FILE_SECONDS = {
+    "tests/e2e/test_default_array_unroll.py": 160, "tests/e2e/test_ready_valid.py": 200,
+    "tests/mapper/test_covering.py": 126, "tests/e2e/test_e2e.py": 122,
+    "tests/garnet/test_timing_measured.py": 96, "tests/e2e/test_e2e_long_wires.py": 90,
+    "tests/e2e/test_glb_harris.py": 80, "tests/rules/test_rules_bf16.py": 80,
+    "tests/e2e/test_e2e_nlm_bf16.py": 79, "tests/e2e/test_width32.py": 78,
+    "tests/e2e/test_power.py": 73, "tests/dse/test_dse_search.py": 66,
+    "tests/peak/test_bf16.py": 63, "tests/e2e/test_e2e_dnn_pub.py": 55,
+    "tests/dse/test_dse_simulate.py": 52, "tests/bad_inputs/test_run_concurrency.py": 51,
+    "tests/e2e/test_decompose_e2e.py": 49, "tests/dse/test_dse_area_bf16.py": 48,
+    "tests/bad_inputs/test_kill_random.py": 47, "tests/e2e/test_e2e_bf16.py": 46,
+    "tests/runtime/test_glb_run.py": 45, "tests/dse/test_dse_timing.py": 44,
+    "tests/e2e/test_e2e_sum.py": 43, "tests/rules/test_rules_cache.py": 40,
+    "tests/e2e/test_timing_sdf.py": 40, "tests/bad_inputs/test_options.py": 39,
+    "tests/peak/test_cgra_pe.py": 39, "tests/mapper/test_compute.py": 39,
+    "tests/canal/test_canal_smt_rtl.py": 37, "tests/mapper/test_pack_d2.py": 37,
+    "tests/e2e/test_width8.py": 36, "tests/e2e/test_e2e_mem_spec.py": 36,
+    "tests/e2e/test_e2e_d2.py": 36, "tests/rules/test_rules_default_pe.py": 33,
+    "tests/rules/test_rules_d3.py": 33, "tests/dse/test_dse_scheduler.py": 33,
+    "tests/garnet/test_array_sim.py": 32, "tests/bad_inputs/test_locks.py": 31,
+}
+
+
+def _file_rank(item) -> tuple[int, float]:
+    rel = pathlib.Path(str(item.fspath)).resolve().relative_to(ROOT).as_posix()
+    if rel in LEAD_FILES:
+        return 0, LEAD_FILES.index(rel)
+    return 1, -FILE_SECONDS.get(rel, 0)
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Order the test files for two pytest-xdist workers (`make test`: ``--dist loadfile
+    --no-loadscope-reorder``, which keeps this order): :data:`LEAD_FILES`, then the
+    :data:`FILE_SECONDS` files longest first, then the rest as collected (a stable sort: a
+    file's tests keep their order)."""
+    items.sort(key=_file_rank)

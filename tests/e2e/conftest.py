@@ -46,6 +46,13 @@ def default_design(design_dir) -> pathlib.Path:
 
 
 @pytest.fixture(scope="session")
+def default_glb_design(default_design, glb_design) -> pathlib.Path:
+    """Collateral directory of configs/default_glb.toml (the 32x16 with AHA's 16 GLB tiles),
+    beside :func:`default_design`, sharing its modules and Verilator model."""
+    return glb_design(default_design, "default_glb")
+
+
+@pytest.fixture(scope="session")
 def default_harness(default_design):
     """The Verilator model of :func:`default_design`'s stream harness (built once; the model
     cache is content-keyed and locked, so every worker and test file shares it)."""

@@ -3,7 +3,6 @@
 8x8 with a GLB (configs/small_glb.toml)."""
 from __future__ import annotations
 
-import fcntl
 import pathlib
 import sys
 
@@ -13,9 +12,6 @@ if str(ROOT) not in sys.path:
 
 import pytest  # noqa: E402
 
-from garnet.build import generate  # noqa: E402
-from garnet.glb.params import load_table  # noqa: E402
-from garnet.params import load_toml  # noqa: E402
 from mapper.flow import run_stages  # noqa: E402
 from mapper.params import AppParams, RunParams  # noqa: E402
 
@@ -29,19 +25,7 @@ def gaussian_run(small_design, tmp_path_factory) -> pathlib.Path:
 
 
 @pytest.fixture(scope="session")
-def small_glb_design(small_design) -> pathlib.Path:
+def small_glb_design(small_design, glb_design) -> pathlib.Path:
     """Collateral directory of configs/small_glb.toml (the 8x8 of ``small_design`` plus its
-    ``[glb]`` table: ``glb/glb.v``, ``glb/glb.json``), generated once per session beside it
-    with its build cache (every module reused: ~4 s) and the shared rule tables."""
-    out = small_design.parent / "small_glb"
-    with open(small_design.parent / "small_glb.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            if not (out / "design.json").is_file():
-                cfg = ROOT / "configs" / "small_glb.toml"
-                generate(load_toml(cfg), out, rules=True, rules_dir=ROOT / "build" / "rules",
-                         jobs=2, config_file="configs/small_glb.toml",
-                         cache_dir=small_design / ".cache", glb=load_table(cfg))
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-    return out
+    ``[glb]`` table), generated once per session beside it (~4 s: every module reused)."""
+    return glb_design(small_design, "small_glb")
