@@ -44,7 +44,8 @@ from mapper import ir
 from mapper import stages as st
 from mapper.collateral import Collateral
 from mapper.params import AppParams, SimOptions, Step
-from mapper.stages import RUN_SCHEMA, FlowResult, load_bitstream, load_flow, read_app
+from mapper.stages import (RUN_SCHEMA, FlowResult, load_bitstream, load_flow, open_design,
+                           read_app)
 from mapper.mapping.streams import stream_events
 from mapper.backend.bitstream import BitstreamWords
 from mapper.backend.verify import verify
@@ -57,7 +58,7 @@ from mapper.apps import (HALIDE_TOLERANCE_ULP, app_images, build_app, colour_out
 from mapper.images import save_comparison, save_png, save_rgb_png
 from mapper.sim.halide import run_halide_outputs
 from mapper.duplicate import duplication_report
-from mapper.sim.glb import design_glb, glb_section, run_through_glb
+from mapper.sim.glb import GlbApp, design_glb, glb_section, run_through_glb
 
 @dataclass
 class StreamPlan:
@@ -141,6 +142,19 @@ def io_ports(flow: FlowResult) -> dict[str, str]:
                           flow.placement.sites[name],
                           width=width.get(name, 16 if inst.tag == "I" else 1))
             for name, inst in packed.instances.items() if inst.kind in ("io_in", "io_out")}
+
+
+def glb_app(run_dir: str | Path, app: str, width: int, height: int,
+            images: dict[str, np.ndarray]) -> GlbApp:
+    """The app of a run directory (stages up to ``bitstream`` done: `cgra run` / `cgra
+    bitstream` of ``app`` at ``width`` x ``height``) as one app of a concurrent GLB run
+    (:class:`mapper.sim.glb.GlbArray`), with the input ``images`` (input name -> image).
+    Raises :class:`~cgra.errors.CollateralError` for a missing or stale run directory."""
+    coll = open_design(run_dir)
+    flow = load_flow(run_dir, coll)
+    flow.bitstream = load_bitstream(run_dir, coll)
+    dsl = build_app(app, width, height)
+    return GlbApp(app, flow, stream_plan(flow, images, dsl.output.name), images, io_ports(flow))
 
 
 def stream_plan(flow: FlowResult, images: dict[str, np.ndarray],
@@ -607,5 +621,6 @@ def _handshake_section(hs: dict[str, float], tokens: int) -> dict[str, Any]:
 
 
 __all__ = ["NAN_ULP_DISTANCE", "SIM_FILES", "AppRun", "StreamPlan", "bf16_ulp_distance",
-           "check_output", "clear_sim_outputs", "first_mismatch", "io_port", "io_ports", "proved_flow",
+           "check_output", "clear_sim_outputs", "first_mismatch", "glb_app", "io_port", "io_ports",
+           "proved_flow",
            "run_report", "simulate_app", "simulate_on_rtl", "stream_plan"]

@@ -10,7 +10,7 @@ import numpy as np
 
 from garnet.glb.confignet import simulate
 from mapper import ir
-from mapper.apps import lower_app
+from mapper.apps import build_app, lower_app
 from mapper.flow import run_app
 from mapper.interp import run_outputs
 from mapper.params import AppParams, RunParams
@@ -37,13 +37,13 @@ def test_harris_through_the_glb_and_the_host_api(default_glb_design, default_har
     ctx = Context(dev)
     prog = ctx.program(run.out_dir)
     img = np.random.default_rng(37).integers(0, 256, size=(64, 64))
+    name = build_app("harris", 64, 64).inputs[0].name
     pipe = lower_app("harris", 64, 64, 1)
-    want = np.asarray(run_outputs(ir.narrow_pipeline(pipe, 16),
-                                  {pipe.inputs[0].name: img})[pipe.output])
+    want = np.asarray(run_outputs(ir.narrow_pipeline(pipe, 16), {name: img})[pipe.output])
     q = CommandQueue(ctx)
     bi, bo = ctx.buffer((64, 64)), ctx.buffer(want.shape)
     q.write(bi, img)
-    q.run(prog, {pipe.inputs[0].name: bi}, bo)
+    q.run(prog, {name: bi}, bo)
     out = q.read(bo).wait().result
     assert np.array_equal(out, want & 0xFFFF)
     assert dev.platform.last_glb is not None

@@ -14,10 +14,9 @@ from mapper.apps import build_app, lower_app
 from mapper.flow import run_stages
 from mapper.interp import run_outputs
 from mapper.params import AppParams, FlowParams, RunParams
-from mapper.sim.glb import GlbApp, GlbArray, design_glb, reconfiguration
-from mapper.sim.run import io_ports, stream_plan
+from mapper.sim.glb import GlbArray, design_glb, reconfiguration
+from mapper.sim.run import glb_app
 from mapper.sim.verilator import SimParams, build_harness, run_harness
-from mapper.stages import load_bitstream, load_flow, open_design
 
 #: (app, column range) compiled here: the first half's two apps, the second half's one
 RANGES = {"gaussian": (0, 4), "pointwise": (0, 4), "brighten_blur": (4, 8)}
@@ -38,14 +37,8 @@ def apps(small_glb_design, tmp_path_factory):
         run = root / app
         run_stages(RunParams(AppParams(app), small_glb_design, run, FlowParams(columns=cols)),
                    "bitstream")
-        coll = open_design(run)
-        flow = load_flow(run, coll)
-        flow.bitstream = load_bitstream(run, coll)
-        dsl = build_app(app, 64, 64)
         img = np.random.default_rng(k).integers(0, 256, size=(64, 64))
-        images = {dsl.inputs[0].name: img}
-        out[app] = GlbApp(app, flow, stream_plan(flow, images, dsl.output.name), images,
-                          io_ports(flow))
+        out[app] = glb_app(run, app, 64, 64, {build_app(app, 64, 64).inputs[0].name: img})
     return out
 
 
