@@ -442,6 +442,8 @@ def _flush_wait(design: DesignInfo, params: SimParams) -> int:
 
 #: the model cache's directory name beside the design directories (:func:`model_cache_dir`)
 CACHE_DIR_NAME = ".sim-cache"
+#: the ready-valid harness's deadlock line (exit status 4, :mod:`mapper.sim.rv_harness`)
+_DEADLOCK_RE = re.compile(r"deadlock: output (\d+) has (\d+) of (\d+) tokens after (\d+) cycles")
 _KEY_RE = re.compile(r"^(?:rt-)?[0-9a-f]{16}$")
 _TMP_RE = re.compile(r"^\.(?P<key>(?:rt-)?[0-9a-f]+)\.(?:tmp|evict)-(?P<pid>\d+)$")
 
@@ -1069,6 +1071,12 @@ def run_harness(h: Harness, bitstream: list[tuple[int, int]], inputs: dict[str, 
             proc.kill()
             raise
     secs = time.perf_counter() - t0
+    dead = _DEADLOCK_RE.search(stderr or "") if proc.returncode == 4 else None
+    if dead is not None:            # the ready-valid harness (mapper.sim.rv_harness)
+        raise SimulationError(f"ready-valid run stalled for good: output "
+                              f"{h.outputs[int(dead[1])]} has {dead[2]} of {dead[3]} tokens "
+                              f"after {dead[4]} cycles (a route's valid or ready is not "
+                              f"connected: prove the bitstream with `cgra verify`)")
     if proc.returncode != 0:
         raise SimulationError(f"simulation harness {h.exe} failed with status "
                               f"{proc.returncode}: {(stderr or stdout).strip()[-800:]}")

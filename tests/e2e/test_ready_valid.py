@@ -12,7 +12,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+from cgra.errors import SimulationError
+from mapper.sim.verilator import SimParams, build_harness, run_harness
 
 CGRA = Path(sys.executable).with_name("cgra")
 
@@ -102,6 +106,23 @@ def test_verify_proves_valid_and_ready_and_catches_a_cleared_enable(tiny_rv, tmp
         "error: net pointwise_l0_d0: ready-valid handshake not proved: segment RMUX:")
     assert ": valid at PORT:16:2:0:f2io_16 fails (and 1 more); " in err
     assert "the bitstream must set the valid enable" in err
+    # the same bitstream on the RTL: the output never sees a valid; the harness stops after
+    # 64 T + 10000 cycles and the run names the output instead of hanging
+    h = build_harness(tiny_rv)
+    assert h.handshake and h.cached
+    words = [(int(a, 16), int(d, 16)) for a, d in (ln.split() for ln in
+                                                   bad.read_text().splitlines())]
+    head, data = (run / "sim.stim").read_text().split("data\n", 1)
+    lines = dict(ln.split(" ", 1) for ln in head.splitlines())
+    src, port = h.inputs[int(lines["in"])], h.outputs[int(lines["out"])]
+    assert (src, port) == ("glb2io_16_X01_Y00", "io2glb_16_X02_Y00")
+    with pytest.raises(SimulationError) as exc:
+        run_harness(h, words, {src: np.array(data.split()[:261], dtype=np.int64)}, [port],
+                    261, tmp_path / "dead", SimParams(stall_in=0, stall_out=0))
+    assert str(exc.value) == (f"ready-valid run stalled for good: output {port} has 0 of 261 "
+                              f"tokens after {64 * 261 + 10000} cycles (a route's valid or "
+                              f"ready is not connected: prove the bitstream with `cgra "
+                              f"verify`)")
 
 
 def test_bad_stall_option_is_one_line(tiny_rv, tmp_path):
