@@ -44,20 +44,22 @@ from benchlib import row, save_rows  # noqa: E402
 from mapper.sim.verilator import SimParams, build_harness  # noqa: E402
 
 BASE_FLAGS = SimParams().extra_flags
+#: the defaults before stop 50 (OPT_FAST=-O1, Verilator's own --output-split)
+OLD_FLAGS = tuple(f for f in BASE_FLAGS if f not in ("--output-split", "60000"))
 
 #: variant name -> (SimParams fields, warm runtime?)
 VARIANTS: dict[str, tuple[dict, bool]] = {
     "serial_runtime": ({"share_runtime": False}, False),     # the build before issue 41
     "default": ({}, False),
     "default_warm_runtime": ({}, True),
-    "opt_fast_Og": ({"opt_fast": "-Og"}, False),
     "x_fast": ({"extra_flags": (*BASE_FLAGS, "--x-assign", "fast", "--x-initial", "fast")},
                False),
     # issue 41 item 8 (2026-12-05): fewer, larger generated .cpp files (each pays the
-    # precompiled header and the __Syms.h parse once), and the two combined
-    "split_60k": ({"extra_flags": (*BASE_FLAGS, "--output-split", "60000")}, False),
-    "og_split_60k": ({"opt_fast": "-Og",
-                      "extra_flags": (*BASE_FLAGS, "--output-split", "60000")}, False),
+    # precompiled header and the __Syms.h parse once) and OPT_FAST=-Og -- the default since
+    # stop 50 -- against the earlier defaults and each change alone
+    "old_default": ({"opt_fast": "-O1", "extra_flags": OLD_FLAGS}, False),
+    "opt_fast_Og": ({"extra_flags": OLD_FLAGS}, False),
+    "split_60k": ({"opt_fast": "-O1"}, False),
 }
 
 
@@ -72,7 +74,8 @@ def _replay(exe: Path, run: Path, out: Path) -> tuple[float, int]:
     subprocess.run([str(exe), str(run / "sim.bs"), str(run / "sim.stim"), str(out)],
                    check=True, capture_output=True)
     secs = time.perf_counter() - t
-    edges = int(out.read_text().strip().splitlines()[-1].split()[1])
+    edges = next(int(ln.split()[1]) for ln in out.read_text().splitlines()
+                 if ln.startswith("edges "))
     return secs, edges
 
 

@@ -120,8 +120,17 @@ the part after verilation 429 -> 295 s and 222 -> 63 s, rounds 3-4 (quieter) no 
 kept as the default (``SimParams.share_runtime = False`` is the old build) because every later
 build in the cache skips that compile outright. ``--x-assign fast --x-initial fast`` gave no
 gain at equal load (more C++ CPU), and ``OPT_FAST=-Og`` costs 17% of the simulation speed
-(first table), so the other defaults stay. The target of <= 60 s for the cold 32x16 build is
-not met: at load 0.6-5.6 it took ~160 s (the single-threaded verilation ~60 s of it; no
+(first table), so the other defaults stay.
+
+Stop 50 (one round each, idle machine, load 0.2-1.7; 32x16, gaussian replayed, outputs
+bit-identical): the earlier defaults (``-O1``, Verilator's own file split) 99.7 s wall
+(verilate 51.6 s, C++ 48.1 s, 39.2 MB of C++, 1748 cycles/s); ``--output-split 60000``
+(fewer, larger .cpp files, each paying the header parse once) 92.7 s (C++ 42.0 s, 1992
+cycles/s); with ``OPT_FAST=-Og`` too 85.7 s (C++ 30.4 s, 1686 cycles/s). The last is the
+default since: -37% of the C++ compile for -4% of simulation speed in this round (the
+17% of the first table was at -O1 without the split, on a loaded machine). The target of
+<= 60 s for the cold 32x16 build is still not met: the single-threaded verilation alone is
+50-55 s. Earlier: at load 0.6-5.6 it took ~160 s (the single-threaded verilation ~60 s of it; no
 variant above shortened that). Reusing a cached model instead takes
 0.08 s of :func:`build_harness` at 32x16 (``bench_verilator.py --reuse``); the third run of
 A -> B -> A on 8x8 is a 17.6 s ``cgra run`` against 110.9 s with a cold build (load 18). ccache
@@ -153,7 +162,8 @@ from cgra.errors import CollateralError, SimulationError
 from cgra.procs import pdeathsig_preexec
 from garnet import collateral as gc
 from garnet.collateral import DesignInfo, TopPort
-from mapper.sim.rv_harness import HARNESS_HELPERS, PORT_LINES, config_phases, harness_opening, is_handshake_design, rv_harness_source
+from mapper.sim.rv_harness import (HARNESS_HELPERS, PORT_LINES, config_phases, harness_opening,
+                                   is_handshake_design, rv_harness_source)
 
 HARNESS_VERSION = "cgra.stream_harness/2"
 #: control ports of the top module the harness drives itself (docs/garnet.md)
@@ -190,7 +200,7 @@ class SimParams:
 
     verilator: str = "verilator"
     jobs: int = 2
-    opt_fast: str = "-O1"
+    opt_fast: str = "-Og"
     opt_slow: str = "-O0"
     precompiled_header: bool = True
     flush_wait: int | None = None
@@ -198,7 +208,7 @@ class SimParams:
     build_timeout_s: float = 1800.0
     run_timeout_s: float = 1800.0
     extra_flags: tuple[str, ...] = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "-Wno-UNOPTFLAT",
-                                    "--no-decoration")
+                                    "--no-decoration", "--output-split", "60000")
     cache_dir: str | None = None
     cache_models: int = 16
     share_runtime: bool = True
