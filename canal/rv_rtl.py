@@ -61,12 +61,14 @@ class RvArray:
     """The generated ready-valid array: ``top`` (module name), ``modules`` (each distinct
     module once, dependencies first), ``sockets``: (x, y, port -- the socket's prefix, the
     core port unless renamed --, direction of the core port, width, ready-valid) of each top
-    socket, and ``tile_modules``: (x, y) -> tile module."""
+    socket, ``tile_modules``: (x, y) -> tile module, and ``ports``: (name, "in" / "out",
+    width in bits) of every port of the top module, in declaration order."""
 
     top: str
     modules: tuple[VerilogModule, ...]
     sockets: tuple[tuple[int, int, str, str, int, bool], ...]
     tile_modules: dict[tuple[int, int], str]
+    ports: tuple[tuple[str, str, int], ...] = ()
 
     def source(self) -> str:
         """All modules' Verilog text, ready for Verilator / yosys."""
@@ -475,10 +477,10 @@ def rv_array(ic: Interconnect, name: str = "RvArray",
         mods[xy] = _TileGen(ic, xy, flow, fanouts, cores.get(core) if core else None,
                             fifo_tokens).module()
     cols, rows = ic.size
-    top_ports = ["  input CLK", "  input RESET", "  input clk_en", "  input flush",
-                 "  input [31:0] config_addr",
-                 "  input [31:0] config_data", "  input config_write", "  input config_read",
-                 "  output [31:0] read_data"]
+    ports: list[tuple[str, str, int]] = [
+        ("CLK", "in", 1), ("RESET", "in", 1), ("clk_en", "in", 1), ("flush", "in", 1),
+        ("config_addr", "in", 32), ("config_data", "in", 32), ("config_write", "in", 1),
+        ("config_read", "in", 1), ("read_data", "out", 32)]
     body: list[str] = []
     conns: dict[tuple[int, int], list[str]] = {}
     sockets = []
@@ -496,12 +498,12 @@ def rv_array(ic: Interconnect, name: str = "RvArray",
                     continue
                 s = socket_name(renames.get(n.name, n.name), x, y)
                 sockets.append((x, y, renames.get(n.name, n.name), n.direction, w, rv))
-                d_in = n.direction == "out"      # a core output is an input socket of the top
-                top_ports.append(f"  {'input ' if d_in else 'output'} {_vr(w)}{s}")
+                # a core output is an input socket of the top
+                d, back = ("in", "out") if n.direction == "out" else ("out", "in")
+                ports.append((s, d, w))
                 c.append(f".core_{n.name}({s})")
                 if rv:
-                    top_ports += [f"  {'input ' if d_in else 'output'} {s}_valid",
-                                  f"  {'output' if d_in else 'input '} {s}_ready"]
+                    ports += [(f"{s}_valid", d, 1), (f"{s}_ready", back, 1)]
                     c += [f".core_{n.name}_valid({s}_valid)",
                           f".core_{n.name}_ready({s}_ready)"]
         conns[(x, y)] = c
@@ -559,10 +561,11 @@ def rv_array(ic: Interconnect, name: str = "RvArray",
                     + ",\n    ".join(conns[(x, y)]) + "\n  );")
     body.append("  assign read_data = " + " | ".join(f"rd_X{x:02X}_Y{y:02X}"
                                                      for x, y in ic.tiles) + ";")
-    text_body = ",\n".join(top_ports) + "\n);\n" + "\n".join(body) + "\nendmodule\n"
+    text_body = ",\n".join(f"  {'input' if d == 'in' else 'output'} {_vr(w)}{n}"
+                          for n, d, w in ports) + "\n);\n" + "\n".join(body) + "\nendmodule\n"
     digest = hashlib.sha1(text_body.encode()).hexdigest()[:10]
     top = f"{name}_{cols}x{rows}_{digest}"
     top_mod = VerilogModule(top, f"{_HEADER}module {top} (\n" + text_body,
                             tuple({m.name: m for m in mods.values()}.values()))
     return RvArray(top, tuple(top_mod.modules()), tuple(sockets),
-                   {xy: m.name for xy, m in mods.items()})
+                   {xy: m.name for xy, m in mods.items()}, tuple(ports))

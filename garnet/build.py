@@ -94,11 +94,11 @@ from typing import Any, Callable
 
 import psutil
 
-from cgra.errors import CollateralError, ConfigError, InternalError, SpecError
+from cgra.errors import CollateralError, ConfigError, InternalError
 from cgra.procs import die_with_parent
 
 from garnet import collateral as gc
-from garnet.glb.collateral import collateral as glb_collateral
+from garnet.glb.collateral import DESIGN_DIR as GLB_DIR, text as glb_json
 from garnet.glb.params import GlbParams
 from garnet.glb.rtl import glb_verilog
 from garnet.params import INTERCONNECT_FIELDS, GarnetParams, validate
@@ -724,8 +724,6 @@ def generate_rtl(ic, inp: Inputs, cache: BuildCache, workdir: Path,
 #: stream plan (:func:`mapper.sim.run.stream_plan`) addresses both arrays alike
 RV_IO_SOCKETS = {"io2f_{w}": "glb2io_{w}", "f2io_{w}": "io2glb_{w}"}
 
-_PORT_RE = re.compile(r"^\s*(input|output)\s+(?:\[(\d+):0\]\s+)?(\w+)$")
-
 
 def generate_rv_rtl(ic, inp: Inputs, workdir: Path, say: Step = lambda msg: None
                     ) -> RtlOutput:
@@ -748,14 +746,7 @@ def generate_rv_rtl(ic, inp: Inputs, workdir: Path, say: Step = lambda msg: None
     say("Verilog (ready-valid array)")
     names = {a.format(w=w): b.format(w=w) for w in ic.graphs for a, b in RV_IO_SOCKETS.items()}
     arr = rv_array(ic, inp.params.name, cores, fifo_tokens=1, socket_names=names)
-    top = next(mod for mod in arr.modules if mod.name == arr.top)
-    ports = []
-    for line in top.text.split(");", 1)[0].splitlines()[2:]:
-        mt = _PORT_RE.match(line.rstrip(","))
-        if mt is None:
-            raise SpecError(f"ready-valid top {arr.top}: cannot read port line {line!r}")
-        ports.append({"name": mt[3], "direction": "in" if mt[1] == "input" else "out",
-                      "width": int(mt[2]) + 1 if mt[2] else 1})
+    ports = [{"name": n, "direction": d, "width": w} for n, d, w in arr.ports]
     return RtlOutput(arr.top, [(mod.name, mod.text) for mod in arr.modules], ports,
                      [mod.name for mod in arr.modules], [], {})
 
@@ -1239,18 +1230,13 @@ def _tile_counts(params: GarnetParams) -> dict[str, int]:
     return counts
 
 
-#: the GLB's files in a design directory (a TOML with a ``[glb]`` table; `cgra run` on the
-#: design goes through the GLB: mapper.sim.glb)
-GLB_DIR = "glb"
-
-
 def _glb_docs(glb: GlbParams | None) -> dict[str, bytes]:
     """``glb/glb.v`` (:func:`garnet.glb.rtl.glb_verilog`) and ``glb/glb.json``
     (:func:`garnet.glb.collateral.collateral`) of a design with a GLB; none without."""
     if glb is None:
         return {}
     return {f"{GLB_DIR}/glb.v": glb_verilog(glb).encode(),
-            f"{GLB_DIR}/glb.json": (json.dumps(glb_collateral(glb), indent=1) + "\n").encode()}
+            f"{GLB_DIR}/glb.json": glb_json(glb).encode()}
 
 
 def _docs(params: GarnetParams, inp: Inputs) -> dict[str, bytes]:

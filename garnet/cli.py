@@ -7,6 +7,7 @@ import click
 import time
 
 from cgra.outputs import check_output_dir, claim_output_dir
+from garnet.glb.params import load_table
 
 
 @click.command("rtl")
@@ -37,7 +38,6 @@ def rtl(config: str, out: str, rules_dir: str | None, no_rules: bool, jobs: int 
     from cgra.interrupt import raise_if_terminated  # deferred: loads cgra, cgra.interrupt only when called
     from garnet.build import DEFAULT_RULES_DIR, generate  # deferred: loads networkx, numpy, psutil only when called
     from garnet.params import load_toml  # deferred: loads networkx, numpy only when called
-    from garnet.glb.params import load_table  # deferred: loads garnet.glb only when called
 
     t0 = time.perf_counter()
     params = load_toml(config)          # validated before any generation

@@ -38,6 +38,7 @@ from mapper.mapping.compute import decomposition_note
 from mapper.stages import ORDER
 from cgra.errors import SimulationError
 from mapper import stages as st
+from mapper.sim.glb import glb_note
 from mapper.backend.pipeline import PipelineParams
 from mapper.backend.place import PlaceParams
 from mapper.backend.bitstream import GATE_WHAT
@@ -577,8 +578,6 @@ def _summary(run, t0: float) -> None:
                    f"{hs['tokens']} tokens per stream in {hs['cycles']} cycles "
                    f"({hs['tokens_per_cycle']:.3f} per cycle)")
     if r.get("glb"):                # a design with GLB collateral (mapper.sim.glb)
-        from mapper.sim.glb import glb_note  # deferred: loads garnet.glb only when called
-
         click.echo(glb_note(r["glb"]))
     d = r.get("duplication")
     if d:                           # low-unroll duplication (Cascade §V-C4, mapper.duplicate)

@@ -22,6 +22,9 @@ from garnet.glb.dma import register_fields
 from garnet.glb.params import GlbParams, from_dict
 
 SCHEMA = "garnet.glb/1"
+#: where a design directory keeps its GLB files (``glb.v``, ``glb.json``; `cgra rtl` of a
+#: TOML with a ``[glb]`` table)
+DESIGN_DIR = "glb"
 
 
 def collateral(p: GlbParams) -> dict[str, Any]:
@@ -47,11 +50,16 @@ def collateral(p: GlbParams) -> dict[str, Any]:
     }
 
 
+def text(p: GlbParams) -> str:
+    """The text of ``p``'s ``glb.json``."""
+    return json.dumps(collateral(p), indent=1) + "\n"
+
+
 def write(p: GlbParams, out: str | Path) -> Path:
     """Write ``glb.json`` into directory ``out``; returns its path."""
     path = Path(out) / "glb.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(collateral(p), indent=1) + "\n")
+    path.write_text(text(p))
     return path
 
 

@@ -26,24 +26,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import numpy as np
 
 from cgra.errors import SimulationError
-from garnet.glb.collateral import read as read_glb
+from garnet.glb.collateral import DESIGN_DIR, read as read_glb
 from garnet.glb.confignet import simulate as config_cycles
 from garnet.glb.params import GlbParams
 from garnet.glb.stream import ConfigResult, GlbSession, LoadStream, StoreStream
 from lake.program import program as port_program
 from mapper import ir
+from mapper.sim.plan import StreamPlan
+from mapper.stages import FlowResult
 
-if TYPE_CHECKING:
-    from mapper.sim.run import StreamPlan
-    from mapper.stages import FlowResult
-
-#: where a design directory keeps its GLB collateral (``glb.json``, ``glb.v``)
-GLB_DIR = "glb"
 
 
 def design_glb(design_dir: str | Path | None) -> GlbParams | None:
@@ -51,7 +47,7 @@ def design_glb(design_dir: str | Path | None) -> GlbParams | None:
     has none. Raises :class:`~cgra.errors.CollateralError` for a malformed file."""
     if design_dir is None:
         return None
-    path = Path(design_dir) / GLB_DIR / "glb.json"
+    path = Path(design_dir) / DESIGN_DIR / "glb.json"
     return read_glb(path) if path.is_file() else None
 
 
@@ -63,7 +59,7 @@ class _OutMeta:
     shift: int
 
 
-def glb_streams(flow: "FlowResult", images: dict[str, np.ndarray], ports: dict[str, str]
+def glb_streams(flow: FlowResult, images: dict[str, np.ndarray], ports: dict[str, str]
                 ) -> tuple[list[LoadStream], list[StoreStream], dict[str, _OutMeta]]:
     """The load and store streams of a placed, pipelined design (``ports``: IO instance ->
     its top port, :func:`mapper.sim.run.io_ports`; the IO instances' programs
@@ -111,27 +107,16 @@ def glb_streams(flow: "FlowResult", images: dict[str, np.ndarray], ports: dict[s
     return loads, stores, meta
 
 
-def assemble(plan: "StreamPlan", buffers: dict[str, np.ndarray], meta: dict[str, _OutMeta],
+def assemble(plan: StreamPlan, buffers: dict[str, np.ndarray], meta: dict[str, _OutMeta],
              app: str = "") -> dict[str, np.ndarray]:
     """Output stage -> its image (int64 ``[y, x]`` over its box) from the buffers the host
     read back (top port -> ``[rows, U*P]``): pixel ``(x, y)`` of an output instance is
     ``buffer[y - y0 - row_shift, x - U*(x0 div U)]``. Raises :class:`SimulationError` when a
     pixel of a box is not covered."""
-    res, seen = {}, {}
-    for o, (x0, x1, y0, y1) in plan.boxes.items():
-        res[o] = np.zeros((y1 - y0, x1 - x0), np.int64)
-        seen[o] = np.zeros(res[o].shape, bool)
-    for name, port, _cyc, ys, xs in plan.outputs:
-        o, m = plan.stage_of[name], meta[name]
-        bx0, _, by0, _ = plan.boxes[o]
-        res[o][ys - by0, xs - bx0] = buffers[port][ys - m.y0 - m.shift,
-                                                   xs - m.unroll * (m.x0 // m.unroll)]
-        seen[o][ys - by0, xs - bx0] = True
-    for o, ok in seen.items():
-        if not ok.all():
-            raise SimulationError(f"{app}: {int((~ok).sum())} pixels of output {o} are in no "
-                                  f"GLB output buffer")
-    return res
+    def value(name, port, _cyc, ys, xs):
+        m = meta[name]
+        return buffers[port][ys - m.y0 - m.shift, xs - m.unroll * (m.x0 // m.unroll)]
+    return plan.gather(value, app, "are in no GLB output buffer")
 
 
 @dataclass
@@ -156,7 +141,7 @@ class GlbRun:
 ArrayRunner = Callable[[list[tuple[int, int]], dict[str, np.ndarray]], dict[str, np.ndarray]]
 
 
-def run_through_glb(glb: GlbParams, height: int, flow: "FlowResult", plan: "StreamPlan",
+def run_through_glb(glb: GlbParams, height: int, flow: FlowResult, plan: StreamPlan,
                     images: dict[str, np.ndarray], ports: dict[str, str],
                     run_array: ArrayRunner, app: str = "") -> GlbRun:
     """Configure, load, run the array (``run_array``), store and read back (module
@@ -196,8 +181,8 @@ class GlbApp:
     ``images`` and ``ports`` (IO instance -> top port, :func:`mapper.sim.run.io_ports`)."""
 
     name: str
-    flow: "FlowResult"
-    plan: "StreamPlan"
+    flow: FlowResult
+    plan: StreamPlan
     images: dict[str, np.ndarray]
     ports: dict[str, str]
 
@@ -294,6 +279,6 @@ def glb_note(section: dict[str, Any]) -> str:
             f"{', '.join(map(str, st_))}")
 
 
-__all__ = ["GLB_DIR", "ArrayRunner", "GlbApp", "GlbArray", "GlbRun", "StateRunner", "assemble",
+__all__ = ["ArrayRunner", "GlbApp", "GlbArray", "GlbRun", "StateRunner", "assemble",
            "design_glb", "glb_note", "glb_section", "glb_streams", "reconfiguration",
            "run_through_glb"]

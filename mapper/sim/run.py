@@ -59,44 +59,7 @@ from mapper.images import save_comparison, save_png, save_rgb_png
 from mapper.sim.halide import run_halide_outputs
 from mapper.duplicate import duplication_report
 from mapper.sim.glb import GlbApp, design_glb, glb_section, run_through_glb
-
-@dataclass
-class StreamPlan:
-    """Top-port stimulus and sampling for one run: ``inputs`` port -> values ``[T]``,
-    ``outputs``: [(io_out instance, port, cycles ``[n]``, y ``[n]``, x ``[n]``)] (only events
-    inside the output box), ``cycles``: ``T`` (last sampled cycle + 1), ``first_output``:
-    the first sampled cycle, ``box``: the (first) output's domain ``(x0, x1, y0, y1)``;
-    ``stage_of``: io_out instance -> the output stage it streams, ``boxes``: output stage ->
-    its domain (several outputs)."""
-
-    inputs: dict[str, np.ndarray]
-    outputs: list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]]
-    cycles: int
-    first_output: int
-    box: tuple[int, int, int, int]
-    stage_of: dict[str, str] = field(default_factory=dict)
-    boxes: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
-
-    def assemble(self, samples: dict[str, np.ndarray], app: str = "") -> dict[str, np.ndarray]:
-        """Output stage -> its image (int64 ``[y, x]`` over its box) from ``samples`` (top
-        port -> values per cycle). Raises :class:`SimulationError` when a pixel is never
-        sampled."""
-        res, seen = {}, {}
-        for o, (x0, x1, y0, y1) in self.boxes.items():
-            res[o] = np.zeros((y1 - y0, x1 - x0), np.int64)
-            seen[o] = np.zeros(res[o].shape, bool)
-        for (name, port, cyc, ys, xs) in self.outputs:
-            o = self.stage_of[name]
-            x0, _, y0, _ = self.boxes[o]
-            res[o][ys - y0, xs - x0] = samples[port][cyc]
-            seen[o][ys - y0, xs - x0] = True
-        for o, ok in seen.items():
-            if not ok.all():
-                raise SimulationError(f"{app}: {int((~ok).sum())} pixels of output {o} were "
-                                      f"never sampled (the output programs do not cover the "
-                                      f"domain {self.boxes[o]})")
-        return res
-
+from mapper.sim.plan import StreamPlan
 
 @dataclass
 class AppRun:
