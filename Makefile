@@ -75,6 +75,7 @@ FORCE:
 
 bench: install
 	@set -e; for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f; done
+	$(BIN)/python bench/bench_dse_trends.py --sweep configs/dse/small.toml
 
 clean:
 	rm -rf build

@@ -15,9 +15,15 @@ gaussian, unsharp, harris and laplacian_pyramid) and summarises its results.csv:
   five tracks stops helping);
 * the design area (NAND2 equivalents) per (PE, tracks, MEM).
 
+``--sweep configs/dse/small.toml`` runs the shipped DSE example instead (24 points, about
+2 min; CI runs half its grid, tests/dse/ci_sweep.toml): the same figures, and the bench
+fails (exit 1) unless every point of the example maps (issue 41: an example shows the tool
+working).
+
 One JSON line per figure; rows appended to bench/results/dse_trends.csv.
 Run: .venv/bin/python bench/bench_dse_trends.py [--workers 2] [--cache DIR]
-(default cache: a fresh temporary directory; about 13 min on 2 cores)
+[--sweep configs/dse/aha.toml] (default cache: a fresh temporary directory; the AHA sweep
+takes about 13 min on 2 cores)
 """
 from __future__ import annotations
 
@@ -36,6 +42,7 @@ import benchlib  # noqa: E402  (bench/benchlib.py: JSON lines and results CSV)
 ROOT = Path(__file__).resolve().parents[1]
 CGRA = str(Path(sys.executable).parent / "cgra")
 SWEEP = ROOT / "configs" / "dse" / "aha.toml"
+EXAMPLE = ROOT / "configs" / "dse" / "small.toml"
 APPS = ("gaussian", "unsharp", "harris", "laplacian_pyramid")
 
 
@@ -44,9 +51,12 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--cache", type=Path, default=None,
                     help="sweep cache (default: a fresh temporary directory)")
+    ap.add_argument("--sweep", default=str(SWEEP.relative_to(ROOT)),
+                    help="sweep file, relative to the repository (default %(default)s)")
     a = ap.parse_args()
+    sweep = ROOT / a.sweep
     rows: list[dict] = []
-    params = {"sweep": "configs/dse/aha.toml", "workers": a.workers}
+    params = {"sweep": a.sweep, "workers": a.workers}
 
     def emit(figure: str, value: float, unit: str, **extra) -> None:
         rows.append(benchlib.row("dse_trends", figure, round(value, 3), unit,
@@ -55,13 +65,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench_dse_trends_") as tmp:
         cache = a.cache or Path(tmp)
         t = time.perf_counter()
-        r = subprocess.run([CGRA, "dse", str(SWEEP), "--cache", str(cache), "--workers",
+        r = subprocess.run([CGRA, "dse", str(sweep), "--cache", str(cache), "--workers",
                             str(a.workers), "--no-progress"], capture_output=True, text=True)
         wall = time.perf_counter() - t
         if r.returncode != 0:
             sys.exit(f"cgra dse failed:\n{r.stderr[-3000:]}")
         summary = r.stdout.strip().splitlines()[-1]
-        with open(cache / "results" / "aha" / "results.csv") as fh:
+        with open(cache / "results" / sweep.stem / "results.csv") as fh:
             res = list(csv.DictReader(fh))
     computed = int(re.search(r"computed (\d+) points", summary).group(1))
     num = lambda r, k: float(r[k]) if r[k] else 0.0  # noqa: E731
@@ -102,6 +112,11 @@ def main() -> None:
         emit("area_nand2", num(p, "area_nand2"), "NAND2-eq", pe=key[0], tracks=int(key[1]),
              mem=key[2])
     benchlib.save_rows("dse_trends", rows)
+    if sweep.resolve() == EXAMPLE.resolve() and len(ok) != len(res):
+        sys.exit(f"the shipped example {a.sweep}: {len(res) - len(ok)} of {len(res)} points "
+                 f"failed: " + "; ".join(f"{r['app']} {r['pe']}/{r['tracks']}/"
+                                         f"{r['mem_preset']}: {r['error']}"
+                                         for r in res if r["status"] != "ok"))
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import time
+from collections import defaultdict
 from itertools import pairwise
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
@@ -155,7 +156,8 @@ class PathFinder:
         self.tile_use: dict[tuple[int, int], int] = {}
         self.hist = [0.0] * n
         self.occ = [0] * n
-        self.users: list[set[str]] = [set() for _ in range(n)]
+        #: node index -> the nets using it (a node no net has used has no entry)
+        self.users: defaultdict[int, set[str]] = defaultdict(set)
         self.pres_fac = self.p.pres_fac
         # one tile of Manhattan distance costs at least an SB_OUT and an SB_IN per wire of
         # ``track_length`` tiles: the A* heuristic stays admissible for long tracks. Staggered
@@ -230,31 +232,42 @@ class PathFinder:
         xy, succ, kind = self.rg.xy, self.rg.succ, self.rg.kind
         hop = self.hop
         per_reg = 3.0 * self.p.base_cost
-        best: dict[tuple[int, int], float] = {}
-        prev: dict[tuple[int, int], tuple[int, int] | None] = {}
-        heap: list[tuple[float, float, int, int]] = []
+        # a state (node, registers so far) is the int node * span + registers (registers <=
+        # want < span): cheaper to hash than a tuple, and heap ties order as (node,
+        # registers) did. The cost of entering a node is _cost's, inlined (the same float
+        # operations in the same order: identical routes)
+        span = want + 1
+        base, hist, occ, pres = self.p.base_cost, self.hist, self.occ, self.pres_fac
+        power, tile_xy = self.power, self.rg.xy
+        best: dict[int, float] = {}
+        prev: dict[int, int] = {}
+        heap: list[tuple[float, float, int]] = []
+        push, pop = heapq.heappush, heapq.heappop
+        inf = float("inf")
         for s_node, c in starts.items():
             if c > want:
                 continue
-            best[(s_node, c)] = 0.0
-            prev[(s_node, c)] = None
+            st = s_node * span + c
+            best[st] = 0.0
+            prev[st] = -1
             x, y = xy[s_node]
-            heapq.heappush(heap, (max(hop * (abs(x - tx) + abs(y - ty)), per_reg * (want - c)),
-                                  0.0, s_node, c))
+            push(heap, (max(hop * (abs(x - tx) + abs(y - ty)), per_reg * (want - c)), 0.0, st))
         expanded = 0
+        limit = self.p.max_exact_states
         while heap:
-            _f, gc, u, c = heapq.heappop(heap)
-            if gc > best.get((u, c), float("inf")):
+            _f, gc, st = pop(heap)
+            if gc > best.get(st, inf):
                 continue
             expanded += 1
-            if expanded > self.p.max_exact_states:
+            if expanded > limit:
                 return None         # bounded: an exhaustive search of a big graph is slow
+            u, c = divmod(st, span)
             if u in targets:
                 if c != want:
                     continue
-                path, st = [], (u, c)
-                while st is not None:
-                    path.append(st[0])
+                path = []
+                while st != -1:
+                    path.append(st // span)
                     st = prev[st]
                 return path[::-1]
             for v in succ[u]:
@@ -264,20 +277,26 @@ class PathFinder:
                 nc = c + 1 if kv == "REG" and v not in targets else c
                 if nc > want:
                     continue
-                ng = gc + self._cost(v)
-                if ng < best.get((v, nc), float("inf")):
-                    best[(v, nc)] = ng
-                    prev[(v, nc)] = (u, c)
+                cost = (base + hist[v]) * (1.0 + pres * occ[v])
+                if power:
+                    t = tile_xy[v]
+                    if t not in self.on_fixed and not self.tile_use.get(t):
+                        cost *= self.p.power_cost
+                ng = gc + cost
+                sv = v * span + nc
+                if ng < best.get(sv, inf):
+                    best[sv] = ng
+                    prev[sv] = st
                     x, y = xy[v]
                     # every register still missing costs at least its REG, RMUX and the SB_IN
                     # after it (each node >= base cost), so the bound stays admissible
-                    heapq.heappush(heap, (ng + max(hop * (abs(x - tx) + abs(y - ty)),
-                                                   per_reg * (want - nc)), ng, v, nc))
+                    push(heap, (ng + max(hop * (abs(x - tx) + abs(y - ty)),
+                                         per_reg * (want - nc)), ng, sv))
         return None
 
     def _ripup(self, net: str, nodes: Iterable[int]) -> None:
         for i in nodes:
-            if net in self.users[i]:
+            if net in self.users.get(i, ()):
                 self.users[i].discard(net)
                 self.occ[i] -= 1
                 if self.occ[i] == 0:
@@ -442,7 +461,7 @@ def route_width(graph: RoutingGraph, nets: list[RouteNet], reg_feeds: dict[str, 
         pf.pres_fac *= p.pres_mult
     else:
         overused = _overused(pf)
-        lines = [f"{graph.ids[i]} used by {sorted(pf.users[i])}" for i in overused[:20]]
+        lines = [f"{graph.ids[i]} used by {sorted(pf.users.get(i, ()))}" for i in overused[:20]]
         # small array, core-to-core nets: the exact router says whether a routing exists
         # (bounded to a few seconds; mapper.backend.exact_route.EXPLAIN_TIMEOUT_S)
         raise RoutingError(

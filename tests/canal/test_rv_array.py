@@ -214,8 +214,8 @@ def test_wrapped_pe_fires_on_handshake(mode, tmp_path):
     """Item 2 on the PEak PE (generated wrapper, no edit of the spec): IO (0, 0) -> PE (1, 1)
     ``data0`` -> ``res`` -> IO (2, 0), both nets through 2 skid sites, the PE adding the
     constant 7 (``data1`` in CONST mode: not routed, so not a used input). BYPASS: each
-    word + 7, in order, one per cycle without stalls, latency 2 + 1 (the wrapper's output
-    register) + 2 cycles. DELAY (``data0`` through the PE's input register, which advances
+    word + 7, in order, one per cycle without stalls, latency 2 + 2 cycles (the wrapper adds
+    none: the PE's output is combinational from the words at its inputs). DELAY (``data0`` through the PE's input register, which advances
     only when the PE fires): one token of delay, the sink gets 0 + 7 and then each word
     + 7. With source and sink stalls (0.3) the same streams."""
     ic = pe_array()
@@ -237,4 +237,4 @@ def test_wrapped_pe_fires_on_handshake(mode, tmp_path):
         assert tr.received[1].shape == (0, 2)      # IO (1, 0): no route, never valid
         if p_stall == 0.0:
             assert recv[-1, 0] - recv[0, 0] == 1999            # one word per cycle
-            assert recv[0, 0] - tr.sent[0, 0] == 5
+            assert recv[0, 0] - tr.sent[0, 0] == 4
