@@ -149,3 +149,38 @@ def core_harness() -> ArrayHarness:
         arr = rv_array(ic, cores={pe.name: core_verilog(pe, tmp)})
     return build_array_harness(arr, socket_name(*SOURCE),
                                tuple(socket_name(*s) for s in IO_SINKS), CACHE)
+
+
+@functools.lru_cache(maxsize=None)
+def pe_array_all_rv() -> Interconnect:
+    """:func:`pe_array` with the 1-bit tracks ready-valid too, so a PE's ``res`` and
+    ``res_p`` are two handshaken outputs of one wrapped core."""
+    p = from_dict({"width": 3, "height": 2, "tracks": 2, "mem_ratio": 0,
+                   "flow_control": "ready_valid", "fifo_kind": "skid"})
+    return build_interconnect(p)
+
+
+#: the sinks of :func:`two_output_routes`: ``res`` at IO (2, 0), ``res_p`` at IO (1, 0)
+TWO_OUTPUT_SINKS = (("f2io_16", 2, 0), ("f2io_1", 1, 0))
+
+
+def two_output_routes(ic: Interconnect) -> dict[str, list[list[str]]]:
+    """IO (0, 0) -> the ``data0`` of the PE of (1, 1); its ``res`` -> IO (2, 0) and its
+    ``res_p`` -> IO (1, 0) (the 1-bit graph); every FIFO site on them enabled."""
+    g16, g1 = ic.graphs[16], ic.graphs[1]
+    routes = core_routes(g16)
+    b = _bfs(g1, [port(g1, "res_p", 1, 1)], port(g1, *TWO_OUTPUT_SINKS[1]), set())
+    routes["flag"] = [with_fifos(g1, b, lambda k: True)]
+    return routes
+
+
+@functools.lru_cache(maxsize=None)
+def two_output_harness() -> ArrayHarness:
+    """:func:`pe_array_all_rv` with its PEs wrapped; source IO (0, 0), sinks
+    :data:`TWO_OUTPUT_SINKS`."""
+    ic = pe_array_all_rv()
+    pe = ic.cores[ic.tiles[(1, 1)].core]
+    with tempfile.TemporaryDirectory(prefix="rv-core-") as tmp:
+        arr = rv_array(ic, cores={pe.name: core_verilog(pe, tmp)})
+    return build_array_harness(arr, socket_name(*SOURCE),
+                               tuple(socket_name(*s) for s in TWO_OUTPUT_SINKS), CACHE)

@@ -27,7 +27,8 @@ from peak.assembler import assembler
 from peak.examples.cgra_pe import ALU, Cond, Inst, Mode
 
 from rv_array_testutil import (array, core_harness, core_routes, harness, mc_array, mc_sinks,
-                               multicast_route, pe_array, static_graphs, with_fifos)
+                               multicast_route, pe_array, pe_array_all_rv, static_graphs,
+                               two_output_harness, two_output_routes, with_fifos)
 
 N_WORDS = 3000
 
@@ -238,3 +239,34 @@ def test_wrapped_pe_fires_on_handshake(mode, tmp_path):
         if p_stall == 0.0:
             assert recv[-1, 0] - recv[0, 0] == 1999            # one word per cycle
             assert recv[0, 0] - tr.sent[0, 0] == 4
+
+
+def test_wrapped_pe_with_two_outputs_sends_each_token_once_to_each(tmp_path):
+    """The wrapper's eager fork over a core's outputs: the PE of (1, 1) adds 7 to each word
+    of ``data0`` and drives ``res`` (16 bits, to IO (2, 0)) and ``res_p`` (condition N: bit
+    15 of the sum, on the ready-valid 1-bit tracks, to IO (1, 0)); the two sinks stall
+    independently, so one output is often taken cycles before the other. Each sink gets
+    every token exactly once and in order, and the PE fires once per input word (its sum
+    and flag always belong to the same word); without stalls both move one word per
+    cycle."""
+    ic = pe_array_all_rv()
+    inst = assembler(Inst).encode(Inst(
+        alu=ALU.Add, signed=Bit(0), cond=Cond.N, lut=BV[8](0), data0_mode=Mode.BYPASS,
+        data0_const=BV[16](0), data1_mode=Mode.CONST, data1_const=BV[16](7),
+        bit0_mode=Mode.BYPASS, bit0_const=Bit(0), bit1_mode=Mode.BYPASS, bit1_const=Bit(0),
+        bit2_mode=Mode.BYPASS, bit2_const=Bit(0)))
+    bits = rv_bitstream(ic, two_output_routes(ic)) + ic.core_bitstream(1, 1, {"inst": inst})
+    words = np.random.default_rng(3).integers(0, 1 << 16, 2000)
+    total = (words + 7) & 0xFFFF
+    for p_stall, seed in ((0.0, 1), (0.3, 4), (0.5, 9)):
+        tr = run_array_harness(two_output_harness(), bits, words, seed, p_stall, p_stall,
+                               12000, tmp_path / f"{p_stall}")
+        res, flag = tr.received
+        assert np.array_equal(res[:, 1], total)
+        assert np.array_equal(flag[:, 1], total >> 15)
+        assert np.array_equal(tr.sent[:, 1], words)
+        if p_stall == 0.0:
+            assert res[-1, 0] - res[0, 0] == flag[-1, 0] - flag[0, 0] == 1999
+        else:
+            # the outputs of one fire were taken in different cycles at least once
+            assert (res[:, 0] != flag[:, 0]).any()
