@@ -63,6 +63,8 @@ VARIANTS: dict[str, tuple[dict, bool]] = {
     # no optimisation of the model's hot code either: the C++ compile against -Og, and what
     # it costs in simulation speed
     "opt_fast_O0": ({"opt_fast": "-O0"}, False),
+    # Verilator 5's data-flow-graph optimiser off (the verilation is the single-threaded part)
+    "no_dfg": ({"extra_flags": (*BASE_FLAGS, "-fno-dfg")}, False),
 }
 
 
