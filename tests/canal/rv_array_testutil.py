@@ -140,13 +140,13 @@ def core_routes(g: InterconnectGraph) -> dict[str, list[list[str]]]:
 
 
 @functools.lru_cache(maxsize=None)
-def core_harness() -> ArrayHarness:
-    """:func:`pe_array` with its PEs wrapped (canal.rv_rtl.rv_array cores=); source IO
-    (0, 0), sinks :data:`IO_SINKS`."""
+def core_harness(fifo_tokens: int = 0) -> ArrayHarness:
+    """:func:`pe_array` with its PEs wrapped (canal.rv_rtl.rv_array cores=), every FIFO site
+    starting with ``fifo_tokens`` words; source IO (0, 0), sinks :data:`IO_SINKS`."""
     ic = pe_array()
     pe = ic.cores[ic.tiles[(1, 1)].core]
     with tempfile.TemporaryDirectory(prefix="rv-core-") as tmp:
-        arr = rv_array(ic, cores={pe.name: core_verilog(pe, tmp)})
+        arr = rv_array(ic, cores={pe.name: core_verilog(pe, tmp)}, fifo_tokens=fifo_tokens)
     return build_array_harness(arr, socket_name(*SOURCE),
                                tuple(socket_name(*s) for s in IO_SINKS), CACHE)
 
