@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from cgra.errors import ConfigError
+from cgra.errors import ConfigError, SimulationError
 
 from canal.graph import InterconnectGraph, NodeKind
 
@@ -42,8 +42,11 @@ _MASK = (1 << 64) - 1
 
 
 class _Rng:
-    def __init__(self, seed: int):
-        self.s = (seed * 2654435761 + 88172645463325252) & _MASK
+    """xorshift64 (13, 7, 17); ``seed`` as given (the callers apply their harness's
+    seeding)."""
+
+    def __init__(self, state: int):
+        self.s = (state & _MASK) or 1
 
     def draw(self) -> int:
         s = self.s
@@ -76,10 +79,10 @@ class _Net:
     """The route trees of one run and their state (module docstring); :meth:`cycle` is one
     clock cycle."""
 
-    def __init__(self, nodes, parent, children, src, sink_ids, core_in, core_out,
-                 fifo_tokens: int):
+    def __init__(self, nodes, parent, children, src: list[str], sink_ids: list[str],
+                 core_in, core_out, fifo_tokens: int):
         self.nodes, self.parent, self.children = nodes, parent, children
-        self.src, self.sink_ids = src, sink_ids
+        self.srcs, self.sink_ids = src, sink_ids
         self.core_in, self.core_out = core_in, core_out
         self.fifos = {nid: _Fifo(head_v=bool(fifo_tokens), head=-1)
                       for nid, n in nodes.items() if n.kind is NodeKind.REG}
@@ -99,8 +102,8 @@ class _Net:
     def vout(self, nid: str) -> tuple[bool, int]:
         """(valid, token) leaving ``nid``."""
         if nid not in self._vo:
-            if nid == self.src:
-                self._vo[nid] = (self._presenting, self._idx)
+            if nid in self._presenting:
+                self._vo[nid] = (self._presenting[nid], self._idx[nid])
             elif nid in self.fifos:
                 self._vo[nid] = (self.fifos[nid].head_v, self.fifos[nid].head)
             elif nid in self.sent:
@@ -141,25 +144,35 @@ class _Net:
             return self.fire(self._tile(nid))               # a wrapped core's input
         return self.rout(nid)
 
-    def cycle(self, presenting: bool, idx: int, rdy: list[bool], t: int,
-              out: RvTransfers) -> bool:
-        """One cycle: record the transfers in ``out``, then the clock edge. Returns whether
-        the source's word was taken."""
+    def cycle(self, presenting: dict[str, bool], idx: dict[str, int], rdy: list[bool],
+              t: int, out: RvTransfers | None) -> tuple[list[str], list[int]]:
+        """One cycle: the transfers (recorded in ``out`` unless None), then the clock edge.
+        ``presenting`` / ``idx``: per source node, whether it presents a word and its
+        token. Returns the sources whose word was taken and the sinks that took one."""
         self._presenting, self._idx, self._rdy = presenting, idx, rdy
         self._vo: dict[str, tuple[bool, int]] = {}
         self._ro: dict[str, bool] = {}
-        # a word moves into each node whose input is valid and ready; out of each root (the
+        # a word moves into each node whose input is valid and ready; out of each root (a
         # source socket, a core output) when it is valid and taken
         moved = {nid: (self.vout(nid)[0] and self.rout(nid)) if self.parent[nid] is None
                  else (self.vin(nid)[0] and self.accept(nid)) for nid in self.nodes}
-        src_go = moved[self.src]
-        if src_go:
-            out.sent.append((t, idx))
-        for k, s in enumerate(self.sink_ids):
-            if moved.get(s):
-                out.received[k].append((t, self.vin(s)[1]))
+        self.moved = moved
+        gone = [s for s in self.srcs if moved[s]]
+        took = [k for k, s in enumerate(self.sink_ids) if moved.get(s)]
+        if out is not None:
+            self._record(out, moved, gone, took, t)
+        self._edge()
+        return gone, took
+
+    def _record(self, out: RvTransfers, moved, gone, took, t: int) -> None:
+        for s in gone:
+            out.sent.append((t, self._idx[s]))
+        for k in took:
+            out.received[k].append((t, self.vin(self.sink_ids[k])[1]))
         for nid, m in moved.items():
             out.link_words[nid] += m
+
+    def _edge(self) -> None:
         # the clock edge: every next state from this cycle's values, then all at once
         fired = {tile: self.fire(tile) for tile in self.fires}
         fifos = {}
@@ -184,7 +197,51 @@ class _Net:
         self.sent.update(sent)
         for tile, f in fired.items():
             self.fires[tile] += f
-        return src_go
+
+
+def _trees(graphs: Mapping[int, InterconnectGraph],
+           routes: Mapping[str, Sequence[Sequence[str]]]):
+    """The route trees: node id -> node, parent (None at a root), children."""
+    nodes: dict[str, object] = {}
+    parent: dict[str, str | None] = {}
+    children: dict[str, list[str]] = {}
+    for net, paths in routes.items():
+        for path in paths:
+            for i, nid in enumerate(path):
+                g = next((g for g in graphs.values() if nid in g.nodes), None)
+                if g is None:
+                    raise ConfigError(f"net {net}: node {nid} is in no routing graph")
+                nodes[nid] = g.nodes[nid]
+                # a path may start where another ends (the mapper splits a net at each
+                # pipeline register: the register's net starts at its REG node)
+                up = path[i - 1] if i else None
+                if parent.get(nid) is None:
+                    parent[nid] = up
+                elif up is not None and parent[nid] != up:
+                    raise ConfigError(f"net {net}: node {nid} has two parents "
+                                      f"({parent[nid]} and {up})")
+                children.setdefault(nid, [])
+                if up is not None and nid not in children[up]:
+                    children[up].append(nid)
+
+    return nodes, parent, children
+
+
+def _cores(nodes, ends: set[str]):
+    """Wrapped cores: tile -> used input / output port nodes (every route port not in
+    ``ends``, the sockets)."""
+    core_in: dict[tuple[int, int], list[str]] = {}
+    core_out: dict[tuple[int, int], list[str]] = {}
+    for nid, n in nodes.items():
+        if n.kind is NodeKind.PORT and nid not in ends:
+            (core_in if n.direction == "in" else core_out).setdefault((n.x, n.y), []).append(nid)
+    return core_in, core_out
+
+
+def _port(nodes, ref: PortRef, direction: str) -> str | None:
+    name, x, y = ref
+    return next((nid for nid, n in nodes.items() if n.kind is NodeKind.PORT and n.name == name
+                 and (n.x, n.y) == (x, y) and n.direction == direction), None)
 
 
 def simulate(graphs: Mapping[int, InterconnectGraph], routes: Mapping[str, Sequence[Sequence[str]]],
@@ -198,46 +255,16 @@ def simulate(graphs: Mapping[int, InterconnectGraph], routes: Mapping[str, Seque
     as the harness does). Every other port on a route is a wrapped core's, grouped by tile.
     Raises :class:`ConfigError` when a route node is not in ``graphs``, two paths disagree on
     a node's parent, or the source is on no route."""
-    nodes: dict[str, object] = {}
-    parent: dict[str, str | None] = {}
-    children: dict[str, list[str]] = {}
-    for net, paths in routes.items():
-        for path in paths:
-            for i, nid in enumerate(path):
-                g = next((g for g in graphs.values() if nid in g.nodes), None)
-                if g is None:
-                    raise ConfigError(f"net {net}: node {nid} is in no routing graph")
-                nodes[nid] = g.nodes[nid]
-                up = path[i - 1] if i else None
-                if parent.setdefault(nid, up) != up:
-                    raise ConfigError(f"net {net}: node {nid} has two parents "
-                                      f"({parent[nid]} and {up})")
-                children.setdefault(nid, [])
-                if up is not None and nid not in children[up]:
-                    children[up].append(nid)
-
-    def port_node(ref: PortRef, direction: str) -> str:
-        name, x, y = ref
-        hit = [nid for nid, n in nodes.items() if n.kind is NodeKind.PORT and n.name == name
-               and (n.x, n.y) == (x, y) and n.direction == direction]
-        if not hit:
-            raise ConfigError(f"socket {name} of tile ({x}, {y}) is on no route")
-        return hit[0]
-
-    src = port_node(source, "out")
+    nodes, parent, children = _trees(graphs, routes)
+    src = _port(nodes, source, "out")
+    if src is None:
+        raise ConfigError(f"socket {source[0]} of tile ({source[1]}, {source[2]}) is on no "
+                          f"route")
     # a sink on no route is an idle socket (never valid); it still draws its ready
-    sink_ids = [port_node(s, "in") if any(
-        n.kind is NodeKind.PORT and (n.name, n.x, n.y) == tuple(s) for n in nodes.values())
-        else f"idle:{k}" for k, s in enumerate(sinks)]
-    # wrapped cores: tile -> used input ports, used output ports
-    core_in: dict[tuple[int, int], list[str]] = {}
-    core_out: dict[tuple[int, int], list[str]] = {}
-    for nid, n in nodes.items():
-        if n.kind is not NodeKind.PORT or nid == src or nid in sink_ids:
-            continue
-        (core_in if n.direction == "in" else core_out).setdefault((n.x, n.y), []).append(nid)
-    net = _Net(nodes, parent, children, src, sink_ids, core_in, core_out, fifo_tokens)
-    rng = _Rng(seed)
+    sink_ids = [_port(nodes, s, "in") or f"idle:{k}" for k, s in enumerate(sinks)]
+    core_in, core_out = _cores(nodes, {src, *sink_ids})
+    net = _Net(nodes, parent, children, [src], sink_ids, core_in, core_out, fifo_tokens)
+    rng = _Rng(seed * 2654435761 + 88172645463325252)
     psrc, psink = round(p_src * 1000), round(p_sink * 1000)
     out = RvTransfers([], tuple([] for _ in sinks), {nid: 0 for nid in nodes})
     idx, presenting = 0, False
@@ -245,10 +272,83 @@ def simulate(graphs: Mapping[int, InterconnectGraph], routes: Mapping[str, Seque
         if not presenting and idx < n_words and rng.draw() % 1000 >= psrc:
             presenting = True
         rdy = [rng.draw() % 1000 >= psink for _ in sinks]
-        if net.cycle(presenting, idx, rdy, t, out):
+        gone, _took = net.cycle({src: presenting}, {src: idx}, rdy, t, out)
+        if gone:
             idx += 1
             presenting = False
     return out
 
 
-__all__ = ["PortRef", "RvTransfers", "simulate"]
+@dataclass
+class StreamRun:
+    """A run of :func:`simulate_streams`: ``cycles`` of the stream phase, the input stall
+    and output backpressure cycles (summed over sockets), input tokens taken, tokens per
+    output, and the words that crossed each route node."""
+
+    cycles: int
+    input_stall_cycles: int
+    output_backpressure_cycles: int
+    taken: int
+    tokens: list[int]
+    link_words: dict[str, int]
+
+
+def simulate_streams(graphs: Mapping[int, InterconnectGraph],
+                     routes: Mapping[str, Sequence[Sequence[str]]], inputs: Sequence[PortRef],
+                     outputs: Sequence[PortRef], tokens: int, seed: int, p_in: int, p_out: int,
+                     fifo_tokens: int = 1) -> StreamRun:
+    """The stream phase of :mod:`mapper.sim.rv_harness`'s testbench on these routes: every
+    input socket presents tokens without end (its stimulus, then 0), drawing a stall with
+    probability ``p_in`` (per mille) each cycle it presents nothing; every output's ready is
+    0 with probability ``p_out`` (per mille) each cycle; draws in that order from the
+    harness's xorshift64 seeded with ``seed``; the run ends when every output took
+    ``tokens`` tokens. Every FIFO site starts with ``fifo_tokens`` words (1 in `cgra rtl`'s
+    ready-valid arrays). Raises :class:`SimulationError` naming the first output short of
+    tokens after ``64 * tokens + 10000`` cycles (the harness's deadlock bound), and
+    :class:`ConfigError` as :func:`simulate`."""
+    nodes, parent, children = _trees(graphs, routes)
+    srcs = [_port(nodes, r, "out") for r in inputs]
+    sink_ids = [_port(nodes, r, "in") or f"idle:{k}" for k, r in enumerate(outputs)]
+    core_in, core_out = _cores(nodes, {*filter(None, srcs), *sink_ids})
+    net = _Net(nodes, parent, children, [s for s in srcs if s], sink_ids, core_in, core_out,
+               fifo_tokens)
+    rng = _Rng(seed * 0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D)
+    presenting = [False] * len(inputs)
+    sent = [0] * len(inputs)
+    got = [0] * len(outputs)
+    run = StreamRun(0, 0, 0, 0, got, {nid: 0 for nid in nodes})
+    limit = 64 * tokens + 10000
+    t = 0
+    while any(g < tokens for g in got):
+        if t >= limit:
+            j = next(j for j, g in enumerate(got) if g < tokens)
+            name, x, y = outputs[j]
+            raise SimulationError(f"ready-valid model stalled for good: output {name} of tile "
+                                  f"({x}, {y}) has {got[j]} of {tokens} tokens after {t} "
+                                  f"cycles")
+        for i in range(len(inputs)):
+            if not presenting[i]:
+                if rng.draw() % 1000 < p_in:
+                    run.input_stall_cycles += 1
+                else:
+                    presenting[i] = True
+        rdy = [rng.draw() % 1000 >= p_out for _ in outputs]
+        run.output_backpressure_cycles += rdy.count(False)
+        pres = {s: presenting[i] for i, s in enumerate(srcs) if s}
+        gone, took = net.cycle(pres, {s: sent[i] for i, s in enumerate(srcs) if s}, rdy, t,
+                               None)
+        for i, s in enumerate(srcs):
+            if s in gone:
+                sent[i] += 1
+                presenting[i] = False
+                run.taken += 1
+        for k in took:
+            got[k] += 1
+        for nid, m in net.moved.items():
+            run.link_words[nid] += m
+        t += 1
+    run.cycles = t
+    return run
+
+
+__all__ = ["PortRef", "RvTransfers", "StreamRun", "simulate", "simulate_streams"]

@@ -719,10 +719,8 @@ def generate_rtl(ic, inp: Inputs, cache: BuildCache, workdir: Path,
                      {mod: e["ports"] for mod, e in entries.items()})
 
 
-#: the IO core's fabric ports -> the name of their socket at the top of a ready-valid array:
-#: the names of the static array's IO ports (the IO core is a wire between them), so the
-#: stream plan (:func:`mapper.sim.run.stream_plan`) addresses both arrays alike
-RV_IO_SOCKETS = {"io2f_{w}": "glb2io_{w}", "f2io_{w}": "io2glb_{w}"}
+#: the IO sockets of a ready-valid top (:data:`garnet.collateral.RV_IO_SOCKETS`)
+RV_IO_SOCKETS = gc.RV_IO_SOCKETS
 
 
 def generate_rv_rtl(ic, inp: Inputs, workdir: Path, say: Step = lambda msg: None

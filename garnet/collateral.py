@@ -179,6 +179,13 @@ def read_design(root: str | Path) -> dict[str, Any]:
     return doc
 
 
+#: the IO core's fabric ports -> the name of their socket at the top of a ready-valid array
+#: (:func:`garnet.build.generate_rv_rtl`): the names of the static array's IO ports (the IO
+#: core is a wire between them), so the stream plan (:func:`mapper.sim.run.stream_plan`)
+#: addresses both arrays alike
+RV_IO_SOCKETS = {"io2f_{w}": "glb2io_{w}", "f2io_{w}": "io2glb_{w}"}
+
+
 @dataclass(frozen=True)
 class TopPort:
     """A port of the top module: name, ``in``/``out``, width (bits)."""

@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cgra.errors import SimulationError
+from cgra.errors import CollateralError, SimulationError
+from mapper.sim.rv_predict import predict_handshake
 from mapper.sim.verilator import SimParams, build_harness, run_harness
 
 CGRA = Path(sys.executable).with_name("cgra")
@@ -64,6 +65,10 @@ def test_stall_seed_sweep_is_bit_exact(tiny_rv, tmp_path):
         assert hs["cycles"] > hs["tokens"] + 50       # stalls cost cycles
         cycles[seed] = (hs["cycles"], hs["input_stall_cycles"],
                         hs["output_backpressure_cycles"])
+        # the cycle-level model of the network (canal.rv_netsim) predicts the run exactly
+        model = predict_handshake(tiny_rv, tmp_path / f"s{seed}")
+        assert (model.cycles, model.input_stall_cycles, model.output_backpressure_cycles) == \
+            cycles[seed]
         outs[seed] = (tmp_path / f"s{seed}" / "sim.out").read_text().split(
             "data", 1)[1].split("edges", 1)[0]
     assert len(set(cycles.values())) == 3
@@ -126,6 +131,11 @@ def test_verify_proves_valid_and_ready_and_catches_a_cleared_enable(tiny_rv, tmp
                               f"verify`)")
 
 
+def test_cycle_model_refuses_a_static_design(small_design, tmp_path):
+    with pytest.raises(CollateralError, match="not a ready-valid design"):
+        predict_handshake(small_design, tmp_path)
+
+
 def test_bad_stall_option_is_one_line(tiny_rv, tmp_path):
     r = _cgra("run", "pointwise", "--design", tiny_rv, "--size", 16, "--out", tmp_path / "o",
               "--stall-in", 1.5)
@@ -150,6 +160,12 @@ def test_gaussian_on_the_ready_valid_8x8_under_stalls(design_dir, tmp_path):
     assert hs["input_stall_cycles"] > 0 and hs["cycles"] > hs["tokens"]
     assert rep["match"] == {"numpy": True, "halide": True}
     assert rep["bitstream_proof"]["ready_valid"]["nets"] == rep["bitstream_proof"]["nets"]
+    # the cycle-level model of the network predicts the RTL's cycles and stalls exactly
+    # (MEM line buffers, reconvergent adder trees, 1041 tokens under p = 0.3 stalls)
+    model = predict_handshake(design, out)
+    assert (model.cycles, model.input_stall_cycles, model.output_backpressure_cycles) == \
+        (hs["cycles"], hs["input_stall_cycles"], hs["output_backpressure_cycles"])
+    assert model.tokens == [1041]
     # without stalls one token per cycle, MEM line buffers and reconvergent adder-tree paths
     # included: the wrapped cores add no cycle, so no branch waits for a slower sibling
     free = tmp_path / "free"
@@ -158,5 +174,6 @@ def test_gaussian_on_the_ready_valid_8x8_under_stalls(design_dir, tmp_path):
     assert r.returncode == 0, r.stderr
     hs = json.loads((free / "run_report.json").read_text())["handshake"]
     assert (hs["tokens"], hs["cycles"], hs["tokens_per_cycle"]) == (1041, 1041, 1.0)
+    assert predict_handshake(design, free).cycles == 1041
     assert (free / "sim.out").read_text().split("data", 1)[1].split("edges", 1)[0] == \
         (out / "sim.out").read_text().split("data", 1)[1].split("edges", 1)[0]
