@@ -79,10 +79,10 @@ class _Net:
     """The route trees of one run and their state (module docstring); :meth:`cycle` is one
     clock cycle."""
 
-    def __init__(self, nodes, parent, children, src: list[str], sink_ids: list[str],
+    def __init__(self, nodes, parent, children, srcs: list[str], sink_ids: list[str],
                  core_in, core_out, fifo_tokens: int):
         self.nodes, self.parent, self.children = nodes, parent, children
-        self.srcs, self.sink_ids = src, sink_ids
+        self.srcs, self.sink_ids = srcs, sink_ids
         self.core_in, self.core_out = core_in, core_out
         self.fifos = {nid: _Fifo(head_v=bool(fifo_tokens), head=-1)
                       for nid, n in nodes.items() if n.kind is NodeKind.REG}
@@ -90,6 +90,14 @@ class _Net:
                       if len(ch) > 1}
         self.sent = {nid: False for outs in core_out.values() for nid in outs}
         self.fires = {t: 0 for t in set(core_in) | set(core_out)}
+        #: this cycle: the sources' valid and token, the sinks' ready, the valid/token
+        #: leaving and the ready offered to each node (filled on demand), the transfers
+        self._presenting: dict[str, bool] = {}
+        self._idx: dict[str, int] = {}
+        self._rdy: list[bool] = []
+        self._vo: dict[str, tuple[bool, int]] = {}
+        self._ro: dict[str, bool] = {}
+        self.moved: dict[str, bool] = {}
 
     def _tile(self, nid: str) -> tuple[int, int]:
         n = self.nodes[nid]
@@ -150,8 +158,7 @@ class _Net:
         ``presenting`` / ``idx``: per source node, whether it presents a word and its
         token. Returns the sources whose word was taken and the sinks that took one."""
         self._presenting, self._idx, self._rdy = presenting, idx, rdy
-        self._vo: dict[str, tuple[bool, int]] = {}
-        self._ro: dict[str, bool] = {}
+        self._vo, self._ro = {}, {}
         # a word moves into each node whose input is valid and ready; out of each root (a
         # source socket, a core output) when it is valid and taken
         moved = {nid: (self.vout(nid)[0] and self.rout(nid)) if self.parent[nid] is None
