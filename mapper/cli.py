@@ -576,7 +576,8 @@ def _summary(run, t0: float) -> None:
                    f"output p = {hs['p_out']}): {hs['input_stall_cycles']} input stall and "
                    f"{hs['output_backpressure_cycles']} output backpressure cycles; "
                    f"{hs['tokens']} tokens per stream in {hs['cycles']} cycles "
-                   f"({hs['tokens_per_cycle']:.3f} per cycle)")
+                   f"({hs['tokens_per_cycle']:.3f} per cycle; the cycle model of the network "
+                   f"predicts {hs['model_cycles']})")
     if r.get("glb"):                # a design with GLB collateral (mapper.sim.glb)
         click.echo(glb_note(r["glb"]))
     d = r.get("duplication")

@@ -16,7 +16,7 @@ from pathlib import Path
 from canal.rv_netsim import PortRef, StreamRun, simulate_streams
 from cgra.errors import CollateralError
 from garnet.collateral import RV_IO_SOCKETS, read_design_info, read_json
-from mapper.collateral import load_collateral
+from mapper.collateral import Collateral, load_collateral
 from mapper.sim.rv_harness import is_handshake_design, rv_harness_source
 
 _SOCKET = re.compile(r"(.+)_X([0-9A-F]{2})_Y([0-9A-F]{2})")
@@ -32,9 +32,11 @@ def socket_port(socket: str, width_ports: dict[str, str]) -> PortRef:
     return width_ports[m[1]], int(m[2], 16), int(m[3], 16)
 
 
-def predict_handshake(design: str | Path, run_dir: str | Path) -> StreamRun:
+def predict_handshake(design: str | Path, run_dir: str | Path,
+                      coll: Collateral | None = None) -> StreamRun:
     """The model's run of the stream phase of ``run_dir`` (a `cgra run` on the ready-valid
-    ``design``): cycles, input stall and output backpressure cycles, tokens, per-node words.
+    ``design``, whose collateral ``coll`` is read when not given): cycles, input stall and
+    output backpressure cycles, tokens, per-node words.
     Raises :class:`CollateralError` when the design is not ready-valid or a file is missing
     or malformed, :class:`cgra.errors.SimulationError` when the model never finishes (the
     harness's deadlock bound)."""
@@ -57,7 +59,7 @@ def predict_handshake(design: str | Path, run_dir: str | Path) -> StreamRun:
     except (KeyError, ValueError) as exc:
         raise CollateralError(f"{stim}: malformed stimulus header ({exc}); run `cgra run` "
                               f"again") from None
-    coll = load_collateral(d)
+    coll = coll if coll is not None else load_collateral(d)
     width_ports = {b.format(w=w): a.format(w=w) for w in coll.graphs
                    for a, b in RV_IO_SOCKETS.items()}
     pipe = read_json(run / "pipelined.json", f"run `cgra run` on {d} first")

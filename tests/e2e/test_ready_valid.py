@@ -65,7 +65,10 @@ def test_stall_seed_sweep_is_bit_exact(tiny_rv, tmp_path):
         assert hs["cycles"] > hs["tokens"] + 50       # stalls cost cycles
         cycles[seed] = (hs["cycles"], hs["input_stall_cycles"],
                         hs["output_backpressure_cycles"])
-        # the cycle-level model of the network (canal.rv_netsim) predicts the run exactly
+        # the cycle-level model of the network (canal.rv_netsim) predicts the run exactly,
+        # in every run's report and summary, and from the run's files
+        assert hs["model_cycles"] == hs["cycles"]
+        assert f"the cycle model of the network predicts {hs['cycles']})" in r.stdout
         model = predict_handshake(tiny_rv, tmp_path / f"s{seed}")
         assert (model.cycles, model.input_stall_cycles, model.output_backpressure_cycles) == \
             cycles[seed]
