@@ -10,6 +10,9 @@ import os
 import time
 from pathlib import Path
 
+from garnet.build import generate
+from garnet.params import load_toml
+
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -42,8 +45,6 @@ def default_design(name: str = "default"):
     array), brought up to date first: generated when missing, regenerated where the
     generators or the config changed (``garnet.build.generate``'s keys; well under a second
     when nothing did), so a bench never measures a stale design."""
-    from garnet.build import generate  # deferred: benches that take no design skip magma
-    from garnet.params import load_toml
     root = Path(__file__).resolve().parents[1]
     d = root / "build" / name
     generate(load_toml(root / "configs" / f"{name}.toml"), d, rules=True,

@@ -719,10 +719,6 @@ def generate_rtl(ic, inp: Inputs, cache: BuildCache, workdir: Path,
                      {mod: e["ports"] for mod, e in entries.items()})
 
 
-#: the IO sockets of a ready-valid top (:data:`garnet.collateral.RV_IO_SOCKETS`)
-RV_IO_SOCKETS = gc.RV_IO_SOCKETS
-
-
 def generate_rv_rtl(ic, inp: Inputs, workdir: Path, say: Step = lambda msg: None
                     ) -> RtlOutput:
     """The Verilog of a ready-valid array (issue 33): :func:`canal.rv_rtl.rv_array` with the
@@ -730,7 +726,7 @@ def generate_rv_rtl(ic, inp: Inputs, workdir: Path, say: Step = lambda msg: None
     per core) in generated handshake wrappers, every skid FIFO site holding one initial
     token (so the array is transfer-equivalent to the static one: a pipeline register is
     one token), the IO tiles' fabric ports as top sockets named like the static IO ports
-    (:data:`RV_IO_SOCKETS`, each with ``_valid`` and ``_ready``). Top module
+    (:data:`garnet.collateral.RV_IO_SOCKETS`, each with ``_valid`` and ``_ready``). Top module
     ``<name>_<W>x<H>_<hash>``. Raises :class:`ConfigError` for split FIFOs (their initial
     tokens are not built) and :class:`~cgra.errors.SpecError` from the generators."""
     from canal.rv_rtl import core_verilog, rv_array  # deferred: loads magma, z3, pysmt, 14 more only when called
@@ -742,7 +738,7 @@ def generate_rv_rtl(ic, inp: Inputs, workdir: Path, say: Step = lambda msg: None
             say(f"Verilog (CIRCT): {core.name}")
             cores[core.name] = core_verilog(core, workdir)
     say("Verilog (ready-valid array)")
-    names = {a.format(w=w): b.format(w=w) for w in ic.graphs for a, b in RV_IO_SOCKETS.items()}
+    names = {a.format(w=w): b.format(w=w) for w in ic.graphs for a, b in gc.RV_IO_SOCKETS.items()}
     arr = rv_array(ic, inp.params.name, cores, fifo_tokens=1, socket_names=names)
     ports = [{"name": n, "direction": d, "width": w} for n, d, w in arr.ports]
     return RtlOutput(arr.top, [(mod.name, mod.text) for mod in arr.modules], ports,

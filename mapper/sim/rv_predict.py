@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Mapping, Sequence
 
 from canal.rv_netsim import PortRef, StreamRun, simulate_streams
 from cgra.errors import CollateralError
@@ -32,42 +33,60 @@ def socket_port(socket: str, width_ports: dict[str, str]) -> PortRef:
     return width_ports[m[1]], int(m[2], 16), int(m[3], 16)
 
 
-def predict_handshake(design: str | Path, run_dir: str | Path,
-                      coll: Collateral | None = None) -> StreamRun:
+def _stim_header(stim: Path, design: Path) -> dict[str, str]:
+    """The header lines of ``sim.stim`` (up to ``data``; the stimulus rows are not read)."""
+    if not stim.is_file():
+        raise CollateralError(f"{stim} is missing; run `cgra run` on {design} first")
+    head = {}
+    with open(stim) as f:
+        for line in f:
+            if line.strip() == "data":
+                break
+            key, _, value = line.strip().partition(" ")
+            head[key] = value
+    return head
+
+
+def predict(coll: Collateral, routes: Mapping[str, Sequence[Sequence[str]]],
+            inputs: Sequence[str], outputs: Sequence[str], run_dir: str | Path) -> StreamRun:
+    """The model's run of the stream phase of ``run_dir``, whose ``sim.stim`` header gives
+    the tokens per stream, the driven inputs and sampled outputs (indices into ``inputs`` /
+    ``outputs``, the harness's top sockets) and the stall seed and probabilities; ``routes``:
+    net -> node-id paths of the run (its pipelined routing). Raises as
+    :func:`predict_handshake`."""
+    stim = Path(run_dir) / "sim.stim"
+    head = _stim_header(stim, coll.root)
+    try:
+        tokens = int(head["cycles"])
+        seed, p_in, p_out = (int(v) for v in head["stalls"].split())
+        driven = [int(k) for k in head["in"].split()]
+        sampled = [int(k) for k in head["out"].split()]
+    except (KeyError, ValueError) as exc:
+        raise CollateralError(f"{stim}: malformed stimulus header ({exc}); run `cgra run` "
+                              f"again") from None
+    width_ports = {b.format(w=w): a.format(w=w) for w in coll.graphs
+                   for a, b in RV_IO_SOCKETS.items()}
+    return simulate_streams({w: g.ig for w, g in coll.graphs.items()}, routes,
+                            [socket_port(inputs[k], width_ports) for k in driven],
+                            [socket_port(outputs[k], width_ports) for k in sampled],
+                            tokens, seed, p_in, p_out)
+
+
+def predict_handshake(design: str | Path, run_dir: str | Path) -> StreamRun:
     """The model's run of the stream phase of ``run_dir`` (a `cgra run` on the ready-valid
-    ``design``, whose collateral ``coll`` is read when not given): cycles, input stall and
-    output backpressure cycles, tokens, per-node words.
-    Raises :class:`CollateralError` when the design is not ready-valid or a file is missing
-    or malformed, :class:`cgra.errors.SimulationError` when the model never finishes (the
-    harness's deadlock bound)."""
+    ``design``) from its files: cycles, input stall and output backpressure cycles, tokens,
+    per-node words. Raises :class:`CollateralError` when the design is not ready-valid or a
+    file is missing or malformed, :class:`cgra.errors.SimulationError` when the model never
+    finishes (the harness's deadlock bound)."""
     d, run = Path(design), Path(run_dir)
     info = read_design_info(d)
     if not is_handshake_design(info.ports):
         raise CollateralError(f"{d}: not a ready-valid design (its top has no handshake "
                               f"sockets); the cycle model predicts ready-valid runs only")
     _src, ins, outs = rv_harness_source(info.top, info.ports)
-    stim = run / "sim.stim"
-    if not stim.is_file():
-        raise CollateralError(f"{stim} is missing; run `cgra run` on {d} first")
-    head = dict(line.split(" ", 1) for line in
-                stim.read_text().split("data\n", 1)[0].strip().splitlines())
-    try:
-        tokens = int(head["cycles"])
-        seed, p_in, p_out = (int(v) for v in head["stalls"].split())
-        inputs = [int(k) for k in head["in"].split()]
-        outputs = [int(k) for k in head["out"].split()]
-    except (KeyError, ValueError) as exc:
-        raise CollateralError(f"{stim}: malformed stimulus header ({exc}); run `cgra run` "
-                              f"again") from None
-    coll = coll if coll is not None else load_collateral(d)
-    width_ports = {b.format(w=w): a.format(w=w) for w in coll.graphs
-                   for a, b in RV_IO_SOCKETS.items()}
     pipe = read_json(run / "pipelined.json", f"run `cgra run` on {d} first")
     routes = {n["name"]: [p["nodes"] for p in n["paths"]] for n in pipe["routing"]["nets"]}
-    return simulate_streams({w: g.ig for w, g in coll.graphs.items()}, routes,
-                            [socket_port(ins[k], width_ports) for k in inputs],
-                            [socket_port(outs[k], width_ports) for k in outputs],
-                            tokens, seed, p_in, p_out)
+    return predict(load_collateral(d), routes, ins, outs, run)
 
 
-__all__ = ["predict_handshake", "socket_port"]
+__all__ = ["predict", "predict_handshake", "socket_port"]
