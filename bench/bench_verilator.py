@@ -21,10 +21,14 @@ Variants run interleaved (``--rounds``), and every row records the 1-minute load
 before and after the build. ``--reuse``: the time of a build that finds the model in the
 cache (the third run of A -> B -> A).
 
-Usage (about 2-8 min per 32x16 build on 2 cores; one at a time)::
+Usage (about 0.5-1.5 min per 32x16 build on 2 cores; one at a time). With no option (as
+``make bench`` runs it): the 32x16 default design, brought up to date, and a gaussian run on
+it made in ``--work`` when ``--run`` is not given; variants ``flat`` and ``blocks``, then the
+reuse of a cached model::
 
-    .venv/bin/python bench/bench_verilator.py --design build/default --run build/apps/gaussian
+    .venv/bin/python bench/bench_verilator.py
     .venv/bin/python bench/bench_verilator.py --design build/small --run RUN --only default
+    .venv/bin/python bench/bench_verilator.py --only all --rounds 2
 """
 from __future__ import annotations
 
@@ -39,7 +43,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchlib import row, save_rows  # noqa: E402
+from benchlib import default_design, row, save_rows  # noqa: E402
+
+from mapper.flow import run_app  # noqa: E402
+from mapper.params import AppParams, RunParams  # noqa: E402
 
 from mapper.sim.verilator import SimParams, build_harness  # noqa: E402
 
@@ -65,6 +72,10 @@ VARIANTS: dict[str, tuple[dict, bool]] = {
     "opt_fast_O0": ({"opt_fast": "-O0"}, False),
     # Verilator 5's data-flow-graph optimiser off (the verilation is the single-threaded part)
     "no_dfg": ({"extra_flags": (*BASE_FLAGS, "-fno-dfg")}, False),
+    # the flat top against the top in column blocks (rtl/hier/, verilator --hierarchical:
+    # each distinct block verilated and compiled once; "auto" picks it from 256 tiles)
+    "flat": ({"hierarchy": "flat"}, False),
+    "blocks": ({"hierarchy": "blocks"}, False),
 }
 
 
@@ -103,7 +114,7 @@ def measure(name: str, design: Path, run: Path, work: Path, k: int) -> list[dict
         stamps.setdefault(msg.split(" (")[0], time.perf_counter() - t0)
         if not cxx_bytes and msg != "verilating":     # verilated: the build's C++ is there
             cxx_bytes.append(sum(f.stat().st_size for f in
-                                 cache.glob(f".*.tmp-{os.getpid()}/obj/*.cpp")))
+                                 cache.glob(f".*.tmp-{os.getpid()}/obj/**/*.cpp")))
 
     load0 = os.getloadavg()[0]
     c0 = _cpu()
@@ -119,7 +130,8 @@ def measure(name: str, design: Path, run: Path, work: Path, k: int) -> list[dict
         "warm_runtime": warm, "load1_before": round(load0, 2), "load1_after": round(load1, 2),
         "verilator": "5.006", "jobs": params.jobs,
         "opt_fast": params.opt_fast, "opt_slow": params.opt_slow,
-        "extra_flags": list(params.extra_flags)}
+        "extra_flags": list(params.extra_flags), "hierarchy": params.hierarchy,
+        "hier_columns": h.hier_columns}
     rows = [row("verilator", "build_wall_s", round(wall, 1), "s", p),
             row("verilator", "verilate_s", round(verilate, 1), "s", p),
             row("verilator", "cxx_s", round(wall - verilated, 1), "s", p),
@@ -135,25 +147,37 @@ def measure(name: str, design: Path, run: Path, work: Path, k: int) -> list[dict
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--design", type=Path, required=True, help="design directory")
-    ap.add_argument("--run", type=Path, required=True,
-                    help="a `cgra run` directory of the design (sim.bs, sim.stim)")
+    ap.add_argument("--design", type=Path, default=None,
+                    help="design directory (default: build/default, brought up to date)")
+    ap.add_argument("--run", type=Path, default=None,
+                    help="a `cgra run` directory of the design (sim.bs, sim.stim; default: "
+                         "a 64x64 gaussian run made in --work)")
     ap.add_argument("--work", type=Path, default=Path("build/bench_verilator"),
                     help="scratch directory (caches, harness outputs)")
     ap.add_argument("--warm-from", type=Path, default=None,
                     help="a small design whose build warms the run-time library "
                          "(variant default_warm_runtime)")
-    ap.add_argument("--only", default=",".join(VARIANTS), help="variants, comma-separated")
+    ap.add_argument("--only", default="flat,blocks",
+                    help="variants, comma-separated, or 'all'")
     ap.add_argument("--rounds", type=int, default=1)
-    ap.add_argument("--reuse", action="store_true",
+    ap.add_argument("--reuse", action=argparse.BooleanOptionalAction, default=True,
                     help="also time a build that finds the model in the cache")
     a = ap.parse_args()
     a.work.mkdir(parents=True, exist_ok=True)
+    if a.design is None:
+        a.design = default_design("default")
+    if a.run is None:
+        a.run = a.work / f"run-gaussian-{a.design.name}"
+        if not (a.run / "sim.stim").is_file():
+            run_app(RunParams(AppParams("gaussian", 64, 64), a.design, a.run))
     if a.warm_from is not None:
         link = a.work / "warm_from"
         if not link.exists():
             shutil.copytree(a.warm_from, link, ignore=shutil.ignore_patterns("sim"))
-    names = a.only.split(",")
+    names = list(VARIANTS) if a.only == "all" else a.only.split(",")
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown:
+        raise SystemExit(f"--only: unknown variant(s) {unknown}; choose from {list(VARIANTS)}")
     rows: list[dict] = []
     for k in range(a.rounds):
         for name in names:

@@ -59,6 +59,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from cgra.hdl import m
 
@@ -729,6 +730,20 @@ def _vrange(width: int) -> str:
     return "" if width == 1 else f"[{width - 1}:0]"
 
 
+def _flush_spine(net: ArrayNetlist, value: Callable[[Signal], str]) -> list[str]:
+    """The flush-spine registers' ``always_ff`` (synchronous reset to 0, each loading its
+    source ``value(signal)``) and ``initial`` blocks, as CIRCT writes them; [] without a
+    spine."""
+    if not net.flush_regs:
+        return []
+    regs = net.flush_regs
+    return ["  always_ff @(posedge CLK) begin", "    if (RESET) begin",
+            *[f"      {reg} <= 1'h0;" for reg, _ in regs], "    end", "    else begin",
+            *[f"      {reg} <= {value(src)};" for reg, src in regs], "    end",
+            "  end // always_ff @(posedge)", "  initial begin",
+            *[f"    {reg} = 1'h0;" for reg, _ in regs], "  end // initial"]
+
+
 def array_verilog(net: ArrayNetlist, name: str, modules: dict[tuple[int, int], str],
                   tile_ports: dict[str, list[dict]]) -> str:
     """The top module ``name`` of the array as Verilog text (SystemVerilog ``always_ff``, as
@@ -798,18 +813,7 @@ def array_verilog(net: ArrayNetlist, name: str, modules: dict[tuple[int, int], s
             return wire(s[1], s[2], s[3])
         return s[1]
 
-    if net.flush_regs:
-        body.append("  always_ff @(posedge CLK) begin")
-        body.append("    if (RESET) begin")
-        body += [f"      {reg} <= 1'h0;" for reg, _ in net.flush_regs]
-        body.append("    end")
-        body.append("    else begin")
-        body += [f"      {reg} <= {value(src)};" for reg, src in net.flush_regs]
-        body.append("    end")
-        body.append("  end // always_ff @(posedge)")
-        body.append("  initial begin")
-        body += [f"    {reg} = 1'h0;" for reg, _ in net.flush_regs]
-        body.append("  end // initial")
+    body += _flush_spine(net, value)
     known_of = {mod: {sp[0] for sp in spec} for mod, spec in specs.items()}
     for xy in net.tiles:
         mod = modules[xy]
@@ -894,3 +898,194 @@ def split_verilog(verilog: str | Path, out_dir: str | Path) -> list[Path]:
 __all__ = ["split_verilog", "mux_circuit", "TileShape", "tile_shape", "tile_shapes", "tile_circuit", "array_circuit",
            "ArrayNetlist", "array_netlist", "array_verilog", "compile_array", "exported_node",
            "tile_instance_name", "top_port_name", "iter_sides"]
+
+
+#: the tile inputs every tile takes from the top port of the same name; a column module
+#: passes them through under that name (:func:`column_verilog`)
+_SHARED = ("CLK", "RESET", "clk_en", "config_addr", "config_data", "config_write",
+           "config_read")
+
+
+def _column_port(port: str, dx: int, y: int) -> str:
+    return f"{port}_X{_hex(dx)}_Y{_hex(y)}"
+
+
+def column_verilog(net: ArrayNetlist, name: str, modules: dict[tuple[int, int], str],
+                   tile_ports: dict[str, list[dict]], columns: int = 1
+                   ) -> tuple[dict[str, str], list[str]]:
+    """The array top ``name`` of :func:`array_verilog` again, with the tiles grouped in
+    blocks of ``columns`` adjacent columns (block ``b`` holds columns ``b * columns`` ..
+    ``b * columns + columns - 1``): the same tile instances, connections, flush spine and
+    ``read_data`` OR (32 bits), one level deeper. Blocks wired alike (the same tile modules
+    at the same places and the same connections between them) share one module,
+    ``<name>_col<k>``, so a tool that compiles each distinct module once (Verilator's
+    ``--hierarchical`` with ``/*verilator hier_block*/``) compiles a 32x16 array as two
+    or three blocks and a top of a few instances. In a block module the tiles are
+    ``Tile_X<dx>_Y<yy>`` (``dx`` = column within the block); every tile input not driven
+    from within the block (other blocks, top ports, constants such as ``tile_id``,
+    flush-spine registers) is a block input ``<port>_X<dx>_Y<yy>``, and the config bus,
+    clock and reset pass through under their own names; the tile outputs read outside
+    their block (in any block of that module) are outputs ``<port>_X<dx>_Y<yy>``;
+    ``read_data`` is the OR of the block's tiles.
+
+    Returns ({module name: Verilog text}, the top ``name`` last; the block module names in
+    first-use order). Raises :class:`SpecError` for ``columns < 1`` and as
+    :func:`array_verilog` does (an undriven or unknown tile input, a width mismatch)."""
+    if columns < 1:
+        raise SpecError(f"array {name}: columns={columns} per block; use 1 or more")
+    blocks: dict[int, list[tuple[int, int]]] = {}        # block -> its tiles (x, y)
+    for x, y in net.tiles:
+        blocks.setdefault(x // columns, []).append((x, y))
+    widths = {p: w for p, _, w in net.ports}
+    widths.update(CLK=1, RESET=1)
+    pspec = {mod: {p["name"]: (p["direction"] == "in", p["width"]) for p in tile_ports[mod]}
+             for mod in dict.fromkeys(modules[xy] for xy in net.tiles)}
+
+    def width_of(s: Signal) -> int:
+        if s[0] == "out":
+            return s[4]
+        if s[0] == "const":
+            return s[2]
+        return widths.get(s[1], 1)
+
+    def local(x: int, y: int) -> tuple[int, int]:
+        return x % columns, y
+
+    # per block: its signature (tile modules and internal wiring) and its external inputs
+    sig_of: dict[int, tuple] = {}
+    ext_in: dict[int, dict[str, Signal]] = {}
+    for b, tiles in blocks.items():
+        sig: list[tuple] = []
+        ext: dict[str, Signal] = {}
+        for x, y in tiles:
+            mod = modules[(x, y)]
+            spec = pspec[mod]
+            inst = tile_instance_name(x, y)
+            conns = []
+            for pn, s in net.inputs[(x, y)]:
+                if pn not in spec or not spec[pn][0]:
+                    raise SpecError(f"array {name}: tile {inst} ({mod}) has no input {pn}")
+                if width_of(s) != spec[pn][1]:
+                    raise SpecError(f"array {name}: input {pn} of tile {inst} ({mod}) is "
+                                    f"{spec[pn][1]} bits but is driven by {width_of(s)} bits")
+                if s[0] == "out" and s[1] // columns == b:
+                    conns.append((pn, "tile", local(s[1], s[2]), s[3]))
+                elif s[0] == "port" and s[1] == pn and pn in _SHARED:
+                    conns.append((pn, "shared"))
+                else:
+                    conns.append((pn, "in"))
+                    ext[_column_port(pn, *local(x, y))] = s
+            driven = {c[0] for c in conns}
+            missing = [pn for pn, (is_in, _) in spec.items() if is_in and pn not in driven]
+            if missing:
+                raise SpecError(f"array {name}: input {missing[0]} of tile {inst} ({mod}) is "
+                                f"not driven")
+            sig.append((local(x, y), mod, tuple(conns)))
+        sig_of[b] = tuple(sig)
+        ext_in[b] = ext
+    # the tile outputs read outside their block, and the external outputs
+    read_out: dict[int, set[tuple[tuple[int, int], str]]] = {b: set() for b in blocks}
+    for x, y in net.tiles:
+        for _, s in net.inputs[(x, y)]:
+            if s[0] == "out" and s[1] // columns != x // columns:
+                read_out[s[1] // columns].add((local(s[1], s[2]), s[3]))
+        for pn, _ in net.outputs[(x, y)]:
+            read_out[x // columns].add((local(x, y), pn))
+    groups: dict[tuple, list[int]] = {}
+    for b in blocks:
+        groups.setdefault(sig_of[b], []).append(b)
+    texts: dict[str, str] = {}
+    block_mod: dict[int, str] = {}
+    shared_of: dict[str, list[str]] = {}
+    ins_of: dict[str, list[str]] = {}
+    outs_of: dict[str, list[tuple[tuple[int, int], str, int]]] = {}
+    for k, (sig, bs) in enumerate(groups.items()):
+        cname = f"{name}_col{k}"
+        for b in bs:
+            block_mod[b] = cname
+        mod_at = {xy: mod for xy, mod, _ in sig}
+        outs = [(xy, pn, pspec[mod_at[xy]][pn][1])
+                for xy, pn in sorted(set().union(*(read_out[b] for b in bs)))]
+        shared = [n for n in _SHARED if any(c[1] == "shared" and c[0] == n
+                                            for _, _, cs in sig for c in cs)]
+        ins = [(cp, width_of(s)) for cp, s in ext_in[bs[0]].items()]
+        shared_of[cname], ins_of[cname], outs_of[cname] = shared, [cp for cp, _ in ins], outs
+        decl = [f"  input  {_vrange(widths[n]):6} {n}" for n in shared]
+        decl += [f"  input  {_vrange(w):6} {cp}" for cp, w in ins]
+        decl += [f"  output {_vrange(w):6} {_column_port(pn, *xy)}" for xy, pn, w in outs]
+        decl.append(f"  output {_vrange(32):6} read_data")
+        body = [f"// {cname}: {columns} column(s) of the array {name} "
+                f"(canal.rtl.column_verilog)",
+                f"module {cname}(", ",\n".join(decl), ");  /*verilator hier_block*/"]
+        inner: dict[tuple[tuple[int, int], str], int] = {}
+        for _, _, conns in sig:
+            for c in conns:
+                if c[1] == "tile":
+                    inner[(c[2], c[3])] = pspec[mod_at[c[2]]][c[3]][1]
+        for xy, _, _ in sig:
+            inner[(xy, "read_data")] = 32
+
+        def tw(xy: tuple[int, int], pn: str) -> str:
+            return f"_Tile_X{_hex(xy[0])}_Y{_hex(xy[1])}_{pn}"
+
+        body += [f"  wire {_vrange(w):6} {tw(xy, pn)};" for (xy, pn), w in sorted(inner.items())]
+        exported = {(xy, pn) for xy, pn, _ in outs}
+        for xy, mod, conns in sig:
+            pad = max(len(p) for p in pspec[mod])
+            cs = []
+            for c in conns:
+                v = c[0] if c[1] == "shared" else _column_port(c[0], *xy) if c[1] == "in" \
+                    else tw(c[2], c[3])
+                cs.append(f"    .{c[0]:<{pad}} ({v})")
+            for pn, (is_in, _) in pspec[mod].items():
+                if not is_in:
+                    v = tw(xy, pn) if (xy, pn) in inner else \
+                        _column_port(pn, *xy) if (xy, pn) in exported else ""
+                    cs.append(f"    .{pn:<{pad}} ({v})")
+            body += [f"  {mod} Tile_X{_hex(xy[0])}_Y{_hex(xy[1])} (", ",\n".join(cs), "  );"]
+        body += [f"  assign {_column_port(pn, *xy)} = {tw(xy, pn)};" for xy, pn, _ in outs
+                 if (xy, pn) in inner]
+        body.append("  assign read_data = " + " | ".join(tw(xy, "read_data")
+                                                         for xy, _, _ in sig) + ";")
+        body.append("endmodule")
+        texts[cname] = "\n".join(body) + "\n"
+    # the top: block instances, the flush spine, read_data and the external outputs
+    lines = [f"// {name}: top level of the array, {columns} column(s) per instance "
+             f"(canal.rtl.column_verilog)", f"module {name}("]
+    decl = [f"  input  {'':6} CLK", f"  input  {'':6} RESET"]
+    decl += [f"  {'input ' if d == 'in' else 'output'} {_vrange(w):6} {pn}"
+             for pn, d, w in net.ports]
+    lines += [",\n".join(decl), ");"]
+
+    def bw(x: int, y: int, pn: str) -> str:
+        return f"_Col_{_hex(x // columns)}_{_column_port(pn, *local(x, y))}"
+
+    for b in blocks:
+        lines += [f"  wire {_vrange(w):6} _Col_{_hex(b)}_{_column_port(pn, *xy)};"
+                  for xy, pn, w in outs_of[block_mod[b]]]
+        lines.append(f"  wire {_vrange(32):6} _Col_{_hex(b)}_read_data;")
+    lines += [f"  reg         {reg};" for reg, _ in net.flush_regs]
+
+    def value(s: Signal) -> str:
+        if s[0] == "const":
+            return f"{s[2]}'h{s[1]:X}"
+        if s[0] == "out":
+            return bw(s[1], s[2], s[3])
+        return s[1]
+
+    lines += _flush_spine(net, value)
+    for b in blocks:
+        cname = block_mod[b]
+        cs = [f"    .{n} ({n})" for n in shared_of[cname]]
+        cs += [f"    .{cp} ({value(ext_in[b][cp])})" for cp in ins_of[cname]]
+        cs += [f"    .{_column_port(pn, *xy)} (_Col_{_hex(b)}_{_column_port(pn, *xy)})"
+               for xy, pn, _ in outs_of[cname]]
+        cs.append(f"    .read_data (_Col_{_hex(b)}_read_data)")
+        lines += [f"  {cname} Col_{_hex(b)} (", ",\n".join(cs), "  );"]
+    lines += [f"  assign {top} = {bw(x, y, pn)};" for x, y in net.tiles
+              for pn, top in net.outputs[(x, y)]]
+    lines.append("  assign read_data = " + " | ".join(f"_Col_{_hex(b)}_read_data"
+                                                     for b in blocks) + ";")
+    lines.append("endmodule")
+    texts[name] = "\n".join(lines) + "\n"
+    return texts, list(dict.fromkeys(block_mod.values()))

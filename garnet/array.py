@@ -38,6 +38,7 @@ from cgra.core import CoreSpec
 from garnet.cores import io_core, load_pe_spec, mem_core, pe_core, pe_pond_core
 from garnet.params import GarnetParams, mem_spec, pond_spec
 from cgra.errors import CollateralError
+from garnet.collateral import MIN_BLOCK_COLUMNS
 from cgra.errors import ConfigError
 from cgra.hdl import m
 import hashlib
@@ -53,7 +54,7 @@ from canal.passes import CorePortConnections, InterconnectParams
 from canal.passes import uniform_graphs
 from canal.ready_valid import mark_graphs, parse_flow_control
 from canal.rtl import array_circuit as canal_array
-from canal.rtl import array_netlist, array_verilog
+from canal.rtl import array_netlist, array_verilog, column_verilog
 from canal.rtl import tile_shapes as canal_tile_shapes
 from canal.timing import retime
 
@@ -603,6 +604,41 @@ def array_top(ic, params: GarnetParams, shapes: dict, tile_ports: dict[str, list
     ports += [{"name": "CLK", "direction": "in", "type": "clock", "width": 1},
               {"name": "RESET", "direction": "in", "type": "reset", "width": 1}]
     return text, ports
+
+
+def block_columns(shapes: dict, width: int) -> int:
+    """Columns per block of the hierarchical top (:func:`array_blocks`): the smallest
+    multiple of the period of the array's column pattern (the tile modules top to bottom;
+    the MEM-column ratio on the default layout) that is at least
+    :data:`MIN_BLOCK_COLUMNS`, so that the blocks repeat; 0 when that gives fewer than two
+    blocks (no hierarchy to gain)."""
+    cols: dict[int, list[tuple[int, str]]] = {}
+    for (x, y), s in shapes.items():
+        cols.setdefault(x, []).append((y, s.module_name))
+    pattern = [tuple(sorted(cols.get(x, ()))) for x in range(width)]
+    period = next((p for p in range(1, width + 1)
+                   if all(pattern[x] == pattern[x + p] for x in range(1, width - p - 1))),
+                  width)
+    k = period * -(-MIN_BLOCK_COLUMNS // period)
+    return k if width // k >= 2 else 0
+
+
+def array_blocks(ic, params: GarnetParams, shapes: dict, tile_ports: dict[str, list[dict]],
+                 name: str) -> tuple[int, list[tuple[str, str]]]:
+    """The top ``name`` again with its tiles in blocks of :func:`block_columns` columns
+    (:func:`canal.rtl.column_verilog`): (columns per block, [(module, Verilog text)], the
+    top last), or (0, []) when the array has too few columns. The same netlist as
+    :func:`array_top` (same ports, tiles, wiring, flush spine and ``read_data``), for a
+    simulator that compiles each distinct block once (``rtl/hier/``; Verilator's
+    ``--hierarchical``). Raises :class:`~cgra.errors.SpecError` as :func:`array_top`."""
+    k = block_columns(shapes, params.width)
+    if not k:
+        return 0, []
+    with no_gc():
+        net = array_netlist(ic, params.flush_interval)
+        texts, _ = column_verilog(net, name, {xy: s.module_name for xy, s in shapes.items()},
+                                  tile_ports, k)
+    return k, list(texts.items())
 
 
 def port_list(circuit) -> list[dict]:

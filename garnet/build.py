@@ -8,6 +8,11 @@ Layout of the output directory (schema ``garnet.design/2``; formats owned by
                            tiles, split; the top written as text)
     rtl/<top>.v            the top module (also listed last in filelist.f)
     rtl/filelist.f         all files, dependencies first (verilator -f / any simulator)
+    rtl/hier/              the same top in blocks of columns (garnet.array.array_blocks;
+                           arrays of >= 8 columns): the block modules, the top of that
+                           name again, filelist.f (paths relative to rtl/) -- the netlist
+                           of rtl/<top>.v, for Verilator's --hierarchical (each distinct
+                           block verilated once; mapper.sim.verilator SimParams.hierarchy)
     rules/                 the PE rewrite-rule table + garnet_rules.json (key stamp)
     routing/graph_<w>.json routing graph per bit width (canal.routing_graph/1)
     routing/graph_<w>.txt  the same in the plain-text router format
@@ -648,6 +653,9 @@ class RtlOutput:
     compiled: list[str]                     # tile / top modules compiled in this run
     cached: list[str]                       # tile / top modules taken from the cache
     tile_ports: dict[str, list[dict]]       # tile module -> its ports
+    #: the top again in blocks of this many columns (garnet.array.array_blocks; 0: none)
+    hier_columns: int = 0
+    hier_modules: list[tuple[str, str]] = field(default_factory=list)  # (name, Verilog), top last
     stages: list[tuple[str, float]] = field(default_factory=list)  # (stage, wall seconds)
 
 
@@ -669,7 +677,7 @@ def generate_rtl(ic, inp: Inputs, cache: BuildCache, workdir: Path,
     there (module docstring). Raises :class:`CollateralError` when two modules of one name
     differ, :class:`~cgra.errors.SpecError` when a tile lacks a port the top drives."""
     from canal.rtl import tile_circuit  # deferred: loads magma, z3, pysmt, 14 more only when called
-    from garnet.array import array_top, port_list, tile_shapes, top_name  # deferred: loads magma, z3, pysmt, 14 more only when called
+    from garnet.array import array_blocks, array_top, port_list, tile_shapes, top_name  # deferred: loads magma, z3, pysmt, 14 more only when called
 
     if flow_of(ic.graphs).ready_valid:
         return generate_rv_rtl(ic, inp, workdir, say)
@@ -703,6 +711,13 @@ def generate_rtl(ic, inp: Inputs, cache: BuildCache, workdir: Path,
                                 {mod: e["ports"] for mod, e in entries.items()}, top)
         ent = cache.put_module(top, key, ports, [(top, text)])
         compiled.append(top)
+    hier_key = _sha("hier", key)
+    hier = cache.module(f"{top}.hier", hier_key)
+    if hier is None:
+        say("Verilog (top level in column blocks)")
+        k, blocks = array_blocks(ic, inp.params, shapes,
+                                 {mod: e["ports"] for mod, e in entries.items()}, top)
+        hier = cache.put_module(f"{top}.hier", hier_key, [{"columns": k}], blocks)
     modules: dict[str, str] = {}
     for mod in first:
         for name, text in entries[mod]["modules"]:
@@ -716,7 +731,8 @@ def generate_rtl(ic, inp: Inputs, cache: BuildCache, workdir: Path,
     out = list(modules.items()) + [(top, ent["modules"][0][1])]
     cached = [mod for mod in [*first, top] if mod not in compiled]
     return RtlOutput(top, out, ent["ports"], compiled, cached,
-                     {mod: e["ports"] for mod, e in entries.items()})
+                     {mod: e["ports"] for mod, e in entries.items()},
+                     hier["ports"][0]["columns"], [tuple(b) for b in hier["modules"]])
 
 
 def generate_rv_rtl(ic, inp: Inputs, workdir: Path, say: Step = lambda msg: None
@@ -1041,6 +1057,7 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
             _link_tree(out, tmp, _group_files(prev, ("rtl",)))
             top, names, vbytes = d["top"], list(d["rtl"]["modules"]), d["rtl"]["bytes"]
             top_ports = d["ports"]
+            hier = d["rtl"].get("hier")
             compiled: list[str] = []
             cached: list[str] = []
             worker_stages = []
@@ -1058,6 +1075,7 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
             top, vbytes = rtl.top, sum(len(b.encode()) for _, b in rtl.modules)
             top_ports = _top_ports_of(rtl.ports)
             compiled, cached = rtl.compiled, rtl.cached
+            hier = _write_hier(tmp / "rtl", rtl)
 
         # -- the measured timing model: tiles synthesised and timed, graphs re-timed
         if measure_later:
@@ -1074,6 +1092,7 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
                         tmp / "rules" / rr.files[0] if rules else None)
         design = _design_doc(params, cfg, counts, inp, top, names, vbytes, top_ports,
                              rules, rules_source, rule_counts)
+        design["rtl"]["hier"] = hier
         design["build"] = gc.build_doc(keys.as_dict(), status, compiled)
         gc.write_design(tmp, design)        # last: it records the sha256 of every file
 
@@ -1269,6 +1288,23 @@ def write_resources(dest: Path, params: GarnetParams, inp: Inputs, ic, counts: d
     doc = gc.resources_doc(pe, mem, interconnect_resources(graphs, params.data_width),
                            params.width, params.height, params.data_width, counts)
     return gc.write_json(Path(dest) / gc.RESOURCES, doc)
+
+
+def _write_hier(rtl_dir: Path, rtl: RtlOutput) -> dict | None:
+    """Write the top in column blocks (:attr:`RtlOutput.hier_modules`) to ``rtl/hier/``
+    with ``rtl/hier/filelist.f`` (paths relative to ``rtl/``: the tile modules, then the
+    blocks and that top); returns design.json's ``rtl.hier`` (``columns`` per block,
+    ``filelist``, ``modules``) or None when the array has no block hierarchy."""
+    if not rtl.hier_columns:
+        return None
+    (rtl_dir / "hier").mkdir()
+    for n, body in rtl.hier_modules:
+        (rtl_dir / "hier" / f"{n}.v").write_text(body)
+    files = [f"{n}.v" for n, _ in rtl.modules if n != rtl.top] + \
+        [f"hier/{n}.v" for n, _ in rtl.hier_modules]
+    (rtl_dir / "hier" / "filelist.f").write_text("".join(f + "\n" for f in files))
+    return {"columns": rtl.hier_columns, "filelist": "rtl/hier/filelist.f",
+            "modules": [n for n, _ in rtl.hier_modules]}
 
 
 def _design_doc(params: GarnetParams, cfg: str | None, counts: dict, inp: Inputs, top: str,

@@ -30,6 +30,9 @@ Pure (no hardware imports): ``cgra rtl`` (:mod:`garnet.build`) writes through it
                                                      each as its DSL wrote it) and the
                                                      ``array``'s tile counts
     rtl/*.v, rtl/filelist.f Verilog (CIRCT output, one file per module)
+    rtl/hier/*.v, filelist.f the top again in column blocks (canal.rtl.column_verilog;
+                             design.json ``rtl.hier``: ``columns``, ``filelist``,
+                             ``modules``, or null)
 
 **Manifest.** ``design.json["files"]`` maps every file of the directory (paths relative to it,
 ``/``-separated; ``sim/`` excluded: it is the Verilator cache of the harness) to the sha256 of
@@ -179,6 +182,14 @@ def read_design(root: str | Path) -> dict[str, Any]:
     return doc
 
 
+#: the fewest columns in one block of the array top in column blocks (``rtl/hier/``,
+#: :func:`garnet.array.block_columns`): measured on the 32x16 default design, Verilator
+#: 5.006, 2 cores (cold build of the stream harness, s, and clock edges per second of the
+#: gaussian run): flat 76.2 s / 1711; blocks of 1 column 58.3 s / 842; 2: 46.5 / 1133;
+#: 4: 33.5 / 1249; 8: 37.6 / 1164; 16: 59.6 / 856 (2026-12-05)
+MIN_BLOCK_COLUMNS = 4
+
+
 #: the IO core's fabric ports -> the name of their socket at the top of a ready-valid array
 #: (:func:`garnet.build.generate_rv_rtl`): the names of the static array's IO ports (the IO
 #: core is a wire between them), so the stream plan (:func:`mapper.sim.run.stream_plan`)
@@ -201,7 +212,9 @@ class DesignInfo:
     design's name, the TOML it came from, the array (``columns`` x ``rows`` tiles, tile
     counts per kind), data width and interconnect widths (bits), the spec hashes of its
     cores, the top module and its ports, the flush spine interval (rows per register, 0:
-    none) and the file manifest (relative path -> sha256)."""
+    none), the file manifest (relative path -> sha256) and the top in column blocks
+    (``rtl/hier/``, :func:`garnet.array.array_blocks`): columns per block (0: none) and its
+    file list (relative path)."""
 
     root: Path
     name: str
@@ -217,6 +230,8 @@ class DesignInfo:
     ports: tuple[TopPort, ...]
     flush_interval: int
     files: Mapping[str, str]
+    hier_columns: int = 0
+    hier_filelist: str | None = None
 
     @property
     def hint(self) -> str:
@@ -247,7 +262,9 @@ class DesignInfo:
                 tuple(TopPort(str(q["name"]), str(q["direction"]), int(q["width"]))
                       for q in doc.get("ports") or ()),
                 int(params.get("flush_interval", 0) or 0),
-                MappingProxyType(dict(doc["files"])))
+                MappingProxyType(dict(doc["files"])),
+                int(((doc.get("rtl") or {}).get("hier") or {}).get("columns", 0)),
+                ((doc.get("rtl") or {}).get("hier") or {}).get("filelist"))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CollateralError(f"{root / 'design.json'}: malformed ({exc!r}); "
                                   f"{regen_hint(root, doc)}") from None

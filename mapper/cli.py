@@ -39,6 +39,7 @@ from mapper.stages import ORDER
 from cgra.errors import SimulationError
 from mapper import stages as st
 from mapper.sim.glb import glb_note
+from mapper.sim.verilator import SimParams, check_hierarchy
 from mapper.backend.pipeline import PipelineParams
 from mapper.backend.place import PlaceParams
 from mapper.backend.bitstream import GATE_WHAT
@@ -532,11 +533,14 @@ def _model_cache(design: Path) -> Path:
 
 
 def _verilator_note(report: dict[str, Any]) -> str:
-    """``Verilator model <key> reused`` or ``... built in <s> s`` (run_report ``verilator``)."""
+    """``Verilator model <key> reused`` or ``... built in <s> s``, with ``(column blocks of
+    <k>)`` for a model of the top in column blocks (run_report ``verilator``)."""
     v = report.get("verilator") or {}
+    blocks = f" (column blocks of {v['hier_columns']})" if v.get("hier_columns") else ""
     if v.get("cached"):
-        return f"Verilator model {v.get('key')} reused"
-    return f"Verilator model {v.get('key')} built in {float(v.get('build_seconds', 0)):.1f} s"
+        return f"Verilator model {v.get('key')}{blocks} reused"
+    return (f"Verilator model {v.get('key')}{blocks} built in "
+            f"{float(v.get('build_seconds', 0)):.1f} s")
 
 
 def _target_note(timing: dict) -> str:
@@ -693,6 +697,12 @@ class _RunCommand(click.Command):
                    "(ready = 0) [default: 0.3]")
 @click.option("--stall-seed", "stall_seed", type=int, default=None,
               help="ready-valid designs: seed of the stall draws [default: 1]")
+@click.option("--model-hierarchy", "model_hierarchy", default="auto", show_default=True,
+              type=click.Choice(["auto", "flat", "blocks"]),
+              help="the Verilator model: 'blocks' builds it from the top in column blocks "
+                   "(rtl/hier/; each distinct block verilated once: a cold 32x16 build in "
+                   "less than half the time, ~0.7x the simulation speed), 'flat' from the "
+                   "flat top; 'auto' takes blocks from 256 tiles")
 @click.option("--duplicate", "duplicate", is_flag=True, default=False,
               help="low-unroll duplication (Cascade §V-C4): compile the app at unroll 1 for "
                    "a strip of the image, place and route it on a sub-array and copy its "
@@ -714,7 +724,7 @@ def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
             absorb: int, placer: str, gamma: float, power_gate: bool,
             quiet_unused: bool, power_aware: float | None, energy: bool,
             stall_in: float | None, stall_out: float | None, stall_seed: int | None,
-            duplicate: bool,
+            model_hierarchy: str, duplicate: bool,
             sub_array: int | None, copy_unroll: int) -> None:
     """Map APP (a shipped app or a DNN layer: resnet_layer, resnet_stride2, mobilenet_layer,
     gemm) onto the design, simulate it on the RTL and compare with both golden models."""
@@ -738,7 +748,7 @@ def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
                                   power_gate=power_gate, quiet_unused=quiet_unused),
                        SimOptions(image, tensor_seed=tensor_seed, energy=energy,
                                   stall_in=stall_in, stall_out=stall_out,
-                                  stall_seed=stall_seed,
+                                  stall_seed=stall_seed, hierarchy=model_hierarchy,
                                   **({} if max_cycles is None else {"max_cycles": max_cycles})),
                        resume_from,
                        DuplicateParams(sub_array, copy_unroll) if duplicate else None)
@@ -747,6 +757,8 @@ def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
                           "--duplicate or drop them")
     run_dir = Path(out) if out is not None else default_run_dir(app)
     params.validate()                   # before the run directory is touched
+    if model_hierarchy == "blocks":     # a design without blocks: refused before mapping
+        check_hierarchy(design, SimParams(hierarchy="blocks", toggles=energy))
     with claim_output_dir(run_dir, "--out"):
         if Path(design).is_dir():
             check_output_dir(_model_cache(Path(design)), "--design")  # the Verilator cache

@@ -283,6 +283,10 @@ class SimOptions:
     stall_in: float | None = None
     stall_out: float | None = None
     stall_seed: int | None = None
+    #: how the Verilator model is built: "auto", "flat" or "blocks"
+    #: (:attr:`mapper.sim.verilator.SimParams.hierarchy`; ``cgra run --model-hierarchy``;
+    #: ``None``: SimParams' default, "auto")
+    hierarchy: str | None = None
 
     def validate(self) -> None:
         """Every numeric field (and the Verilator options') in range. Raises

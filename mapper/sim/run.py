@@ -330,6 +330,8 @@ def simulate_on_rtl(run_dir: Path, coll: Collateral, flow: FlowResult,
               if (v := getattr(opts, k)) is not None}
     if stalls:                          # a ready-valid design's random stalls (cgra run)
         sim_params = replace(sim_params, **stalls)
+    if opts.hierarchy is not None:
+        sim_params = replace(sim_params, hierarchy=opts.hierarchy)
     say("verilator build")
     harness = build_harness(coll.root, sim_params, progress=say)
     secs["verilator_build"] = harness.build_seconds
@@ -577,7 +579,8 @@ def run_report(app: dict[str, Any], opts: SimOptions, coll: Collateral, flow: Fl
                     "per_output": pr["extra_output_latency_cycles"]},
         "buffers": app.get("buffers", []),
         "verilator": {"key": harness.key, "cached": harness.cached,
-                      "build_seconds": round(harness.build_seconds, 3)},
+                      "build_seconds": round(harness.build_seconds, 3),
+                      "hier_columns": harness.hier_columns},
         "stage_seconds": {k: round(v, 4) for k, v in secs.items()},
     } | ({"handshake": _handshake_section(sim.handshake, plan.cycles)}
          if getattr(sim, "handshake", None) else {})

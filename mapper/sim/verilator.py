@@ -142,6 +142,34 @@ against 10.2 s wall) for 13 286 against 31 840 cycles/s, so ``-Og`` stays. ``-fn
 against 74.9 s (45.8 s) for the default, so it stays on. Verilator's ``--stats`` of the 32x16
 verilation (42.8 s) shows no stage above 5.1 s (``gate``; then scheduling 3.9 + 2.9 + 2.5 s,
 ``scope`` 2.1 s): the time is spread over the flattened 512 tiles, not one pass to turn off.
+
+**Column blocks** (stop 52; ``SimParams.hierarchy``, ``cgra run --model-hierarchy``). What
+does cut it is verilating fewer tiles: ``cgra rtl`` also writes the top in blocks of 4
+columns (``rtl/hier/``, :func:`canal.rtl.column_verilog`; the same netlist, one level deeper,
+and on the default layout every block is the same module), marked ``hier_block``, and
+``verilator --hierarchical`` verilates and compiles one block and a top of 8 instances.
+Cold builds, ``bench_verilator.py --only flat,blocks`` (idle machine, load 1-1.8; gaussian
+replayed, outputs bit-identical to the flat model's in every round; wall s (verilate s),
+cycles/s):
+
+======================  ===================  ===================  =========================
+design (tiles)          flat                 blocks of 4 columns  blocks / flat
+======================  ===================  ===================  =========================
+8x8 (64)                13.5 (8.0), 33 202   21.5 (7.7), 10 190   1.6x build, 0.31x speed
+16x8 (128)              19.4 (10.3), 14 103  21.9 (7.5), 5 264    1.1x build, 0.37x speed
+32x8 (256)              34.9 (19.8), 4 434   23.3 (7.8), 2 675    0.67x build, 0.60x speed
+32x16 (512), round 1    76.5 (46.8), 1 699   34.2 (8.5), 1 266    0.45x build, 0.75x speed
+32x16 (512), round 2    77.6 (46.6), 1 698   32.4 (8.3), 1 219    0.42x build, 0.72x speed
+======================  ===================  ===================  =========================
+
+Each block is a separate model behind a DPI wrapper, so the top evaluates the blocks one
+after the other and a combinational route across blocks settles over several passes:
+the simulation is slower, by less as the array grows (the flat model's speed falls faster
+than linearly with the tile count). From 256 tiles (:data:`HIER_MIN_TILES`) the cold build
+saves more than a run of a few thousand cycles loses, so "auto" takes the blocks there;
+below, the flat top. Toggle counts (``--energy``) read wires of the flat top and always use
+it. Blocks of 1, 2, 8 and 16 columns on the 32x16 (one round, same machine): 58.3, 46.5,
+37.6 and 59.6 s, 842, 1133, 1164 and 856 cycles/s (:data:`garnet.collateral.MIN_BLOCK_COLUMNS`).
 """
 from __future__ import annotations
 
@@ -164,10 +192,10 @@ from typing import Callable, Sequence
 import numpy as np
 import psutil
 
-from cgra.errors import CollateralError, SimulationError
+from cgra.errors import CollateralError, ConfigError, SimulationError
 from cgra.procs import pdeathsig_preexec
 from garnet import collateral as gc
-from garnet.collateral import DesignInfo, TopPort
+from garnet.collateral import MIN_BLOCK_COLUMNS, DesignInfo, TopPort
 from mapper.sim.rv_harness import (HARNESS_HELPERS, PORT_LINES, config_phases, harness_opening,
                                    is_handshake_design, rv_harness_source)
 
@@ -175,6 +203,11 @@ HARNESS_VERSION = "cgra.stream_harness/2"
 #: control ports of the top module the harness drives itself (docs/garnet.md)
 CONTROL_PORTS = ("CLK", "RESET", "clk_en", "flush", "config_addr", "config_data",
                  "config_write", "config_read")
+
+
+#: the fewest tiles for which SimParams.hierarchy "auto" builds the model from the column
+#: blocks (module docstring, "Build time": measured on 8x8 and 32x16)
+HIER_MIN_TILES = 256
 
 
 @dataclass
@@ -225,6 +258,11 @@ class SimParams:
     stall_in: float = 0.3
     stall_out: float = 0.3
     stall_seed: int = 1
+    #: "auto": the top in column blocks (``rtl/hier/``, ``verilator --hierarchical``: each
+    #: distinct block verilated and compiled once) for static arrays of at least
+    #: :data:`HIER_MIN_TILES` tiles whose design has blocks, unless toggles are counted;
+    #: "flat": the flat top; "blocks": the blocks or a ConfigError
+    hierarchy: str = "auto"
 
 
 @dataclass
@@ -253,6 +291,8 @@ class Harness:
     probes: list[str] = field(default_factory=list)
     #: a ready-valid design's harness (:mod:`mapper.sim.rv_harness`: tokens, stalls)
     handshake: bool = False
+    #: columns per block of a model built from ``rtl/hier/`` (0: the flat top)
+    hier_columns: int = 0
 
 
 @dataclass
@@ -290,8 +330,39 @@ def load_design_doc(design_dir: str | Path) -> DesignInfo:
     return design
 
 
-def _rtl_files(design_dir: Path) -> list[Path]:
-    fl = design_dir / "rtl" / "filelist.f"
+def _hierarchical(p: SimParams, doc, handshake: bool) -> bool:
+    """Whether the model is built from the column blocks of ``rtl/hier/``
+    (:attr:`SimParams.hierarchy`). Raises :class:`ConfigError` for an unknown value, and for
+    ``"blocks"`` on a design without blocks or with toggle probes (they are wires of the
+    flat top)."""
+    mode = p.hierarchy
+    if mode not in ("auto", "flat", "blocks"):
+        raise ConfigError(f"SimParams.hierarchy = {mode!r}; use 'auto', 'flat' or 'blocks'")
+    usable = bool(doc.hier_columns and doc.hier_filelist) and not handshake
+    if mode == "blocks":
+        if not usable:
+            raise ConfigError(f"{doc.root}: the design has no column blocks (rtl/hier/: "
+                              f"arrays of at least {2 * MIN_BLOCK_COLUMNS} columns, static "
+                              f"flow control); use hierarchy 'flat' or 'auto'")
+        if p.toggles:
+            raise ConfigError("hierarchy 'blocks' cannot count toggles (the probes are wires "
+                              "of the flat top); use hierarchy 'auto' or 'flat' with toggles")
+        return True
+    return mode == "auto" and usable and not p.toggles and \
+        doc.columns * doc.rows >= HIER_MIN_TILES
+
+
+def check_hierarchy(design_dir: str | Path, params: SimParams) -> bool:
+    """Whether :func:`build_harness` would build the model of ``design_dir`` from its column
+    blocks under ``params`` (checked before a run maps anything). Raises
+    :class:`ConfigError` as the build would (:attr:`SimParams.hierarchy`) and
+    :class:`CollateralError` for a missing or malformed design.json."""
+    doc = gc.read_design_info(design_dir)
+    return _hierarchical(params, doc, is_handshake_design(doc.ports))
+
+
+def _rtl_files(design_dir: Path, filelist: str = "rtl/filelist.f") -> list[Path]:
+    fl = design_dir / filelist
     if not fl.is_file():
         raise CollateralError(f"{fl}: missing; regenerate the design with `cgra rtl`")
     files = [design_dir / "rtl" / f for f in fl.read_text().split()]
@@ -743,17 +814,20 @@ def build_harness(design_dir: str | Path, params: SimParams | None = None,
     d = Path(design_dir).resolve()
     doc = load_design_doc(d)
     top = doc.top
-    files = _rtl_files(d)
+    handshake = is_handshake_design(doc.ports)
+    hier = _hierarchical(p, doc, handshake)
+    filelist = doc.hier_filelist if hier else "rtl/filelist.f"
+    files = _rtl_files(d, filelist)
     probes = next((pr for f in files if (pr := tile_probes(f.read_text(), top))), []) \
         if p.toggles else []
-    handshake = is_handshake_design(doc.ports)
     src, ins, outs = rv_harness_source(top, doc.ports) if handshake else \
         harness_source(top, doc.ports, probes)
     if handshake:
         probes = []                     # no toggle probes in the ready-valid harness
     widths = {q.name: q.width for q in doc.ports}
     make_vars = [f"OPT_FAST={p.opt_fast}", f"OPT_SLOW={p.opt_slow}"]
-    flags = [*p.extra_flags, *make_vars, f"pch={int(p.precompiled_header)}", BUILD_RECIPE]
+    flags = [*p.extra_flags, *make_vars, f"pch={int(p.precompiled_header)}", BUILD_RECIPE,
+             f"hier={doc.hier_columns if hier else 0}"]
     h = hashlib.sha256()
     for f in files:
         h.update(f.name.encode())
@@ -772,7 +846,8 @@ def build_harness(design_dir: str | Path, params: SimParams | None = None,
 
     def result(cached: bool, secs: float) -> Harness:
         return Harness(d, top, exe, ins, outs, widths, key, cached, secs, fw, lock_path,
-                       [w for w, _b in probes], handshake)
+                       [w for w, _b in probes], handshake,
+                       doc.hier_columns if hier else 0)
 
     if _reuse(out):
         say("cached")
@@ -793,7 +868,8 @@ def build_harness(design_dir: str | Path, params: SimParams | None = None,
             failed_log = root / f"{key}.failed.log"
             try:
                 secs = _build(p, d, top, src, ins, outs, widths, make_vars, tmp, say,
-                              progress is not None, t0, failed_log, version, probes=bool(probes))
+                              progress is not None, t0, failed_log, version, probes=bool(probes),
+                              filelist=filelist, hier=hier)
                 (tmp / "used").touch()
                 if out.exists():
                     shutil.rmtree(out)
@@ -949,11 +1025,14 @@ def _install_runtime(rt: Path, obj: Path, flags: str, pch: bool) -> int:
 def _build(p: SimParams, d: Path, top: str, src: str, ins: list[str], outs: list[str],
            widths: dict[str, int], make_vars: list[str], tmp: Path,
            say: Callable[[str], None], count: bool, t0: float, failed_log: Path,
-           version: str, probes: bool = False) -> float:
+           version: str, probes: bool = False, filelist: str = "rtl/filelist.f",
+           hier: bool = False) -> float:
     """Verilate and compile into ``tmp`` (see :func:`build_harness`; the run-time library
     from the cache or compiled beside the verilation, :class:`_Runtime`; ``probes``: make the
     tile-output wires public for the harness's toggle counts); returns the seconds. The log
-    of a failed build is kept as ``failed_log``."""
+    of a failed build is kept as ``failed_log``; ``filelist`` (relative to ``d``) lists the
+    Verilog, ``hier``: verilate the column blocks of ``rtl/hier/`` once each
+    (``--hierarchical``)."""
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     (tmp / "harness.cpp").write_text(src)
@@ -968,8 +1047,9 @@ def _build(p: SimParams, d: Path, top: str, src: str, ins: list[str], outs: list
          "widths": widths}, indent=1) + "\n")
     obj = tmp / "obj"
     jobs = str(max(1, p.jobs))
-    verilate = [p.verilator, "--cc", "--exe", *p.extra_flags, "--top-module", top,
-                "-f", str(d / "rtl" / "filelist.f"), "-Mdir", str(obj),
+    verilate = [p.verilator, "--cc", "--exe", *p.extra_flags,
+                *(["--hierarchical"] if hier else []), "--top-module", top,
+                "-f", str(d / filelist), "-Mdir", str(obj),
                 "-o", str(tmp / "harness"), *vlt, str(tmp / "harness.cpp")]
     make = ["make", "-C", str(obj), "-f", "cgra.mk", "-j", jobs, *make_vars]
     (tmp / "build.cmd").write_text(" ".join(verilate) + "\n" + " ".join(make) + "\n")

@@ -43,11 +43,13 @@ def test_design_with_glb_table_has_glb_collateral_and_the_same_array_rtl(small_d
     assert "module glb_tile #(parameter TILE = 0)" in (small_glb_design / "glb" / "glb.v").read_text()
     assert design_glb(small_design) is None and not (small_design / "glb").exists()
     # the array's RTL is byte-identical with and without the [glb] table (one Verilator model)
-    names = sorted(f.name for f in (small_design / "rtl").iterdir())
-    assert names == sorted(f.name for f in (small_glb_design / "rtl").iterdir())
-    _match, mismatch, errors = filecmp.cmpfiles(small_design / "rtl", small_glb_design / "rtl",
-                                                names, shallow=False)
-    assert mismatch == errors == []
+    for sub in ("rtl", "rtl/hier"):                 # the flat top and the column blocks
+        names = sorted(f.name for f in (small_design / sub).iterdir() if f.is_file())
+        assert names == sorted(f.name for f in (small_glb_design / sub).iterdir()
+                               if f.is_file())
+        _match, mismatch, errors = filecmp.cmpfiles(small_design / sub, small_glb_design / sub,
+                                                    names, shallow=False)
+        assert mismatch == errors == [] and names
 
 
 def test_cgra_run_goes_through_the_glb(glb_gaussian):
