@@ -730,6 +730,16 @@ def _vrange(width: int) -> str:
     return "" if width == 1 else f"[{width - 1}:0]"
 
 
+def _signal_verilog(s: Signal, out: Callable[[int, int, str], str]) -> str:
+    """A :data:`Signal` as a Verilog expression: a top port or flush register by name, a
+    constant as ``<width>'h<hex>``, tile (x, y)'s output ``port`` as ``out(x, y, port)``."""
+    if s[0] == "const":
+        return f"{s[2]}'h{s[1]:X}"
+    if s[0] == "out":
+        return out(s[1], s[2], s[3])
+    return s[1]
+
+
 def _flush_spine(net: ArrayNetlist, value: Callable[[Signal], str]) -> list[str]:
     """The flush-spine registers' ``always_ff`` (synchronous reset to 0, each loading its
     source ``value(signal)``) and ``initial`` blocks, as CIRCT writes them; [] without a
@@ -805,13 +815,7 @@ def array_verilog(net: ArrayNetlist, name: str, modules: dict[tuple[int, int], s
         body.append(f"  reg         {reg};")
 
     def value(s: Signal) -> str:
-        if s[0] == "port":
-            return s[1]
-        if s[0] == "const":
-            return f"{s[2]}'h{s[1]:X}"
-        if s[0] == "out":
-            return wire(s[1], s[2], s[3])
-        return s[1]
+        return _signal_verilog(s, wire)
 
     body += _flush_spine(net, value)
     known_of = {mod: {sp[0] for sp in spec} for mod, spec in specs.items()}
@@ -1067,11 +1071,7 @@ def column_verilog(net: ArrayNetlist, name: str, modules: dict[tuple[int, int], 
     lines += [f"  reg         {reg};" for reg, _ in net.flush_regs]
 
     def value(s: Signal) -> str:
-        if s[0] == "const":
-            return f"{s[2]}'h{s[1]:X}"
-        if s[0] == "out":
-            return bw(s[1], s[2], s[3])
-        return s[1]
+        return _signal_verilog(s, bw)
 
     lines += _flush_spine(net, value)
     for b in blocks:
