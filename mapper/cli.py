@@ -701,7 +701,7 @@ class _RunCommand(click.Command):
               type=click.Choice(["auto", "flat", "blocks"]),
               help="the Verilator model: 'blocks' builds it from the top in column blocks "
                    "(rtl/hier/; each distinct block verilated once: a cold 32x16 build in "
-                   "less than half the time, ~0.7x the simulation speed), 'flat' from the "
+                   "less than half the time, ~0.9x the simulation speed), 'flat' from the "
                    "flat top; 'auto' takes blocks from 256 tiles")
 @click.option("--duplicate", "duplicate", is_flag=True, default=False,
               help="low-unroll duplication (Cascade §V-C4): compile the app at unroll 1 for "
