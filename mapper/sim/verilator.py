@@ -213,7 +213,7 @@ CONTROL_PORTS = ("CLK", "RESET", "clk_en", "flush", "config_addr", "config_data"
 
 
 #: the fewest tiles for which SimParams.hierarchy "auto" builds the model from the column
-#: blocks (module docstring, "Build time": measured on 8x8 and 32x16)
+#: blocks (module docstring, "Build time": measured on 8x8, 16x8, 32x8 and 32x16)
 HIER_MIN_TILES = 256
 
 
@@ -340,7 +340,7 @@ def load_design_doc(design_dir: str | Path) -> DesignInfo:
     return design
 
 
-def _hierarchical(p: SimParams, doc, handshake: bool) -> bool:
+def _hierarchical(p: SimParams, doc: DesignInfo, handshake: bool) -> bool:
     """Whether the model is built from the column blocks of ``rtl/hier/``
     (:attr:`SimParams.hierarchy`). Raises :class:`ConfigError` for an unknown value, and for
     ``"blocks"`` on a design without blocks or with toggle probes (they are wires of the
@@ -351,9 +351,10 @@ def _hierarchical(p: SimParams, doc, handshake: bool) -> bool:
     usable = bool(doc.hier_columns and doc.hier_filelist) and not handshake
     if mode == "blocks":
         if not usable:
-            raise ConfigError(f"{doc.root}: the design has no column blocks (rtl/hier/: "
-                              f"arrays of at least {2 * MIN_BLOCK_COLUMNS} columns, static "
-                              f"flow control); use hierarchy 'flat' or 'auto'")
+            raise ConfigError(f"{doc.root}: the design has no column blocks (rtl/hier/, "
+                              f"written by `cgra rtl` for static arrays of two blocks of "
+                              f">= {MIN_BLOCK_COLUMNS} columns); use hierarchy 'flat' or "
+                              f"'auto', or regenerate a design made before the blocks")
         if p.toggles:
             raise ConfigError("hierarchy 'blocks' cannot count toggles (the probes are wires "
                               "of the flat top); use hierarchy 'auto' or 'flat' with toggles")
