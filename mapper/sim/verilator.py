@@ -150,7 +150,8 @@ and on the default layout every block is the same module), marked ``hier_block``
 ``verilator --hierarchical`` verilates and compiles one block and a top of 8 instances.
 Cold builds, ``bench_verilator.py --only flat,blocks`` (idle machine, load 1-1.8; gaussian
 replayed, outputs bit-identical to the flat model's in every round; wall s (verilate s),
-cycles/s; both at ``OPT_FAST=-Og`` here, see below for -O1):
+cycles/s; both at ``OPT_FAST=-Og`` here, see below for -O1; 16x8 and 32x8 are
+``configs/default.toml`` with ``width`` / ``height`` changed):
 
 ======================  ===================  ===================  =========================
 design (tiles)          flat                 blocks of 4 columns  blocks / flat
