@@ -54,7 +54,7 @@ from canal.passes import CorePortConnections, InterconnectParams
 from canal.passes import uniform_graphs
 from canal.ready_valid import mark_graphs, parse_flow_control
 from canal.rtl import array_circuit as canal_array
-from canal.rtl import array_netlist, array_verilog, column_verilog
+from canal.rtl import ArrayNetlist, array_netlist, array_verilog, column_verilog
 from canal.rtl import tile_shapes as canal_tile_shapes
 from canal.timing import retime
 
@@ -585,7 +585,7 @@ def top_name(ic, shapes: dict, params: GarnetParams, name: str = "Garnet") -> st
 
 
 def array_top(ic, params: GarnetParams, shapes: dict, tile_ports: dict[str, list[dict]],
-              name: str) -> tuple[str, list[dict]]:
+              name: str, net: ArrayNetlist | None = None) -> tuple[str, list[dict]]:
     """The top module ``name`` (:func:`top_name`) of the array alone, as Verilog text, and its
     ports (:func:`port_list` format): the tile instances ``Tile_X<xx>_Y<yy>`` of the modules
     ``shapes[(x, y)].module_name`` (ports ``tile_ports[module]``, compiled and cached one by
@@ -593,10 +593,11 @@ def array_top(ic, params: GarnetParams, shapes: dict, tile_ports: dict[str, list
     (32 bits), flush spine and tile ids of :func:`canal.rtl.array_netlist` -- the description
     :func:`canal.rtl.array_circuit` builds its magma body from -- written by
     :func:`canal.rtl.array_verilog` without magma or CIRCT (linear in the tile count).
+    ``net``: that netlist when the caller has it already (:func:`array_blocks` takes it too).
     Raises :class:`~cgra.errors.SpecError` when a tile port is missing or of another width."""
 
     with no_gc():
-        net = array_netlist(ic, params.flush_interval)
+        net = net or array_netlist(ic, params.flush_interval)
         modules = {xy: s.module_name for xy, s in shapes.items()}
         text = array_verilog(net, name, modules, tile_ports)
     ports = [{"name": n, "direction": d, "type": "bit" if w == 1 else "bits", "width": w}
@@ -624,21 +625,19 @@ def block_columns(shapes: dict, width: int) -> int:
 
 
 def array_blocks(ic, params: GarnetParams, shapes: dict, tile_ports: dict[str, list[dict]],
-                 name: str) -> tuple[int, list[tuple[str, str]]]:
-    """The top ``name`` again with its tiles in blocks of :func:`block_columns` columns
-    (:func:`canal.rtl.column_verilog`): (columns per block, [(module, Verilog text)], the
-    top last), or (0, []) when the array has too few columns. The same netlist as
-    :func:`array_top` (same ports, tiles, wiring, flush spine and ``read_data``), for a
-    simulator that compiles each distinct block once (``rtl/hier/``; Verilator's
-    ``--hierarchical``). Raises :class:`~cgra.errors.SpecError` as :func:`array_top`."""
-    k = block_columns(shapes, params.width)
-    if not k:
-        return 0, []
+                 name: str, columns: int, net: ArrayNetlist | None = None
+                 ) -> list[tuple[str, str]]:
+    """The top ``name`` again with its tiles in blocks of ``columns`` columns
+    (:func:`block_columns`; :func:`canal.rtl.column_verilog`): [(module, Verilog text)],
+    the top last. The same netlist as :func:`array_top` (same ports, tiles, wiring, flush
+    spine and ``read_data``; ``net`` as there), for a simulator that compiles each distinct
+    block once (``rtl/hier/``; Verilator's ``--hierarchical``). Raises
+    :class:`~cgra.errors.SpecError` as :func:`array_top`."""
     with no_gc():
-        net = array_netlist(ic, params.flush_interval)
+        net = net or array_netlist(ic, params.flush_interval)
         texts, _ = column_verilog(net, name, {xy: s.module_name for xy, s in shapes.items()},
-                                  tile_ports, k)
-    return k, list(texts.items())
+                                  tile_ports, columns)
+    return list(texts.items())
 
 
 def port_list(circuit) -> list[dict]:

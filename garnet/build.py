@@ -676,8 +676,8 @@ def generate_rtl(ic, inp: Inputs, cache: BuildCache, workdir: Path,
     as text (:func:`garnet.array.array_top`), each taken from ``cache`` when its key is
     there (module docstring). Raises :class:`CollateralError` when two modules of one name
     differ, :class:`~cgra.errors.SpecError` when a tile lacks a port the top drives."""
-    from canal.rtl import tile_circuit  # deferred: loads magma, z3, pysmt, 14 more only when called
-    from garnet.array import array_blocks, array_top, port_list, tile_shapes, top_name  # deferred: loads magma, z3, pysmt, 14 more only when called
+    from canal.rtl import array_netlist, tile_circuit  # deferred: loads magma, z3, pysmt, 14 more only when called
+    from garnet.array import array_blocks, array_top, block_columns, port_list, tile_shapes, top_name  # deferred: loads magma, z3, pysmt, 14 more only when called
 
     if flow_of(ic.graphs).ready_valid:
         return generate_rv_rtl(ic, inp, workdir, say)
@@ -704,20 +704,24 @@ def generate_rtl(ic, inp: Inputs, cache: BuildCache, workdir: Path,
                   [(nid, tuple(g.fanin[nid])) for w, g in sorted(ic.graphs.items())
                    for nid in g.nodes if nid.startswith("SB:") and nid.endswith(":IN")]))
     key = _sha("top", src, top, hashlib.sha256(ident.encode()).hexdigest())
+    tile_ports = {mod: e["ports"] for mod, e in entries.items()}
+    net = None                          # the array netlist, made once for both tops
     ent = cache.module(top, key)
     if ent is None:
         say("Verilog (top level)")
-        text, ports = array_top(ic, inp.params, shapes,
-                                {mod: e["ports"] for mod, e in entries.items()}, top)
+        with no_gc():
+            net = array_netlist(ic, inp.params.flush_interval)
+        text, ports = array_top(ic, inp.params, shapes, tile_ports, top, net)
         ent = cache.put_module(top, key, ports, [(top, text)])
         compiled.append(top)
-    hier_key = _sha("hier", key)
+    columns = block_columns(shapes, inp.params.width)
+    hier_key = _sha("hier", key, columns)
     hier = cache.module(f"{top}.hier", hier_key)
     if hier is None:
         say("Verilog (top level in column blocks)")
-        k, blocks = array_blocks(ic, inp.params, shapes,
-                                 {mod: e["ports"] for mod, e in entries.items()}, top)
-        hier = cache.put_module(f"{top}.hier", hier_key, [{"columns": k}], blocks)
+        blocks = array_blocks(ic, inp.params, shapes, tile_ports, top, columns, net) \
+            if columns else []
+        hier = cache.put_module(f"{top}.hier", hier_key, [], blocks)
     modules: dict[str, str] = {}
     for mod in first:
         for name, text in entries[mod]["modules"]:
@@ -730,9 +734,8 @@ def generate_rtl(ic, inp: Inputs, cache: BuildCache, workdir: Path,
         raise CollateralError(f"rtl/: a tile defines a module named like the top {top}")
     out = list(modules.items()) + [(top, ent["modules"][0][1])]
     cached = [mod for mod in [*first, top] if mod not in compiled]
-    return RtlOutput(top, out, ent["ports"], compiled, cached,
-                     {mod: e["ports"] for mod, e in entries.items()},
-                     hier["ports"][0]["columns"], [tuple(b) for b in hier["modules"]])
+    return RtlOutput(top, out, ent["ports"], compiled, cached, tile_ports, columns,
+                     [tuple(b) for b in hier["modules"]])
 
 
 def generate_rv_rtl(ic, inp: Inputs, workdir: Path, say: Step = lambda msg: None

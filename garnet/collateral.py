@@ -251,6 +251,7 @@ class DesignInfo:
             params = doc.get("params") or {}
             array = doc.get("array") or {}
             hashes = doc.get("spec_hashes") or {}
+            hier = (doc.get("rtl") or {}).get("hier") or {}
             return cls(
                 root, str(doc.get("name") or root.name), doc.get("config_file"),
                 int(params.get("width", array.get("width", 0))),
@@ -263,8 +264,7 @@ class DesignInfo:
                       for q in doc.get("ports") or ()),
                 int(params.get("flush_interval", 0) or 0),
                 MappingProxyType(dict(doc["files"])),
-                int(((doc.get("rtl") or {}).get("hier") or {}).get("columns", 0)),
-                ((doc.get("rtl") or {}).get("hier") or {}).get("filelist"))
+                int(hier.get("columns", 0)), hier.get("filelist"))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CollateralError(f"{root / 'design.json'}: malformed ({exc!r}); "
                                   f"{regen_hint(root, doc)}") from None
