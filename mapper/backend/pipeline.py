@@ -43,7 +43,10 @@ sigma over its inputs; every other input has a deficit ``T - sigma``, filled in 
 4. latency-constrained re-routing: every sink's register count is pinned to its current
    value and the short branches ask for more; the negotiated router
    (:func:`mapper.backend.route.route_design` with ``regs``) finds routes through free registers
-   where latency is needed, moving other nets as congestion requires;
+   where latency is needed, moving other nets as congestion requires (register-demand
+   routing: a branch that needs more registers than its shortest route has meanders through
+   more switch boxes on a simple path, holding exactly the count asked for; a count the
+   router cannot meet is a :class:`~cgra.errors.RoutingError`, never a shorter route);
 5. when that fails too, :class:`BalanceError` names the net, the sink and the cycles missing;
    the driver (:mod:`mapper.flow`) then places again with another seed.
 

@@ -51,7 +51,7 @@ import networkx as nx
 
 from canal.graph import TileInfo
 from canal.routing import RoutingGraph
-from cgra.errors import PlacementError, RoutingError
+from cgra.errors import InternalError, PlacementError, RoutingError
 from mapper.backend.exact_route import explain_unrouted
 from mapper.backend.nets import RouteNet, Terminal
 
@@ -227,8 +227,35 @@ class PathFinder:
         its path from the root) to a target reached with exactly ``want`` registers; a
         ``REG`` node counts one when the path passes through it (a bypassable register is
         enabled by routing through it); ``blocked`` nodes (the net's own tree) are not
-        entered. Returns the node path from a start to the target, or ``None`` when no such
-        path exists."""
+        entered. Returns a simple node path from a start to the target holding ``want``
+        registers, or ``None`` when none is found within ``max_exact_states`` expansions.
+
+        The state search may reach a node twice with different register counts: a route
+        that meanders to collect registers can cross itself. Such a path is not a route (a
+        wire carries one value), and the tree rebuilt from parents drops its loop with the
+        loop's registers. So: when the search's path is not simple, the path with its loops
+        erased (as the tree keeps it) is taken if it still holds ``want`` registers, else
+        the search runs again with every state's path kept simple (a state never extends a
+        path that already holds its node; slower, and a bounded heuristic: a simple path
+        pruned at a state reached first by a cheaper one is not tried). A simple path from
+        the first search is returned as found."""
+        p = self._search_states(starts, targets, want, tx, ty, blocked, False)
+        if p is None or len(set(p)) == len(p):
+            return p
+        parent: dict[int, int] = {p[0]: -1}
+        for a, b in pairwise(p):
+            parent.setdefault(b, a)
+        erased = [p[-1]]
+        while parent[erased[-1]] != -1:
+            erased.append(parent[erased[-1]])
+        erased.reverse()
+        if sum(1 for v in erased[1:-1] if self.rg.kind[v] == "REG") + starts[p[0]] == want:
+            return erased
+        return self._search_states(starts, targets, want, tx, ty, blocked, True)
+
+    def _search_states(self, starts: dict[int, int], targets: set[int], want: int, tx: int,
+                       ty: int, blocked: set[int], simple: bool) -> list[int] | None:
+        """The A* of :meth:`_search_exact`; ``simple``: keep every state's path simple."""
         xy, succ, kind = self.rg.xy, self.rg.succ, self.rg.kind
         hop = self.hop
         per_reg = 3.0 * self.p.base_cost
@@ -254,6 +281,16 @@ class PathFinder:
             push(heap, (max(hop * (abs(x - tx) + abs(y - ty)), per_reg * (want - c)), 0.0, st))
         expanded = 0
         limit = self.p.max_exact_states
+        #: nodes reached in some state: only these can already be on a state's path
+        reached = set(starts)
+
+        def on_path(s: int, v: int) -> bool:
+            while s != -1:
+                if s // span == v:
+                    return True
+                s = prev[s]
+            return False
+
         while heap:
             _f, gc, st = pop(heap)
             if gc > best.get(st, inf):
@@ -266,14 +303,19 @@ class PathFinder:
                 if c != want:
                     continue
                 path = []
-                while st != -1:
-                    path.append(st // span)
-                    st = prev[st]
-                return path[::-1]
+                s = st
+                while s != -1:
+                    path.append(s // span)
+                    s = prev[s]
+                if not simple or len(set(path)) == len(path):
+                    return path[::-1]
+                continue            # its path changed to one through itself after it was pushed
             for v in succ[u]:
                 kv = kind[v]
                 if (kv == "PORT" and v not in targets) or v in blocked:
                     continue
+                if simple and v in reached and on_path(st, v):
+                    continue        # a simple path only (docstring)
                 nc = c + 1 if kv == "REG" and v not in targets else c
                 if nc > want:
                     continue
@@ -287,6 +329,8 @@ class PathFinder:
                 if ng < best.get(sv, inf):
                     best[sv] = ng
                     prev[sv] = st
+                    if simple:
+                        reached.add(v)
                     x, y = xy[v]
                     # every register still missing costs at least its REG, RMUX and the SB_IN
                     # after it (each node >= base cost), so the bound stays admissible
@@ -384,6 +428,10 @@ class PathFinder:
             while parent.get(full[-1], -1) != -1:
                 full.append(parent[full[-1]])
             full.reverse()
+            held = sum(1 for v in full[1:-1] if kind[v] == "REG")
+            if want is not None and held != want:
+                raise InternalError(f"net {net.name}: the route to {term[0]}.{term[1]} holds "
+                                    f"{held} pipeline registers, {want} were asked for")
             paths[term] = full
         self._claim(net.name, tree)
         return paths, tree

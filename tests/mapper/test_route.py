@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 
 import pytest
 
@@ -244,3 +245,51 @@ def test_power_aware_costs_keep_routes_in_tiles_already_on(arr8, routed8):
     # router passed through 4 more tiles, the power-aware one through 1
     assert len(placed) <= len(aware_on) < len(plain_on), (len(placed), len(aware_on),
                                                           len(plain_on))
+
+
+
+def test_register_demand_routes_are_simple_paths_with_their_exact_register_count(tmp_path):
+    """A branch that must hold more pipeline registers than its shortest route meanders
+    through extra switch boxes; the latency-constrained search (PathFinder._search_exact)
+    must return a simple path (a wire carries one value) holding exactly the registers asked
+    for. On this 2-track 8x8 the search had returned paths through a node twice from 8
+    registers up (87 of the (sink, count) pairs from PE (1, 2)), and the route tree rebuilt
+    from parents dropped the loop with its registers (laplacian_pyramid seed 0 on the 32x16
+    then missed 900 MHz at the same placement)."""
+    from mapper.backend.route import PathFinder
+
+    _, coll = build(tmp_path, 8, 8, tracks=2)
+    rg = coll.graphs[16]
+    pf = PathFinder(rg, RouterParams(max_exact_states=200_000))
+    src = rg.index[rg.port_node(1, 2, "res")]
+    found = {}
+    for x, y in [(1, 3), (1, 4), (4, 3)]:
+        dst = rg.index[rg.port_node(x, y, "data0")]
+        shortest = pf._search([src], {dst}, x, y)
+        for want in range(0, 13):
+            p = pf._search_exact({src: 0}, {dst}, want, x, y)
+            if p is None:
+                continue
+            found[(x, y, want)] = len(p)
+            assert len(set(p)) == len(p), (x, y, want)
+            assert p[0] == src and p[-1] == dst
+            assert sum(1 for v in p[1:-1] if rg.kind[v] == "REG") == want
+            assert all(b in rg.succ[a] for a, b in pairwise(p))
+            if want == 0:
+                assert len(p) == len(shortest)
+    # every count up to 12 is routed to each sink, by longer and longer meanders (the
+    # registers of a 2-track array come two per detour loop: 53 nodes for 12 registers on
+    # the adjacent tile, where the plain route has 5)
+    assert len(found) == 3 * 13
+    for x, y in [(1, 3), (1, 4), (4, 3)]:
+        lengths = [found[(x, y, w)] for w in range(13)]
+        assert lengths == sorted(lengths)
+    assert found[(1, 3, 0)] == 5 and found[(1, 3, 12)] == 53
+    # a register site needs no reservation: each REG node is fed by its switch-box output
+    # alone and feeds its register mux alone, so only the net through that output can use it
+    regs = [i for i, k in enumerate(rg.kind) if k == "REG"]
+    assert len(regs) == 2 * 4 * 64
+    for i in regs:
+        fanin = rg.ig.fanin[rg.ids[i]]
+        assert len(fanin) == 1 and rg.kind[rg.index[fanin[0]]] == "SB"
+        assert [rg.kind[j] for j in rg.succ[i]] == ["RMUX"]
