@@ -40,7 +40,7 @@ from cgra.errors import SimulationError
 from mapper import stages as st
 from mapper.sim.glb import glb_note
 from mapper.sim.verilator import SimParams, check_hierarchy
-from mapper.backend.pipeline import PipelineParams
+from mapper.backend.pipeline import BROADCAST_ON_MISS, PipelineParams
 from mapper.backend.place import PlaceParams
 from mapper.backend.bitstream import GATE_WHAT
 from mapper.backend.route import POWER_AWARE_COST, RouterParams
@@ -391,12 +391,17 @@ def _alphas(text: str | None) -> tuple[float, ...]:
 def _pipeline_params(fmax: float | None) -> PipelineParams:
     """``--fmax``: ``None`` -> compute pipelining toward the timing model's floor
     (``auto_target``, :func:`mapper.backend.pipeline.period_floor`); 0 -> only branch-delay
-    matching; X MHz -> compute pipelining and register insertion to a 1e6 / X ps period."""
+    matching; X MHz -> compute pipelining and register insertion to a 1e6 / X ps period.
+    With a target, a miss whose critical path is on a broadcast net tries broadcast register
+    trees and keeps the better result (``broadcast_on_miss``,
+    :data:`mapper.backend.pipeline.BROADCAST_ON_MISS`)."""
     if fmax is None:
-        return PipelineParams(register_pe_inputs=True, auto_target=True)
+        return PipelineParams(register_pe_inputs=True, auto_target=True,
+                              broadcast_on_miss=BROADCAST_ON_MISS)
     if fmax == 0:
         return PipelineParams()
-    return PipelineParams(register_pe_inputs=True, target_period_ps=1e6 / fmax)
+    return PipelineParams(register_pe_inputs=True, target_period_ps=1e6 / fmax,
+                          broadcast_on_miss=BROADCAST_ON_MISS)
 
 
 @click.command("pipeline")

@@ -1014,15 +1014,31 @@ def _shift_program(prog: dict[str, Any], delta: int, where: str) -> dict[str, An
 
 
 # ---------------------------------------------------------------------------- the passes
+#: ``cgra run`` / ``cgra pipeline``'s ``PipelineParams.broadcast_on_miss``: a missed target
+#: whose critical path is on a net of this many sinks or more tries broadcast register trees
+BROADCAST_ON_MISS = 6
+
+
+def critical_fanout(res: PipelineResult) -> int:
+    """The most sinks of a net whose route holds a node of ``res``'s critical path (0 when
+    the path is on no route, e.g. inside a core)."""
+    crit = {n for n, _ in res.timing.path}
+    sinks = {n.name: len(n.sinks) for n in res.packed.nets}
+    return max((sinks[name] for name, r in res.routing.nets.items()
+                if any(n in crit for n in r.nodes())), default=0)
+
+
 def pipeline(packed: PackedDesign, placement: Placement, routing: RoutingResult,
              coll: Collateral, params: PipelineParams | None = None) -> PipelineResult:
-    """The passes (:func:`pipeline_passes`); with ``broadcast_on_miss`` and a missed target
-    (broadcast trees off), the passes again with ``broadcast_fanout = broadcast_on_miss``,
-    keeping the better result (higher Fmax, then fewer registers: never worse than the
-    first). Returns and raises as :func:`pipeline_passes`."""
+    """The passes (:func:`pipeline_passes`); with ``broadcast_on_miss`` = F, a missed target
+    (broadcast trees off) and a critical path on a net of F sinks or more
+    (:func:`critical_fanout`: only there can a register tree shorten it), the passes again
+    with ``broadcast_fanout = F``, keeping the better result (higher Fmax, then fewer
+    registers: never worse than the first). Returns and raises as :func:`pipeline_passes`."""
     p = params or PipelineParams()
     res = pipeline_passes(packed, placement, routing, coll, p)
-    if p.broadcast_on_miss and not p.broadcast_fanout and res.timing.miss:
+    if p.broadcast_on_miss and not p.broadcast_fanout and res.timing.miss and \
+            critical_fanout(res) >= p.broadcast_on_miss:
         try:
             alt = pipeline_passes(packed, placement, routing, coll,
                                   dataclasses.replace(p, broadcast_fanout=p.broadcast_on_miss))
@@ -1286,6 +1302,6 @@ def registers_of(pr: PipelineResult) -> int:
     return pr.passes[-1].registers if pr.passes else len(pr.enabled_regs) + len(pr.forced_regs)
 
 
-__all__ = ["BalanceError", "PassReport", "registers_of", "PipelineParams", "PipelineResult",
+__all__ = ["BROADCAST_ON_MISS", "BalanceError", "PassReport", "critical_fanout", "registers_of", "PipelineParams", "PipelineResult",
            "TimingReport", "path_regs", "period_floor", "pipeline", "pipeline_passes",
            "timing_analysis", "tree_cut", "unpipelined_timing", "with_regs", "without_regs"]

@@ -16,7 +16,7 @@ from mapper.collateral import load_fabric
 from mapper.netlist import Netlist
 from mapper.backend.pack import pack, stencil_netlist
 from mapper.backend.checks import check_balanced
-from mapper.backend.pipeline import (PipelineParams, period_floor, pipeline, registers_of,
+from mapper.backend.pipeline import (BROADCAST_ON_MISS, PipelineParams, critical_fanout, period_floor, pipeline, registers_of,
                              timing_analysis)
 from mapper.backend.place import PlaceParams, place
 from mapper.backend.route import check_routing, route_design
@@ -236,10 +236,12 @@ def test_auto_target_pipelines_to_the_model_floor(graphs):
 def test_fmax_option_default_off_and_value():
     """``--fmax``: absent -> pipelining toward the model's floor; 0 -> branch-delay matching
     only (the old default); X MHz -> a 1e6 / X ps target."""
-    assert _pipeline_params(None) == PipelineParams(register_pe_inputs=True, auto_target=True)
+    assert _pipeline_params(None) == PipelineParams(register_pe_inputs=True, auto_target=True,
+                                                    broadcast_on_miss=6)
     assert _pipeline_params(0.0) == PipelineParams()
     assert _pipeline_params(500.0) == PipelineParams(register_pe_inputs=True,
-                                                     target_period_ps=2000.0)
+                                                     target_period_ps=2000.0,
+                                                     broadcast_on_miss=6)
 
 
 def test_missed_target_names_the_critical_path_and_what_it_lacks(graphs):
@@ -323,6 +325,19 @@ def test_broadcast_register_tree_raises_fmax(graphs):
     assert plain.timing.period_ps == trees.timing.period_ps == pytest.approx(1000.0)
     assert registers_of(trees) > registers_of(plain) == registers_of(tried)
     assert tried.passes[0].name == "balance"
+    # where the trees raise Fmax they are kept (cgra run's default, BROADCAST_ON_MISS): with
+    # no register insertion step the plain passes stop at 1709 ps on the broadcast net
+    # (10 sinks), the trees (4 leaves per branch register) take it to 1248 ps; with a
+    # threshold above its fanout nothing is tried
+    short = dataclasses.replace(miss, max_pipeline_steps=0)
+    assert critical_fanout(pipeline(packed, pl, rr, graphs, short)) == 10
+    kept = pipeline(packed, pl, rr, graphs, dataclasses.replace(short, broadcast_on_miss=6))
+    assert kept.timing.period_ps == pytest.approx(1247.8, abs=1.0)
+    assert kept.passes[0].name == "broadcast trees + balance" and kept.timing.miss
+    above = pipeline(packed, pl, rr, graphs, dataclasses.replace(short, broadcast_on_miss=11))
+    assert above.timing.period_ps == pytest.approx(1709.0, abs=1.0)
+    assert above.passes[0].name == "balance"
+    assert BROADCAST_ON_MISS == 6       # cgra run's default (test_fmax_option_default_...)
     check_routing(on.routing, graphs)
 
 
