@@ -365,7 +365,9 @@ def _fmax_opt() -> Callable:
                              "register insertion until the timing model meets it; default: "
                              "the best the timing model allows (its slowest stage that no "
                              "register can split, e.g. a MEM core: 1000 MHz on the default "
-                             "table), reported with the Fmax reached; 0: no pipelining, "
+                             "table), reported with the Fmax reached; a missed target whose "
+                             "critical path is on a net of 6+ sinks also tries broadcast "
+                             "register trees and keeps the better; 0: no pipelining, "
                              "only branch-delay matching")
 
 

@@ -1302,6 +1302,7 @@ def registers_of(pr: PipelineResult) -> int:
     return pr.passes[-1].registers if pr.passes else len(pr.enabled_regs) + len(pr.forced_regs)
 
 
-__all__ = ["BROADCAST_ON_MISS", "BalanceError", "PassReport", "critical_fanout", "registers_of", "PipelineParams", "PipelineResult",
-           "TimingReport", "path_regs", "period_floor", "pipeline", "pipeline_passes",
-           "timing_analysis", "tree_cut", "unpipelined_timing", "with_regs", "without_regs"]
+__all__ = ["BROADCAST_ON_MISS", "BalanceError", "PassReport", "PipelineParams", "PipelineResult",
+           "TimingReport", "critical_fanout", "path_regs", "period_floor", "pipeline",
+           "pipeline_passes", "registers_of", "timing_analysis", "tree_cut",
+           "unpipelined_timing", "with_regs", "without_regs"]

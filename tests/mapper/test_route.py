@@ -253,7 +253,8 @@ def test_register_demand_routes_are_simple_paths_with_their_exact_register_count
     through extra switch boxes; the latency-constrained search (PathFinder._search_exact)
     must return a simple path (a wire carries one value) holding exactly the registers asked
     for. On this 2-track 8x8 the search had returned paths through a node twice from 8
-    registers up (87 of the (sink, count) pairs from PE (1, 2)), and the route tree rebuilt
+    registers up (87 (source, sink, count) cases from the PEs at (1, 2) and (4, 4) to every
+    PE, counts 0-15; the first here is (1, 3) with 8), and the route tree rebuilt
     from parents dropped the loop with its registers (laplacian_pyramid seed 0 on the 32x16
     then missed 900 MHz at the same placement)."""
     from mapper.backend.route import PathFinder
