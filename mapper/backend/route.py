@@ -408,6 +408,18 @@ class PathFinder:
             if p is None:
                 what = cands[0] if len(cands) == 1 else \
                     f"{len(cands)} register sites in tile ({tx}, {ty})"
+                if want is not None and targets and \
+                        self._search(branchable, targets, tx, ty) is not None:
+                    # the sink is reachable: the register count is what fails
+                    raise RoutingError(
+                        f"net {net.name}: sink {term[0]}.{term[1]} ({what}) is reachable from "
+                        f"{net.source} in the {self.rg.width}-bit routing graph "
+                        f"{self.rg.source}, but no route found holds exactly {want} pipeline "
+                        f"register(s) (searched up to RouterParams.max_exact_states = "
+                        f"{self.p.max_exact_states} states; a detour that leaves a tile and "
+                        f"comes back passes at least two switch-box outputs, so a count may be "
+                        f"out of reach from this start); another placement or register site "
+                        f"may allow it")
                 how = "" if want is None else f" with exactly {want} pipeline register(s)"
                 raise RoutingError(
                     f"net {net.name}: sink {term[0]}.{term[1]} ({what}) is unreachable from "

@@ -294,3 +294,25 @@ def test_register_demand_routes_are_simple_paths_with_their_exact_register_count
         fanin = rg.ig.fanin[rg.ids[i]]
         assert len(fanin) == 1 and rg.kind[rg.index[fanin[0]]] == "SB"
         assert [rg.kind[j] for j in rg.succ[i]] == ["RMUX"]
+
+
+def test_a_register_count_out_of_reach_is_named_as_such(tmp_path):
+    """A sink the plain router reaches but no route found holds its register count: the
+    error says so and names the search bound (it had said "unreachable ... check the core
+    port connections", which sent the architect to the wrong place); a sink no route reaches
+    at all keeps that message."""
+    from mapper.backend.route import PathFinder
+
+    _, coll = build(tmp_path, 8, 8, tracks=2)
+    rg = coll.graphs[16]
+    src, dst = rg.port_node(1, 2, "res"), rg.port_node(1, 3, "data0")
+    net = RouteNet("n", src, [(("pe", "data0"), [dst])], regs={("pe", "data0"): 12})
+    with pytest.raises(RoutingError, match=r"net n: sink pe.data0 \(PORT:16:1:3:data0\) is "
+                       r"reachable from PORT:16:1:2:res .* but no route found holds exactly "
+                       r"12 pipeline register\(s\) \(searched up to "
+                       r"RouterParams.max_exact_states = 50 states; .*another placement or "
+                       r"register site may allow it"):
+        PathFinder(rg, RouterParams(max_exact_states=50)).route_net(net, [])
+    # with room to search, the same request is met (test above: 53 nodes)
+    paths, _ = PathFinder(rg, RouterParams()).route_net(net, [])
+    assert sum(1 for v in paths[("pe", "data0")][1:-1] if rg.kind[v] == "REG") == 12
