@@ -440,10 +440,12 @@ class PathFinder:
             while parent.get(full[-1], -1) != -1:
                 full.append(parent[full[-1]])
             full.reverse()
-            held = sum(1 for v in full[1:-1] if kind[v] == "REG")
-            if want is not None and held != want:
-                raise InternalError(f"net {net.name}: the route to {term[0]}.{term[1]} holds "
-                                    f"{held} pipeline registers, {want} were asked for")
+            if want is not None:
+                held = sum(1 for v in full[1:-1] if kind[v] == "REG")
+                if held != want:
+                    raise InternalError(f"net {net.name}: the route to {term[0]}.{term[1]} "
+                                        f"holds {held} pipeline registers, {want} were asked "
+                                        f"for")
             paths[term] = full
         self._claim(net.name, tree)
         return paths, tree

@@ -21,7 +21,8 @@ from mapper.backend.place import PlaceParams, place
 from canal.routing import RoutingGraph
 from mapper.backend.nets import RouteNet
 from mapper.backend.power import used_tiles
-from mapper.backend.route import RouterParams, check_routing, route_design, route_width
+from mapper.backend.route import (PathFinder, RouterParams, check_routing, route_design,
+                                  route_width)
 
 
 def _no_rtl():
@@ -257,8 +258,6 @@ def test_register_demand_routes_are_simple_paths_with_their_exact_register_count
     PE, counts 0-15; the first here is (1, 3) with 8), and the route tree rebuilt
     from parents dropped the loop with its registers (laplacian_pyramid seed 0 on the 32x16
     then missed 900 MHz at the same placement)."""
-    from mapper.backend.route import PathFinder
-
     _, coll = build(tmp_path, 8, 8, tracks=2)
     rg = coll.graphs[16]
     pf = PathFinder(rg, RouterParams(max_exact_states=200_000))
@@ -301,8 +300,6 @@ def test_a_register_count_out_of_reach_is_named_as_such(tmp_path):
     error says so and names the search bound (it had said "unreachable ... check the core
     port connections", which sent the architect to the wrong place); a sink no route reaches
     at all keeps that message."""
-    from mapper.backend.route import PathFinder
-
     _, coll = build(tmp_path, 8, 8, tracks=2)
     rg = coll.graphs[16]
     src, dst = rg.port_node(1, 2, "res"), rg.port_node(1, 3, "data0")
