@@ -53,7 +53,9 @@ from cgra.config import ConfigField, FieldSlice, config_address, encode_fields, 
 from cgra.core import ConfigMemory
 from cgra.errors import CollateralError, ConfigError, RoutingError
 
+from canal.dynamic import DYN_FEATURE, TABLE_FEATURE, TABLE_FEATURE_BASE, dyn_fields, dynamic_of
 from canal.graph import IO, InterconnectGraph, Node, NodeKind, Side, TileInfo, parse_id
+from canal.router import NUM_PORTS
 
 _SIDE_ORDER = {Side.NORTH: 0, Side.SOUTH: 1, Side.EAST: 2, Side.WEST: 3}
 _XY = attrgetter("x", "y")
@@ -127,6 +129,14 @@ def _tile_config(x: int, y: int, info: TileInfo, graphs: Mapping[int, Interconne
     (:func:`_rv_nodes`), else absent."""
     features = [Feature(0, "core", tuple(info.config_fields))]
     node_field: dict[str, tuple[int, str]] = {}
+    layer = dynamic_of(graphs)
+    if layer is not None:
+        # the hybrid tile's router (canal.dynamic): its routing tables, then injection /
+        # ejection, right after the core so that the tables sit at the same features in
+        # every tile (one router module)
+        features += [Feature(TABLE_FEATURE_BASE + p, f"{TABLE_FEATURE}{p}", (), words=layer.ids)
+                     for p in range(NUM_PORTS)]
+        features.append(Feature(len(features), DYN_FEATURE, dyn_fields(info, layer)))
     for w in widths:
         g = graphs[w]
         mx = muxes[w]

@@ -52,12 +52,17 @@ class RouterModel:
         self.tables = [dict((tables or {}).get(q, {})) for q in range(NUM_PORTS)]
         self.fifo = [[deque() for _ in range(V)] for _ in range(NUM_PORTS)]
         self.sent = [[0] * V for _ in range(NUM_PORTS)]
-        self.cred = [[p.buffers] * V for _ in range(NUM_PORTS - 1)]
+        self.cred = [[p.buffers] * V for _ in range(self._credited)]
         self.rri = [0] * NUM_PORTS
         self.rro = [0] * NUM_PORTS
         self.out: list[Flit | None] = [None] * NUM_PORTS     # output registers
         self.cr: list[int | None] = [None] * NUM_PORTS       # credit registers (vc)
         self._next = None
+
+    @property
+    def _credited(self) -> int:
+        """Output ports with credit counters: N, E, S, W, and L when ``eject_credits``."""
+        return NUM_PORTS if self.p.eject_credits else NUM_PORTS - 1
 
     def in_ready(self, port: int) -> list[bool]:
         """Per VC: the FIFO of input ``port`` has room (``count < buffers``)."""
@@ -71,13 +76,15 @@ class RouterModel:
 
     def compute(self, inputs: Sequence[Flit | None], cin: Sequence[int | None]) -> None:
         """Grants and next state from the current state, the link inputs (one per port) and
-        the credit inputs (one per output port; ``cin[4]`` is ignored)."""
+        the credit inputs (one per output port: the VC credited, or None; ``cin[4]`` is
+        ignored, or with ``eject_credits`` a bit mask of the VCs credited, as the RTL's
+        ``ej_credit``)."""
         V = self.p.vcs
 
         def credit_ok(o: int, u: int) -> bool:
-            if o == Port.L:
+            if o == Port.L and not self.p.eject_credits:
                 return True
-            return u < V and (self.cred[o][u] != 0 or cin[o] == u)
+            return u < V and (self.cred[o][u] != 0 or self._credit_in(cin, o, u))
 
         info = {}
         for q in range(NUM_PORTS):
@@ -111,6 +118,12 @@ class RouterModel:
                     break
         self._next = (inputs, cin, win, grant, info)
 
+    @staticmethod
+    def _credit_in(cin: Sequence[int | None], o: int, u: int) -> bool:
+        if o == Port.L:
+            return bool((cin[o] or 0) >> u & 1)
+        return cin[o] == u
+
     def commit(self) -> None:
         """The clock edge: apply the state computed by :meth:`compute`."""
         inputs, cin, win, grant, info = self._next
@@ -132,9 +145,9 @@ class RouterModel:
                 self.fifo[q][v].popleft()
                 self.sent[q][v] = 0
                 cr[q] = v
-        for o in range(NUM_PORTS - 1):
+        for o in range(self._credited):
             for u in range(V):
-                self.cred[o][u] += (cin[o] == u) - (sent_on[o] == u)
+                self.cred[o][u] += self._credit_in(cin, o, u) - (sent_on[o] == u)
                 if not 0 <= self.cred[o][u] <= p.buffers:
                     raise SimulationError(f"{self.name}: credit counter of output "
                                           f"{Port(o).name} VC {u} is {self.cred[o][u]} "

@@ -52,6 +52,7 @@ from canal.custom import apply_build, load_build
 from canal.interconnect import Interconnect
 from canal.passes import CorePortConnections, InterconnectParams
 from canal.passes import uniform_graphs
+from canal.dynamic import mark_dynamic, parse_dynamic
 from canal.ready_valid import mark_graphs, parse_flow_control
 from canal.rtl import array_circuit as canal_array
 from canal.rtl import ArrayNetlist, array_netlist, array_verilog, column_verilog
@@ -119,6 +120,9 @@ def build_interconnect(params: GarnetParams, core_fn: CoreFn | None = None, timi
     flow = parse_flow_control(params.flow_control, params.fifo_kind, params.widths)
     if flow.ready_valid:                 # FIFO sites in the routing-graph collateral
         mark_graphs(graphs, flow)
+    layer = parse_dynamic(params.dynamic or None, params.widths)
+    if layer is not None:                # a router per tile (canal.dynamic)
+        mark_dynamic(graphs, layer)
     return Interconnect(graphs, cores, tm, resolve_timing)
 
 

@@ -114,6 +114,8 @@ import signal
 from canal import collateral as canal_coll
 from canal.custom import source_hash as ic_source_hash
 from canal.graph import no_gc
+from canal.dynamic import parse_dynamic
+from canal.fabric_name import FabricName
 from canal.ready_valid import flow_of, parse_flow_control
 from canal.timing import TimingModel
 from canal.timing import default_table_text, retime, validate_table
@@ -1316,6 +1318,7 @@ def _design_doc(params: GarnetParams, cfg: str | None, counts: dict, inp: Inputs
     from garnet.cores import tags  # deferred: loads magma, z3, pysmt, 14 more only when called
 
     flow = parse_flow_control(params.flow_control, params.fifo_kind, params.widths)
+    layer = parse_dynamic(params.dynamic or None, params.widths)
     return {
         "name": params.name,
         "config_file": cfg,
@@ -1352,7 +1355,17 @@ def _design_doc(params: GarnetParams, cfg: str | None, counts: dict, inp: Inputs
                     "the static IO ports; every skid FIFO site starts with one token (0), PE "
                     "and MEM tiles fire (clk_en of the core) when every used input is valid "
                     "and every used output can be taken: token k of a stream is the static "
-                    "array's value in cycle k"}} if flow.ready_valid else {})
+                    "array's value in cycle k"}
+        | ({"dynamic": layer.to_params() | {
+            "width": layer.width,
+            # the thesis's name (Table 3.2): static links, VCs, buffers, flit width, skid
+            "fabric_name": str(FabricName("H", params.tracks, layer.vcs, layer.buffers,
+                                          layer.flit, "db")),
+            "protocol": "a VC router per tile (canal.dynamic): tables at features 1..5, "
+                        "injection / ejection fields in feature 6 (dyn); an ejection "
+                        "buffer first gives its initial tokens (0), so a dynamic route "
+                        "with k tokens is a static route with k registers"}}
+           if layer is not None else {})} if flow.ready_valid else {})
 
 
 def write_fabric(dest: Path, params: GarnetParams, ic, spec: type, pe) -> None:

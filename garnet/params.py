@@ -54,6 +54,12 @@ TOML keys (all top level; every key is optional and takes the default below)::
     fifo_kind = "skid"              # FIFO of the ready-valid tracks: "skid" (2 entries per
                                     # site, full throughput) | "split" (Cascade's split FIFO:
                                     # 1 entry per site, two sites per FIFO), or a table per width
+    dynamic = {}                    # the dynamic layer of a hybrid network (canal.dynamic):
+                                    # {} = none; a table {vcs = 2, buffers = 3, ids = 16,
+                                    # token_bits = 6, width = 16} (every key optional) puts a
+                                    # VC router in every tile beside the ready-valid tracks of
+                                    # that width (thesis ch. 3.3); needs flow_control
+                                    # "ready_valid" on that width
     interconnect = ""               # custom interconnect: "" = the built-in graphs, else
                                     # "path/to/ic.py:build" (relative to the TOML file) or
                                     # "module:build": build(graphs, params) receives the
@@ -80,6 +86,7 @@ from cgra.errors import ConfigError, SpecError
 from cgra.tomlfile import read_toml
 from garnet.glb.params import from_dict as glb_from_dict
 from canal.custom import load_build
+from canal.dynamic import parse_dynamic
 from canal.ready_valid import parse_flow_control
 from canal.timing import TimingModel
 from lake.spec import PRESETS, dual_port_name, is_preset, load_memory, preset
@@ -97,7 +104,7 @@ TOPOLOGIES = ("imran", "wilton", "disjoint")
 INTERCONNECT_FIELDS = ("width", "height", "tracks", "topology", "track_length", "widths",
                        "mem_ratio", "io_sides", "pipeline_register_sides",
                        "pipeline_register_tracks", "register_bypass_sides", "cb_sides",
-                       "timing", "interconnect", "flow_control", "fifo_kind")
+                       "timing", "interconnect", "flow_control", "fifo_kind", "dynamic")
 
 
 @dataclass
@@ -127,6 +134,7 @@ class GarnetParams:
     interconnect: str = ""
     flow_control: str | dict[str, str] = "static"
     fifo_kind: str | dict[str, str] = "skid"
+    dynamic: dict[str, int] = field(default_factory=dict)
 
     @property
     def measured_timing(self) -> bool:
@@ -181,6 +189,11 @@ def from_dict(doc: dict[str, Any], source: str | None = None) -> GarnetParams:
                 raise ConfigError(f"{_where(source, key)} = {value!r}: expected a string or a "
                                   f"table per width (e.g. {{16 = \"...\"}})")
             value = value if isinstance(value, str) else {str(k): v for k, v in value.items()}
+        elif isinstance(default, dict):
+            if not isinstance(value, dict):
+                raise ConfigError(f"{_where(source, key)} = {value!r}: expected a table "
+                                  "(e.g. {vcs = 2, buffers = 3})")
+            value = dict(value)
         elif isinstance(default, bool) or isinstance(default, int):
             if not isinstance(value, int) or isinstance(value, bool):
                 raise ConfigError(f"{_where(source, key)} = {value!r}: expected an integer")
@@ -425,7 +438,12 @@ def validate(p: GarnetParams, source: str | None = None) -> None:
             load_build(p.interconnect, _where(source, "interconnect"))
         except SpecError as exc:
             raise ConfigError(str(exc)) from None
-    parse_flow_control(p.flow_control, p.fifo_kind, p.widths, source)
+    flow = parse_flow_control(p.flow_control, p.fifo_kind, p.widths, source)
+    layer = parse_dynamic(p.dynamic or None, p.widths, source)
+    if layer is not None and flow.kind(layer.width) == "static":
+        raise err("dynamic", f"the dynamic layer's {layer.width}-bit tracks are static; set "
+                             f"flow_control = \"ready_valid\" (a hybrid network is "
+                             "ready-valid tracks plus routers)")
     if p.flush_interval < 0:
         raise err("flush_interval", "use 0 (flush wired directly) or N >= 1 rows per spine "
                                     "register stage")

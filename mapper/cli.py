@@ -497,6 +497,9 @@ def verify_cmd(design: Path, bitstream: Path, netlist: Path | None) -> None:
     rep = verify(words, res, coll)
     rv = (f"; valid/ready proved with the data on {rep.rv_nets} ready-valid nets "
           f"({rep.rv_segments} segments between FIFOs)") if rep.rv_nets else ""
+    if rep.dynamic_nets:
+        rv += (f"; {rep.dynamic_nets} dynamic nets: router tables walked from injection to "
+               f"every sink, ejection VCs and tokens checked")
     click.echo(f"{bitstream}: proved for {rep.nets} nets ({rep.sinks} sinks, {rep.nodes} "
                f"routed nodes; {rep.select_vars} select fields in the cone{rv}) in "
                f"{rep.seconds['total']:.2f} s")
@@ -587,8 +590,13 @@ def _summary(run, t0: float) -> None:
                    f"output p = {hs['p_out']}): {hs['input_stall_cycles']} input stall and "
                    f"{hs['output_backpressure_cycles']} output backpressure cycles; "
                    f"{hs['tokens']} tokens per stream in {hs['cycles']} cycles "
-                   f"({hs['tokens_per_cycle']:.3f} per cycle; the cycle model of the network "
-                   f"predicts {hs['model_cycles']})")
+                   f"({hs['tokens_per_cycle']:.3f} per cycle; " + (
+                       f"the cycle model of the network predicts {hs['model_cycles']})"
+                       if hs.get("model_cycles") is not None else f"{hs['model_note']})"))
+    if r.get("dynamic"):            # a hybrid array (mapper.backend.dynamic)
+        dn = r["dynamic"]
+        click.echo(f"hybrid: {dn['nets']} net(s) overflowed to the dynamic layer (static tracks "
+                   f"full): " + ", ".join(sorted(dn["flows"])))
     if r.get("glb"):                # a design with GLB collateral (mapper.sim.glb)
         click.echo(glb_note(r["glb"]))
     d = r.get("duplication")

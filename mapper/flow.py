@@ -32,6 +32,7 @@ from mapper.closure import Once, attempts, sweep
 from mapper.backend.pack import PackParams, pack
 from mapper.backend.pipeline import PipelineParams, PipelineResult, pipeline
 from mapper.backend.place import PlaceParams, Placement, check_capacity, place, site_capacity
+from mapper.backend.dynamic import layer_of
 from mapper.backend.route import RouterParams, RoutingResult, route_design
 from mapper.collateral import Collateral, load_collateral, load_pe_model
 from mapper.backend.absorb import absorb_chains, check_absorb
@@ -365,6 +366,11 @@ def run_stages(p: RunParams, until: str = "sim", step: Step | None = None) -> An
                               f"duplicated design (Cascade §V-C4); add --duplicate or rerun "
                               f"from map (drop --from)")
         check_resume(run_dir, app_p, p.resume_from)
+    if layer_of(coll) is not None and (dup is not None or p.flow.columns is not None):
+        raise ConfigError(f"design {coll.name} has a dynamic layer (routers, canal.dynamic): "
+                          f"{'--duplicate' if dup is not None else 'a column range'} is not "
+                          "supported on a hybrid array (its flows are routed on the whole "
+                          "mesh); run without it")
     if p.flow.columns is not None:      # an app confined to a column range (AHA §4.4)
         if dup is not None:
             raise ConfigError("a column range (FlowParams.columns) with --duplicate: the "

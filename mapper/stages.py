@@ -53,6 +53,7 @@ from mapper.backend.pack import PackedDesign, PackedInstance, PackedNet
 from mapper.backend.pipeline import PassReport, PipelineResult, TimingReport
 from mapper.backend.place import Placement, check_placement
 from mapper.backend.report import draw, save_report
+from mapper.backend.nets import DynamicRoute
 from mapper.backend.route import NetRoute, RoutingResult, check_routes
 
 if TYPE_CHECKING:
@@ -269,7 +270,16 @@ def routing_to_json(rr: RoutingResult) -> dict[str, Any]:
             "reg_sites": rr.reg_sites,
             "iterations": {str(w): v for w, v in rr.iterations.items()},
             "seconds": rr.seconds,
-            "wirelength": {str(w): v for w, v in rr.wirelength.items()}}
+            "wirelength": {str(w): v for w, v in rr.wirelength.items()}} | (
+        {"dynamic": [{"name": r.name, "id": r.id, "source": list(r.source),
+                      "sinks": [{"sink": list(t), "at": list(at), "tokens": r.tokens.get(t, 0)}
+                                for t, at in r.sinks.items()]}
+                     for r in rr.dynamic.values()]} if rr.dynamic else {})
+
+
+def _xyp(v: Any) -> tuple[int, int, str]:
+    x, y, p = v
+    return int(x), int(y), str(p)
 
 
 def routing_from_json(d: dict[str, Any], where: str) -> RoutingResult:
@@ -279,10 +289,15 @@ def routing_from_json(d: dict[str, Any], where: str) -> RoutingResult:
             paths = {_term(p["sink"], where): [str(x) for x in p["nodes"]] for p in n["paths"]}
             nets[n["name"]] = NetRoute(n["name"], int(n["width"]), _term(n["source"], where),
                                        paths)
+        dyn = {r["name"]: DynamicRoute(
+            str(r["name"]), int(r["id"]), _xyp(r["source"]),
+            {_term(s["sink"], where): _xyp(s["at"]) for s in r["sinks"]},
+            {_term(s["sink"], where): int(s["tokens"]) for s in r["sinks"]})
+            for r in d.get("dynamic", [])}
         return RoutingResult(nets, {k: str(v) for k, v in d["reg_sites"].items()},
                              {int(w): int(v) for w, v in d["iterations"].items()},
                              float(d["seconds"]),
-                             {int(w): int(v) for w, v in d["wirelength"].items()})
+                             {int(w): int(v) for w, v in d["wirelength"].items()}, dyn)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CollateralError(f"{where}: malformed routing ({type(exc).__name__}: {exc}); "
                               f"run `cgra route` again") from None
@@ -294,6 +309,8 @@ def route_text(rr: RoutingResult, coll: Collateral) -> str:
     for r in rr.nets.values():
         ig = coll.graphs[r.width].ig
         lines.append(f"Net ID: {r.name} Segment Size: {len(r.paths)}")
+        if r.name in rr.dynamic:
+            lines.append(f"# on the dynamic layer: flow id {rr.dynamic[r.name].id}")
         for k, (term, path) in enumerate(r.paths.items()):
             lines.append(f"Segment: {k} Size: {len(path)}  # sink {term[0]}.{term[1]}")
             lines += [node_line(ig.nodes[n]) for n in path]

@@ -56,12 +56,15 @@ from pathlib import Path
 from typing import Any, Callable
 
 from canal.config import route_selects
+from canal.dynamic import DYN_FEATURE, TABLE_FEATURE_BASE
 from canal.graph import IO, NodeKind, parse_id
+from canal.router import NUM_PORTS
 from canal.ready_valid import en_field, graph_kind
 from cgra.config import config_address, encode_fields, pack_fields, split_address
 from cgra.errors import CgraError, CollateralError, ConfigError
 from garnet.collateral import PondInfo
 from mapper.collateral import Collateral
+from mapper.backend.dynamic import dynamic_masks, dynamic_words
 from mapper.backend.pack import PackedDesign
 from mapper.backend.place import Placement
 from mapper.backend.power import gate_words, gated_tiles
@@ -234,7 +237,9 @@ def register_masks(coll: Collateral, addrs: set[int]) -> dict[int, int]:
     (:attr:`garnet.collateral.ConfigMap.nodes`), a word of a tile's config memory
     (:func:`canal.config.config_memory_writes`) or a tile's power-gate field
     (:attr:`garnet.collateral.ConfigMap.power_gates`) or a ready-valid field
-    (:attr:`garnet.collateral.ConfigMap.rv_fields`). One pass over the config map."""
+    (:attr:`garnet.collateral.ConfigMap.rv_fields`) or, on a hybrid array, a routing-table
+    entry or injection / ejection field (:func:`mapper.backend.dynamic.dynamic_masks`). One
+    pass over the config map."""
     tiles = coll.tiles
     wanted = {(a >> 8 & 0xFF, a & 0xFF) for a in addrs}
     masks: dict[int, int] = {}
@@ -264,6 +269,8 @@ def register_masks(coll: Collateral, addrs: set[int]) -> dict[int, int]:
             a = loc.reg << 24 | loc.feature << 16 | x << 8 | y
             if a in addrs:
                 masks[a] = masks.get(a, 0) | ((1 << loc.width) - 1) << loc.lo
+    for a, m in dynamic_masks(coll, addrs).items():
+        masks[a] = masks.get(a, 0) | m
     return masks
 
 
@@ -476,6 +483,14 @@ def generate(packed: PackedDesign, placement: Placement, routing: RoutingResult,
         regs[addr] = regs.get(addr, 0) | part
         fields.setdefault(addr, []).append((fname, 1))
         what.setdefault(addr, []).append(f"net {net}")
+    if routing.dynamic:
+        dyn_nets = ", ".join(sorted(routing.dynamic))
+        for addr, data in dynamic_words(coll, routing.dynamic):
+            reg, feat, _x, _y = split_address(addr)
+            regs[addr] = data
+            fields[addr] = [(f"rt{feat - TABLE_FEATURE_BASE}[{reg}]"
+                             if feat < TABLE_FEATURE_BASE + NUM_PORTS else DYN_FEATURE, data)]
+            what[addr] = [f"dynamic layer (nets {dyn_nets})"]
     gated = gated_tiles(coll, placement, routing) if power_gate else []
     for addr, data, fname, value in gate_words(coll, gated):
         regs[addr] = data

@@ -48,7 +48,9 @@ def check_routed(pass_name: str, packed: PackedDesign, routing: RoutingResult,
         check_routing(routing, coll)
         for net in packed.nets:
             r = routing.nets.get(net.name)
-            missing = sorted(set(net.sinks) - set(r.paths)) if r is not None else net.sinks
+            got = set(routing.dynamic[net.name].sinks) if net.name in routing.dynamic else \
+                set(r.paths) if r is not None else set()
+            missing = sorted(set(net.sinks) - got)
             if missing:
                 raise CgraError(f"net {net.name} does not reach sink(s) "
                                 f"{[f'{i}.{p}' for i, p in missing][:4]}")

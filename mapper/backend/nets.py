@@ -32,4 +32,19 @@ class RouteNet:
     keep: dict[Terminal, list[str]] = field(default_factory=dict)
 
 
-__all__ = ["RouteNet", "Terminal"]
+@dataclass
+class DynamicRoute:
+    """A net carried by the dynamic layer of a hybrid array (:mod:`canal.dynamic`) instead of
+    the static tracks: flow ``id`` (its packet id and routing-table index), ``source`` = (x,
+    y, core output port), ``sinks``: terminal -> (x, y, core input port), ``tokens``:
+    terminal -> initial tokens of its ejection buffer (the pipeline registers a static route
+    would hold; set by branch-delay matching, sinks of one tile share one count)."""
+
+    name: str
+    id: int
+    source: tuple[int, int, str]
+    sinks: dict[Terminal, tuple[int, int, str]]
+    tokens: dict[Terminal, int] = field(default_factory=dict)
+
+
+__all__ = ["DynamicRoute", "RouteNet", "Terminal"]

@@ -97,6 +97,8 @@ from cgra.errors import ConfigError, InternalError, MappingError, RoutingError
 from mapper.backend.checks import check_pipelined
 from mapper.backend.pack import (PackedDesign, delay_codes, input_delay, input_register,
                          mode_field_name, set_input_register)
+from mapper.backend.dynamic import layer_of, overflow_pick
+from mapper.backend.nets import DynamicRoute
 from mapper.backend.place import Placement
 from mapper.backend.route import NetRoute, RouterParams, RoutingResult, Terminal, route_design
 
@@ -369,15 +371,20 @@ class _State:
     absorbed: dict[Terminal, int] = field(default_factory=dict)
     forced: set[str] = field(default_factory=set)
     reroutes: int = 0
+    #: sink of a dynamic net -> initial tokens of its ejection buffer (:mod:`canal.dynamic`)
+    tokens: dict[Terminal, int] = field(default_factory=dict)
+    #: the nets on the dynamic layer of a hybrid array (flow-id order)
+    dynamic: dict[str, DynamicRoute] = field(default_factory=dict)
 
     def snapshot(self) -> tuple:
         return (dict(self.routes), dict(self.reg_sites), dict(self.pe_regs), dict(self.absorbed),
-                set(self.forced))
+                set(self.forced), dict(self.tokens), dict(self.dynamic))
 
     def restore(self, saved: tuple) -> None:
-        routes, sites, pe_regs, absorbed, forced = saved
+        routes, sites, pe_regs, absorbed, forced, tokens, dynamic = saved
         self.routes, self.reg_sites, self.pe_regs = dict(routes), dict(sites), dict(pe_regs)
-        self.absorbed, self.forced = dict(absorbed), set(forced)
+        self.absorbed, self.forced, self.tokens = dict(absorbed), set(forced), dict(tokens)
+        self.dynamic = dict(dynamic)
 
 
 class _Design:
@@ -387,6 +394,8 @@ class _Design:
                  coll: Collateral, p: PipelineParams):
         self.packed, self.placement, self.coll, self.p = packed, placement, coll, p
         self.routing = routing
+        #: the dynamic layer of a hybrid array (None on other arrays)
+        self.layer = layer_of(coll)
         self.graphs = coll.graphs
         self.sites = placement.sites
         self.net_by_name = {n.name: n for n in packed.nets}
@@ -471,8 +480,9 @@ class _Design:
             net = self.driver.get(term)
             if net is None:
                 return 0
-            a = sigma_out[self.net_by_name[net].source] + path_regs(
-                st.routes[net].paths[term])
+            a = sigma_out[self.net_by_name[net].source] + (
+                st.tokens.get(term, 0) if net in st.dynamic
+                else path_regs(st.routes[net].paths[term]))
             a += st.pe_regs.get((term[0], self.core_port.get(term)), 0)
             sigma_in[term] = a
             return a
@@ -560,6 +570,7 @@ class _Design:
                 break
             if self.p.absorb_into_mem:
                 self._absorb_mem(st, deficit)
+            self._dyn_tokens(st, deficit)
             self._pe_input_regs(st, deficit)
             self._tree_regs(st, deficit)
             deficit = {s: d for s, d in deficit.items() if d > 0}
@@ -632,6 +643,25 @@ class _Design:
                 for t in pe_sinks:
                     deficit[t] -= e
 
+    def _dyn_tokens(self, st: _State, deficit: dict[Terminal, int]) -> None:
+        """Fill deficits at the sinks of dynamic nets with initial tokens of their ejection
+        buffers (a static route's registers, :mod:`canal.dynamic`): the sinks of one net in
+        one tile share a buffer, so they get the smallest of their deficits; at most
+        ``2**token_bits - 1`` tokens."""
+        for r in st.dynamic.values():
+            by_tile: dict[tuple[int, int], list[Terminal]] = {}
+            for t, (x, y, _) in r.sinks.items():
+                by_tile.setdefault((x, y), []).append(t)
+            for terms in by_tile.values():
+                now = st.tokens.get(terms[0], 0)
+                add = min(min(deficit.get(t, 0) for t in terms), self.layer.max_tokens - now)
+                if add <= 0:
+                    continue
+                for t in terms:
+                    st.tokens[t] = now + add
+                    if t in deficit:
+                        deficit[t] -= add
+
     def _pe_input_regs(self, st: _State, deficit: dict[Terminal, int]) -> None:
         """Fill deficits (cycles) at PE inputs with the PE's own input delay, up to
         :meth:`pe_reg_room` cycles per input (1 on the default PE)."""
@@ -678,7 +708,7 @@ class _Design:
         """Latency-constrained re-routing: every sink pinned to its register count, the short
         ones asking for their deficit more (module docstring)."""
         regs = {name: {s: path_regs(p) + deficit.get(s, 0) for s, p in r.paths.items()}
-                for name, r in st.routes.items()}
+                for name, r in st.routes.items() if name not in st.dynamic}
         # a PE input register enabled earlier stays; the router must not drop the registers
         # forced by timing: the pinned counts keep each sink's latency, not their positions
         # netlist registers keep their sites (the current routes then satisfy every pinned
@@ -689,14 +719,22 @@ class _Design:
                 for name, r in st.routes.items()}
         try:
             rr = route_design(self.packed, self.placement, self.coll, self.p.router, regs,
-                              st.reg_sites, keep=keep)
+                              st.reg_sites, keep=keep, dynamic=list(st.dynamic))
         except RoutingError:
             short = {self.net_by_name[self.driver[s]].source[0] for s in deficit}
             keep = {r: site for r, site in st.reg_sites.items() if r not in short}
             try:
                 rr = route_design(self.packed, self.placement, self.coll, self.p.router, regs,
-                                  keep, short)
+                                  keep, short, dynamic=list(st.dynamic))
             except RoutingError as exc:
+                rr = self._overflow(st, deficit, regs)
+                if rr is not None:
+                    st.dynamic = dict(rr.dynamic)
+                    st.routes = dict(rr.nets)
+                    st.reg_sites = dict(rr.reg_sites)
+                    st.forced = {n for r in st.routes.values() for n in r.nodes()
+                                 if n in st.forced}
+                    return
                 (inst, port), k = sorted(deficit.items())[0]
                 raise BalanceError(
                     f"branch-delay matching: net {self.driver[(inst, port)]} reaches "
@@ -706,6 +744,34 @@ class _Design:
         st.reg_sites = dict(rr.reg_sites)
         st.forced = {n for r in st.routes.values() for n in r.nodes()
                      if n in st.forced}
+
+    def _overflow(self, st: _State, deficit: dict[Terminal, int],
+                  regs: dict[str, dict[Terminal, int]]) -> RoutingResult | None:
+        """On a hybrid array, when no static route holds the registers a short branch needs:
+        the nets of the short sinks that the dynamic layer can carry move to it (their
+        ejection buffers' tokens then fill any deficit; :mod:`mapper.backend.dynamic`) and
+        the rest is routed again with its pinned counts. None when no net can move or that
+        routing fails too."""
+        if self.layer is None:
+            return None
+        moved = list(st.dynamic)
+        for name in sorted({self.driver[s] for s in deficit}):
+            if name in moved:
+                continue
+            pick, _ = overflow_pick(self.packed, self.placement, self.coll, self.layer,
+                                    [name], moved)
+            if pick is not None:
+                moved.append(pick)
+        if len(moved) == len(st.dynamic):
+            return None
+        keep = {name: {s: p for s, p in r.paths.items() if s not in deficit}
+                for name, r in st.routes.items() if name not in moved}
+        try:
+            return route_design(self.packed, self.placement, self.coll, self.p.router,
+                                {n: c for n, c in regs.items() if n not in moved},
+                                st.reg_sites, keep=keep, dynamic=moved)
+        except RoutingError:
+            return None
 
     # -- ALAP ------------------------------------------------------------------------
     def balancing_regs(self, st: _State) -> set[str]:
@@ -733,7 +799,8 @@ class _Design:
             return None
         nets = [n for n in self.packed.nets if n.source[0] == inst]
         if not nets or any(self.packed.instances[s[0]].tag != "p"
-                           for n in nets for s in n.sinks):
+                           for n in nets for s in n.sinks) or any(
+                               n.name in st.dynamic for n in nets):
             return None
         if any(self.pe_reg_room(inst, q, st) < 1 for q in self.in_ports[inst]):
             return None
@@ -834,6 +901,19 @@ def timing_analysis(packed: PackedDesign, placement: Placement, routing: Routing
         r = routing.nets[net.name]
         rg = graphs[net.width]
         ig = rg.ig
+        dyn = routing.dynamic.get(net.name)
+        if dyn is None:
+            root = next(iter(r.paths.values()))[0]
+            sink_nodes = {t: pth[-1] for t, pth in r.paths.items()}
+        else:
+            # a dynamic net (canal.dynamic): the source's word ends in the router's
+            # injection buffer, each sink's starts at its ejection buffer (registers)
+            root = rg.port_node(*dyn.source)
+            g.add_edge(root, f"DYN:{net.name}", delay=0.0)
+            end[f"DYN:{net.name}"] = _clock(coll, dyn.source[:2])
+            sink_nodes = {t: rg.port_node(*at) for t, at in dyn.sinks.items()}
+            for t, node in sink_nodes.items():
+                start[node] = _clock(coll, dyn.sinks[t][:2])
         for pth in r.paths.values():
             for a, b in pairwise(pth):
                 d = tm.edge_delay(ig, a, b)
@@ -847,7 +927,6 @@ def timing_analysis(packed: PackedDesign, placement: Placement, routing: Routing
                     g.add_edge(a, b, delay=d)
         src_inst, _ = net.source
         si = packed.instances[src_inst]
-        root = next(iter(r.paths.values()))[0]
         if si.tag != "r":
             xy = placement.sites[src_inst]
             if si.tag == "p":
@@ -858,11 +937,10 @@ def timing_analysis(packed: PackedDesign, placement: Placement, routing: Routing
                     start[root] = d + _clock(coll, xy)
             else:
                 start[root] = tm.core_delay(_tile_class(coll, xy)) + _clock(coll, xy)
-        for (inst, port), pth in r.paths.items():
+        for (inst, port), node in sink_nodes.items():
             ti = packed.instances[inst]
             if ti.tag == "r":
                 continue
-            node = pth[-1]
             xy = placement.sites[inst]
             if ti.tag == "p" and _latency(packed, inst, p) == 0:
                 cp = packed.core_port(inst, port, xy[0], xy[1], rg, "in")
@@ -1000,7 +1078,7 @@ def unpipelined_timing(packed: PackedDesign, placement: Placement, routing: Rout
                             for t, pth in r.paths.items()})
             for name, r in routing.nets.items()}
     bare = RoutingResult(nets, dict(routing.reg_sites), dict(routing.iterations),
-                         routing.seconds, dict(routing.wirelength))
+                         routing.seconds, dict(routing.wirelength), dict(routing.dynamic))
     return timing_analysis(packed, placement, bare, coll, params, [])
 
 
@@ -1064,7 +1142,9 @@ def pipeline_passes(packed: PackedDesign, placement: Placement, routing: Routing
     t0 = time.perf_counter()
     p = params or PipelineParams()
     d = _Design(packed, placement, routing, coll, p)
-    st = _State(dict(routing.nets), dict(routing.reg_sites))
+    st = _State(dict(routing.nets), dict(routing.reg_sites),
+                tokens={t: k for r in routing.dynamic.values() for t, k in r.tokens.items()},
+                dynamic=dict(routing.dynamic))
     reports: list[PassReport] = []
 
     def result() -> PipelineResult:
@@ -1161,6 +1241,8 @@ def pipeline_passes(packed: PackedDesign, placement: Placement, routing: Routing
 
 def _where(node: str, at: dict[tuple[int, int], str]) -> str:
     """A critical-path end point for a message: the instance on its tile and the tile."""
+    if node.startswith("DYN:"):
+        return f"the dynamic layer (net {node[4:]})"
     n = parse_id(node.removesuffix("#Q")) if not node.startswith("CORE:") else None
     if n is None:
         return f"PE {node[5:]}"
@@ -1241,8 +1323,10 @@ def _result(d: _Design, st: _State, routing: RoutingResult, seconds: float,
             reports: list[PassReport]) -> PipelineResult:
     """The :class:`PipelineResult` of the current state: shifted schedules, fields, STA."""
     packed = d.packed
+    dyn = {n: dataclasses.replace(r, tokens={t: st.tokens.get(t, 0) for t in r.sinks})
+           for n, r in st.dynamic.items()}
     rr = RoutingResult(dict(st.routes), dict(st.reg_sites), dict(routing.iterations),
-                       routing.seconds, dict(routing.wirelength))
+                       routing.seconds, dict(routing.wirelength), dyn)
     pk = copy.deepcopy(packed)
     for (inst, cp), k in st.pe_regs.items():
         pi = pk.instances[inst]

@@ -52,8 +52,9 @@ import networkx as nx
 from canal.graph import TileInfo
 from canal.routing import RoutingGraph
 from cgra.errors import InternalError, PlacementError, RoutingError
+from mapper.backend.dynamic import dynamic_routes, layer_of, overflow_pick
 from mapper.backend.exact_route import explain_unrouted
-from mapper.backend.nets import RouteNet, Terminal
+from mapper.backend.nets import DynamicRoute, RouteNet, Terminal
 
 if TYPE_CHECKING:
     from mapper.backend.pack import PackedDesign
@@ -121,17 +122,31 @@ class NetRoute:
         return list(seen)
 
 
+class CongestionError(RoutingError):
+    """PathFinder did not converge on the ``width``-bit graph; ``nets``: the nets using an
+    overused node, then (``near``) the other nets using a node in a tile that holds an
+    overused node (each sorted). The hybrid policy (:mod:`mapper.backend.dynamic`) moves
+    one of them to the dynamic layer."""
+
+    def __init__(self, message: str, width: int, nets: list[str], near: list[str] = ()):
+        super().__init__(message)
+        self.width, self.nets, self.near = width, nets, list(near)
+
+
 @dataclass
 class RoutingResult:
     """The routing of a design: ``nets`` name -> :class:`NetRoute`; ``reg_sites``: register
     instance -> REG node id; ``iterations`` per width; ``seconds``; ``wirelength`` = number of
-    tile-to-tile track segments used (SB_IN nodes), per width."""
+    tile-to-tile track segments used (SB_IN nodes), per width; ``dynamic``: net -> its
+    :class:`~mapper.backend.nets.DynamicRoute` for the nets on the dynamic layer of a hybrid
+    array (their :class:`NetRoute` has no paths)."""
 
     nets: dict[str, NetRoute]
     reg_sites: dict[str, str]
     iterations: dict[int, int]
     seconds: float
     wirelength: dict[int, int]
+    dynamic: dict[str, DynamicRoute] = field(default_factory=dict)
 
     def routes(self) -> dict[str, list[list[str]]]:
         """net -> list of paths (the ``route_bitstream`` input format of canal)."""
@@ -524,14 +539,19 @@ def route_width(graph: RoutingGraph, nets: list[RouteNet], reg_feeds: dict[str, 
     else:
         overused = _overused(pf)
         lines = [f"{graph.ids[i]} used by {sorted(pf.users.get(i, ()))}" for i in overused[:20]]
+        users = sorted({u for i in overused for u in pf.users.get(i, ())})
+        hot = {graph.xy[i] for i in overused}
+        near = sorted({u for i, us in pf.users.items() if graph.xy[i] in hot
+                       for u in us} - set(users))
         # small array, core-to-core nets: the exact router says whether a routing exists
         # (bounded to a few seconds; mapper.backend.exact_route.EXPLAIN_TIMEOUT_S)
-        raise RoutingError(
+        raise CongestionError(
             f"{graph.width}-bit routing did not converge after {p.max_iterations} PathFinder "
             f"iterations: {len(overused)} overused node(s): " + "; ".join(lines)
             + ("; ..." if len(overused) > 20 else "")
             + ". Fix: use a larger array or more tracks, or spread the placement "
-              "(another seed / lower utilisation)." + explain_unrouted(graph, nets))
+              "(another seed / lower utilisation)." + explain_unrouted(graph, nets),
+            graph.width, users, near)
     out = {name: {t: [graph.ids[i] for i in pth] for t, pth in res.items()}
            for name, res in paths.items()}
     return out, reg_site, it
@@ -544,8 +564,51 @@ def route_design(packed, placement, coll: Collateral,
                  pinned: dict[str, dict[Terminal, int]] | None = None,
                  pinned_sites: dict[str, str] | None = None,
                  movable: set[str] | frozenset[str] = frozenset(),
-                 keep: dict[str, dict[Terminal, list[str]]] | None = None) -> RoutingResult:
-    """Route every net of a packed, placed design.
+                 keep: dict[str, dict[Terminal, list[str]]] | None = None,
+                 dynamic: Iterable[str] | None = None) -> RoutingResult:
+    """Route every net of a packed, placed design (:func:`route_static`), on a hybrid array
+    with the overflow policy of :mod:`mapper.backend.dynamic`.
+
+    ``dynamic``: the nets to carry on the dynamic layer (in flow-id order); ``None`` on a
+    hybrid array (a design whose routing graphs carry a dynamic layer, :mod:`canal.dynamic`)
+    = static tracks first: when PathFinder does not converge, the net using an overused
+    node with the lowest activity x fanout (:func:`mapper.backend.dynamic.overflow_rank`)
+    that the layer can carry moves to it, and routing starts again; the congestion error
+    is raised, with the reason each of its nets stayed static, when none can move. On a
+    static array ``None`` = no dynamic nets, and naming any is a :class:`RoutingError`.
+    Other arguments and errors: :func:`route_static`."""
+    layer = layer_of(coll)
+    if dynamic is not None or layer is None:
+        return route_static(packed, placement, coll, params, pinned, pinned_sites, movable,
+                            keep, list(dynamic or ()))
+    moved: list[str] = []
+    while True:
+        try:
+            return route_static(packed, placement, coll, params, pinned, pinned_sites,
+                                movable, keep, moved)
+        except CongestionError as exc:
+            if exc.width != layer.width:
+                raise
+            pick, why = overflow_pick(packed, placement, coll, layer, exc.nets, moved)
+            if pick is None:
+                pick, _ = overflow_pick(packed, placement, coll, layer, exc.near, moved)
+            if pick is None:
+                raise CongestionError(f"{exc} The dynamic layer takes none of these nets "
+                                      f"nor any other net in their tiles: {why}", exc.width,
+                                      exc.nets, exc.near) from None
+            moved.append(pick)
+
+
+def route_static(packed, placement, coll: Collateral,
+                 params: RouterParams | None = None,
+                 pinned: dict[str, dict[Terminal, int]] | None = None,
+                 pinned_sites: dict[str, str] | None = None,
+                 movable: set[str] | frozenset[str] = frozenset(),
+                 keep: dict[str, dict[Terminal, list[str]]] | None = None,
+                 dynamic: list[str] | tuple[str, ...] = ()) -> RoutingResult:
+    """Route every net of a packed, placed design, the nets of ``dynamic`` on the dynamic
+    layer (:func:`mapper.backend.dynamic.dynamic_routes`; no paths) and the others on the
+    static tracks.
 
     ``packed``: :class:`mapper.backend.pack.PackedDesign`; ``placement``:
     :class:`mapper.backend.place.Placement`; ``coll``: the design's collateral. Each net is
@@ -557,10 +620,12 @@ def route_design(packed, placement, coll: Collateral,
     output net is reachable with its register count (checked without congestion); ``keep``:
     net -> sink -> a previous path the first PathFinder iteration keeps (re-routing only
     what must change).
-    Raises :class:`RoutingError` (congestion, unreachable sink or register count, missing
-    graph) and :class:`PlacementError` (an instance without a site).
+    Raises :class:`RoutingError` (congestion (:class:`CongestionError`), unreachable sink or
+    register count, missing graph, a dynamic net the layer cannot carry) and
+    :class:`PlacementError` (an instance without a site).
     """
     t0 = time.perf_counter()
+    dyn_routes = dynamic_routes(packed, placement, coll, dynamic) if dynamic else {}
     graphs = coll.graphs
     per_width: dict[int, list[RouteNet]] = {}
     reg_feeds_w: dict[int, dict[str, str]] = {}
@@ -604,6 +669,8 @@ def route_design(packed, placement, coll: Collateral,
         if net.width not in graphs:
             raise RoutingError(f"net {net.name} is {net.width} bits but the design has routing "
                                f"graphs for widths {sorted(graphs)}")
+        if net.name in dyn_routes:
+            continue
         rg = graphs[net.width]
         src_inst, src_port = net.source
         rs = None
@@ -669,8 +736,11 @@ def route_design(packed, placement, coll: Collateral,
             for p in pth.values():
                 used.update(n for n in p if rg.is_sb_in(n))
         wl[w] = len(used)
+    for name in dyn_routes:
+        net = next(n for n in packed.nets if n.name == name)
+        result_nets[name] = NetRoute(name, net.width, net.source, {})
     ordered = {n.name: result_nets[n.name] for n in packed.nets}
-    return RoutingResult(ordered, reg_sites, iters, time.perf_counter() - t0, wl)
+    return RoutingResult(ordered, reg_sites, iters, time.perf_counter() - t0, wl, dyn_routes)
 
 
 def _site(placement, inst: str) -> tuple[int, int]:
@@ -741,6 +811,12 @@ def check_routes(packed: PackedDesign, placement: Placement, result: RoutingResu
         if rg is None:
             raise RoutingError(f"{pre}net {name} is {net.width}-bit but design {coll.name} has "
                                f"routing graphs of {sorted(coll.graphs)} bits{tail}")
+        dyn = result.dynamic.get(name)
+        if dyn is not None:
+            if r.paths or set(dyn.sinks) != set(net.sinks):
+                raise RoutingError(f"{pre}net {name} is on the dynamic layer but has static "
+                                   f"paths, or its sinks are not the net's{tail}")
+            continue
         sinks = set(net.sinks)
         for term in net.sinks:
             if term not in r.paths:
@@ -772,6 +848,13 @@ def check_routes(packed: PackedDesign, placement: Placement, result: RoutingResu
             if path[-1] != end:
                 raise RoutingError(f"{pre}net {name}: the path to sink {sink} ends at "
                                    f"{path[-1]}, not at the sink's node {end}{tail}")
+    for name in result.dynamic:
+        if name not in nets:
+            raise RoutingError(f"{pre}dynamic net {name} is not a net of the packed design "
+                               f"{packed.name}{tail}")
+    if result.dynamic:
+        dynamic_routes(packed, placement, coll, sorted(result.dynamic,
+                                                       key=lambda n: result.dynamic[n].id))
     try:
         check_routing(result, coll)
     except RoutingError as exc:
@@ -785,12 +868,17 @@ def check_routing(result: RoutingResult, coll: Collateral) -> None:
     * every net is a tree: each node except the root has exactly one predecessor in the net,
       all paths start at the same root, and the tree is connected and acyclic;
     * no node is overused: each node belongs to one net, except the REG node of a netlist
-      register, shared by the net ending there and the net starting there (as its root).
+      register, shared by the net ending there and the net starting there (as its root);
+    * a net on the dynamic layer (``result.dynamic``) has no static path.
     """
     owner: dict[tuple[int, str], str] = {}
     roots: dict[tuple[int, str], str] = {}
     for name, r in result.nets.items():
         rg = coll.graphs[r.width]
+        if name in result.dynamic:
+            if r.paths:
+                raise RoutingError(f"net {name} is on the dynamic layer and has static paths")
+            continue
         if not r.paths:
             raise RoutingError(f"net {name} has no routed sink")
         root = next(iter(r.paths.values()))[0]

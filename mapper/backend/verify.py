@@ -47,8 +47,9 @@ from canal.ready_valid import graph_kind
 from canal.rv_smt import prove_rv_net
 from canal.smt import BitstreamSelects, FieldSpot, InterconnectModel, NodeValue, ProofResult
 from cgra.config import config_address, pack_fields
-from cgra.errors import CgraError
+from cgra.errors import CgraError, RoutingError
 from mapper.collateral import Collateral
+from mapper.backend.dynamic import check_dynamic
 from mapper.backend.pipeline import PipelineResult
 from canal.config import config_memory_writes
 from mapper.backend.bitstream import BitstreamWords, check_words, read_text_file, rom_contents
@@ -77,13 +78,17 @@ class VerifyReport:
     #: with their data (:func:`verify_handshake`); 0 for a static design
     rv_nets: int = 0
     rv_segments: int = 0
+    #: hybrid designs: nets on the dynamic layer whose tables and fields were checked
+    #: (:func:`mapper.backend.dynamic.check_dynamic`); 0 elsewhere
+    dynamic_nets: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"proved": True, "nets": self.nets, "nodes": self.nodes, "sinks": self.sinks,
                 "cone_nodes": self.cone_nodes, "select_vars": self.select_vars,
                 "seconds": {k: round(v, 4) for k, v in self.seconds.items()}} | (
             {"ready_valid": {"nets": self.rv_nets, "segments": self.rv_segments}}
-            if self.rv_nets else {})
+            if self.rv_nets else {}) | (
+            {"dynamic": {"nets": self.dynamic_nets}} if self.dynamic_nets else {})
 
 
 def model_of(coll: Collateral) -> InterconnectModel:
@@ -309,12 +314,17 @@ def verify(bitstream: list[tuple[int, int]], res: PipelineResult, coll: Collater
         raise VerificationError(_explain(model, proof, selects, want, owner, nets))
     check_lut_contents(bitstream, res, coll)
     rv_nets, rv_segs = verify_handshake(bitstream, nets, coll, timeout_ms)
+    try:
+        dyn = check_dynamic(bitstream, res.routing.dynamic, coll)
+    except RoutingError as exc:
+        raise VerificationError(str(exc)) from None
     t4 = time.perf_counter()
-    sinks = sum(len(p) for p in nets.values())
-    return VerifyReport(len(nets), len(want), sinks, proof.nodes, proof.select_vars,
+    static = {n: p for n, p in nets.items() if p}
+    sinks = sum(len(p) for p in static.values())
+    return VerifyReport(len(static), len(want), sinks, proof.nodes, proof.select_vars,
                         {"expected": t1 - t0, "build": proof.build_seconds,
                          "solve": proof.solve_seconds, "ready_valid": t4 - t3,
-                         "total": t4 - t0}, rv_nets, rv_segs)
+                         "total": t4 - t0}, rv_nets, rv_segs, dyn)
 
 
 def verify_handshake(bitstream: list[tuple[int, int]], nets: dict[str, list[list[str]]],

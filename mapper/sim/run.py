@@ -455,7 +455,18 @@ def simulate_app(run_dir: str | Path, coll: Collateral, opts: SimOptions | None 
         if "Halide" in stats:
             halide_ulp[o] = stats["Halide"]
     rep = run_report(app, opts, coll, flow, harness, sim, plan, secs, out_img)
-    if "handshake" in rep:
+    dyn = flow.pipelined.routing.dynamic
+    if dyn:
+        # a hybrid array: the nets that overflowed to the dynamic layer (canal.dynamic)
+        rep["dynamic"] = {"nets": len(dyn), "flows": {n: {"id": r.id, "sinks": len(r.sinks),
+                                                           "tokens": sorted(set(
+                                                               r.tokens.values()))}
+                                                       for n, r in dyn.items()}}
+    if "handshake" in rep and dyn:
+        rep["handshake"]["model_cycles"] = None
+        rep["handshake"]["model_note"] = (f"not predicted: {len(dyn)} net(s) on the dynamic "
+                                          "layer; the cycle model covers the static tracks")
+    elif "handshake" in rep:
         # the cycle-level model of the ready-valid network predicts the run (issue 33, item
         # 5; the routes in memory, the stimulus header the harness read): the same cycles as
         # the RTL, or our model has a bug
