@@ -11,7 +11,9 @@ dynamic network, 4 VCs there against <= 2 hybrid), ``max_tokens`` and the flow's
 ``seconds``; a failure's reason is in the row's parameters.
 
 ``--sim``: also the stream cycles in Verilator without stalls (``cgra run --stall-in 0
---stall-out 0``) of every run that closed, and their tokens per cycle.
+--stall-out 0``, its own placement) of every run that closed at the default threshold, and
+their tokens per cycle; ``--fabrics static,hybrid,scheduled`` adds the statically scheduled
+array (``flow_control = "static"``) of the same size and tracks. ``--apps`` picks apps.
 
 Run: ``.venv/bin/python bench/bench_hybrid.py [--tracks 1,2] [--sim]`` (state the cores).
 Appends to ``bench/results/hybrid.csv``.
@@ -49,12 +51,20 @@ APPS = [("gaussian", 1), ("unsharp", 1), ("brighten_blur", 2), ("color_correct",
 DYNAMIC = {"vcs": 4, "buffers": 3, "ids": 64}
 
 
-def designs(tracks: list[int], tmp: Path) -> dict[tuple[int, str], Path]:
+#: fabric -> (flow_control, dynamic): ready-valid static tracks, hybrid, and (``--sim``) the
+#: statically scheduled array of the same size and tracks
+FABRICS = {"static": ("ready_valid", {}), "hybrid": ("ready_valid", DYNAMIC),
+           "scheduled": ("static", {})}
+
+
+def designs(tracks: list[int], fabrics: list[str], tmp: Path) -> dict[tuple[int, str], Path]:
     base = load_toml(ROOT / "configs" / "small_rv.toml")
     out = {}
     for t in tracks:
-        for fabric, dyn in (("static", {}), ("hybrid", DYNAMIC)):
-            p = dataclasses.replace(base, name=f"rv_t{t}_{fabric}", tracks=t, dynamic=dyn)
+        for fabric in fabrics:
+            flow, dyn = FABRICS[fabric]
+            p = dataclasses.replace(base, name=f"rv_t{t}_{fabric}", tracks=t, dynamic=dyn,
+                                    flow_control=flow)
             d = tmp / p.name
             generate(p, d, rules=True, rules_dir=ROOT / "build" / "rules", jobs=2)
             out[(t, fabric)] = d
@@ -98,16 +108,20 @@ def main() -> None:
     ap.add_argument("--tracks", default="1,2")
     ap.add_argument("--thresholds", default="4,0")
     ap.add_argument("--sim", action="store_true")
+    ap.add_argument("--apps", default=",".join(a for a, _ in APPS))
+    ap.add_argument("--fabrics", default="static,hybrid")
     a = ap.parse_args()
     tracks = [int(t) for t in a.tracks.split(",")]
+    apps = [(n, u) for n, u in APPS if n in a.apps.split(",")]
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-hybrid-") as tmp:
         tmp = Path(tmp)
-        ds = designs(tracks, tmp)
+        ds = designs(tracks, a.fabrics.split(","), tmp)
         for (t, fabric), design in ds.items():
-            for app, unroll in APPS:
+            for app, unroll in apps:
                 for thr in (int(x) for x in a.thresholds.split(",")):
                     q = {"array": "8x8 configs/small_rv.toml", "tracks": t, "fabric": fabric,
+                         "flow_control": FABRICS[fabric][0],
                          "dynamic": DYNAMIC if fabric == "hybrid" else None, "app": app,
                          "unroll": unroll, "threshold": thr, "size": 32}
                     run = tmp / f"{app}_{thr}_{t}_{fabric}"
@@ -143,11 +157,17 @@ def main() -> None:
                         if r.returncode == 0 and thr == 4:
                             rep = json.loads((Path(str(run) + "_sim") / "run_report.json")
                                              .read_text())
-                            hs = rep["handshake"]
-                            rows += [benchlib.row("hybrid", "cycles", hs["cycles"], "cycles",
-                                                  q),
+                            hs = rep.get("handshake")
+                            cyc = hs["cycles"] if hs else rep["cycles"]["stream"]
+                            toks = hs["tokens"] if hs else rep["cycles"]["stream"]
+                            qs = {**q, "sim_dynamic_nets": rep.get("dynamic", {}).get("nets", 0)}
+                            rows += [benchlib.row("hybrid", "cycles", cyc, "cycles", qs),
                                      benchlib.row("hybrid", "tokens_per_cycle",
-                                                  hs["tokens_per_cycle"], "tokens/cycle", q)]
+                                                  round(toks / cyc, 4), "tokens/cycle", qs)]
+                            print(f"    cgra run (no stalls): {cyc} cycles, "
+                                  f"{qs['sim_dynamic_nets']} dynamic nets", flush=True)
+                        elif thr == 4:
+                            print(f"    cgra run failed: {r.stderr[-300:]}", flush=True)
     benchlib.save_rows("hybrid", rows)
 
 

@@ -206,9 +206,12 @@ class MeshModel:
     def inj_ready(self, x: int, y: int) -> list[bool]:
         return self.routers[x, y].in_ready(Port.L)
 
-    def step(self, inject: Mapping[tuple[int, int], Flit]) -> list[Ejection]:
+    def step(self, inject: Mapping[tuple[int, int], Flit],
+             eject_credits: Mapping[tuple[int, int], int] | None = None) -> list[Ejection]:
         """One cycle with the given injections (only offered where ``inj_ready``; a flit on a
-        VC that is not ready raises SimulationError); returns the ejections of this cycle."""
+        VC that is not ready raises SimulationError); returns the ejections of this cycle.
+        ``eject_credits``: (x, y) -> bit mask of the VCs whose ejection buffer returns a
+        credit this cycle (routers with :attr:`RouterParams.eject_credits`)."""
         mp = self.mp
         for (x, y), fl in inject.items():
             if not self.inj_ready(x, y)[fl[0]]:
@@ -220,7 +223,7 @@ class MeshModel:
             for o in Port:
                 if o is Port.L:
                     ins.append(inject.get((x, y)))
-                    cin.append(None)
+                    cin.append((eject_credits or {}).get((x, y)))
                     continue
                 nb = mp.neighbour(x, y, o)
                 if nb is None:

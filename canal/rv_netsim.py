@@ -25,15 +25,30 @@ an enabled FIFO site, no other FIFO is). Per cycle, as in the RTL:
 Tokens are numbered: the source's k-th word is token k, a core's k-th fire produces token k
 on each output (its state advances only on fires). ``fifo_tokens = 1`` starts every FIFO
 site with one token, numbered -1 (the reset word 0 of ``RvSkidFifo_w<w>_t1``).
+
+**Dynamic nets** (a hybrid array, :mod:`canal.dynamic`; :func:`simulate_streams` ``dynamic``):
+a net's source port gets one more fork branch, its injection, which sends a flit whenever
+its word is valid and the router's local input has room on the flow's VC (``in_ready``,
+registered), and takes the word with its last flit; the routers are :class:`canal.netsim.
+MeshModel` (cycle-exact with :func:`canal.router.router_verilog`), their local output
+credit-controlled; each sink tile's ejection buffer of the flow's VC (its initial tokens
+first, numbered -1; several flits assembled into a word) is the root of a tree whose leaves
+are the sink ports (an eager fork when several), and returns a registered credit per flit
+that leaves it, as ``DynEject`` does.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
+from collections import deque
+
 from cgra.errors import ConfigError, SimulationError
 
+from canal.dynamic import DynamicLayer
 from canal.graph import InterconnectGraph, NodeKind
+from canal.netsim import MeshModel
+from canal.router import MeshParams, Port, RouterTables
 
 #: a socket or core port: (port name, x, y)
 PortRef = tuple[str, int, int]
@@ -67,6 +82,136 @@ class RvTransfers:
     link_words: dict[str, int] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class DynamicFlow:
+    """A net on the dynamic layer, for :func:`simulate_streams`: flow ``id``, ``source`` (its
+    core-output PORT node id) in tile ``source_xy``, ``sinks``: core-input PORT node id -> its tile, ``tokens``:
+    tile -> initial tokens of the ejection buffer, ``inject_vc`` and ``eject_vc`` (tile ->
+    the VC it arrives on): the allocation of :func:`canal.dynamic.allocate_nets`."""
+
+    id: int
+    source: str
+    source_xy: tuple[int, int]
+    sinks: Mapping[str, tuple[int, int]]
+    tokens: Mapping[tuple[int, int], int]
+    inject_vc: int
+    eject_vc: Mapping[tuple[int, int], int]
+
+
+@dataclass(frozen=True)
+class DynamicModel:
+    """The dynamic layer of a run: its parameters, the array's size, the routers' tables
+    ((x, y) -> input port -> id -> entry) and the flows."""
+
+    layer: DynamicLayer
+    size: tuple[int, int]
+    tables: Mapping[tuple[int, int], RouterTables]
+    flows: Sequence[DynamicFlow]
+
+
+class _Pseudo:
+    """A model node that is not a routing-graph node (an injection or an ejection buffer)."""
+
+    kind = None
+    direction = None
+
+    def __init__(self, x: int, y: int):
+        self.x, self.y = x, y
+
+
+class _Eject:
+    """One ejection buffer (``DynEject``): flits, the assembly of a word, tokens used."""
+
+    def __init__(self, tokens: int):
+        self.q: deque = deque()
+        self.tokens, self.used = tokens, 0
+        self.have: list[int] = []
+
+
+class _Dyn:
+    """State of the dynamic layer inside :class:`_Net`."""
+
+    def __init__(self, model: DynamicModel):
+        lay = model.layer
+        self.flits, self.buffers = lay.flits, lay.buffers
+        self.mesh = MeshModel(MeshParams(*model.size, lay.router), model.tables)
+        self.inj = {f"INJ:{f.id}": f for f in model.flows}
+        self._src_xy = {f"INJ:{f.id}": tuple(f.source_xy) for f in model.flows}
+        self.k = {nid: 0 for nid in self.inj}
+        self.ej: dict[str, _Eject] = {}
+        self.ej_at: dict[tuple[int, int, int], str] = {}
+        for f in model.flows:
+            for (x, y), vc in f.eject_vc.items():
+                nid = f"EJ:{x}:{y}:{vc}"
+                self.ej[nid] = _Eject(f.tokens.get((x, y), 0))
+                self.ej_at[(x, y, vc)] = nid
+        self.credits: dict[tuple[int, int], int] = {}
+
+    def out(self, nid: str) -> tuple[bool, int]:
+        e = self.ej[nid]
+        if e.used < e.tokens:
+            return True, -1
+        if self.flits == 1:
+            return (True, e.q[0]) if e.q else (False, 0)
+        return (True, e.have[0]) if len(e.have) == self.flits else (False, 0)
+
+    def ready(self, nid: str) -> bool:
+        """in_ready of the flow's VC at its source router."""
+        f = self.inj[nid]
+        return self.mesh.inj_ready(*self._src_xy[nid])[f.inject_vc]
+
+    def accept(self, nid: str) -> bool:
+        """The injection takes the word: room for its last flit."""
+        return self.ready(nid) and self.k[nid] == self.flits - 1
+
+    def edge(self, vin, moved: Mapping[str, bool]) -> None:
+        """The clock edge: flits injected where valid and in_ready, ejection pops, the routers
+        (with last cycle's registered credits), then the flits on the eject links enter
+        their buffers."""
+        inject = {}
+        for nid, f in self.inj.items():
+            v, tok = vin(nid)
+            if v and self.ready(nid):
+                inject[self._src_xy[nid]] = (f.inject_vc, f.id, tok)
+                self.k[nid] = (self.k[nid] + 1) % self.flits
+        arriving = [(xy, r.out[Port.L]) for xy, r in self.mesh.routers.items()
+                    if r.out[Port.L] is not None]
+        credits: dict[tuple[int, int], int] = {}
+        takes = {}
+        for nid, e in self.ej.items():
+            _, x, y, vc = nid.split(":")
+            popped = moved.get(nid, False)
+            if self.flits == 1:
+                take = popped and e.used >= e.tokens
+            else:
+                full = len(e.have) == self.flits
+                done = popped and e.used >= e.tokens
+                take = bool(e.q) and (not full or done)
+                if done:
+                    e.have = []
+            if popped and e.used < e.tokens:
+                e.used += 1
+            takes[nid] = take
+            if take:
+                credits[(int(x), int(y))] = credits.get((int(x), int(y)), 0) | 1 << int(vc)
+        for nid, take in takes.items():
+            if take:
+                fl = self.ej[nid].q.popleft()
+                if self.flits > 1:
+                    self.ej[nid].have.append(fl)
+        self.mesh.step(inject, self.credits)
+        self.credits = credits
+        for (x, y), (vc, _fid, fl) in arriving:
+            nid = self.ej_at.get((x, y, vc))
+            if nid is None:
+                raise SimulationError(f"router ({x}, {y}) ejects a flit on VC {vc}, which no "
+                                      f"dynamic net takes there")
+            if len(self.ej[nid].q) >= self.buffers:
+                raise SimulationError(f"ejection buffer VC {vc} of tile ({x}, {y}) overflows "
+                                      "(a credit protocol error)")
+            self.ej[nid].q.append(fl)
+
+
 @dataclass
 class _Fifo:
     head_v: bool = False
@@ -80,8 +225,9 @@ class _Net:
     clock cycle."""
 
     def __init__(self, nodes, parent, children, srcs: list[str], sink_ids: list[str],
-                 core_in, core_out, fifo_tokens: int):
+                 core_in, core_out, fifo_tokens: int, dyn: _Dyn | None = None):
         self.nodes, self.parent, self.children = nodes, parent, children
+        self.dyn = dyn
         self.srcs, self.sink_ids = srcs, sink_ids
         self.core_in, self.core_out = core_in, core_out
         self.fifos = {nid: _Fifo(head_v=bool(fifo_tokens), head=-1)
@@ -112,6 +258,8 @@ class _Net:
         if nid not in self._vo:
             if nid in self._presenting:
                 self._vo[nid] = (self._presenting[nid], self._idx[nid])
+            elif self.dyn is not None and nid in self.dyn.ej:
+                self._vo[nid] = self.dyn.out(nid)
             elif nid in self.fifos:
                 self._vo[nid] = (self.fifos[nid].head_v, self.fifos[nid].head)
             elif nid in self.sent:
@@ -145,6 +293,8 @@ class _Net:
         """ready at ``nid``'s input."""
         if nid in self.fifos:
             return not self.fifos[nid].tail_v
+        if self.dyn is not None and nid in self.dyn.inj:
+            return self.dyn.accept(nid)
         if nid in self.sink_ids:
             return self._rdy[self.sink_ids.index(nid)]
         n = self.nodes[nid]
@@ -168,6 +318,8 @@ class _Net:
         took = [k for k, s in enumerate(self.sink_ids) if moved.get(s)]
         if out is not None:
             self._record(out, moved, gone, took, t)
+        if self.dyn is not None:
+            self.dyn.edge(self.vin, moved)
         self._edge()
         return gone, took
 
@@ -232,6 +384,33 @@ def _trees(graphs: Mapping[int, InterconnectGraph],
                     children[up].append(nid)
 
     return nodes, parent, children
+
+
+def _add_dynamic(graphs: Mapping[int, InterconnectGraph], model: DynamicModel, nodes,
+                 parent, children) -> None:
+    """Add the dynamic nets to the trees: an injection leaf under each source port, an
+    ejection-buffer root above each sink tile's ports (module docstring)."""
+    def node(nid: str):
+        g = next((g for g in graphs.values() if nid in g.nodes), None)
+        if g is None:
+            raise ConfigError(f"dynamic net port {nid} is in no routing graph")
+        return g.nodes[nid]
+
+    for f in model.flows:
+        if f.source not in nodes:
+            nodes[f.source], parent[f.source], children[f.source] = node(f.source), None, []
+        inj = f"INJ:{f.id}"
+        nodes[inj], parent[inj], children[inj] = _Pseudo(*f.source_xy), f.source, []
+        children[f.source].append(inj)
+        for sink, (x, y) in f.sinks.items():
+            ej = f"EJ:{x}:{y}:{f.eject_vc[(x, y)]}"
+            if ej not in nodes:
+                nodes[ej], parent[ej], children[ej] = _Pseudo(x, y), None, []
+            if sink in nodes:
+                raise ConfigError(f"port {sink} is a sink of dynamic flow {f.id} and of a "
+                                  "static route")
+            nodes[sink], parent[sink], children[sink] = node(sink), ej, []
+            children[ej].append(sink)
 
 
 def _cores(nodes, ends: set[str]):
@@ -303,22 +482,27 @@ class StreamRun:
 def simulate_streams(graphs: Mapping[int, InterconnectGraph],
                      routes: Mapping[str, Sequence[Sequence[str]]], inputs: Sequence[PortRef],
                      outputs: Sequence[PortRef], tokens: int, seed: int, p_in: int, p_out: int,
-                     fifo_tokens: int = 1) -> StreamRun:
+                     fifo_tokens: int = 1, dynamic: DynamicModel | None = None) -> StreamRun:
     """The stream phase of :mod:`mapper.sim.rv_harness`'s testbench on these routes: every
     input socket presents tokens without end (its stimulus, then 0), drawing a stall with
     probability ``p_in`` (per mille) each cycle it presents nothing; every output's ready is
     0 with probability ``p_out`` (per mille) each cycle; draws in that order from the
     harness's xorshift64 seeded with ``seed``; the run ends when every output took
     ``tokens`` tokens. Every FIFO site starts with ``fifo_tokens`` words (1 in `cgra rtl`'s
-    ready-valid arrays). Raises :class:`SimulationError` naming the first output short of
+    ready-valid arrays). ``dynamic``: the nets on the dynamic layer of a hybrid array (module
+    docstring). Raises :class:`SimulationError` naming the first output short of
     tokens after ``64 * tokens + 10000`` cycles (the harness's deadlock bound), and
     :class:`ConfigError` as :func:`simulate`."""
     nodes, parent, children = _trees(graphs, routes)
+    dyn = None
+    if dynamic is not None and dynamic.flows:
+        _add_dynamic(graphs, dynamic, nodes, parent, children)
+        dyn = _Dyn(dynamic)
     srcs = [_port(nodes, r, "out") for r in inputs]
     sink_ids = [_port(nodes, r, "in") or f"idle:{k}" for k, r in enumerate(outputs)]
     core_in, core_out = _cores(nodes, {*filter(None, srcs), *sink_ids})
     net = _Net(nodes, parent, children, [s for s in srcs if s], sink_ids, core_in, core_out,
-               fifo_tokens)
+               fifo_tokens, dyn)
     rng = _Rng(seed * 0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D)
     presenting = [False] * len(inputs)
     sent = [0] * len(inputs)
@@ -358,4 +542,5 @@ def simulate_streams(graphs: Mapping[int, InterconnectGraph],
     return run
 
 
-__all__ = ["PortRef", "RvTransfers", "StreamRun", "simulate", "simulate_streams"]
+__all__ = ["DynamicFlow", "DynamicModel", "PortRef", "RvTransfers", "StreamRun", "simulate",
+           "simulate_streams"]

@@ -590,9 +590,8 @@ def _summary(run, t0: float) -> None:
                    f"output p = {hs['p_out']}): {hs['input_stall_cycles']} input stall and "
                    f"{hs['output_backpressure_cycles']} output backpressure cycles; "
                    f"{hs['tokens']} tokens per stream in {hs['cycles']} cycles "
-                   f"({hs['tokens_per_cycle']:.3f} per cycle; " + (
-                       f"the cycle model of the network predicts {hs['model_cycles']})"
-                       if hs.get("model_cycles") is not None else f"{hs['model_note']})"))
+                   f"({hs['tokens_per_cycle']:.3f} per cycle; the cycle model of the network "
+                   f"predicts {hs['model_cycles']})")
     if r.get("dynamic"):            # a hybrid array (mapper.backend.dynamic)
         dn = r["dynamic"]
         click.echo(f"hybrid: {dn['nets']} net(s) overflowed to the dynamic layer (static tracks "

@@ -36,6 +36,8 @@ from canal.config import TileConfig, tile_configs
 from canal.dynamic import (DYN_FEATURE, TABLE_FEATURE_BASE, DynamicLayer, DynamicNet,
                            allocate_nets, dyn_ports, dynamic_bitstream, dynamic_of)
 from canal.router import NUM_PORTS, Port, TableEntry
+from canal.rv_netsim import DynamicFlow, DynamicModel
+from canal.vc_alloc import Link
 from cgra.config import config_address
 from cgra.errors import RoutingError
 from mapper.backend.nets import DynamicRoute, Terminal
@@ -231,6 +233,28 @@ def dynamic_masks(coll: Collateral, addrs: set[int]) -> dict[int, int]:
     return out
 
 
+def dynamic_model(coll: Collateral, routes: Mapping[str, DynamicRoute]
+                  ) -> DynamicModel | None:
+    """The dynamic nets of a run for the cycle-level model
+    (:func:`canal.rv_netsim.simulate_streams` ``dynamic``): their allocation, tables, ports
+    and tokens; None without dynamic nets."""
+    layer = layer_of(coll)
+    if layer is None or not routes:
+        return None
+    rs = sorted(routes.values(), key=lambda r: r.id)
+    alloc = allocate_nets(coll.size, layer, [_net(r) for r in rs])
+    rg = coll.graphs[layer.width]
+    flows = []
+    for r in rs:
+        tok = {(x, y): r.tokens.get(t, 0) for t, (x, y, _) in r.sinks.items()}
+        flows.append(DynamicFlow(
+            r.id, rg.port_node(*r.source), tuple(r.source[:2]),
+            {rg.port_node(*at): tuple(at[:2]) for at in r.sinks.values()}, tok,
+            alloc.inject_vc(r.id),
+            {xy: alloc.vcs[r.id][Link(*xy, Port.L)] for xy in tok}))
+    return DynamicModel(layer, coll.size, alloc.tables(), flows)
+
+
 def check_dynamic(bitstream: Iterable[tuple[int, int]], routes: Mapping[str, DynamicRoute],
                   coll: Collateral) -> int:
     """Decode the dynamic layer of ``bitstream`` and check it carries every net of ``routes``
@@ -322,5 +346,5 @@ def check_dynamic(bitstream: Iterable[tuple[int, int]], routes: Mapping[str, Dyn
     return len(routes)
 
 
-__all__ = ["check_dynamic", "dynamic_masks", "dynamic_routes", "dynamic_words", "layer_of",
+__all__ = ["check_dynamic", "dynamic_masks", "dynamic_model", "dynamic_routes", "dynamic_words", "layer_of",
            "overflow_pick", "overflow_rank", "stream_activity", "tile_config_map"]

@@ -462,18 +462,14 @@ def simulate_app(run_dir: str | Path, coll: Collateral, opts: SimOptions | None 
                                                            "tokens": sorted(set(
                                                                r.tokens.values()))}
                                                        for n, r in dyn.items()}}
-    if "handshake" in rep and dyn:
-        rep["handshake"]["model_cycles"] = None
-        rep["handshake"]["model_note"] = (f"not predicted: {len(dyn)} net(s) on the dynamic "
-                                          "layer; the cycle model covers the static tracks")
-    elif "handshake" in rep:
+    if "handshake" in rep:
         # the cycle-level model of the ready-valid network predicts the run (issue 33, item
         # 5; the routes in memory, the stimulus header the harness read): the same cycles as
         # the RTL, or our model has a bug
         say("cycle model")
         t = time.perf_counter()
         model = predict(coll, flow.pipelined.routing.routes(), harness.inputs,
-                        harness.outputs, run_dir)
+                        harness.outputs, run_dir, dyn)
         secs["cycle_model"] = time.perf_counter() - t
         rep["stage_seconds"]["cycle_model"] = round(secs["cycle_model"], 4)
         rep["handshake"]["model_cycles"] = model.cycles

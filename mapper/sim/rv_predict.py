@@ -17,7 +17,10 @@ from typing import Mapping, Sequence
 from canal.rv_netsim import PortRef, StreamRun, simulate_streams
 from cgra.errors import CollateralError
 from garnet.collateral import RV_IO_SOCKETS, read_design_info, read_json
+from mapper.backend.dynamic import dynamic_model
+from mapper.backend.nets import DynamicRoute
 from mapper.collateral import Collateral, load_collateral
+from mapper.stages import routing_from_json
 from mapper.sim.rv_harness import is_handshake_design, rv_harness_source
 
 _SOCKET = re.compile(r"(.+)_X([0-9A-F]{2})_Y([0-9A-F]{2})")
@@ -48,11 +51,13 @@ def _stim_header(stim: Path, design: Path) -> dict[str, str]:
 
 
 def predict(coll: Collateral, routes: Mapping[str, Sequence[Sequence[str]]],
-            inputs: Sequence[str], outputs: Sequence[str], run_dir: str | Path) -> StreamRun:
+            inputs: Sequence[str], outputs: Sequence[str], run_dir: str | Path,
+            dynamic: Mapping[str, DynamicRoute] | None = None) -> StreamRun:
     """The model's run of the stream phase of ``run_dir``, whose ``sim.stim`` header gives
     the tokens per stream, the driven inputs and sampled outputs (indices into ``inputs`` /
     ``outputs``, the harness's top sockets) and the stall seed and probabilities; ``routes``:
-    net -> node-id paths of the run (its pipelined routing). Raises as
+    net -> node-id paths of the run (its pipelined routing); ``dynamic``: its nets on the
+    dynamic layer of a hybrid array (:mod:`canal.dynamic`). Raises as
     :func:`predict_handshake`."""
     stim = Path(run_dir) / "sim.stim"
     head = _stim_header(stim, coll.root)
@@ -69,7 +74,8 @@ def predict(coll: Collateral, routes: Mapping[str, Sequence[Sequence[str]]],
     return simulate_streams({w: g.ig for w, g in coll.graphs.items()}, routes,
                             [socket_port(inputs[k], width_ports) for k in driven],
                             [socket_port(outputs[k], width_ports) for k in sampled],
-                            tokens, seed, p_in, p_out)
+                            tokens, seed, p_in, p_out,
+                            dynamic=dynamic_model(coll, dynamic or {}))
 
 
 def predict_handshake(design: str | Path, run_dir: str | Path) -> StreamRun:
@@ -86,7 +92,8 @@ def predict_handshake(design: str | Path, run_dir: str | Path) -> StreamRun:
     _src, ins, outs = rv_harness_source(info.top, info.ports)
     pipe = read_json(run / "pipelined.json", f"run `cgra run` on {d} first")
     routes = {n["name"]: [p["nodes"] for p in n["paths"]] for n in pipe["routing"]["nets"]}
-    return predict(load_collateral(d), routes, ins, outs, run)
+    dyn = routing_from_json(pipe["routing"], str(run / "pipelined.json")).dynamic
+    return predict(load_collateral(d), routes, ins, outs, run, dyn)
 
 
 __all__ = ["predict", "predict_handshake", "socket_port"]

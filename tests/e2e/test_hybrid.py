@@ -86,8 +86,10 @@ def test_overflow_goes_dynamic_and_runs_bit_exact_under_stalls(hybrid, tmp_path)
             in r.stdout
         rep = json.loads((out / "run_report.json").read_text())
         cycles[seed] = rep["handshake"]["cycles"]
-        assert rep["handshake"]["model_cycles"] is None
-        assert "5 net(s) on the dynamic layer" in rep["handshake"]["model_note"]
+        # the cycle model of both layers (canal.rv_netsim + canal.netsim's routers)
+        # predicts the RTL's cycles exactly
+        assert rep["handshake"]["model_cycles"] == cycles[seed]
+        assert rep["dynamic"]["nets"] == 5
     assert cycles[1] != cycles[2]
     pipe = json.loads((tmp_path / "s1" / "pipelined.json").read_text())
     dyn = {d["name"]: d for d in pipe["routing"]["dynamic"]}
@@ -122,6 +124,26 @@ def test_overflow_goes_dynamic_and_runs_bit_exact_under_stalls(hybrid, tmp_path)
     bad.write_text("\n".join(flipped) + "\n")
     v = _cgra("verify", hybrid, bad)
     assert v.returncode == 2 and "dynamic net" in v.stderr and "Traceback" not in v.stderr
+
+
+@pytest.fixture(scope="module")
+def narrow_flits(hybrid, tmp_path_factory) -> Path:
+    """configs/tiny_hybrid.toml with 8-bit flits: a 16-bit word crosses as 2 flits."""
+    p = load_toml(ROOT / "configs" / "tiny_hybrid.toml")
+    p = dataclasses.replace(p, name="tiny_hybrid_f8", dynamic={**p.dynamic, "flit_width": 8})
+    out = tmp_path_factory.mktemp("f8") / "tiny_hybrid_f8"
+    generate(p, out, rules=True, rules_dir=ROOT / "build" / "rules", jobs=2)
+    return out
+
+
+def test_two_flit_words_run_bit_exact_and_as_the_model_predicts(narrow_flits, tmp_path):
+    doc = json.loads((narrow_flits / "design.json").read_text())
+    assert doc["flow_control"]["dynamic"]["fabric_name"] == "H-x1-v2-b3-f8-db"
+    r = _cgra("run", *APP, "--design", narrow_flits, "--out", tmp_path / "r")
+    assert r.returncode == 0, r.stderr
+    assert "bit-exactly" in r.stdout and "overflowed to the dynamic layer" in r.stdout
+    hs = json.loads((tmp_path / "r" / "run_report.json").read_text())["handshake"]
+    assert hs["model_cycles"] == hs["cycles"]
 
 
 def test_static_array_reports_the_track_shortage(static_twin, tmp_path):
