@@ -10,9 +10,8 @@ same placement needs when every core-to-core net is a flow on the mesh: the thes
 dynamic network, 4 VCs there against <= 2 hybrid), ``max_tokens`` and the flow's
 ``seconds``; a failure's reason is in the row's parameters.
 
-``--sim``: also the stream cycles in Verilator without stalls (``cgra run --stall-in 0
---stall-out 0``, its own placement) of every run that closed at the default threshold, and
-their tokens per cycle; ``--fabrics static,hybrid,scheduled`` adds the statically scheduled
+``--sim``: also the stream cycles in Verilator without stalls (the run's bitstream and sim
+stages, ``--stall-in 0 --stall-out 0``) of every run that closed, and their tokens per cycle; ``--fabrics static,hybrid,scheduled`` adds the statically scheduled
 array (``flow_control = "static"``) of the same size and tracks. ``--apps`` picks apps.
 
 Run: ``.venv/bin/python bench/bench_hybrid.py [--tracks 1,2] [--sim]`` (state the cores).
@@ -23,7 +22,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -43,7 +41,7 @@ from garnet.params import load_toml  # noqa: E402
 from mapper.backend.dynamic import layer_of  # noqa: E402
 from mapper.collateral import load_collateral  # noqa: E402
 from mapper.flow import run_stages  # noqa: E402
-from mapper.params import AppParams, RunParams  # noqa: E402
+from mapper.params import AppParams, RunParams, SimOptions  # noqa: E402
 from mapper.stages import load_flow  # noqa: E402
 
 APPS = [("gaussian", 1), ("unsharp", 1), ("brighten_blur", 2), ("color_correct", 1),
@@ -149,14 +147,17 @@ def main() -> None:
                     print(f"    dynamic nets {n}, VCs {vcs} (pure dynamic "
                           f"{rows[-1]['value']}), max tokens {tok}", flush=True)
                     if a.sim:
-                        r = subprocess.run(
-                            [str(Path(sys.executable).with_name("cgra")), "run", app,
-                             "--design", str(design), "--out", str(run) + "_sim", "--size",
-                             "32", "--unroll", str(unroll), "--stall-in", "0", "--stall-out",
-                             "0"], capture_output=True, text=True)
-                        if r.returncode == 0 and thr == 4:
-                            rep = json.loads((Path(str(run) + "_sim") / "run_report.json")
-                                             .read_text())
+                        # the same mapping and placement through bitstream and Verilator
+                        try:
+                            run_stages(RunParams(AppParams(app, 32, 32, unroll, threshold=thr),
+                                                 design, run, resume_from="bitstream",
+                                                 sim=SimOptions(stall_in=0.0, stall_out=0.0)),
+                                       "sim")
+                            err = ""
+                        except CgraError as exc:
+                            err = str(exc)
+                        if not err:
+                            rep = json.loads((run / "run_report.json").read_text())
                             hs = rep.get("handshake")
                             cyc = hs["cycles"] if hs else rep["cycles"]["stream"]
                             toks = hs["tokens"] if hs else rep["cycles"]["stream"]
@@ -166,8 +167,8 @@ def main() -> None:
                                                   round(toks / cyc, 4), "tokens/cycle", qs)]
                             print(f"    cgra run (no stalls): {cyc} cycles, "
                                   f"{qs['sim_dynamic_nets']} dynamic nets", flush=True)
-                        elif thr == 4:
-                            print(f"    cgra run failed: {r.stderr[-300:]}", flush=True)
+                        else:
+                            print(f"    sim failed: {err[:300]}", flush=True)
     benchlib.save_rows("hybrid", rows)
 
 

@@ -375,13 +375,9 @@ class _TileGen:
         b, ports = self.body, self.ports
         rmod = self.dep(router_module(lay))
         loc = {n.name: n.local_name for n in here if n.kind is NodeKind.PORT}
+        links = _link_signals(lay)
         for o in range(4):
-            ports += [f"  input rt_in_valid_{o}", f"  input {_vr(VB)}rt_in_vc_{o}",
-                      f"  input {_vr(IB)}rt_in_id_{o}", f"  input {_vr(FL)}rt_in_flit_{o}",
-                      f"  input rt_cin_valid_{o}", f"  input {_vr(VB)}rt_cin_vc_{o}",
-                      f"  output rt_out_valid_{o}", f"  output {_vr(VB)}rt_out_vc_{o}",
-                      f"  output {_vr(IB)}rt_out_id_{o}", f"  output {_vr(FL)}rt_out_flit_{o}",
-                      f"  output rt_cr_valid_{o}", f"  output {_vr(VB)}rt_cr_vc_{o}"]
+            ports += [f"  {d}put {_vr(w)}rt_{sig}_{o}" for sig, d, w in links]
         outs = [(k, loc[p]) for k, p in enumerate(self.dyn_outs) if p in loc]
         if outs:
             data = f"{W}'d0"
@@ -463,13 +459,7 @@ class _TileGen:
                 ".config_data(config_data)", ".config_write(config_write)",
                 ".config_read(config_read)", ".tile_id(tile_id)", ".read_data(rt_rd)"]
         for o in range(4):
-            conn += [f".in_valid_{o}(rt_in_valid_{o})", f".in_vc_{o}(rt_in_vc_{o})",
-                     f".in_id_{o}(rt_in_id_{o})", f".in_flit_{o}(rt_in_flit_{o})",
-                     f".in_ready_{o}()", f".cr_valid_{o}(rt_cr_valid_{o})",
-                     f".cr_vc_{o}(rt_cr_vc_{o})", f".out_valid_{o}(rt_out_valid_{o})",
-                     f".out_vc_{o}(rt_out_vc_{o})", f".out_id_{o}(rt_out_id_{o})",
-                     f".out_flit_{o}(rt_out_flit_{o})", f".cin_valid_{o}(rt_cin_valid_{o})",
-                     f".cin_vc_{o}(rt_cin_vc_{o})"]
+            conn += [f".in_ready_{o}()"] + [f".{sig}_{o}(rt_{sig}_{o})" for sig, _, _ in links]
         conn += inj + [".cr_valid_4()", ".cr_vc_4()", ".out_valid_4(ej_valid)",
                        ".out_vc_4(ej_vc)", ".out_id_4()", ".out_flit_4(ej_flit)",
                        ".cin_valid_4(1'b0)", f".cin_vc_4({VB}'d0)", ".ej_credit(ej_credit)"]
@@ -681,30 +671,45 @@ def core_verilog(core: CoreSpec, workdir: str | Path) -> VerilogModule:
     return VerilogModule(top, text, tuple(VerilogModule(n, t) for n, t in subs))
 
 
+#: a router link's input signal -> the neighbour's output signal that drives it
+_LINK_PEER = {"in_valid": "out_valid", "in_vc": "out_vc", "in_id": "out_id",
+              "in_flit": "out_flit", "cin_valid": "cr_valid", "cin_vc": "cr_vc"}
+
+
+def _link_signals(layer: DynamicLayer) -> list[tuple[str, str, int]]:
+    """(router signal, "in" / "out", bits) of one mesh port of a hybrid tile's router: the
+    link in and its credit out, the link out and its credit in (:func:`canal.router.
+    router_verilog`); the tile exports each as ``rt_<signal>_<port>``."""
+    rp = layer.router
+    VB, IB, FL = rp.vc_bits, rp.id_bits, layer.flit
+    return [("in_valid", "in", 1), ("in_vc", "in", VB), ("in_id", "in", IB),
+            ("in_flit", "in", FL), ("cin_valid", "in", 1), ("cin_vc", "in", VB),
+            ("out_valid", "out", 1), ("out_vc", "out", VB), ("out_id", "out", IB),
+            ("out_flit", "out", FL), ("cr_valid", "out", 1), ("cr_vc", "out", VB)]
+
+
 def _router_links(ic: Interconnect, layer: DynamicLayer, body: list[str],
                   conns: dict[tuple[int, int], list[str]]) -> None:
     """Wire every hybrid tile's router to its N/E/S/W neighbours (links and credits; 0 at
     the array edge or where no tile is)."""
-    rp = layer.router
-    VB, IB, W = rp.vc_bits, rp.id_bits, layer.flit
-    sigs = (("valid", "out_valid", 1), ("vc", "out_vc", VB), ("id", "out_id", IB),
-            ("flit", "out_flit", W), ("crv", "cr_valid", 1), ("crvc", "cr_vc", VB))
+    links = _link_signals(layer)
+    outs = [(sig, w) for sig, d, w in links if d == "out"]
+    # the output a tile's input port listens to: the neighbour's opposite output
+    ins = [(sig, _LINK_PEER[sig], w) for sig, d, w in links if d == "in"]
     for (x, y) in ic.tiles:
         for o in range(4):
             w = f"rl_X{x:02X}_Y{y:02X}_{o}"
-            body += [f"  wire {_vr(bits)}{w}_{suf};" for suf, _, bits in sigs]
-            conns[(x, y)] += [f".rt_{port}_{o}({w}_{suf})" for suf, port, _ in sigs]
-    ins = (("valid", "in_valid", 1), ("vc", "in_vc", VB), ("id", "in_id", IB),
-           ("flit", "in_flit", W), ("crv", "cin_valid", 1), ("crvc", "cin_vc", VB))
+            body += [f"  wire {_vr(bits)}{w}_{sig};" for sig, bits in outs]
+            conns[(x, y)] += [f".rt_{sig}_{o}({w}_{sig})" for sig, _ in outs]
     for (x, y) in ic.tiles:
         for o in range(4):
             dx, dy = Port(o).delta
             nb = (x + dx, y + dy)
             if nb in ic.tiles:
                 w = f"rl_X{nb[0]:02X}_Y{nb[1]:02X}_{Port(o).opposite.value}"
-                conns[(x, y)] += [f".rt_{port}_{o}({w}_{suf})" for suf, port, _ in ins]
+                conns[(x, y)] += [f".rt_{sig}_{o}({w}_{peer})" for sig, peer, _ in ins]
             else:
-                conns[(x, y)] += [f".rt_{port}_{o}({bits}'d0)" for _, port, bits in ins]
+                conns[(x, y)] += [f".rt_{sig}_{o}({bits}'d0)" for sig, _, bits in ins]
 
 
 def rv_array(ic: Interconnect, name: str = "RvArray",

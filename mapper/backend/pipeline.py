@@ -39,7 +39,10 @@ sigma over its inputs; every other input has a deficit ``T - sigma``, filled in 
    with ``peak/examples/cgra_pe_d2.py``) minus the cycles its absorbed netlist registers
    already use;
 3. bypassed register sites on the net's routed tree (root first: a register shared by
-   several sinks that all need a cycle serves them all);
+   several sinks that all need a cycle serves them all); on a hybrid array, a sink of a net
+   on the dynamic layer takes initial tokens of its ejection buffer instead (a token is a
+   register of the static route it replaces, :mod:`canal.dynamic`; this runs right after
+   step 1, :meth:`_Design._dyn_tokens`);
 4. latency-constrained re-routing: every sink's register count is pinned to its current
    value and the short branches ask for more; the negotiated router
    (:func:`mapper.backend.route.route_design` with ``regs``) finds routes through free registers
@@ -47,7 +50,9 @@ sigma over its inputs; every other input has a deficit ``T - sigma``, filled in 
    routing: a branch that needs more registers than its shortest route has meanders through
    more switch boxes on a simple path, holding exactly the count asked for; a count the
    router cannot meet is a :class:`~cgra.errors.RoutingError`, never a shorter route);
-5. when that fails too, :class:`BalanceError` names the net, the sink and the cycles missing;
+5. on a hybrid array, when no static route holds the registers, the short branches' nets
+   move to the dynamic layer (:meth:`_Design._overflow`) and take tokens;
+6. when that fails too, :class:`BalanceError` names the net, the sink and the cycles missing;
    the driver (:mod:`mapper.flow`) then places again with another seed.
 
 **Static timing analysis** (:func:`timing_analysis`). Start points: enabled ``REG`` nodes

@@ -33,6 +33,12 @@ the tile (a multi-target search) and the register's output net starts at that ``
 only successor is the register mux, which then selects the register). ``REG`` nodes are never
 used as plain wires by the router; enabling one on a route is the pipelining pass's decision.
 
+**Hybrid arrays** (:mod:`canal.dynamic`: a router per tile beside the static tracks):
+:func:`route_design` routes statically first and moves the lowest-ranked congested net to
+the dynamic layer while PathFinder does not converge (:mod:`mapper.backend.dynamic`); such a
+net has no paths and a :class:`~mapper.backend.nets.DynamicRoute` in
+:attr:`RoutingResult.dynamic`.
+
 Route record: for every net, ``paths[sink] = [node ids from the source node to the sink node]``
 (a sink is ``(instance, port)``); the union of a net's paths is a tree rooted at its source.
 Its file form is :mod:`mapper.stages` (``routing.json``, plus the cyclone ``.route`` text).
