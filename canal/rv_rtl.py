@@ -593,8 +593,8 @@ def eject_buffer(layer: DynamicLayer) -> VerilogModule:
              "  input enq,", f"  input {_vr(W)}D,", f"  input {_vr(TB)}tokens,", "  input load,",
              f"  output {_vr(W)}O,", "  output valid,", "  input ready,", "  output reg credit",
              ");"]
-    lines += [f"  reg {_vr(W)}m{k};" for k in range(B)]
-    lines += [f"  reg {_vr(PB)}rd, wr;", f"  reg {_vr(CB)}cnt;", f"  reg {_vr(TB)}used;",
+    lines += _flit_fifo_regs(B, W, PB, CB) + [
+              f"  reg {_vr(TB)}used;",
               "  wire tok = used != tokens;",
               f"  assign valid = clk_en & (tok | (cnt != {CB}'d0));",
               f"  assign O = tok ? {W}'d0 : ({head});",
@@ -603,14 +603,25 @@ def eject_buffer(layer: DynamicLayer) -> VerilogModule:
               "    if (RESET) begin",
               "      rd <= 0; wr <= 0; cnt <= 0; used <= 0; credit <= 1'b0;",
               "    end else begin"]
-    lines += [f"      if (enq & (wr == {k})) m{k} <= D;" for k in range(B)]
-    lines += [f"      if (enq) wr <= (wr == {B - 1}) ? 0 : wr + 1;",
-              f"      if (deq) rd <= (rd == {B - 1}) ? 0 : rd + 1;",
-              f"      cnt <= cnt + {{{{{CB - 1}{{1'b0}}}}, enq}} - {{{{{CB - 1}{{1'b0}}}}, deq}};"
-              if CB > 1 else "      cnt <= cnt + enq - deq;",
+    lines += _flit_fifo_update(B, CB, "deq") + [
               "      if (load) used <= 0; else if (pop & tok) used <= used + 1;",
               "      credit <= deq;", "    end", "endmodule"]
     return VerilogModule(name, _HEADER + "\n".join(lines) + "\n")
+
+
+def _flit_fifo_regs(B: int, width: int, PB: int, CB: int) -> list[str]:
+    """Declarations of an ejection buffer's FIFO: ``B`` words ``m<k>``, pointers, count."""
+    return [f"  reg {_vr(width)}m{k};" for k in range(B)] + [
+        f"  reg {_vr(PB)}rd, wr;", f"  reg {_vr(CB)}cnt;"]
+
+
+def _flit_fifo_update(B: int, CB: int, pop: str) -> list[str]:
+    """Clock-edge lines of that FIFO: write ``D`` on ``enq``, read on ``pop``."""
+    return [f"      if (enq & (wr == {k})) m{k} <= D;" for k in range(B)] + [
+        f"      if (enq) wr <= (wr == {B - 1}) ? 0 : wr + 1;",
+        f"      if ({pop}) rd <= (rd == {B - 1}) ? 0 : rd + 1;",
+        f"      cnt <= cnt + {{{{{CB - 1}{{1'b0}}}}, enq}} - {{{{{CB - 1}{{1'b0}}}}, {pop}}};"
+        if CB > 1 else f"      cnt <= cnt + enq - {pop};"]
 
 
 def _eject_assembler(layer: DynamicLayer, PB: int, CB: int) -> VerilogModule:
@@ -630,10 +641,9 @@ def _eject_assembler(layer: DynamicLayer, PB: int, CB: int) -> VerilogModule:
              "  input enq,", f"  input {_vr(FL)}D,", f"  input {_vr(TB)}tokens,",
              "  input load,", f"  output {_vr(W)}O,", "  output valid,", "  input ready,",
              "  output reg credit", ");"]
-    lines += [f"  reg {_vr(FL)}m{k};" for k in range(B)]
+    lines += _flit_fifo_regs(B, FL, PB, CB)
     lines += [f"  reg {_vr(FL)}a{k};" for k in range(NF)]
-    lines += [f"  reg {_vr(PB)}rd, wr;", f"  reg {_vr(CB)}cnt;", f"  reg {_vr(TB)}used;",
-              f"  reg {_vr(HB)}have;",
+    lines += [f"  reg {_vr(TB)}used;", f"  reg {_vr(HB)}have;",
               f"  wire {_vr(FL)}head = {head};",
               f"  wire {_vr(FL * NF)}whole = {word};",
               "  wire tok = used != tokens;",
@@ -647,12 +657,8 @@ def _eject_assembler(layer: DynamicLayer, PB: int, CB: int) -> VerilogModule:
               "    if (RESET) begin",
               "      rd <= 0; wr <= 0; cnt <= 0; used <= 0; have <= 0; credit <= 1'b0;",
               "    end else begin"]
-    lines += [f"      if (enq & (wr == {k})) m{k} <= D;" for k in range(B)]
     lines += [f"      if (take & (slot == {k})) a{k} <= head;" for k in range(NF)]
-    lines += [f"      if (enq) wr <= (wr == {B - 1}) ? 0 : wr + 1;",
-              f"      if (take) rd <= (rd == {B - 1}) ? 0 : rd + 1;",
-              f"      cnt <= cnt + {{{{{CB - 1}{{1'b0}}}}, enq}} - {{{{{CB - 1}{{1'b0}}}}, take}};"
-              if CB > 1 else "      cnt <= cnt + enq - take;",
+    lines += _flit_fifo_update(B, CB, "take") + [
               "      have <= slot + (take ? 1 : 0);",
               "      if (load) used <= 0; else if (pop & tok) used <= used + 1;",
               "      credit <= take;", "    end", "endmodule"]
