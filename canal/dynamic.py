@@ -171,7 +171,9 @@ def dyn_fields(info: TileInfo, layer: DynamicLayer) -> tuple[ConfigField, ...]:
     rp = layer.router
     fields: list[ConfigField] = []
     if outs:
-        fields += [ConfigField("inj_en", 1), ConfigField("inj_sel", max(1, (len(outs) - 1).bit_length())),
+        # the select width of canal.config.select_width (which imports this module)
+        fields += [ConfigField("inj_en", 1),
+                   ConfigField("inj_sel", max(1, (len(outs) - 1).bit_length())),
                    ConfigField("inj_vc", rp.vc_bits), ConfigField("inj_id", rp.id_bits)]
     for p in ins:
         fields += [ConfigField(f"{p}_dyn", 1), ConfigField(f"{p}_dvc", rp.vc_bits)]

@@ -139,12 +139,14 @@ class _Dyn:
         self._src_xy = {f"INJ:{f.id}": tuple(f.source_xy) for f in model.flows}
         self.k = {nid: 0 for nid in self.inj}
         self.ej: dict[str, _Eject] = {}
+        #: (x, y, VC) of an ejection buffer -> its node, and back
         self.ej_at: dict[tuple[int, int, int], str] = {}
         for f in model.flows:
             for (x, y), vc in f.eject_vc.items():
                 nid = f"EJ:{x}:{y}:{vc}"
                 self.ej[nid] = _Eject(f.tokens.get((x, y), 0))
                 self.ej_at[(x, y, vc)] = nid
+        self.ej_of = {nid: key for key, nid in self.ej_at.items()}
         self.credits: dict[tuple[int, int], int] = {}
 
     def out(self, nid: str) -> tuple[bool, int]:
@@ -179,7 +181,7 @@ class _Dyn:
         credits: dict[tuple[int, int], int] = {}
         takes = {}
         for nid, e in self.ej.items():
-            _, x, y, vc = nid.split(":")
+            x, y, vc = self.ej_of[nid]
             popped = moved.get(nid, False)
             if self.flits == 1:
                 take = popped and e.used >= e.tokens
@@ -193,7 +195,7 @@ class _Dyn:
                 e.used += 1
             takes[nid] = take
             if take:
-                credits[(int(x), int(y))] = credits.get((int(x), int(y)), 0) | 1 << int(vc)
+                credits[(x, y)] = credits.get((x, y), 0) | 1 << vc
         for nid, take in takes.items():
             if take:
                 fl = self.ej[nid].q.popleft()

@@ -383,7 +383,8 @@ class _TileGen:
             data = f"{W}'d0"
             for k, nm in reversed(outs):
                 data = f"(inj_sel == {k}) ? d_{nm} : {data}"
-            sel_w = max(1, (len(self.dyn_outs) - 1).bit_length())
+            sel_w = next(f.width for f in self.tc.features[self.dyn_idx].fields
+                         if f.name == "inj_sel")
             b += [f"  wire inj_en = {self.dfield('inj_en')};",
                   f"  wire {_vr(sel_w)}inj_sel = {self.dfield('inj_sel')};",
                   f"  wire {_vr(VB)}inj_vc = {self.dfield('inj_vc')};",

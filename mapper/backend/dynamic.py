@@ -38,14 +38,16 @@ from canal.dynamic import (DYN_FEATURE, TABLE_FEATURE_BASE, DynamicLayer, Dynami
 from canal.router import NUM_PORTS, Port, TableEntry
 from canal.rv_netsim import DynamicFlow, DynamicModel
 from canal.vc_alloc import Link
-from cgra.config import config_address
+from cgra.config import config_address, decode_fields, split_address
 from cgra.errors import RoutingError
 from mapper.backend.nets import DynamicRoute, Terminal
+from mapper.collateral import Collateral
 
 if TYPE_CHECKING:
+    # annotations only: mapper.backend.pack imports mapper.backend.route, which imports this
+    # module (the overflow policy), so a module-level import would be a circle
     from mapper.backend.pack import PackedDesign
     from mapper.backend.place import Placement
-    from mapper.collateral import Collateral
 
 
 def layer_of(coll: Collateral) -> DynamicLayer | None:
@@ -65,9 +67,9 @@ def _program_activity(prog: Any) -> float | None:
 
 def stream_activity(packed: PackedDesign) -> dict[str, float]:
     """Net name -> words per cycle (module docstring), in 0..1."""
-    by_source: dict[Terminal, list] = {}
+    by_source: dict[str, dict[str, list]] = {}          # instance -> port -> its nets
     for n in packed.nets:
-        by_source.setdefault(n.source, []).append(n)
+        by_source.setdefault(n.source[0], {}).setdefault(n.source[1], []).append(n)
     dag = nx.DiGraph()
     dag.add_nodes_from(packed.instances)
     dag.add_edges_from((n.source[0], s[0]) for n in packed.nets for s in n.sinks
@@ -78,9 +80,7 @@ def stream_activity(packed: PackedDesign) -> dict[str, float]:
     out: dict[str, float] = {}
     for inst in order:
         pi = packed.instances[inst]
-        for (src, port), nets in by_source.items():
-            if src != inst:
-                continue
+        for port, nets in by_source.get(inst, {}).items():
             ports = pi.config.get("ports")
             prog = ports.get(port) if isinstance(ports, Mapping) else pi.config.get("program")
             act = _program_activity(prog)
@@ -98,27 +98,6 @@ def overflow_rank(packed: PackedDesign, activity: Mapping[str, float]) -> dict[s
     return {n.name: activity.get(n.name, 1.0) * len(n.sinks) for n in packed.nets}
 
 
-def _why_static(packed: PackedDesign, placement: Placement, coll: Collateral,
-                layer: DynamicLayer, name: str, moved: list[str]) -> str | None:
-    """Why net ``name`` cannot move to the dynamic layer, or None when it can."""
-    net = next(n for n in packed.nets if n.name == name)
-    if name in moved:
-        return "already dynamic"
-    if net.width != layer.width:
-        return f"{net.width}-bit (the layer carries {layer.width}-bit nets)"
-    for inst, _ in (net.source, *net.sinks):
-        if packed.instances[inst].tag == "r":
-            return f"it connects netlist register {inst} (a register site of the static tracks)"
-    src = tuple(placement.sites[net.source[0]])
-    for m in moved:
-        other = next(n for n in packed.nets if n.name == m)
-        if tuple(placement.sites[other.source[0]]) == src:
-            return f"its source tile {src} already injects net {m}"
-    if len(moved) >= layer.ids:
-        return f"all {layer.ids} flow ids are in use (dynamic.ids)"
-    return None
-
-
 def overflow_pick(packed: PackedDesign, placement: Placement, coll: Collateral,
                   layer: DynamicLayer, congested: Iterable[str], moved: list[str]
                   ) -> tuple[str | None, str]:
@@ -127,15 +106,18 @@ def overflow_pick(packed: PackedDesign, placement: Placement, coll: Collateral,
     rank = overflow_rank(packed, stream_activity(packed))
     why: dict[str, str] = {}
     for name in sorted(congested, key=lambda n: (rank.get(n, 0.0), n)):
-        reason = _why_static(packed, placement, coll, layer, name, moved)
-        if reason is None:
+        if name in moved:
+            why[name] = "already dynamic"
+        elif len(moved) >= layer.ids:
+            why[name] = f"all {layer.ids} flow ids are in use (dynamic.ids)"
+        else:
+            # the net's width, its terminals (no netlist register), one injection per
+            # tile and the VCs: dynamic_routes checks them all
             try:
                 dynamic_routes(packed, placement, coll, [*moved, name])
+                return name, ""
             except RoutingError as exc:
-                reason = str(exc)
-        if reason is None:
-            return name, ""
-        why[name] = reason
+                why[name] = str(exc)
     return None, "; ".join(f"{n}: {r}" for n, r in why.items())
 
 
@@ -215,7 +197,7 @@ def dynamic_masks(coll: Collateral, addrs: set[int]) -> dict[int, int]:
     configs = tile_config_map(coll)
     out: dict[int, int] = {}
     for a in addrs:
-        reg, feat, x, y = a >> 24 & 0xFF, a >> 16 & 0xFF, a >> 8 & 0xFF, a & 0xFF
+        reg, feat, x, y = split_address(a)
         tc = configs.get((x, y))
         if tc is None:
             continue
@@ -277,14 +259,15 @@ def check_dynamic(bitstream: Iterable[tuple[int, int]], routes: Mapping[str, Dyn
     cols, rows = coll.size
     holder: dict[tuple, str] = {}
 
+    decoded: dict[tuple[int, int], dict[str, int]] = {}
+
     def field(xy: tuple[int, int], name: str) -> int:
-        feat = configs[xy].feature(DYN_FEATURE)
-        v = 0
-        for s in feat.slices:
-            if s.name == name:
-                word = words.get(config_address(s.reg, feat.index, *xy), 0)
-                v |= ((word >> s.lo) & ((1 << s.width) - 1)) << s.field_lo
-        return v
+        if xy not in decoded:
+            feat = configs[xy].feature(DYN_FEATURE)
+            decoded[xy] = decode_fields(feat.fields, {
+                r: words.get(config_address(r, feat.index, *xy), 0)
+                for r in range(feat.num_regs)})
+        return decoded[xy][name]
 
     def claim(link: tuple, vc: int, name: str) -> None:
         other = holder.setdefault((*link, vc), name)

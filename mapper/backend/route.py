@@ -583,15 +583,17 @@ def route_design(packed, placement, coll: Collateral,
     is raised, with the reason each of its nets stayed static, when none can move. On a
     static array ``None`` = no dynamic nets, and naming any is a :class:`RoutingError`.
     Other arguments and errors: :func:`route_static`."""
+    def static(dyn: list[str]) -> RoutingResult:
+        return route_static(packed, placement, coll, params, pinned, pinned_sites, movable,
+                            keep, dyn)
+
     layer = layer_of(coll)
     if dynamic is not None or layer is None:
-        return route_static(packed, placement, coll, params, pinned, pinned_sites, movable,
-                            keep, list(dynamic or ()))
+        return static(list(dynamic or ()))
     moved: list[str] = []
     while True:
         try:
-            return route_static(packed, placement, coll, params, pinned, pinned_sites,
-                                movable, keep, moved)
+            return static(moved)
         except CongestionError as exc:
             if exc.width != layer.width:
                 raise
