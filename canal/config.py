@@ -517,3 +517,14 @@ def config_map_rows(configs: dict[tuple[int, int], TileConfig]) -> list[dict]:
                   "width": width, "field_lo": field_lo, "addr": base | xy}
                  for j, fi, fname, sname, has_node, reg, lo, width, field_lo, base in tmpl]
     return rows
+
+
+def column_ports(x: int) -> tuple[str, str, str, str]:
+    """The top inputs of column ``x``'s configuration path in an array with per-column
+    config paths (:class:`canal.rtl.ConfigColumns`; a design with a ``[glb]`` table):
+    ``(cfg_valid_X<xx>, cfg_word_X<xx>, flush_X<xx>, stall_X<xx>)`` of 1, 64, 1 and 1 bits
+    (``xx``: two hex digits). ``cfg_word`` is a config bundle ``addr << 32 | data`` taken
+    when ``cfg_valid`` is 1; ``flush`` is OR-ed into the column's flush spine; ``stall``
+    holds the column's tiles as ``clk_en = 0`` does (config writes still work)."""
+    h = f"{x:02X}"
+    return f"cfg_valid_X{h}", f"cfg_word_X{h}", f"flush_X{h}", f"stall_X{h}"

@@ -67,6 +67,7 @@ from cgra.config import encode_fields
 from cgra.core import CoreSpec
 from cgra.errors import SpecError
 
+from canal.config import column_ports
 from canal.config import (POWER_GATE_FEATURE, POWER_GATE_FIELD, Feature, TileConfig,
                           select_width)
 from canal.graph import (IO, InterconnectGraph, NodeKind, Side, iter_sides, no_gc, parse_id,
@@ -583,8 +584,30 @@ def _is_sb_in(nid: str) -> bool:
 
 
 #: a signal of the array netlist: ``("port", name)`` (a top port), ``("const", value, width)``,
-#: ``("out", x, y, port, width)`` (an output of tile (x, y)) or ``("flush", register name)``
+#: ``("out", x, y, port, width)`` (an output of tile (x, y)), ``("flush", register name)`` or
+#: ``("wire", name, width)`` (a wire of the column config paths, :class:`ConfigColumns`)
 Signal = tuple
+
+
+@dataclass(frozen=True)
+class ConfigColumns:
+    """Per-column configuration paths in the array top (AHA paper §4.4: the global buffer
+    configures each column over its own pipelined path). ``module``: the Verilog module of
+    one column's path (``garnet.glb.rtl.column_verilog``: ports ``clk``, ``rst``,
+    ``in_valid``, ``in_word`` [64] = ``addr << 32 | data``, outputs ``wr`` [rows] and
+    ``addr_<y>`` / ``data_<y>`` [32] per row; written by the caller); ``rows``: the array's
+    rows (the module's height).
+
+    With them, column ``x`` of the top gets the inputs of :func:`column_ports`: its config
+    bundles (``cfg_valid_X<xx>``, ``cfg_word_X<xx>``), a flush of its own OR-ed into its
+    flush spine (``flush_X<xx>``) and a stall (``stall_X<xx>``: its tiles' ``clk_en`` is
+    ``clk_en & ~stall``). Tile (x, y) takes a config write from its column's path when the
+    path writes row y, else from the shared bus (``config_write`` OR the path's ``wr[y]``),
+    so both paths configure the array, and a column can be stalled, configured, flushed
+    and restarted while the other columns run (partial reconfiguration)."""
+
+    module: str
+    rows: int
 
 
 @dataclass
@@ -607,22 +630,33 @@ class ArrayNetlist:
     flush_regs: tuple[tuple[str, Signal], ...]
     inputs: dict[tuple[int, int], tuple[tuple[str, Signal], ...]]
     outputs: dict[tuple[int, int], tuple[tuple[str, str], ...]]
+    #: the per-column configuration paths (None: the shared config bus only)
+    columns: ConfigColumns | None = None
 
 
 def array_netlist(ic: Interconnect, flush_interval: int = 0,
-                  drop_edge: tuple[str, str] | None = None) -> ArrayNetlist:
+                  drop_edge: tuple[str, str] | None = None,
+                  columns: ConfigColumns | None = None) -> ArrayNetlist:
     """The :class:`ArrayNetlist` of ``ic`` (module docstring: tile ids, SB_IN wiring from
     the graph with 0 at the array edge, flush spine with a register every ``flush_interval``
-    rows, external core ports as ``<port>_X<xx>_Y<yy>``). Raises :class:`SpecError` when an
-    SB_IN is fed by a node that is not the one its tile exports on that side and track, or
-    for a negative ``flush_interval``."""
+    rows, external core ports as ``<port>_X<xx>_Y<yy>``; with ``columns``, the per-column
+    configuration paths, stalls and flushes of :class:`ConfigColumns`). Raises
+    :class:`SpecError` when an SB_IN is fed by a node that is not the one its tile exports
+    on that side and track, for a negative ``flush_interval``, or for column paths of
+    another height than the array."""
     if flush_interval < 0:
         raise SpecError(f"flush_interval={flush_interval}; use 0 (no spine) or rows per stage")
     rows = ic.size[1]
+    if columns is not None and columns.rows != rows:
+        raise SpecError(f"column config paths of {columns.rows} rows for an array of {rows}")
     ports: list[tuple[str, str, int]] = [
         ("clk_en", "in", 1), ("flush", "in", 1), ("config_addr", "in", 32),
         ("config_data", "in", 32), ("config_write", "in", 1), ("config_read", "in", 1),
         ("read_data", "out", 32)]
+    xs = sorted({x for x, _ in ic.tiles})
+    if columns is not None:
+        for x in xs:
+            ports += [(n, "in", w) for n, w in zip(column_ports(x), (1, 64, 1, 1), strict=True)]
     for (x, y), info in ic.tiles.items():
         for p in info.ports:
             if p.name in info.external:
@@ -630,8 +664,9 @@ def array_netlist(ic: Interconnect, flush_interval: int = 0,
     # flush spine per column
     flush_regs: list[tuple[str, Signal]] = []
     flush_at: dict[tuple[int, int], Signal] = {}
-    for x in sorted({x for x, _ in ic.tiles}):
-        sig: Signal = ("port", "flush")
+    for x in xs:
+        sig: Signal = ("port", "flush") if columns is None else \
+            ("wire", f"flush_in_X{_hex(x)}", 1)
         stage = 0
         for y in range(rows):
             if flush_interval and y // flush_interval > stage:
@@ -645,9 +680,15 @@ def array_netlist(ic: Interconnect, flush_interval: int = 0,
     for (x, y), info in ic.tiles.items():
         conns: list[tuple[str, Signal]] = [
             ("CLK", ("port", "CLK")), ("RESET", ("port", "RESET")),
-            ("clk_en", ("port", "clk_en")), ("flush", flush_at[(x, y)])]
-        conns += [(n, ("port", n)) for n in ("config_addr", "config_data", "config_write",
-                                             "config_read")]
+            ("clk_en", ("port", "clk_en") if columns is None else
+             ("wire", f"clk_en_X{_hex(x)}", 1)), ("flush", flush_at[(x, y)])]
+        if columns is None:
+            conns += [(n, ("port", n)) for n in ("config_addr", "config_data", "config_write",
+                                                 "config_read")]
+        else:
+            conns += [(n, ("wire", f"{n}_X{_hex(x)}_Y{_hex(y)}", w)) for n, w in
+                      (("config_addr", 32), ("config_data", 32), ("config_write", 1))]
+            conns.append(("config_read", ("port", "config_read")))
         conns.append(("tile_id", ("const", x << 8 | y, 16)))
         conns += [(p.name, ("port", top_port_name(p.name, x, y))) for p in info.ports
                   if p.name in info.external and p.direction == "in"]
@@ -688,12 +729,47 @@ def array_netlist(ic: Interconnect, flush_interval: int = 0,
                                          f"SB_T{src.track}_{src.side.name}_SB_OUT_B{w}")
             inputs[(n.x, n.y)].append((names[0], ("out", src.x, src.y, names[1], w)))
     return ArrayNetlist(tuple(ports), tuple(ic.tiles), tuple(flush_regs),
-                        {xy: tuple(c) for xy, c in inputs.items()}, outputs)
+                        {xy: tuple(c) for xy, c in inputs.items()}, outputs, columns)
+
+
+def _column_paths(net: ArrayNetlist) -> list[str]:
+    """The Verilog of :class:`ConfigColumns` in the top (after the port list): per column
+    its path instance ``ColumnConfig_X<xx>``, stalled ``clk_en``, flush-spine source and
+    per tile the config bus taken from the path when it writes that row."""
+    cc = net.columns
+    if cc is None:
+        return []
+    body: list[str] = []
+    for x in sorted({x for x, _ in net.tiles}):
+        h = _hex(x)
+        valid, word, flush, stall = column_ports(x)
+        col = f"_ColumnConfig_X{h}"
+        body += [f"  wire        clk_en_X{h} = clk_en & ~{stall};",
+                 f"  wire        flush_in_X{h} = flush | {flush};",
+                 f"  wire {_vrange(cc.rows):6} {col}_wr;"]
+        body += [f"  wire [31:0] {col}_{k}_{y};" for y in range(cc.rows)
+                 for k in ("addr", "data")]
+        conns = [".clk    (CLK)", ".rst    (RESET)", f".in_valid ({valid})",
+                 f".in_word ({word})", f".wr     ({col}_wr)"]
+        conns += [f".{k}_{y} ({col}_{k}_{y})" for y in range(cc.rows) for k in ("addr", "data")]
+        body.append(f"  {cc.module} ColumnConfig_X{h} (")
+        body.append(",\n".join(f"    {c}" for c in conns))
+        body.append("  );")
+        for y in range(cc.rows):
+            t = f"X{h}_Y{_hex(y)}"
+            wr = f"{col}_wr[{y}]" if cc.rows > 1 else f"{col}_wr"
+            body += [f"  wire        config_write_{t} = config_write | {wr};",
+                     f"  wire [31:0] config_addr_{t} = {wr} ? {col}_addr_{y} : config_addr;",
+                     f"  wire [31:0] config_data_{t} = {wr} ? {col}_data_{y} : config_data;"]
+    return body
 
 
 def _array_body(io, net: ArrayNetlist, circuits) -> None:
     """The magma body of the array top from ``net`` (``circuits``: (x, y) -> tile
     circuit or declaration)."""
+    if net.columns is not None:
+        raise SpecError("the magma array body has no column config paths; write the top "
+                        "with array_verilog")
     insts = {xy: circuits[xy](name=tile_instance_name(*xy)) for xy in net.tiles}
     regs: dict[str, object] = {}
 
@@ -813,6 +889,7 @@ def array_verilog(net: ArrayNetlist, name: str, modules: dict[tuple[int, int], s
                 body.append(f"{decl_prefix}{inst}_{pn};")
     for reg, _ in net.flush_regs:
         body.append(f"  reg         {reg};")
+    body += _column_paths(net)
 
     def value(s: Signal) -> str:
         return _signal_verilog(s, wire)
@@ -842,6 +919,8 @@ def array_verilog(net: ArrayNetlist, name: str, modules: dict[tuple[int, int], s
                     v = f"_{inst_of.get((s[1], s[2])) or tile_instance_name(s[1], s[2])}_{s[3]}"
                 elif tag == "const":
                     w, v = s[2], f"{s[2]}'h{s[1]:X}"
+                elif tag == "wire":            # a wire of the column config paths
+                    w, v = s[2], s[1]
                 else:                          # a top port or a flush-spine register
                     w, v = widths.get(s[1], 1), s[1]
                 if w != pw:
@@ -899,7 +978,7 @@ def split_verilog(verilog: str | Path, out_dir: str | Path) -> list[Path]:
     return paths
 
 
-__all__ = ["split_verilog", "mux_circuit", "TileShape", "tile_shape", "tile_shapes", "tile_circuit", "array_circuit",
+__all__ = ["ConfigColumns", "split_verilog", "mux_circuit", "TileShape", "tile_shape", "tile_shapes", "tile_circuit", "array_circuit",
            "ArrayNetlist", "array_netlist", "array_verilog", "compile_array", "exported_node",
            "tile_instance_name", "top_port_name", "iter_sides"]
 
@@ -937,6 +1016,9 @@ def column_verilog(net: ArrayNetlist, name: str, modules: dict[tuple[int, int], 
     :func:`array_verilog` does (an undriven or unknown tile input, a width mismatch)."""
     if columns < 1:
         raise SpecError(f"array {name}: columns={columns} per block; use 1 or more")
+    if net.columns is not None:
+        raise SpecError(f"array {name}: column blocks of an array with column config paths "
+                        f"are not built; write the flat top (array_verilog)")
     blocks: dict[int, list[tuple[int, int]]] = {}        # block -> its tiles (x, y)
     for x, y in net.tiles:
         blocks.setdefault(x // columns, []).append((x, y))

@@ -22,6 +22,9 @@ ports:
   ``config_read`` (1), ``read_data`` (32; combinational: the addressed register while
   ``config_read`` is 1, else 0). A write takes effect at the rising edge where
   ``config_write`` is 1 (address ``reg << 24 | feature << 16 | x << 8 | y``);
+* with a ``[glb]`` table (``garnet.build``: :class:`canal.rtl.ConfigColumns`), per column
+  ``cfg_valid_X<xx>`` (1), ``cfg_word_X<xx>`` (64), ``flush_X<xx>`` (1), ``stall_X<xx>`` (1):
+  the column's own pipelined config path, flush and stall;
 * IO tiles: ``glb2io_<W>_X<xx>_Y<yy>`` (in, W), ``io2glb_<W>_X<xx>_Y<yy>`` (out, W) with W =
   ``params.data_width`` (``glb2io_16_X03_Y00`` at 16 bits), ``glb2io_1_X<xx>_Y<yy>`` (in, 1),
   ``io2glb_1_X<xx>_Y<yy>`` (out, 1), xx/yy two hex digits.
@@ -573,10 +576,13 @@ def tile_shapes(ic) -> dict:
     return canal_tile_shapes(ic)
 
 
-def top_name(ic, shapes: dict, params: GarnetParams, name: str = "Garnet") -> str:
+def top_name(ic, shapes: dict, params: GarnetParams, name: str = "Garnet",
+             config_columns: int = 0) -> str:
     """The top module name :func:`canal.rtl.array_circuit` gives this array
     (``<name>_<W>x<H>_<hash>``: tile modules by position, inter-tile wiring, flush
-    interval; tests/garnet check the two agree)."""
+    interval, and the rows per stage of the per-column config paths when it has them,
+    ``config_columns`` > 0, which the magma circuit does not; tests/garnet check the two
+    agree)."""
 
     from canal.graph import IO, NodeKind  # deferred: loads  only when called
 
@@ -584,7 +590,8 @@ def top_name(ic, shapes: dict, params: GarnetParams, name: str = "Garnet") -> st
     wiring = [(nid, tuple(g.fanin[nid])) for w, g in sorted(ic.graphs.items())
               for nid, n in g.nodes.items() if n.kind is NodeKind.SB and n.io is IO.SB_IN]
     key = repr((sorted((xy, s.module_name) for xy, s in shapes.items()),
-                params.flush_interval, None, sorted(ic.graphs), wiring))
+                params.flush_interval, None, sorted(ic.graphs), wiring,
+                *((config_columns,) if config_columns else ())))
     return f"{name}_{cols}x{rows}_{hashlib.sha1(key.encode()).hexdigest()[:10]}"
 
 

@@ -93,7 +93,7 @@ import pickle
 import re
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -105,7 +105,7 @@ from cgra.procs import die_with_parent
 from garnet import collateral as gc
 from garnet.glb.collateral import DESIGN_DIR as GLB_DIR, text as glb_json
 from garnet.glb.params import GlbParams
-from garnet.glb.rtl import glb_verilog
+from garnet.glb.rtl import column_verilog as glb_column_verilog, glb_verilog
 from garnet.params import INTERCONNECT_FIELDS, GarnetParams, validate
 from cgra.errors import CgraError
 from garnet.params import mem_spec, pe_spec, pond_spec, table_path
@@ -387,6 +387,9 @@ class Inputs:
     mem_hash: str | None
     timing_hash: str
     ic_hash: str | None = None      # the interconnect build file's sha256 (SpecHashes)
+    #: rows per pipeline stage of the per-column config paths (a design with a ``[glb]``
+    #: table: ``config_pipeline_rows``; :class:`canal.rtl.ConfigColumns`); 0 = none
+    config_columns: int = 0
 
 
 @dataclass
@@ -485,7 +488,8 @@ def compute_keys(inp: Inputs, rules: bool, config_file: str | None) -> Keys:
               source_hash("interconnect"), *((inp.ic_hash,) if inp.ic_hash else ()))
     ident = {k: core_identity(c) for k, c in sorted(inp.cores.items())}
     rtl = _sha("rtl", ic, ident, inp.pe_hash, inp.mem_hash, p.flush_interval,
-               source_hash("rtl"))
+               source_hash("rtl"), *((("config_columns", inp.config_columns),)
+                                     if inp.config_columns else ()))
     # a measured model is a function of the RTL (and the rules' instructions)
     fabric = _sha("fabric", ic, ident, inp.pe_hash, inp.mem_hash, source_hash("fabric"),
                   *((rtl, rules) if p.measured_timing else ()))
@@ -678,7 +682,7 @@ def generate_rtl(ic, inp: Inputs, cache: BuildCache, workdir: Path,
     as text (:func:`garnet.array.array_top`), each taken from ``cache`` when its key is
     there (module docstring). Raises :class:`CollateralError` when two modules of one name
     differ, :class:`~cgra.errors.SpecError` when a tile lacks a port the top drives."""
-    from canal.rtl import array_netlist, tile_circuit  # deferred: loads magma, z3, pysmt, 14 more only when called
+    from canal.rtl import ConfigColumns, array_netlist, tile_circuit  # deferred: loads magma, z3, pysmt, 14 more only when called
     from garnet.array import array_blocks, array_top, block_columns, port_list, tile_shapes, top_name  # deferred: loads magma, z3, pysmt, 14 more only when called
 
     if flow_of(ic.graphs).ready_valid:
@@ -700,23 +704,33 @@ def generate_rtl(ic, inp: Inputs, cache: BuildCache, workdir: Path,
             ent = cache.put_module(mod, key, port_list(circ), compile_module(circ, workdir))
             compiled.append(mod)
         entries[mod] = ent
-    top = top_name(ic, shapes, inp.params)
+    top = top_name(ic, shapes, inp.params, config_columns=inp.config_columns)
     ident = repr((sorted((xy, s.module_name) for xy, s in shapes.items()),
                   sorted(ic.graphs), inp.params.flush_interval,
                   [(nid, tuple(g.fanin[nid])) for w, g in sorted(ic.graphs.items())
-                   for nid in g.nodes if nid.startswith("SB:") and nid.endswith(":IN")]))
+                   for nid in g.nodes if nid.startswith("SB:") and nid.endswith(":IN")],
+                  *((inp.config_columns,) if inp.config_columns else ())))
     key = _sha("top", src, top, hashlib.sha256(ident.encode()).hexdigest())
     tile_ports = {mod: e["ports"] for mod, e in entries.items()}
+    # a design with a GLB: each column configured over its own path (garnet.glb.rtl)
+    rows = ic.size[1]
+    cc = ConfigColumns(f"glb_cfg_column_h{rows}_r{inp.config_columns}", rows) \
+        if inp.config_columns else None
     net = None                          # the array netlist, made once for both tops
     ent = cache.module(top, key)
     if ent is None:
         say("Verilog (top level)")
         with no_gc():
-            net = array_netlist(ic, inp.params.flush_interval)
+            net = array_netlist(ic, inp.params.flush_interval, columns=cc)
         text, ports = array_top(ic, inp.params, shapes, tile_ports, top, net)
-        ent = cache.put_module(top, key, ports, [(top, text)])
+        mods = [(top, text)]
+        if cc is not None:
+            mods.insert(0, (cc.module, glb_column_verilog(rows, inp.config_columns,
+                                                          cc.module)))
+        ent = cache.put_module(top, key, ports, mods)
         compiled.append(top)
-    columns = block_columns(shapes, inp.params.width)
+    # (the column blocks of canal.rtl.column_verilog do not carry column config paths)
+    columns = block_columns(shapes, inp.params.width) if cc is None else 0
     hier_key = _sha("hier", key, columns)
     hier = cache.module(f"{top}.hier", hier_key)
     if hier is None:
@@ -734,7 +748,7 @@ def generate_rtl(ic, inp: Inputs, cache: BuildCache, workdir: Path,
             modules.setdefault(name, text)
     if top in modules:
         raise CollateralError(f"rtl/: a tile defines a module named like the top {top}")
-    out = list(modules.items()) + [(top, ent["modules"][0][1])]
+    out = list(modules.items()) + [tuple(mt) for mt in ent["modules"]]
     cached = [mod for mod in [*first, top] if mod not in compiled]
     return RtlOutput(top, out, ent["ports"], compiled, cached, tile_ports, columns,
                      [tuple(b) for b in hier["modules"]])
@@ -985,6 +999,8 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
         return unchanged()              # no hardware generator imported (~1 s saved)
 
     inp = _inputs(params, sh)
+    if glb is not None:         # the GLB configures each column over its own path
+        inp = replace(inp, config_columns=glb.config_pipeline_rows)
     keys = compute_keys(inp, rules, cfg)
     keys.all = fast
     docs = _docs(params, inp)

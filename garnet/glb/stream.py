@@ -90,6 +90,10 @@ class ConfigResult:
     cycles: int
     words: int
     host_cycles: int
+    #: column -> the bundles on its path's input (``cfg_valid`` / ``cfg_word`` of
+    #: ``glb_cfg_column``) as (cycle, ``addr << 32 | data``), cycle 0 = the first bundle
+    #: of any column: what the array top's column ports take (canal.config.column_ports)
+    streams: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -240,7 +244,9 @@ class GlbSession:
         # in cycle g here is confignet's cycle g - 1, and its count is the last one + 1
         cycles = writes[-1][0] if writes else 0
         self._phase("configure", first)
-        return ConfigResult([(a, d) for _g, _x, a, d in writes], cycles, img.words, host)
+        g0 = min((s[0][0] for s in streams.values() if s), default=0)
+        return ConfigResult([(a, d) for _g, _x, a, d in writes], cycles, img.words, host,
+                            {x: [(g - g0, w) for g, w in s] for x, s in sorted(streams.items())})
 
     def _claim(self, by_tile: dict, s: "LoadStream | StoreStream", what: str, dma: str) -> int:
         """The GLB tile serving stream ``s`` (a :class:`LoadStream` or :class:`StoreStream`,

@@ -8,9 +8,13 @@ Python cycle model, register for register its RTL, the two compared on the same 
 tests/runtime/test_glb_run.py):
 
 * configuration: the bitstream is host-written into GLB banks as its unicast + row-multicast
-  image and streamed out by the config streamers; the writes the column paths perform
-  (decoded from the streamed bundles) are what the array harness applies, through its single
-  config port (the array top has no column config path yet);
+  image and streamed out by the config streamers; the bundles each streamer sends are the
+  per-cycle stimulus of its column's config path in the array top (``cfg_valid_X<xx>`` /
+  ``cfg_word_X<xx>``, :class:`canal.rtl.ConfigColumns`), so the array's registers are written
+  by the column paths of its RTL, every column in parallel, while its tiles are stalled
+  (``stall_X<xx>``); each column is then flushed (``flush_X<xx>``) and restarted, and the
+  app's streams begin (:class:`ColumnTimeline`). The same timeline reconfigures a column
+  range while the other columns run (:meth:`GlbArray.run_live`);
 * input: each input IO tile's image is host-written into a buffer of the GLB tile serving
   its column and streamed by that tile's load DMA (the IO tile's stream program as a Lake port
   program); the words on ``io_out`` are the harness's stimulus of that top port;
@@ -26,10 +30,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from canal.config import column_ports
 from cgra.errors import SimulationError
 from garnet.glb.collateral import DESIGN_DIR, read as read_glb
 from garnet.glb.confignet import simulate as config_cycles
@@ -119,6 +124,62 @@ def assemble(plan: StreamPlan, buffers: dict[str, np.ndarray], meta: dict[str, _
     return plan.gather(value, app, "are in no GLB output buffer")
 
 
+class ColumnTimeline:
+    """The per-cycle values of the column ports of an array with column config paths
+    (:func:`canal.config.column_ports`) over a run of ``cycles`` cycles on ``columns``
+    array columns: ``inputs`` (top port -> ``cycles`` words). Everything is 0 (no bundle,
+    no flush, running) until :meth:`configure` schedules a configuration.
+
+    ``stages``: pipeline stages of a column path (``ceil(rows / config_pipeline_rows)``:
+    the bundle of cycle ``c`` writes row ``y`` at the edge ending cycle ``c + y //
+    config_pipeline_rows``); ``flush_wait``: cycles the flush spine needs after the flush
+    (the harness's, :func:`mapper.sim.verilator.flush_wait_of`)."""
+
+    def __init__(self, columns: int, cycles: int, stages: int, flush_wait: int):
+        self.cycles, self.stages, self.flush_wait = cycles, stages, flush_wait
+        self.inputs: dict[str, np.ndarray] = {}
+        for x in range(columns):
+            for port in column_ports(x):
+                self.inputs[port] = np.zeros(cycles, dtype=np.int64)
+
+    def writing(self, streams: dict[int, list[tuple[int, int]]]) -> int:
+        """Cycles from the first bundle of ``streams`` to the last register write (a bundle
+        of the last cycle reaches the last stage ``stages - 1`` cycles later)."""
+        last = max((c for s in streams.values() for c, _w in s), default=-1)
+        return last + self.stages
+
+    def length(self, streams: dict[int, list[tuple[int, int]]]) -> int:
+        """Cycles :meth:`configure` takes for ``streams``: the bundles, the path's stages,
+        the flush and the spine's drain; the columns run again at ``start + length``."""
+        return self.writing(streams) + 1 + self.flush_wait
+
+    def configure(self, start: int, columns: Sequence[int],
+                  streams: dict[int, list[tuple[int, int]]]) -> int:
+        """From cycle ``start``: stall ``columns``, feed each column its bundles
+        (``streams``: column -> (cycle from ``start``, bundle), :attr:`ConfigResult.streams`),
+        flush the columns once every write is done (one cycle, as the harness's flush) and
+        restart them after the drain. Returns the restart cycle: stream cycle 0 of the app
+        configured there. Raises :class:`SimulationError` for a bundle outside
+        ``columns`` or a timeline too short."""
+        outside = sorted(set(streams) - set(columns))
+        if outside:
+            raise SimulationError(f"column config paths: bundles for column(s) {outside} "
+                                  f"outside the columns reconfigured {list(columns)}")
+        restart = start + self.length(streams)
+        if restart > self.cycles:
+            raise SimulationError(f"column config paths: a configuration from cycle {start} "
+                                  f"ends at cycle {restart}, after the run's {self.cycles}")
+        flush = restart - 1 - self.flush_wait
+        for x in columns:
+            valid, word, fl, stall = column_ports(x)
+            self.inputs[stall][start:restart] = 1
+            self.inputs[fl][flush] = 1
+            for c, w in streams.get(x, ()):
+                self.inputs[valid][start + c] = 1
+                self.inputs[word][start + c] = w - (1 << 64) if w >> 63 else w  # int64 bits
+        return restart
+
+
 @dataclass
 class GlbRun:
     """A run through the GLB: ``session`` (the model and every cycle driven), ``config``
@@ -135,21 +196,39 @@ class GlbRun:
     outputs: dict[str, np.ndarray]
     loads: list[LoadStream]
     stores: list[StoreStream]
+    #: array cycles before the app's stream cycle 0: the column paths configuring, the
+    #: flush and its drain (0 without column paths: the harness's config port did it)
+    prologue: int = 0
+    #: array cycles from the first bundle on a column path to the last register written
+    #: by one, in the RTL (0 without column paths)
+    array_config_cycles: int = 0
 
 
-#: ``run_array(config writes, {top port: words per cycle}) -> {top port: samples per cycle}``
-ArrayRunner = Callable[[list[tuple[int, int]], dict[str, np.ndarray]], dict[str, np.ndarray]]
+#: ``run_array(config writes through the shared port, {top port: words per cycle}, cycles)
+#: -> {top port: samples per cycle}``
+ArrayRunner = Callable[[list[tuple[int, int]], dict[str, np.ndarray], int],
+                       dict[str, np.ndarray]]
+
+
+def column_paths(ports: Sequence[str]) -> bool:
+    """Whether an array top with these port names has per-column config paths (a design
+    generated with a ``[glb]`` table, :class:`canal.rtl.ConfigColumns`)."""
+    return column_ports(0)[1] in set(ports)
 
 
 def run_through_glb(glb: GlbParams, height: int, flow: FlowResult, plan: StreamPlan,
                     images: dict[str, np.ndarray], ports: dict[str, str],
-                    run_array: ArrayRunner, app: str = "") -> GlbRun:
+                    run_array: ArrayRunner, app: str = "",
+                    columns: tuple[int, int] | None = None) -> GlbRun:
     """Configure, load, run the array (``run_array``), store and read back (module
     docstring). ``height``: the array's rows; ``ports``: IO instance -> top port
-    (:func:`mapper.sim.run.io_ports`). Raises :class:`SimulationError` when the
-    config writes the column paths perform are not the bitstream's, or a stream the GLB
-    cannot serve; :class:`~cgra.errors.ConfigError` for a bitstream column the GLB does not
-    serve."""
+    (:func:`mapper.sim.run.io_ports`); ``columns``: (array columns, the harness's
+    flush wait) of an array with column config paths (:func:`column_paths`): the
+    configuration goes through them (:class:`ColumnTimeline`) and ``run_array`` gets no
+    shared-port writes; None: ``run_array`` gets the writes the column paths would perform,
+    for the shared port. Raises :class:`SimulationError` when the config writes the
+    column paths perform are not the bitstream's, or a stream the GLB cannot serve;
+    :class:`~cgra.errors.ConfigError` for a bitstream column the GLB does not serve."""
     pairs = flow.bitstream.pairs()
     last: dict[int, int] = {}
     for a, d in pairs:
@@ -167,11 +246,25 @@ def run_through_glb(glb: GlbParams, height: int, flow: FlowResult, plan: StreamP
     missing = sorted(set(plan.inputs) - set(inputs))
     if missing:
         raise SimulationError(f"{app}: top ports {missing} have no GLB load stream")
-    samples = run_array(cfg.writes, inputs)
+    if columns is None:
+        samples = run_array(cfg.writes, inputs, plan.cycles)
+        prologue = writing = 0
+    else:
+        width, flush_wait = columns
+        stages = -(-height // glb.config_pipeline_rows)
+        tl = ColumnTimeline(width, 0, stages, flush_wait)
+        prologue, writing = tl.length(cfg.streams), tl.writing(cfg.streams)
+        tl = ColumnTimeline(width, prologue + plan.cycles, stages, flush_wait)
+        tl.configure(0, range(width), cfg.streams)
+        shifted = {n: np.concatenate([np.zeros(prologue, np.int64), np.asarray(v, np.int64)])
+                   for n, v in inputs.items()}
+        got = run_array([], {**tl.inputs, **shifted}, prologue + plan.cycles)
+        samples = {n: v[prologue:] for n, v in got.items()}
     buffers = session.store(stores, samples, plan.cycles)
     outs = assemble(plan, buffers, meta, app)
     serial = config_cycles(glb, pairs, height, "serial").cycles
-    return GlbRun(glb, session, cfg, serial, inputs, buffers, outs, loads, stores)
+    return GlbRun(glb, session, cfg, serial, inputs, buffers, outs, loads, stores, prologue,
+                  writing)
 
 
 @dataclass
@@ -187,7 +280,8 @@ class GlbApp:
     ports: dict[str, str]
 
 
-#: ``run(config state pairs, {port: words}, sampled ports, cycles) -> {port: samples}``
+#: ``run(config writes through the shared port, {port: words}, sampled ports, cycles) ->
+#: {port: samples}``
 StateRunner = Callable[[list[tuple[int, int]], dict[str, np.ndarray], list[str], int],
                        dict[str, np.ndarray]]
 
@@ -195,14 +289,13 @@ StateRunner = Callable[[list[tuple[int, int]], dict[str, np.ndarray], list[str],
 class GlbArray:
     """Apps in disjoint column ranges sharing one array and one GLB (AHA paper §4.4: "disjoint
     column ranges run different apps and are reconfigured independently"), on one
-    :class:`GlbSession` that lives across runs and reconfigurations.
+    :class:`GlbSession` that lives across configurations.
 
     :meth:`configure` streams config words through the GLB (each GLB tile streams its own
     columns' words, all in parallel) and updates :attr:`state`, the array's config registers
-    (address -> data; absent = the reset value 0). :meth:`run` streams every app's input
-    through its GLB tile's load DMA, runs the array (``run_array`` with the whole
-    :attr:`state`: the Verilator harness restarts from reset, so it gets every register
-    the array holds at that point) and stores every app's output through its store DMA."""
+    (address -> data; absent = the reset value 0). :meth:`run_live` runs apps at once on an
+    array with column config paths and reconfigures one app's columns while the others
+    stream."""
 
     def __init__(self, glb: GlbParams, height: int):
         self.session = GlbSession(glb, height)
@@ -220,22 +313,84 @@ class GlbArray:
             self.state[a] = d
         return cfg
 
-    def run(self, apps: list[GlbApp], run_array: StateRunner) -> dict[str, dict[str, np.ndarray]]:
-        """Every app at once: app name -> output stage -> image (read back from the GLB).
-        Raises :class:`SimulationError` for two apps' streams on one GLB tile."""
-        cycles = max(a.plan.cycles for a in apps)
-        loads, stores, metas = [], [], []
+    def run_live(self, apps: list[GlbApp], old: GlbApp, new: GlbApp, run_array: StateRunner,
+                 width: int, flush_wait: int) -> LiveRun:
+        """Partial reconfiguration while the rest of the array runs, on an array with column
+        config paths (:func:`column_paths`; AHA paper §4.4), in one simulation:
+
+        1. every app of ``apps`` is configured through the GLB and the column paths (all
+           columns stalled meanwhile, then flushed) and they start together;
+        2. when ``old`` (one of ``apps``) has streamed its last cycle, only its columns
+           (those ``old`` or ``new`` configures) are stalled, configured with
+           :func:`reconfiguration` (``new``'s words and the reset value of every register
+           only ``old`` wrote) through their column paths, flushed and restarted, and
+           ``new`` streams there; the other apps keep streaming throughout;
+        3. every app's output is stored through its GLB tile's store DMA and read back.
+
+        ``width``: the array's columns; ``flush_wait``: the harness's
+        (:func:`mapper.sim.verilator.flush_wait_of`). The GLB model runs the phases one after
+        the other (GLB tiles are independent, so the array sees the same streams); the array
+        is one run of ``run_array`` (no shared-port writes). Raises :class:`SimulationError`
+        when ``old`` is not among ``apps`` or ``new``'s columns meet another app's, and as
+        :meth:`run` does."""
+        if old not in apps:
+            raise SimulationError(f"run_live: the replaced app {old.name} is not running")
+        cols = sorted(_columns_of(old.flow.bitstream.pairs()) |
+                      _columns_of(new.flow.bitstream.pairs()))
         for a in apps:
-            ld, st_, meta = glb_streams(a.flow, a.images, a.ports)
-            loads += ld
-            stores += st_
-            metas.append(meta)
-        inputs = self.session.load(loads, cycles)
-        sampled = sorted({o[1] for a in apps for o in a.plan.outputs})
-        samples = run_array(sorted(self.state.items()), inputs, sampled, cycles)
-        buffers = self.session.store(stores, samples, cycles)
-        return {a.name: assemble(a.plan, buffers, m, a.name) for a, m in zip(apps, metas,
-                                                                               strict=True)}
+            if a is not old and _columns_of(a.flow.bitstream.pairs()) & set(cols):
+                raise SimulationError(f"run_live: {new.name} on columns {cols} meets "
+                                      f"{a.name}'s columns")
+        stages = -(-self.session.height // self.session.p.config_pipeline_rows)
+        first = self.configure([w for a in apps for w in a.flow.bitstream.pairs()])
+        words = reconfiguration(old.flow.bitstream.pairs(), new.flow.bitstream.pairs())
+        second = self.configure(words)
+        probe = ColumnTimeline(0, 0, stages, flush_wait)
+        t0 = probe.length(first.streams)
+        start = {a.name: t0 for a in apps}
+        recon = t0 + old.plan.cycles
+        start[new.name] = recon + probe.length(second.streams)
+        everyone = [*apps, new]
+        cycles = max(start[a.name] + a.plan.cycles for a in everyone)
+        tl = ColumnTimeline(width, cycles, stages, flush_wait)
+        tl.configure(0, range(width), first.streams)
+        tl.configure(recon, cols, second.streams)
+        inputs = dict(tl.inputs)
+        metas, stores_of = {}, {}
+        for a in everyone:
+            loads, stores_of[a.name], metas[a.name] = glb_streams(a.flow, a.images, a.ports)
+            for port, v in self.session.load(loads, a.plan.cycles).items():
+                s0 = start[a.name]
+                if port not in inputs:
+                    inputs[port] = np.zeros(cycles, np.int64)
+                inputs[port][s0:s0 + a.plan.cycles] = v
+        sampled = sorted({o[1] for a in everyone for o in a.plan.outputs})
+        samples = run_array([], inputs, sampled, cycles)
+        outs = {}
+        for a in everyone:
+            s0 = start[a.name]
+            mine = {p: v[s0:s0 + a.plan.cycles] for p, v in samples.items()}
+            buffers = self.session.store(stores_of[a.name], mine, a.plan.cycles)
+            outs[a.name] = assemble(a.plan, buffers, metas[a.name], a.name)
+        return LiveRun(outs, start, recon, cols, cycles)
+
+
+@dataclass
+class LiveRun:
+    """A run of :meth:`GlbArray.run_live`: ``outputs`` (app name -> output stage -> image),
+    ``start`` (app name -> the array cycle its stream cycle 0 is), ``reconfigure`` (the
+    cycle the replaced app's columns were stalled for their new configuration),
+    ``columns`` (those columns), ``cycles`` (the whole run)."""
+
+    outputs: dict[str, dict[str, np.ndarray]]
+    start: dict[str, int]
+    reconfigure: int
+    columns: list[int]
+    cycles: int
+
+
+def _columns_of(pairs: Sequence[tuple[int, int]]) -> set[int]:
+    return {(a >> 8) & 0xFF for a, _d in pairs}
 
 
 def reconfiguration(old: list[tuple[int, int]], new: list[tuple[int, int]]
@@ -259,7 +414,12 @@ def glb_section(run: GlbRun) -> dict[str, Any]:
         "config": {"mode": "unicast + row multicast", "cycles": run.config.cycles,
                    "single_port_cycles": run.serial_cycles, "image_words": run.config.words,
                    "host_write_cycles": run.config.host_cycles,
-                   "writes": len(run.config.writes)},
+                   "writes": len(run.config.writes),
+                   # the array's registers written by its column paths (RTL) or through
+                   # the harness's shared port (an array without them)
+                   "through": "column paths (RTL)" if run.prologue else "shared port",
+                   "array_cycles": run.array_config_cycles,
+                   "restart_cycle": run.prologue},
         "loads": {s.port: s.column // p.columns_per_tile for s in run.loads},
         "stores": {s.port: s.column // p.columns_per_tile for s in run.stores},
         "phases": {k: v[1] for k, v in run.session.phases.items()},
@@ -268,17 +428,20 @@ def glb_section(run: GlbRun) -> dict[str, Any]:
 
 
 def glb_note(section: dict[str, Any]) -> str:
-    """The `cgra run` summary's clause: ``through the GLB (4 tiles): config 92 cycles
-    (unicast + row multicast; single port 301), input via GLB tile(s) 1, output via 1``."""
+    """The `cgra run` summary's clause: ``through the GLB (4 tiles, cycle model): config 45
+    cycles (unicast + row multicast, written by the array's column paths in RTL; single
+    port 172), input via GLB tile 1, output via GLB tile 3``."""
     c = section["config"]
     ld = sorted(set(section["loads"].values()))
     st_ = sorted(set(section["stores"].values()))
+    where = ", written by the array's column paths in RTL" if c.get("array_cycles") else ""
     return (f"through the GLB ({section['params']['tiles']} tiles, cycle model): config "
-            f"{c['cycles']} cycles ({c['mode']}; single port {c['single_port_cycles']}), "
+            f"{c['cycles']} cycles ({c['mode']}{where}; single port "
+            f"{c['single_port_cycles']}), "
             f"input via GLB tile {', '.join(map(str, ld))}, output via GLB tile "
             f"{', '.join(map(str, st_))}")
 
 
-__all__ = ["ArrayRunner", "GlbApp", "GlbArray", "GlbRun", "StateRunner", "assemble",
-           "design_glb", "glb_note", "glb_section", "glb_streams", "reconfiguration",
+__all__ = ["ArrayRunner", "ColumnTimeline", "GlbApp", "GlbArray", "GlbRun", "LiveRun", "StateRunner", "assemble",
+           "column_paths", "design_glb", "glb_note", "glb_section", "glb_streams", "reconfiguration",
            "run_through_glb"]

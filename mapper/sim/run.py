@@ -58,7 +58,7 @@ from mapper.apps import (HALIDE_TOLERANCE_ULP, app_images, build_app, colour_out
 from mapper.images import save_comparison, save_png, save_rgb_png
 from mapper.sim.halide import run_halide_outputs
 from mapper.duplicate import duplication_report
-from mapper.sim.glb import GlbApp, design_glb, glb_section, run_through_glb
+from mapper.sim.glb import GlbApp, column_paths, design_glb, glb_section, run_through_glb
 from mapper.sim.plan import StreamPlan
 from mapper.sim.rv_predict import predict
 
@@ -392,15 +392,19 @@ def simulate_app(run_dir: str | Path, coll: Collateral, opts: SimOptions | None 
     else:       # through the GLB's model: config network, load DMAs, store DMAs (docs/glb.md)
         ran: dict[str, Any] = {}
 
-        def run_array(writes, inputs):
+        def run_array(writes, inputs, cycles):
             ran["harness"], ran["sim"] = simulate_on_rtl(run_dir, coll, flow, inputs, sampled,
-                                                         plan.cycles, opts, say, secs,
+                                                         cycles, opts, say, secs,
                                                          app["name"], writes)
             return ran["sim"].outputs
         say("GLB: configure, load")
         t = time.perf_counter()
+        from mapper.sim.verilator import SimParams, flush_wait_of, load_design_doc  # deferred: loads psutil only when called
+        doc = load_design_doc(coll.root)
+        cols = (coll.size[0], flush_wait_of(doc, opts.sim or SimParams())) \
+            if column_paths([p.name for p in doc.ports]) else None
         glb_run = run_through_glb(glb, coll.size[1], flow, plan, images, io_ports(flow),
-                                  run_array, app["name"])
+                                  run_array, app["name"], cols)
         harness, sim = ran["harness"], ran["sim"]
         secs["glb_model"] = time.perf_counter() - t - secs.get("simulation", 0.0) \
             - secs.get("verilator_build", 0.0)

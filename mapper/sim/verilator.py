@@ -530,7 +530,10 @@ def _verilator_version(verilator: str) -> str:
     return r.stdout.strip()
 
 
-def _flush_wait(design: DesignInfo, params: SimParams) -> int:
+def flush_wait_of(design: DesignInfo, params: SimParams) -> int:
+    """Cycles the harness waits after the flush for the flush spine to reach every row
+    (``params.flush_wait`` when set, else ``rows // flush_interval + 1``; 1 without a
+    spine)."""
     if params.flush_wait is not None:
         return int(params.flush_wait)
     interval = design.flush_interval
@@ -854,7 +857,7 @@ def build_harness(design_dir: str | Path, params: SimParams | None = None,
     out = root / key
     exe = out / "harness"
     lock_path = root / f".{key}.lock"
-    fw = _flush_wait(doc, p)
+    fw = flush_wait_of(doc, p)
 
     def result(cached: bool, secs: float) -> Harness:
         return Harness(d, top, exe, ins, outs, widths, key, cached, secs, fw, lock_path,
@@ -1141,7 +1144,8 @@ def run_harness(h: Harness, bitstream: list[tuple[int, int]], inputs: dict[str, 
             raise SimulationError(f"input stream for port {n} has {v.shape[0]} values, the run "
                                   f"needs {cycles}")
         v = v[:cycles]
-        if (v < 0).any() or (v >> h.widths[n]).any():
+        # a 64-bit port's words are int64 bit patterns (written unsigned below)
+        if h.widths[n] < 64 and ((v < 0).any() or (v >> h.widths[n]).any()):
             raise SimulationError(f"input stream for port {n}: values outside the "
                                   f"{h.widths[n]}-bit port range")
         cols.append(v)
@@ -1155,7 +1159,7 @@ def run_harness(h: Harness, bitstream: list[tuple[int, int]], inputs: dict[str, 
         f.write("in " + " ".join(str(idx_in[n]) for n in ins) + "\n")
         f.write("out " + " ".join(str(idx_out[n]) for n in outputs) + "\ndata\n")
         if cols:
-            np.savetxt(f, np.stack(cols, axis=1), fmt="%d")
+            np.savetxt(f, np.stack(cols, axis=1).view(np.uint64), fmt="%d")
         else:
             f.write("\n" * cycles)
     t0 = time.perf_counter()

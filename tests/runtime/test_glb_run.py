@@ -15,6 +15,7 @@ import sys
 import numpy as np
 import pytest
 
+from canal.config import column_ports
 from cgra.cli import main
 from garnet.glb.confignet import simulate
 from garnet.glb.params import load_table
@@ -35,21 +36,36 @@ def glb_gaussian(small_glb_design, tmp_path_factory):
                              tmp_path_factory.mktemp("glbrun") / "gaussian"))
 
 
-def test_design_with_glb_table_has_glb_collateral_and_the_same_array_rtl(small_design,
-                                                                        small_glb_design):
+def test_design_with_glb_table_has_glb_collateral_and_column_config_paths(small_design,
+                                                                          small_glb_design):
     p = design_glb(small_glb_design)
     assert p == load_table(ROOT / "configs" / "small_glb.toml")
     assert (p.tiles, p.bank_words, p.columns) == (4, 1024, 8)
     assert "module glb_tile #(parameter TILE = 0)" in (small_glb_design / "glb" / "glb.v").read_text()
     assert design_glb(small_design) is None and not (small_design / "glb").exists()
-    # the array's RTL is byte-identical with and without the [glb] table (one Verilator model)
-    for sub in ("rtl", "rtl/hier"):                 # the flat top and the column blocks
-        names = sorted(f.name for f in (small_design / sub).iterdir() if f.is_file())
-        assert names == sorted(f.name for f in (small_glb_design / sub).iterdir()
-                               if f.is_file())
-        _match, mismatch, errors = filecmp.cmpfiles(small_design / sub, small_glb_design / sub,
-                                                    names, shallow=False)
-        assert mismatch == errors == [] and names
+    # the tiles' RTL is byte-identical with and without the [glb] table; the top differs:
+    # a config path per column (glb_cfg_column, 8 rows, a stage every 4), a stall and a flush
+    plain = json.loads((small_design / "design.json").read_text())
+    glb = json.loads((small_glb_design / "design.json").read_text())
+    assert glb["top"] != plain["top"]
+    names = sorted(f.name for f in (small_design / "rtl").iterdir() if f.is_file())
+    assert sorted(f.name for f in (small_glb_design / "rtl").iterdir() if f.is_file()) == \
+        sorted([n for n in names if n != f"{plain['top']}.v"] +
+               [f"{glb['top']}.v", "glb_cfg_column_h8_r4.v"])
+    tiles = [n for n in names if n.startswith(("Tile_", "Canal"))]
+    _match, mismatch, errors = filecmp.cmpfiles(small_design / "rtl", small_glb_design / "rtl",
+                                                tiles, shallow=False)
+    assert mismatch == errors == [] and tiles
+    top = (small_glb_design / "rtl" / f"{glb['top']}.v").read_text()
+    assert top.count("glb_cfg_column_h8_r4 ColumnConfig_X") == 8
+    assert "wire        clk_en_X05 = clk_en & ~stall_X05;" in top
+    assert "wire [31:0] config_addr_X02_Y07 = _ColumnConfig_X02_wr[7] ? " \
+        "_ColumnConfig_X02_addr_7 : config_addr;" in top
+    extra = {q["name"]: q["width"] for q in glb["ports"]} .items() - \
+        {q["name"]: q["width"] for q in plain["ports"]}.items()
+    assert sorted(extra) == sorted((n, w) for x in range(8) for n, w in
+                                   zip(column_ports(x), (1, 64, 1, 1), strict=True))
+    assert not glb["rtl"].get("hier")           # the flat top only (no column blocks)
 
 
 def test_cgra_run_goes_through_the_glb(glb_gaussian):
@@ -65,6 +81,14 @@ def test_cgra_run_goes_through_the_glb(glb_gaussian):
     assert g["config"]["cycles"] == simulate(p, pairs, 8, "unicast", row_multicast=True).cycles
     assert g["config"]["cycles"] * 3 < len(pairs)
     assert sorted(run.glb.config.writes) == sorted(pairs)
+    # written by the array's column paths in the RTL (no write through the shared port):
+    # the last row's write 2 stages (8 rows, a stage every 4) after the last bundle, then the
+    # flush and its 3-cycle drain; the GLB model counts one cycle more (the first bank read)
+    last = max(c for st in run.glb.config.streams.values() for c, _w in st)
+    assert g["config"]["through"] == "column paths (RTL)"
+    assert g["config"]["array_cycles"] == last + 2 == g["config"]["cycles"] - 1
+    assert g["config"]["restart_cycle"] == run.glb.prologue == last + 2 + 1 + 3
+    assert (run.out_dir / "sim.bs").read_text() == ""
     # the load DMA's words are exactly the stream the array's input IO tile expects, and the
     # store DMA's buffer holds the output stream (one input and one output GLB tile)
     assert list(run.glb.inputs) == list(run.plan.inputs)
@@ -129,6 +153,7 @@ def test_cgra_run_summary_says_glb(small_glb_design, tmp_path):
     assert "16x16 output matches numpy and Halide bit-exactly" in r.stdout
     line = next(ln for ln in r.stdout.splitlines() if ln.startswith("through the GLB"))
     assert line.startswith("through the GLB (4 tiles, cycle model): config ")
+    assert "(unicast + row multicast, written by the array's column paths in RTL; " in line
     doc = json.loads((tmp_path / "pw" / "run_report.json").read_text())
     assert doc["glb"]["config"]["writes"] == doc["glb"]["config"]["single_port_cycles"]
     assert f"single port {doc['glb']['config']['single_port_cycles']})" in line
