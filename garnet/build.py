@@ -106,6 +106,7 @@ from garnet import collateral as gc
 from garnet.glb.collateral import DESIGN_DIR as GLB_DIR, text as glb_json
 from garnet.glb.params import GlbParams
 from garnet.glb.rtl import column_verilog as glb_column_verilog, glb_verilog
+from garnet.glb.rtl import system_verilog as glb_system_verilog
 from garnet.params import INTERCONNECT_FIELDS, GarnetParams, validate
 from cgra.errors import CgraError
 from garnet.params import mem_spec, pe_spec, pond_spec, table_path
@@ -338,6 +339,9 @@ SOURCES: dict[str, tuple[str, ...]] = {
             "lake"),
     # the writers of resources.json's parts: a group of their own (not part of ``rtl``)
     "resources": ("peak/resources.py", "lake/resources.py", "canal/resources.py"),
+    # the GLB's generators (a design with a [glb] table: glb/, the column config paths in
+    # the top, the system top); not part of ``rtl``, whose tiles do not depend on them
+    "glb": ("garnet/glb",),
 }
 SOURCES["all"] = tuple(sorted({e for group in SOURCES.values() for e in group}))
 #: distributions whose version is part of the RTL key
@@ -488,8 +492,8 @@ def compute_keys(inp: Inputs, rules: bool, config_file: str | None) -> Keys:
               source_hash("interconnect"), *((inp.ic_hash,) if inp.ic_hash else ()))
     ident = {k: core_identity(c) for k, c in sorted(inp.cores.items())}
     rtl = _sha("rtl", ic, ident, inp.pe_hash, inp.mem_hash, p.flush_interval,
-               source_hash("rtl"), *((("config_columns", inp.config_columns),)
-                                     if inp.config_columns else ()))
+               source_hash("rtl"), *((("config_columns", inp.config_columns),
+                                      source_hash("glb")) if inp.config_columns else ()))
     # a measured model is a function of the RTL (and the rules' instructions)
     fabric = _sha("fabric", ic, ident, inp.pe_hash, inp.mem_hash, source_hash("fabric"),
                   *((rtl, rules) if p.measured_timing else ()))
@@ -710,7 +714,8 @@ def generate_rtl(ic, inp: Inputs, cache: BuildCache, workdir: Path,
                   [(nid, tuple(g.fanin[nid])) for w, g in sorted(ic.graphs.items())
                    for nid in g.nodes if nid.startswith("SB:") and nid.endswith(":IN")],
                   *((inp.config_columns,) if inp.config_columns else ())))
-    key = _sha("top", src, top, hashlib.sha256(ident.encode()).hexdigest())
+    key = _sha("top", src, top, hashlib.sha256(ident.encode()).hexdigest(),
+               *((source_hash("glb"),) if inp.config_columns else ()))
     tile_ports = {mod: e["ports"] for mod, e in entries.items()}
     # a design with a GLB: each column configured over its own path (garnet.glb.rtl)
     rows = ic.size[1]
@@ -963,7 +968,7 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
     sh = spec_hashes(params)
     fast = fast_key(params, sh, rules, cfg)
     if glb is not None:     # the [glb] table: glb/glb.v and glb/glb.json (garnet.glb)
-        fast = _sha("all+glb", fast, glb.to_dict())
+        fast = _sha("all+glb", fast, glb.to_dict(), source_hash("glb"))
     prev, why_not = _previous(out)
     if why_not:
         say(why_not)
@@ -1114,6 +1119,8 @@ def generate(params: GarnetParams, out: str | Path, *, rules: bool = True,
         design = _design_doc(params, cfg, counts, inp, top, names, vbytes, top_ports,
                              rules, rules_source, rule_counts)
         design["rtl"]["hier"] = hier
+        if glb is not None:             # the array and its GLB as one top (garnet.glb.rtl)
+            design["system"] = _write_system(tmp, glb, top, names, top_ports)
         design["build"] = gc.build_doc(keys.as_dict(), status, compiled)
         gc.write_design(tmp, design)        # last: it records the sha256 of every file
 
@@ -1326,6 +1333,25 @@ def _write_hier(rtl_dir: Path, rtl: RtlOutput) -> dict | None:
     (rtl_dir / "hier" / "filelist.f").write_text("".join(f + "\n" for f in files))
     return {"columns": rtl.hier_columns, "filelist": "rtl/hier/filelist.f",
             "modules": [n for n, _ in rtl.hier_modules]}
+
+
+def _write_system(out: Path, glb: GlbParams, top: str, names: list[str],
+                  top_ports: list[dict]) -> dict:
+    """Write the system top of a design with a GLB (:func:`garnet.glb.rtl.system_verilog`:
+    the array ``top`` and the ``glb``) to ``glb/<name>.v`` with ``glb/system.f`` (paths
+    relative to ``rtl/``: the array's modules ``names``, ``../glb/glb.v``, the system top);
+    returns design.json's ``system`` (``top``, ``filelist``, ``ports`` as ``ports``).
+    Raises :class:`ConfigError` for a GLB that does not fit the array."""
+    name = f"{top}_glb_{_sha('system', glb.to_dict())[:8]}"
+    ports = [(q["name"], "in" if q["direction"] == "input" else "out", int(q["width"]))
+             for q in top_ports]
+    text, sys_ports = glb_system_verilog(glb, top, ports, name)
+    (out / GLB_DIR / f"{name}.v").write_text(text)
+    files = [f"{n}.v" for n in names] + [f"../{GLB_DIR}/glb.v", f"../{GLB_DIR}/{name}.v"]
+    (out / GLB_DIR / "system.f").write_text("".join(f + "\n" for f in files))
+    return {"top": name, "filelist": f"{GLB_DIR}/system.f",
+            "ports": _top_ports_of([{"name": n, "direction": d, "width": w}
+                                    for n, d, w in sys_ports])}
 
 
 def _design_doc(params: GarnetParams, cfg: str | None, counts: dict, inp: Inputs, top: str,

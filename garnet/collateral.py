@@ -232,6 +232,11 @@ class DesignInfo:
     files: Mapping[str, str]
     hier_columns: int = 0
     hier_filelist: str | None = None
+    #: the system top of a design with a GLB (the array and its GLB: ``glb/system.f``,
+    #: :func:`garnet.glb.rtl.system_verilog`): module, ports, file list; None / () without
+    system_top: str | None = None
+    system_ports: tuple[TopPort, ...] = ()
+    system_filelist: str | None = None
 
     @property
     def hint(self) -> str:
@@ -252,6 +257,7 @@ class DesignInfo:
             array = doc.get("array") or {}
             hashes = doc.get("spec_hashes") or {}
             hier = (doc.get("rtl") or {}).get("hier") or {}
+            system = doc.get("system") or {}
             return cls(
                 root, str(doc.get("name") or root.name), doc.get("config_file"),
                 int(params.get("width", array.get("width", 0))),
@@ -264,7 +270,11 @@ class DesignInfo:
                       for q in doc.get("ports") or ()),
                 int(params.get("flush_interval", 0) or 0),
                 MappingProxyType(dict(doc["files"])),
-                int(hier.get("columns", 0)), hier.get("filelist"))
+                int(hier.get("columns", 0)), hier.get("filelist"),
+                system.get("top"),
+                tuple(TopPort(str(q["name"]), str(q["direction"]), int(q["width"]))
+                      for q in system.get("ports") or ()),
+                system.get("filelist"))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CollateralError(f"{root / 'design.json'}: malformed ({exc!r}); "
                                   f"{regen_hint(root, doc)}") from None

@@ -7,8 +7,10 @@ at the output streams. Cycles: the stream's cycles on the array (first input to 
 
 On a design with a GLB (``<design>/glb/glb.json``: `cgra rtl` of a TOML with a ``[glb]``
 table) the run goes through the GLB's cycle-level model (:func:`mapper.sim.glb.run_through_glb`,
-AHA paper §4.4): the bitstream is configured through the config network (GLB banks, config
-streamers, and the column config paths of the array RTL), the input image is written into the bank of the GLB
+AHA paper §4.4): the model is the design's system top -- the array and its GLB in one
+Verilator model -- driven through the GLB's host and control ports: the bitstream is
+configured through the config network (GLB banks, config streamers, the array's column
+config paths), the input image is written into the bank of the GLB
 tile serving the input IO tile and streamed by its load DMA, the sampled outputs go through a
 store DMA into a GLB buffer and are read back; :attr:`VerilatorPlatform.last_glb` keeps the
 last such run (its configuration cycles, model cycles per phase). Without GLB collateral the
@@ -27,7 +29,7 @@ import numpy as np
 
 from garnet.glb.params import GlbParams
 from mapper.apps import build_app
-from mapper.sim.glb import GlbRun, column_paths, design_glb, run_through_glb
+from mapper.sim.glb import GlbRun, design_glb, run_through_glb
 from mapper.sim.run import io_ports, stream_plan
 from mapper.sim.verilator import SimParams, build_harness, run_harness
 from mapper.stages import load_bitstream, load_flow, open_design
@@ -51,23 +53,24 @@ class VerilatorPlatform(Platform):
         flow = load_flow(program.run_dir, coll)
         dsl_p = build_app(program.app, program.width, program.height, program.unroll)
         plan = stream_plan(flow, images, dsl_p.output.name)
-        harness = build_harness(coll.root, SimParams())
         ports = [o[1] for o in plan.outputs]
         glb = design_glb(coll.root)
+        params = SimParams(system=glb is not None)
+        harness = build_harness(coll.root, params)
         with tempfile.TemporaryDirectory(prefix="cgra-rt-") as wd:
-            def run_array(pairs, inputs, cycles):
-                return run_harness(harness, list(pairs), inputs, ports, cycles, wd,
-                                   SimParams()).outputs
             if glb is None:
                 self.last_glb = None
-                out = plan.assemble(run_array(program.bitstream, plan.inputs, plan.cycles),
-                                    program.app)[dsl_p.output.name]
+                sim = run_harness(harness, list(program.bitstream), plan.inputs, ports,
+                                  plan.cycles, wd, params)
+                out = plan.assemble(sim.outputs, program.app)[dsl_p.output.name]
             else:
+                def run_system(inputs, sampled, cycles):
+                    return run_harness(harness, [], inputs, sampled, cycles, wd,
+                                       params).outputs
                 flow.bitstream = load_bitstream(program.run_dir, coll)
-                cols = (coll.size[0], harness.flush_wait) if column_paths(harness.inputs) \
-                    else None
-                self.last_glb = run_through_glb(glb, coll.size[1], flow, plan, images,
-                                                io_ports(flow), run_array, program.app, cols)
+                self.last_glb = run_through_glb(
+                    glb, coll.size[1], coll.size[0], flow, plan, images, io_ports(flow),
+                    run_system, harness.outputs, harness.flush_wait, program.app)
                 out = self.last_glb.outputs[dsl_p.output.name]
         return out & ((1 << self.glb.data_width) - 1), int(plan.cycles)
 

@@ -27,6 +27,34 @@ SCHEMA = "garnet.glb/1"
 DESIGN_DIR = "glb"
 
 
+#: the GLB inputs a system top (:func:`garnet.glb.rtl.system_verilog`) has as ports
+#: ``glb_<name>`` (the fields of :class:`garnet.glb.model.Cycle` but ``io_in``, which the
+#: array drives)
+SYSTEM_INPUTS = ("start", "cfg_go", "cfg_wr", "cfg_addr", "cfg_data", "host_wr",
+                 "host_waddr", "host_wdata", "host_rd", "host_raddr")
+
+
+def io_column(name: str, prefix: str, width: int) -> int | None:
+    """The column of an array IO port ``<prefix>_<width>_X<xx>_Y<yy>`` (``glb2io`` / ``io2glb``,
+    :mod:`garnet.array`), else None."""
+    head = f"{prefix}_{width}_X"
+    if not name.startswith(head) or len(name) != len(head) + 6 or name[-4:-2] != "_Y":
+        return None
+    return int(name[len(head):len(head) + 2], 16)
+
+
+def store_candidates(p: GlbParams, outputs: list[str]) -> dict[int, list[str]]:
+    """GLB tile -> the array outputs ``io2glb_<data_width>_X<xx>_Y<yy>`` of the columns it
+    serves, sorted by name: the order in which the system top's ``glb_io_sel_<t>`` selects
+    the one its store DMA takes (:func:`garnet.glb.rtl.system_verilog`)."""
+    out: dict[int, list[str]] = {}
+    for n in sorted(outputs):
+        c = io_column(n, "io2glb", p.data_width)
+        if c is not None:
+            out.setdefault(c // p.columns_per_tile, []).append(n)
+    return out
+
+
 def collateral(p: GlbParams) -> dict[str, Any]:
     """The ``glb.json`` document of ``p`` (module docstring)."""
     tw, bw, te = p.tile_words, p.bank_words, p.tile_elements

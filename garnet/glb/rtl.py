@@ -19,6 +19,8 @@ Top ports (``N = tiles``; widths in bits): ``clk``, ``rst`` (sync, active high),
 """
 from __future__ import annotations
 
+from cgra.errors import ConfigError
+from garnet.glb.collateral import SYSTEM_INPUTS, io_column, store_candidates
 from garnet.glb.dma import DMAS, register_fields
 from garnet.glb.params import GlbParams
 
@@ -350,3 +352,110 @@ def column_verilog(height: int, rows_per_stage: int, name: str = "glb_cfg_column
         a(f"  assign data_{y} = w_{s}[31:0];")
     a("endmodule")
     return "\n".join(L) + "\n"
+
+
+def system_ports(p: GlbParams) -> list[tuple[str, str, int]]:
+    """The GLB's own ports in a system top, as (name, ``in``/``out``, width): the GLB
+    inputs of :data:`SYSTEM_INPUTS` as ``glb_<name>``, ``glb_io_sel_<t>`` per tile (which of
+    its columns' IO outputs its store DMA takes), and the outputs ``glb_host_rd_valid``,
+    ``glb_host_rdata``, ``glb_ld_done_<t>``, ``glb_st_done_<t>``."""
+    n, hw, ww = p.tiles, p.word_address_width, p.word_width
+    widths = {"start": n, "cfg_go": n, "cfg_wr": 1, "cfg_addr": 16, "cfg_data": 32,
+              "host_wr": 1, "host_waddr": hw, "host_wdata": ww, "host_rd": 1,
+              "host_raddr": hw}
+    ports = [(f"glb_{k}", "in", widths[k]) for k in SYSTEM_INPUTS]
+    ports += [(f"glb_io_sel_{t}", "in", _bits(p.columns_per_tile)) for t in range(n)]
+    ports += [("glb_host_rd_valid", "out", 1), ("glb_host_rdata", "out", ww)]
+    for t in range(n):
+        ports += [(f"glb_ld_done_{t}", "out", 1), (f"glb_st_done_{t}", "out", 1)]
+    return ports
+
+
+def system_verilog(p: GlbParams, array_top: str, array_ports: list[tuple[str, str, int]],
+                   name: str) -> tuple[str, list[tuple[str, str, int]]]:
+    """The system top ``name`` (Verilog text) and its ports (name, ``in``/``out``, width):
+    the array ``array_top`` (ports ``array_ports``, with the per-column config paths of
+    :class:`canal.rtl.ConfigColumns`) and the ``glb`` beside it (AHA paper §4.4, Fig. 11):
+
+    * GLB tile ``t``'s config streams ``cfg_valid_<t>_<b>`` / ``cfg_word_<t>_<b>`` drive
+      column ``t * columns_per_tile + b``'s ``cfg_valid_X<xx>`` / ``cfg_word_X<xx>``;
+    * its load DMA's ``io_out_<t>`` drives every ``glb2io_<data_width>_X<xx>_Y<yy>`` of the
+      columns it serves; its store DMA's ``io_in_<t>`` is the ``io2glb_<data_width>_...``
+      of the column ``glb_io_sel_<t>`` selects among them (0: its first column with one);
+    * every other array port stays a system port under its own name (the shared config bus,
+      ``clk_en``, ``flush``, the columns' ``stall`` / ``flush``, 1-bit IO ports, and every
+      array output, so a run can observe them), and the GLB's host and control ports are
+      system ports named ``glb_<port>`` (:func:`system_ports`).
+
+    Raises :class:`~cgra.errors.ConfigError` when the GLB serves fewer columns than the
+    array has or its data width differs from the array's IO ports."""
+    dw, n, cpt = p.data_width, p.tiles, p.columns_per_tile
+    if p.word_width != 64:
+        raise ConfigError(f"[glb] word_width {p.word_width}: a column config path takes "
+                          f"64-bit bundles (addr << 32 | data); use word_width = 64")
+    if cpt != p.banks:
+        raise ConfigError(f"[glb] columns_per_tile {cpt}: bank b of a tile streams column "
+                          f"t * columns_per_tile + b; use columns_per_tile = banks "
+                          f"({p.banks})")
+    array_ports = [q for q in array_ports if q[0] not in ("CLK", "RESET")]
+    by_name = {q[0]: q for q in array_ports}
+    cols = sorted({int(q[0][len("cfg_word_X"):], 16) for q in array_ports
+                   if q[0].startswith("cfg_word_X")})
+    if not cols:
+        raise ConfigError(f"array {array_top} has no column config paths (cfg_word_X<xx>); "
+                          f"generate it with the [glb] table")
+    if max(cols) >= n * cpt:
+        raise ConfigError(f"[glb] {n} tiles x {cpt} columns serve {n * cpt} columns; the "
+                          f"array has {max(cols) + 1}: raise tiles to "
+                          f"{-(-(max(cols) + 1) // cpt)}")
+    loads = {q[0]: c for q in array_ports if q[1] == "in"
+             and (c := io_column(q[0], "glb2io", dw)) is not None}
+    stores = store_candidates(p, [q[0] for q in array_ports if q[1] == "out"])
+    for pn in [*loads, *(s for v in stores.values() for s in v)]:
+        if by_name[pn][2] != dw:
+            raise ConfigError(f"[glb] data_width {dw}: array port {pn} is {by_name[pn][2]} "
+                              f"bits")
+    driven = set(loads) | {f"cfg_valid_X{x:02X}" for x in cols} | \
+        {f"cfg_word_X{x:02X}" for x in cols}
+    ports = [q for q in array_ports if q[0] not in driven] + system_ports(p)
+    L = [f"// {name}: the array {array_top} and its global buffer (garnet.glb.rtl."
+         f"system_verilog)", f"module {name}("]
+    decl = ["  input  CLK", "  input  RESET"]
+    decl += [f"  {'input ' if d == 'in' else 'output'} {'' if w == 1 else f'[{w - 1}:0] '}{pn}"
+             for pn, d, w in ports]
+    L.append(",\n".join(decl))
+    L.append(");")
+    for t in range(n):
+        L += [f"  wire [{dw - 1}:0] io_out_{t};", f"  wire [{dw - 1}:0] io_in_{t};",
+              f"  wire io_out_valid_{t};"]
+        for b in range(p.banks):
+            L += [f"  wire cfg_valid_{t}_{b};", f"  wire [{p.word_width - 1}:0] cfg_word_{t}_{b};"]
+        sel = f"glb_io_sel_{t}"
+        outs = stores.get(t, [])
+        expr = "0"
+        for k, pn in reversed(list(enumerate(outs))):
+            expr = pn if expr == "0" and k == len(outs) - 1 else f"({sel} == {k}) ? {pn} : {expr}"
+        L.append(f"  assign io_in_{t} = {expr};")
+    glb_conns = [".clk(CLK)", ".rst(RESET)"]
+    glb_conns += [f".{k}(glb_{k})" for k in SYSTEM_INPUTS]
+    glb_conns += [".host_rd_valid(glb_host_rd_valid)", ".host_rdata(glb_host_rdata)"]
+    for t in range(n):
+        glb_conns += [f".io_in_{t}(io_in_{t})", f".io_out_{t}(io_out_{t})",
+                      f".io_out_valid_{t}(io_out_valid_{t})", f".ld_done_{t}(glb_ld_done_{t})",
+                      f".st_done_{t}(glb_st_done_{t})"]
+        glb_conns += [f".cfg_valid_{t}_{b}(cfg_valid_{t}_{b}), .cfg_word_{t}_{b}(cfg_word_{t}_{b})"
+                      for b in range(p.banks)]
+    L.append("  glb glb (\n    " + ",\n    ".join(glb_conns) + ");")
+    arr = [".CLK(CLK)", ".RESET(RESET)"]
+    for pn, _d, _w in array_ports:
+        if pn in loads:
+            arr.append(f".{pn}(io_out_{loads[pn] // cpt})")
+        elif pn.startswith(("cfg_valid_X", "cfg_word_X")):
+            x = int(pn[-2:], 16)
+            kind = "cfg_valid" if pn.startswith("cfg_valid") else "cfg_word"
+            arr.append(f".{pn}({kind}_{x // cpt}_{x % cpt})")
+        else:
+            arr.append(f".{pn}({pn})")
+    L.append(f"  {array_top} array (\n    " + ",\n    ".join(arr) + ");")
+    L.append("endmodule")
+    return "\n".join(L) + "\n", ports + [("CLK", "in", 1), ("RESET", "in", 1)]

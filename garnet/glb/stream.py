@@ -331,4 +331,94 @@ class GlbSession:
         return out
 
 
-__all__ = ["ConfigResult", "GlbSession", "LoadStream", "StoreStream"]
+    # ---- loads and stores at once (the array and the GLB in one RTL run) ---------------
+    def stream(self, loads: Sequence[LoadStream], stores: Sequence[StoreStream], cycles: int,
+               samples: dict[str, np.ndarray] | None = None) -> StreamRun:
+        """Phases 2 and 3 with one ``start``, as the system top runs them (the array's
+        outputs reach ``io_in`` in the cycle they appear): every input image host-written,
+        every load and store DMA programmed, ``start``, ``cycles + 2`` cycles with
+        ``io_in`` from ``samples`` (top port -> the array's output per array cycle; None:
+        zeros, for the input sequence alone), then every output buffer host-read. Array cycle
+        ``c`` is cycle ``start + 2 + c`` of :attr:`cycles`. Raises
+        :class:`SimulationError` as :meth:`load` and :meth:`store`."""
+        p = self.p
+        first = len(self.cycles)
+        self._tile_top = {}
+        by_ld: dict[int, LoadStream] = {}
+        by_st: dict[int, StoreStream] = {}
+        progs: dict[tuple[int, str], DmaProgram] = {}
+        bases: dict[int, int] = {}
+        for s in loads:
+            t = self._claim(by_ld, s, "input", "load")
+            base = self._alloc(t, s.image.size, f"input stream {s.port}")
+            self._host_write(t, base, s.image.ravel())
+            pp = s.program
+            progs[(t, "ld")] = DmaProgram(PortProgram(pp.extents, AffineMap(
+                pp.address.strides, pp.address.offset + base), pp.schedule))
+        for s in stores:
+            t = self._claim(by_st, s, "output", "store")
+            bases[t] = self._alloc(t, s.shape[0] * s.shape[1], f"output stream {s.port}")
+            pp = s.program
+            progs[(t, "st")] = DmaProgram(PortProgram(pp.extents, AffineMap(
+                pp.address.strides, pp.address.offset + bases[t]), AffineMap(
+                pp.schedule.strides, pp.schedule.offset + 1)))
+        for t in range(p.tiles):
+            for d in ("ld", "st"):
+                self._cfg(config_words(p, t, encode(p, t, d, progs.get((t, d)))))
+        start = len(self.cycles)
+        self.step(Cycle(start=[1] * p.tiles))
+        got = {s.port: np.zeros(cycles, dtype=np.int64) for s in loads}
+        mask = (1 << p.data_width) - 1
+        for g in range(cycles + 2):
+            io = [0] * p.tiles
+            for t, s in by_st.items():
+                v = (samples or {}).get(s.port)
+                if g >= 1 and v is not None and g - 1 < len(v):
+                    io[t] = int(v[g - 1]) & mask
+            out = self.step(Cycle(io_in=io))
+            if 1 <= g <= cycles:
+                for t, s in by_ld.items():
+                    if out.io_out_valid[t]:
+                        got[s.port][g - 1] = out.io_out[t]
+        reads: dict[str, tuple[int, int, tuple[int, int]]] = {}
+        buffers = {}
+        for t, s in sorted(by_st.items()):
+            n = s.shape[0] * s.shape[1]
+            reads[s.port] = (len(self.cycles), n, s.shape)
+            buffers[s.port] = self._host_read(t, bases[t], n).reshape(s.shape)
+        self._phase("stream", first)
+        return StreamRun(start, got, buffers, reads,
+                         {s.port: t for t, s in by_st.items()})
+
+    def read_back(self, reads: dict[str, tuple[int, int, tuple[int, int]]],
+                  rdata: Sequence[int]) -> dict[str, np.ndarray]:
+        """The output buffers from ``host_rdata`` per cycle of :attr:`cycles` (``rdata``,
+        e.g. the system RTL's), at the cycles :meth:`stream`'s host reads (``reads``) show
+        them: top port -> buffer."""
+        lanes, dw = self.p.lanes, self.p.data_width
+        out = {}
+        for port, (r0, n, shape) in reads.items():
+            vals: list[int] = []
+            for k in range(1, -(-n // lanes) + 1):
+                w = int(rdata[r0 + k])
+                vals += [(w >> (ln * dw)) & ((1 << dw) - 1) for ln in range(lanes)]
+            out[port] = np.asarray(vals[:n], dtype=np.int64).reshape(shape)
+        return out
+
+
+@dataclass
+class StreamRun:
+    """Result of :meth:`GlbSession.stream`: ``start`` (index in :attr:`GlbSession.cycles`
+    of the ``start`` cycle; array cycle ``c`` is index ``start + 2 + c``), ``inputs`` (top
+    port -> the load DMA's word per array cycle), ``buffers`` (top port -> the output buffer
+    the host read), ``reads`` (top port -> (index of its first host-read cycle, words,
+    shape), for :meth:`GlbSession.read_back`), ``store_tiles`` (top port -> GLB tile)."""
+
+    start: int
+    inputs: dict[str, np.ndarray]
+    buffers: dict[str, np.ndarray]
+    reads: dict[str, tuple[int, int, tuple[int, int]]]
+    store_tiles: dict[str, int]
+
+
+__all__ = ["ConfigResult", "GlbSession", "LoadStream", "StoreStream", "StreamRun"]

@@ -1,25 +1,24 @@
 """`cgra run` through the global buffer: a design directory with GLB collateral
-(``<design>/glb/glb.json``, written by `cgra rtl` for a TOML with a ``[glb]`` table, or
-:func:`garnet.glb.collateral.write`) runs its simulation through the GLB's cycle-level model
-(:class:`garnet.glb.stream.GlbSession`; AHA paper §4.4, Figs. 11-12).
-
-What goes through the GLB (the array is the generated RTL in Verilator; the GLB is its
-Python cycle model, register for register its RTL, the two compared on the same cycles in
-tests/runtime/test_glb_run.py):
+(``<design>/glb/glb.json`` and the system top, written by `cgra rtl` for a TOML with a
+``[glb]`` table) runs the array and its GLB in one Verilator model (the system top,
+:func:`garnet.glb.rtl.system_verilog`; AHA paper §4.4, Figs. 11-12), driven only through the
+GLB's host and control ports and the columns' stall and flush (:func:`run_through_glb`):
 
 * configuration: the bitstream is host-written into GLB banks as its unicast + row-multicast
-  image and streamed out by the config streamers; the bundles each streamer sends are the
-  per-cycle stimulus of its column's config path in the array top (``cfg_valid_X<xx>`` /
-  ``cfg_word_X<xx>``, :class:`canal.rtl.ConfigColumns`), so the array's registers are written
-  by the column paths of its RTL, every column in parallel, while its tiles are stalled
-  (``stall_X<xx>``); each column is then flushed (``flush_X<xx>``) and restarted, and the
-  app's streams begin (:class:`ColumnTimeline`). The same timeline reconfigures a column
-  range while the other columns run (:meth:`GlbArray.run_live`);
-* input: each input IO tile's image is host-written into a buffer of the GLB tile serving
-  its column and streamed by that tile's load DMA (the IO tile's stream program as a Lake port
-  program); the words on ``io_out`` are the harness's stimulus of that top port;
-* output: the harness's sampled outputs drive ``io_in``; each store DMA writes them into a
-  buffer; the host reads the buffers back; the output image is assembled from them.
+  image and streamed by the config streamers into the array's per-column config paths
+  (:class:`canal.rtl.ConfigColumns`), every column in parallel, while the columns are
+  stalled (``stall_X<xx>``);
+* input: each input IO tile's image is host-written into a buffer of the GLB tile serving its
+  column; its load DMA (the IO tile's stream program as a Lake port program) and the store
+  DMA of each output get one ``start``; the columns are flushed (``flush_X<xx>``) just before
+  and run from the cycle the first word reaches the array (:class:`ColumnTimeline`);
+* output: each store DMA writes the array's output into a buffer; the host reads the buffers
+  back (``glb_host_rdata``); the output image is assembled from them.
+
+The GLB's input sequence is built on its cycle model (:class:`garnet.glb.stream.GlbSession`),
+which, given the array's sampled outputs, must read the same buffers as the RTL. Partial
+reconfiguration while other columns run (:meth:`GlbArray.run_live`) runs on the array top
+with its column paths, fed with the bundles the model's config streamers send.
 
 Report: ``run_report.json`` ``glb`` (:func:`glb_section`) and the `cgra run` summary line
 ("through the GLB ..."). Errors: :class:`~cgra.errors.CollateralError` for an unreadable
@@ -39,6 +38,8 @@ from cgra.errors import SimulationError
 from garnet.glb.collateral import DESIGN_DIR, read as read_glb
 from garnet.glb.confignet import simulate as config_cycles
 from garnet.glb.params import GlbParams
+from garnet.glb.collateral import SYSTEM_INPUTS, store_candidates
+from garnet.glb.model import Cycle
 from garnet.glb.stream import ConfigResult, GlbSession, LoadStream, StoreStream
 from lake.program import program as port_program
 from mapper import ir
@@ -153,6 +154,22 @@ class ColumnTimeline:
         the flush and the spine's drain; the columns run again at ``start + length``."""
         return self.writing(streams) + 1 + self.flush_wait
 
+    def hold(self, columns: Sequence[int], start: int, restart: int) -> int:
+        """Stall ``columns`` from cycle ``start`` to ``restart`` (exclusive) and flush them
+        ``flush_wait + 1`` cycles before ``restart`` (one cycle, as the harness's flush), so
+        that they run again at ``restart`` as after the harness's configuration. Returns the
+        flush cycle. Raises :class:`SimulationError` when the flush would come before
+        ``start``."""
+        flush = restart - 1 - self.flush_wait
+        if flush < start or restart > self.cycles:
+            raise SimulationError(f"column config paths: cycles {start}..{restart} cannot "
+                                  f"hold a flush and its {self.flush_wait}-cycle drain")
+        for x in columns:
+            _v, _w, fl, stall = column_ports(x)
+            self.inputs[stall][start:restart] = 1
+            self.inputs[fl][flush] = 1
+        return flush
+
     def configure(self, start: int, columns: Sequence[int],
                   streams: dict[int, list[tuple[int, int]]]) -> int:
         """From cycle ``start``: stall ``columns``, feed each column its bundles
@@ -169,11 +186,9 @@ class ColumnTimeline:
         if restart > self.cycles:
             raise SimulationError(f"column config paths: a configuration from cycle {start} "
                                   f"ends at cycle {restart}, after the run's {self.cycles}")
-        flush = restart - 1 - self.flush_wait
+        self.hold(columns, start, restart)
         for x in columns:
-            valid, word, fl, stall = column_ports(x)
-            self.inputs[stall][start:restart] = 1
-            self.inputs[fl][flush] = 1
+            valid, word, _fl, _stall = column_ports(x)
             for c, w in streams.get(x, ()):
                 self.inputs[valid][start + c] = 1
                 self.inputs[word][start + c] = w - (1 << 64) if w >> 63 else w  # int64 bits
@@ -182,10 +197,12 @@ class ColumnTimeline:
 
 @dataclass
 class GlbRun:
-    """A run through the GLB: ``session`` (the model and every cycle driven), ``config``
-    (phase 1), ``serial_cycles`` (the same bitstream through the single config port),
-    ``inputs`` (top port -> stimulus the load DMAs produced), ``buffers`` (top port -> output
-    buffer read back), ``outputs`` (output stage -> image)."""
+    """A run through the GLB (:func:`run_through_glb`): ``session`` (the GLB model of the
+    run, given the array's outputs: every cycle driven, its outputs; the system run's cycle
+    ``i`` is its cycle ``i + 1``), ``config`` (phase 1), ``serial_cycles`` (the same
+    bitstream through the single config port), ``inputs`` (top port -> the words the load
+    DMAs stream, per array cycle), ``buffers`` (top port -> output buffer the RTL's host
+    reads returned), ``outputs`` (output stage -> image)."""
 
     params: GlbParams
     session: GlbSession
@@ -196,18 +213,16 @@ class GlbRun:
     outputs: dict[str, np.ndarray]
     loads: list[LoadStream]
     stores: list[StoreStream]
-    #: array cycles before the app's stream cycle 0: the column paths configuring, the
-    #: flush and its drain (0 without column paths: the harness's config port did it)
+    #: the system run's cycle where the array's stream cycle 0 is (the columns unstalled)
     prologue: int = 0
-    #: array cycles from the first bundle on a column path to the last register written
-    #: by one, in the RTL (0 without column paths)
+    #: cycles from the first bundle on a column path to the last register written by one
     array_config_cycles: int = 0
 
 
-#: ``run_array(config writes through the shared port, {top port: words per cycle}, cycles)
-#: -> {top port: samples per cycle}``
-ArrayRunner = Callable[[list[tuple[int, int]], dict[str, np.ndarray], int],
-                       dict[str, np.ndarray]]
+#: ``run_system({system top input: words per cycle}, sampled ports, cycles) -> {port: samples
+#: per cycle}``: one run of the system top's Verilator model (the array and its GLB,
+#: ``SimParams.system``), nothing written through the shared config port
+SystemRunner = Callable[[dict[str, np.ndarray], list[str], int], dict[str, np.ndarray]]
 
 
 def column_paths(ports: Sequence[str]) -> bool:
@@ -216,18 +231,41 @@ def column_paths(ports: Sequence[str]) -> bool:
     return column_ports(0)[1] in set(ports)
 
 
-def run_through_glb(glb: GlbParams, height: int, flow: FlowResult, plan: StreamPlan,
-                    images: dict[str, np.ndarray], ports: dict[str, str],
-                    run_array: ArrayRunner, app: str = "",
-                    columns: tuple[int, int] | None = None) -> GlbRun:
-    """Configure, load, run the array (``run_array``), store and read back (module
-    docstring). ``height``: the array's rows; ``ports``: IO instance -> top port
-    (:func:`mapper.sim.run.io_ports`); ``columns``: (array columns, the harness's
-    flush wait) of an array with column config paths (:func:`column_paths`): the
-    configuration goes through them (:class:`ColumnTimeline`) and ``run_array`` gets no
-    shared-port writes; None: ``run_array`` gets the writes the column paths would perform,
-    for the shared port. Raises :class:`SimulationError` when the config writes the
-    column paths perform are not the bitstream's, or a stream the GLB cannot serve;
+def system_inputs(p: GlbParams, cycles: Sequence[Cycle]) -> dict[str, np.ndarray]:
+    """The system top's GLB inputs (``glb_<name>`` of :data:`SYSTEM_INPUTS`) per cycle of
+    ``cycles`` (:class:`garnet.glb.model.Cycle`; per-tile lists as bit vectors, bit t =
+    tile t; a 64-bit word as its int64 bit pattern)."""
+    out = {f"glb_{k}": np.zeros(len(cycles), dtype=np.int64) for k in SYSTEM_INPUTS}
+    for i, c in enumerate(cycles):
+        for k in SYSTEM_INPUTS:
+            v = getattr(c, k)
+            if isinstance(v, list):
+                v = sum(int(b) << t for t, b in enumerate(v))
+            v = int(v or 0)
+            if v:
+                out[f"glb_{k}"][i] = v - (1 << 64) if v >> 63 else v
+    return out
+
+
+def run_through_glb(glb: GlbParams, height: int, width: int, flow: FlowResult,
+                    plan: StreamPlan, images: dict[str, np.ndarray], ports: dict[str, str],
+                    run_system: SystemRunner, outputs: Sequence[str], flush_wait: int,
+                    app: str = "") -> GlbRun:
+    """The app on the array and its GLB in one RTL run (module docstring; AHA paper §4.4):
+    the GLB's input sequence -- the bitstream's config image host-written and streamed by
+    the config streamers (into the columns' config paths, in the RTL), each input image
+    host-written and each load and store DMA programmed, one ``start``, the run, the host
+    reads of every output buffer -- is built on the GLB's cycle model
+    (:meth:`GlbSession.configure`, :meth:`GlbSession.stream`) and driven into the system
+    top, whose columns are stalled until the array's stream cycle 0 (flushed just before,
+    :class:`ColumnTimeline`); the outputs are the host reads of ``glb_host_rdata``. The GLB
+    model run again with the array's outputs as ``io_in`` must read the same buffers.
+
+    ``height`` x ``width``: the array; ``ports``: IO instance -> top port
+    (:func:`mapper.sim.run.io_ports`); ``outputs``: the system top's outputs; ``flush_wait``:
+    the harness's (:func:`mapper.sim.verilator.flush_wait_of`). Raises
+    :class:`SimulationError` when the config writes are not the bitstream's, a stream the
+    GLB cannot serve, or the GLB RTL's reads differ from its model's;
     :class:`~cgra.errors.ConfigError` for a bitstream column the GLB does not serve."""
     pairs = flow.bitstream.pairs()
     last: dict[int, int] = {}
@@ -242,28 +280,49 @@ def run_through_glb(glb: GlbParams, height: int, flow: FlowResult, plan: StreamP
         raise SimulationError(f"{app}: the config network performs {len(cfg.writes)} writes, "
                               f"the bitstream has {len(pairs)} (they differ)")
     loads, stores, meta = glb_streams(flow, images, ports)
-    inputs = session.load(loads, plan.cycles)
-    missing = sorted(set(plan.inputs) - set(inputs))
+    st = session.stream(loads, stores, plan.cycles)
+    missing = sorted(set(plan.inputs) - set(st.inputs))
     if missing:
         raise SimulationError(f"{app}: top ports {missing} have no GLB load stream")
-    if columns is None:
-        samples = run_array(cfg.writes, inputs, plan.cycles)
-        prologue = writing = 0
-    else:
-        width, flush_wait = columns
-        stages = -(-height // glb.config_pipeline_rows)
-        tl = ColumnTimeline(width, 0, stages, flush_wait)
-        prologue, writing = tl.length(cfg.streams), tl.writing(cfg.streams)
-        tl = ColumnTimeline(width, prologue + plan.cycles, stages, flush_wait)
-        tl.configure(0, range(width), cfg.streams)
-        shifted = {n: np.concatenate([np.zeros(prologue, np.int64), np.asarray(v, np.int64)])
-                   for n, v in inputs.items()}
-        got = run_array([], {**tl.inputs, **shifted}, prologue + plan.cycles)
-        samples = {n: v[prologue:] for n, v in got.items()}
-    buffers = session.store(stores, samples, plan.cycles)
+    # the system run's cycle i is the model's cycle i + 1 (the model's first is the reset,
+    # the harness's); array cycle 0 is the model's start + 2
+    n = len(session.cycles) - 1
+    stim = system_inputs(glb, session.cycles[1:])
+    bundles = [k - 1 for k, o in enumerate(session.outputs) if any(map(any, o.cfg_valid))]
+    stages = -(-height // glb.config_pipeline_rows)
+    restart = st.start + 1
+    tl = ColumnTimeline(width, n, stages, flush_wait)
+    if bundles and tl.hold(range(width), 0, restart) < bundles[-1] + stages:
+        raise SimulationError(f"{app}: the columns are flushed before their last config "
+                              f"write (a bug of the GLB's input sequence)")
+    if not bundles:
+        tl.hold(range(width), 0, restart)
+    cand = store_candidates(glb, list(outputs))
+    for t in range(glb.tiles):
+        stim[f"glb_io_sel_{t}"] = np.zeros(n, dtype=np.int64)
+    for port, t in st.store_tiles.items():
+        stim[f"glb_io_sel_{t}"][:] = cand[t].index(port)
+    store_ports = sorted(st.store_tiles)
+    # (the columns' bundles come from the GLB inside the system top: only stall and flush)
+    held = {k: v for k, v in tl.inputs.items() if k.startswith(("stall_X", "flush_X"))}
+    got = run_system({**stim, **held}, ["glb_host_rdata", *store_ports], n)
+    buffers = session.read_back(st.reads, np.concatenate([[0], got["glb_host_rdata"]]))
+    # the GLB model with the array's outputs on io_in reads the same buffers
+    model = GlbSession(glb, height)
+    model.configure(pairs)
+    samples = {q: got[q][restart:restart + plan.cycles] for q in store_ports}
+    again = model.stream(loads, stores, plan.cycles, samples)
+    for q in buffers:
+        if not np.array_equal(again.buffers[q], buffers[q]):
+            k = int(np.flatnonzero(again.buffers[q].ravel() != buffers[q].ravel())[0])
+            raise SimulationError(f"{app}: the GLB RTL and its model read different output "
+                                  f"buffers for {q} (first at element {k}: RTL "
+                                  f"{int(buffers[q].ravel()[k])}, model "
+                                  f"{int(again.buffers[q].ravel()[k])})")
     outs = assemble(plan, buffers, meta, app)
     serial = config_cycles(glb, pairs, height, "serial").cycles
-    return GlbRun(glb, session, cfg, serial, inputs, buffers, outs, loads, stores, prologue,
+    writing = bundles[-1] - bundles[0] + stages if bundles else 0
+    return GlbRun(glb, model, cfg, serial, st.inputs, buffers, outs, loads, stores, restart,
                   writing)
 
 
@@ -410,14 +469,13 @@ def glb_section(run: GlbRun) -> dict[str, Any]:
     p = run.params
     return {
         "params": p.to_dict(),
-        "model": "garnet.glb.model (cycle-level, register for register glb.v)",
+        "model": "RTL: the array and the GLB in one Verilator model (the design's system "
+                 "top); garnet.glb.model, given the array's outputs, reads the same buffers",
         "config": {"mode": "unicast + row multicast", "cycles": run.config.cycles,
                    "single_port_cycles": run.serial_cycles, "image_words": run.config.words,
                    "host_write_cycles": run.config.host_cycles,
                    "writes": len(run.config.writes),
-                   # the array's registers written by its column paths (RTL) or through
-                   # the harness's shared port (an array without them)
-                   "through": "column paths (RTL)" if run.prologue else "shared port",
+                   "through": "GLB config streamers and column paths (RTL)",
                    "array_cycles": run.array_config_cycles,
                    "restart_cycle": run.prologue},
         "loads": {s.port: s.column // p.columns_per_tile for s in run.loads},
@@ -428,20 +486,19 @@ def glb_section(run: GlbRun) -> dict[str, Any]:
 
 
 def glb_note(section: dict[str, Any]) -> str:
-    """The `cgra run` summary's clause: ``through the GLB (4 tiles, cycle model): config 45
-    cycles (unicast + row multicast, written by the array's column paths in RTL; single
-    port 172), input via GLB tile 1, output via GLB tile 3``."""
+    """The `cgra run` summary's clause: ``through the GLB (4 tiles, in RTL with the array):
+    config 45 cycles (unicast + row multicast; single port 172), input via GLB tile 1,
+    output via GLB tile 3``."""
     c = section["config"]
     ld = sorted(set(section["loads"].values()))
     st_ = sorted(set(section["stores"].values()))
-    where = ", written by the array's column paths in RTL" if c.get("array_cycles") else ""
-    return (f"through the GLB ({section['params']['tiles']} tiles, cycle model): config "
-            f"{c['cycles']} cycles ({c['mode']}{where}; single port "
+    return (f"through the GLB ({section['params']['tiles']} tiles, in RTL with the array): "
+            f"config {c['cycles']} cycles ({c['mode']}; single port "
             f"{c['single_port_cycles']}), "
             f"input via GLB tile {', '.join(map(str, ld))}, output via GLB tile "
             f"{', '.join(map(str, st_))}")
 
 
-__all__ = ["ArrayRunner", "ColumnTimeline", "GlbApp", "GlbArray", "GlbRun", "LiveRun", "StateRunner", "assemble",
+__all__ = ["ColumnTimeline", "GlbApp", "GlbArray", "GlbRun", "LiveRun", "StateRunner", "SystemRunner", "assemble",
            "column_paths", "design_glb", "glb_note", "glb_section", "glb_streams", "reconfiguration",
            "run_through_glb"]

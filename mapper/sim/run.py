@@ -58,7 +58,7 @@ from mapper.apps import (HALIDE_TOLERANCE_ULP, app_images, build_app, colour_out
 from mapper.images import save_comparison, save_png, save_rgb_png
 from mapper.sim.halide import run_halide_outputs
 from mapper.duplicate import duplication_report
-from mapper.sim.glb import GlbApp, column_paths, design_glb, glb_section, run_through_glb
+from mapper.sim.glb import GlbApp, design_glb, glb_section, run_through_glb
 from mapper.sim.plan import StreamPlan
 from mapper.sim.rv_predict import predict
 
@@ -312,12 +312,13 @@ def clear_sim_outputs(run_dir: Path, name: str) -> list[Path]:
 def simulate_on_rtl(run_dir: Path, coll: Collateral, flow: FlowResult,
                     inputs: dict[str, np.ndarray], ports: list[str], cycles: int,
                     opts: SimOptions, say: Step, secs: dict[str, float], name: str,
-                    pairs: list[tuple[int, int]] | None = None):
+                    pairs: list[tuple[int, int]] | None = None, system: bool = False):
     """Remove the outputs of an earlier simulation (:func:`clear_sim_outputs`), build (or
     reuse) the design's Verilator harness and run ``flow``'s bitstream (the ``.bs`` words,
     :func:`proved_flow`; ``pairs``: the same writes in another order, the order the GLB's
     config network performs them) on it for ``cycles`` cycles with ``inputs`` (top port ->
-    words per cycle), sampling ``ports``; ``secs`` gets ``verilator_build`` and ``simulation``. Returns
+    words per cycle), sampling ``ports`` (``system``: on the design's system top, the array
+    and its GLB, ``SimParams.system``); ``secs`` gets ``verilator_build`` and ``simulation``. Returns
     ``(harness, SimRun)``. Raises :class:`SimulationError` when the harness writes no output
     file or a config register does not read back its bits."""
     from mapper.sim.verilator import SimParams, build_harness, run_harness  # deferred: loads psutil only when called
@@ -332,6 +333,8 @@ def simulate_on_rtl(run_dir: Path, coll: Collateral, flow: FlowResult,
         sim_params = replace(sim_params, **stalls)
     if opts.hierarchy is not None:
         sim_params = replace(sim_params, hierarchy=opts.hierarchy)
+    if system:                          # the array and its GLB (design.json "system")
+        sim_params = replace(sim_params, system=True)
     say("verilator build")
     harness = build_harness(coll.root, sim_params, progress=say)
     secs["verilator_build"] = harness.build_seconds
@@ -392,19 +395,19 @@ def simulate_app(run_dir: str | Path, coll: Collateral, opts: SimOptions | None 
     else:       # through the GLB's model: config network, load DMAs, store DMAs (docs/glb.md)
         ran: dict[str, Any] = {}
 
-        def run_array(writes, inputs, cycles):
-            ran["harness"], ran["sim"] = simulate_on_rtl(run_dir, coll, flow, inputs, sampled,
+        def run_system(inputs, ports, cycles):
+            ran["harness"], ran["sim"] = simulate_on_rtl(run_dir, coll, flow, inputs, ports,
                                                          cycles, opts, say, secs,
-                                                         app["name"], writes)
+                                                         app["name"], [], system=True)
             return ran["sim"].outputs
         say("GLB: configure, load")
         t = time.perf_counter()
         from mapper.sim.verilator import SimParams, flush_wait_of, load_design_doc  # deferred: loads psutil only when called
         doc = load_design_doc(coll.root)
-        cols = (coll.size[0], flush_wait_of(doc, opts.sim or SimParams())) \
-            if column_paths([p.name for p in doc.ports]) else None
-        glb_run = run_through_glb(glb, coll.size[1], flow, plan, images, io_ports(flow),
-                                  run_array, app["name"], cols)
+        outputs = [q.name for q in doc.system_ports if q.direction.startswith("out")]
+        glb_run = run_through_glb(glb, coll.size[1], coll.size[0], flow, plan, images,
+                                  io_ports(flow), run_system, outputs,
+                                  flush_wait_of(doc, opts.sim or SimParams()), app["name"])
         harness, sim = ran["harness"], ran["sim"]
         secs["glb_model"] = time.perf_counter() - t - secs.get("simulation", 0.0) \
             - secs.get("verilator_build", 0.0)
@@ -529,7 +532,9 @@ def _io_streams(plan: StreamPlan, sim, harness) -> dict[str, tuple[np.ndarray, i
     """Top port -> (words per stream cycle, port bits) of every input the run streamed and
     every output it sampled."""
     streams = {p: (np.asarray(v), harness.widths[p]) for p, v in plan.inputs.items()}
-    streams.update({p: (np.asarray(v), harness.widths[p]) for p, v in sim.outputs.items()})
+    # (a system top's GLB ports, glb_*, are not the array's)
+    streams.update({p: (np.asarray(v), harness.widths[p]) for p, v in sim.outputs.items()
+                    if not p.startswith("glb_")})
     return streams
 
 

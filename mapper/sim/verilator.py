@@ -274,6 +274,9 @@ class SimParams:
     #: :data:`HIER_MIN_TILES` tiles whose design has blocks, unless toggles are counted;
     #: "flat": the flat top; "blocks": the blocks or a ConfigError
     hierarchy: str = "auto"
+    #: build the design's system top (the array and its GLB in RTL, ``design.json``
+    #: ``system``; a design with a ``[glb]`` table) instead of the array top
+    system: bool = False
 
 
 @dataclass
@@ -418,12 +421,13 @@ def probe_tile(wire: str) -> tuple[int, int]:
     return int(wire[7:9], 16), int(wire[11:13], 16)
 
 
-def harness_source(top: str, ports: Sequence[TopPort], probes: Sequence[tuple[str, int]] = ()
-                   ) -> tuple[str, list[str], list[str]]:
+def harness_source(top: str, ports: Sequence[TopPort], probes: Sequence[tuple[str, int]] = (),
+                   scope: str = "") -> tuple[str, list[str], list[str]]:
     """C++ source of the stream harness for top module ``top`` with ``ports``
     (:class:`garnet.collateral.TopPort`: name, direction, width from design.json) and the
     toggle ``probes`` (:func:`tile_probes`; none: no ``toggles`` counted, and the model needs
-    no public signal). Returns ``(source, data inputs, outputs)``; the data inputs are every
+    no public signal; ``scope``: the Verilator path prefix of the probes' module instance,
+    ``"array__DOT__"`` in a system top). Returns ``(source, data inputs, outputs)``; the data inputs are every
     input except :data:`CONTROL_PORTS`."""
     names = {p.name for p in ports}
     for c in CONTROL_PORTS:
@@ -440,7 +444,7 @@ def harness_source(top: str, ports: Sequence[TopPort], probes: Sequence[tuple[st
     cls = f"V{top}"
     root_h = f'#include "{cls}___024root.h"\n' if probes else ""
     npr = len(probes)
-    probe_reads = "\n".join(f"  pv[{k}] = (uint64_t)t->rootp->{top}__DOT__{w};"
+    probe_reads = "\n".join(f"  pv[{k}] = (uint64_t)t->rootp->{top}__DOT__{scope}{w};"
                              for k, (w, _b) in enumerate(probes))
     phases, opening = config_phases(zero), harness_opening(cls)
     helpers, port_lines = HARNESS_HELPERS, PORT_LINES
@@ -828,18 +832,28 @@ def build_harness(design_dir: str | Path, params: SimParams | None = None,
     say = progress or (lambda _m: None)
     d = Path(design_dir).resolve()
     doc = load_design_doc(d)
-    top = doc.top
-    handshake = is_handshake_design(doc.ports)
-    hier = _hierarchical(p, doc, handshake)
-    filelist = doc.hier_filelist if hier else "rtl/filelist.f"
+    top, top_ports = doc.top, doc.ports
+    if p.system:
+        if not doc.system_top or not doc.system_filelist:
+            raise CollateralError(f"{d}: the design has no system top (array and GLB, "
+                                  f"design.json 'system'); generate it from a TOML with a "
+                                  f"[glb] table")
+        top, top_ports = doc.system_top, doc.system_ports
+        doc.verify_files([f for f in doc.files if f.startswith("glb/")])
+    handshake = is_handshake_design(top_ports)
+    hier = _hierarchical(p, doc, handshake) and not p.system
+    filelist = doc.system_filelist if p.system else \
+        doc.hier_filelist if hier else "rtl/filelist.f"
     files = _rtl_files(d, filelist)
-    probes = next((pr for f in files if (pr := tile_probes(f.read_text(), top))), []) \
+    # the tile-output wires are the array top's (in a system top, those of its "array")
+    probes = next((pr for f in files if (pr := tile_probes(f.read_text(), doc.top))), []) \
         if p.toggles else []
-    src, ins, outs = rv_harness_source(top, doc.ports) if handshake else \
-        harness_source(top, doc.ports, probes)
+    src, ins, outs = rv_harness_source(top, top_ports) if handshake else \
+        harness_source(top, top_ports, probes, "array__DOT__" if p.system else "")
     if handshake:
         probes = []                     # no toggle probes in the ready-valid harness
-    widths = {q.name: q.width for q in doc.ports}
+    # (a system top's array ports too: the widths of the streams the GLB drives and takes)
+    widths = {**{q.name: q.width for q in doc.ports}, **{q.name: q.width for q in top_ports}}
     make_vars = [f"OPT_FAST={p.opt_fast_blocks if hier else p.opt_fast}", f"OPT_SLOW={p.opt_slow}"]
     flags = [*p.extra_flags, *make_vars, f"pch={int(p.precompiled_header)}", BUILD_RECIPE,
              f"hier={doc.hier_columns if hier else 0}"]
@@ -884,7 +898,7 @@ def build_harness(design_dir: str | Path, params: SimParams | None = None,
             try:
                 secs = _build(p, d, top, src, ins, outs, widths, make_vars, tmp, say,
                               progress is not None, t0, failed_log, version, probes=bool(probes),
-                              filelist=filelist, hier=hier)
+                              filelist=filelist, hier=hier, probe_module=doc.top)
                 (tmp / "used").touch()
                 if out.exists():
                     shutil.rmtree(out)
@@ -1041,7 +1055,7 @@ def _build(p: SimParams, d: Path, top: str, src: str, ins: list[str], outs: list
            widths: dict[str, int], make_vars: list[str], tmp: Path,
            say: Callable[[str], None], count: bool, t0: float, failed_log: Path,
            version: str, probes: bool = False, filelist: str = "rtl/filelist.f",
-           hier: bool = False) -> float:
+           hier: bool = False, probe_module: str | None = None) -> float:
     """Verilate and compile into ``tmp`` (see :func:`build_harness`; the run-time library
     from the cache or compiled beside the verilation, :class:`_Runtime`; ``probes``: make the
     tile-output wires public for the harness's toggle counts); returns the seconds. The log
@@ -1054,7 +1068,8 @@ def _build(p: SimParams, d: Path, top: str, src: str, ins: list[str], outs: list
     vlt = []
     if probes:
         # the tile-output wires the harness reads (tile_probes): read-only public, nothing else
-        (tmp / "probes.vlt").write_text(f'`verilator_config\npublic_flat_rd -module "{top}" '
+        (tmp / "probes.vlt").write_text(f'`verilator_config\npublic_flat_rd -module '
+                                        f'"{probe_module or top}" '
                                         f'-var "_Tile_X*"\n')
         vlt = [str(tmp / "probes.vlt")]
     (tmp / "ports.json").write_text(json.dumps(
@@ -1201,8 +1216,9 @@ def run_harness(h: Harness, bitstream: list[tuple[int, int]], inputs: dict[str, 
     data_lines = lines[k + 1:k + 1 + cycles]
     edges = int(lines[k + 1 + cycles].split()[1])
     if outputs:
-        arr = np.array([ln.split() for ln in data_lines], dtype=np.int64).reshape(cycles,
-                                                                                   len(outputs))
+        # unsigned 64-bit words (a GLB word) kept as their int64 bit patterns
+        arr = np.array([ln.split() for ln in data_lines], dtype=np.uint64).view(
+            np.int64).reshape(cycles, len(outputs))
     else:
         arr = np.zeros((cycles, 0), np.int64)
     outs = {n: arr[:, j] for j, n in enumerate(outputs)}

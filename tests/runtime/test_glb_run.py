@@ -1,9 +1,11 @@
 """Issue 37 (a): a design with a ``[glb]`` table (configs/small_glb.toml) makes `cgra run` go
-through the GLB: the bitstream is configured through the config network (GLB banks, config
-streamers, column-path decoding), the image streams into the array RTL (Verilator) through a
-load DMA and back through a store DMA, and the output read back from the GLB equals numpy
-and Halide. The GLB is its cycle-level model there; the same cycles replayed on the GLB RTL
-(Icarus) give the same outputs, cycle for cycle."""
+through the GLB in RTL: the design's system top (the array and its GLB in one Verilator model)
+is driven through the GLB's host and control ports only -- the bitstream's config image
+host-written into GLB banks and streamed by the config streamers into the array's column
+config paths, the image host-written and streamed by a load DMA into the array, the output
+stored by a store DMA and read back through the host port -- and the output equals numpy and
+Halide. The GLB's cycle model, given the array's outputs, reads the same buffers; the same
+cycles replayed on the GLB RTL alone (Icarus) give the model's outputs, cycle for cycle."""
 from __future__ import annotations
 
 import filecmp
@@ -61,6 +63,21 @@ def test_design_with_glb_table_has_glb_collateral_and_column_config_paths(small_
     assert "wire        clk_en_X05 = clk_en & ~stall_X05;" in top
     assert "wire [31:0] config_addr_X02_Y07 = _ColumnConfig_X02_wr[7] ? " \
         "_ColumnConfig_X02_addr_7 : config_addr;" in top
+    # the system top: the array and the GLB, the GLB's config streams on the column paths,
+    # its load DMA on both columns' inputs, its store DMA on the selected column's output
+    sys_top = glb["system"]["top"]
+    assert sys_top.startswith(glb["top"] + "_glb_")
+    assert (small_glb_design / "glb" / "system.f").read_text().split()[-2:] == \
+        ["../glb/glb.v", f"../glb/{sys_top}.v"]
+    text = (small_glb_design / "glb" / f"{sys_top}.v").read_text()
+    assert f"  {glb['top']} array (" in text and "  glb glb (" in text
+    assert ".cfg_word_X05(cfg_word_2_1)" in text
+    assert ".glb2io_16_X04_Y00(io_out_2)" in text and ".glb2io_16_X05_Y00(io_out_2)" in text
+    assert "assign io_in_2 = (glb_io_sel_2 == 0) ? io2glb_16_X04_Y00 : io2glb_16_X05_Y00;" \
+        in text
+    sys_ports = {q["name"] for q in glb["system"]["ports"]}
+    assert {"glb_host_wdata", "glb_host_rdata", "stall_X03", "io2glb_16_X03_Y00"} <= sys_ports
+    assert not {"cfg_word_X03", "glb2io_16_X03_Y00"} & sys_ports
     extra = {q["name"]: q["width"] for q in glb["ports"]} .items() - \
         {q["name"]: q["width"] for q in plain["ports"]}.items()
     assert sorted(extra) == sorted((n, w) for x in range(8) for n, w in
@@ -81,22 +98,30 @@ def test_cgra_run_goes_through_the_glb(glb_gaussian):
     assert g["config"]["cycles"] == simulate(p, pairs, 8, "unicast", row_multicast=True).cycles
     assert g["config"]["cycles"] * 3 < len(pairs)
     assert sorted(run.glb.config.writes) == sorted(pairs)
-    # written by the array's column paths in the RTL (no write through the shared port):
-    # the last row's write 2 stages (8 rows, a stage every 4) after the last bundle, then the
-    # flush and its 3-cycle drain; the GLB model counts one cycle more (the first bank read)
+    # written by the GLB's streamers into the array's column paths in the RTL (no write
+    # through the shared port): from the first bundle to the last row's write, 2 stages (8
+    # rows, a stage every 4) after the last bundle; the GLB model counts one cycle more (the
+    # first bank read)
     last = max(c for st in run.glb.config.streams.values() for c, _w in st)
-    assert g["config"]["through"] == "column paths (RTL)"
+    assert g["config"]["through"] == "GLB config streamers and column paths (RTL)"
     assert g["config"]["array_cycles"] == last + 2 == g["config"]["cycles"] - 1
-    assert g["config"]["restart_cycle"] == run.glb.prologue == last + 2 + 1 + 3
     assert (run.out_dir / "sim.bs").read_text() == ""
+    # one system run: the GLB's cycles but its first (the harness's reset); the array
+    # starts (unstalled) at the cycle after the DMAs' start
+    assert g["config"]["restart_cycle"] == run.glb.prologue
+    # (the harness's edges: 3 of reset, the flush and its 3-cycle drain, then the run)
+    assert run.report["cycles"]["total_clock_edges"] == len(run.glb.session.cycles) - 1 + 7
+    starts = [k for k, c in enumerate(run.glb.session.cycles) if c.start]
+    assert starts == [run.glb.prologue - 1]
     # the load DMA's words are exactly the stream the array's input IO tile expects, and the
     # store DMA's buffer holds the output stream (one input and one output GLB tile)
     assert list(run.glb.inputs) == list(run.plan.inputs)
     for port, words in run.plan.inputs.items():
         assert np.array_equal(run.glb.inputs[port], words)
     assert len(g["loads"]) == len(g["stores"]) == 1
-    assert set(g["phases"]) == {"configure", "load", "store"}
-    assert g["phases"]["load"] > run.plan.cycles
+    assert set(g["phases"]) == {"configure", "stream"}
+    assert g["phases"]["stream"] > run.plan.cycles
+    assert g["model"].startswith("RTL: the array and the GLB in one Verilator model")
 
 
 def test_glb_rtl_replays_the_run(glb_gaussian, tmp_path):
@@ -129,7 +154,7 @@ def test_bad_glb_table_is_one_line(tmp_path, monkeypatch, capsys):
 def test_run_report_names_the_glb(glb_gaussian):
     doc = json.loads((glb_gaussian.out_dir / "run_report.json").read_text())
     assert doc["glb"]["params"]["tiles"] == 4
-    assert doc["glb"]["model"].startswith("garnet.glb.model")
+    assert doc["glb"]["model"].startswith("RTL: ")
 
 
 def test_host_api_on_verilator_goes_through_the_design_glb(glb_gaussian):
@@ -152,8 +177,8 @@ def test_cgra_run_summary_says_glb(small_glb_design, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "16x16 output matches numpy and Halide bit-exactly" in r.stdout
     line = next(ln for ln in r.stdout.splitlines() if ln.startswith("through the GLB"))
-    assert line.startswith("through the GLB (4 tiles, cycle model): config ")
-    assert "(unicast + row multicast, written by the array's column paths in RTL; " in line
+    assert line.startswith("through the GLB (4 tiles, in RTL with the array): config ")
+    assert "(unicast + row multicast; single port " in line
     doc = json.loads((tmp_path / "pw" / "run_report.json").read_text())
     assert doc["glb"]["config"]["writes"] == doc["glb"]["config"]["single_port_cycles"]
     assert f"single port {doc['glb']['config']['single_port_cycles']})" in line
