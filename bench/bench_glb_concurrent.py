@@ -1,21 +1,22 @@
 """Two apps at once on the 32x16 through the GLB, one half reconfigured while the other runs
-(issue 37, acceptance 2; AHA paper §4.4): gaussian placed on columns 0-15 and unsharp on
-16-31 (``FlowParams.columns``) of configs/default_glb.toml, configured together through the
-GLB and the array's column config paths (RTL) and run at once in Verilator; when gaussian
-has streamed its image, columns 0-15 are stalled, reconfigured to brighten_blur through
-their column paths, flushed and restarted, while unsharp (a taller image) keeps streaming
-on 16-31 -- one simulation (:meth:`mapper.sim.glb.GlbArray.run_live`).
+(issue 37, acceptance 2; AHA paper §4.4), in one run of the system top (the array and its GLB
+in one Verilator model, driven only through the GLB's host and control ports): gaussian
+placed on columns 0-15 and unsharp on 16-31 (``FlowParams.columns``) of
+configs/default_glb.toml, configured together by the GLB's config streamers over the
+array's column config paths, their images streamed by the load DMAs; when gaussian has
+streamed its image, columns 0-15 are stalled, their output read back, reconfigured to
+brighten_blur through the GLB, flushed and restarted, while unsharp (a taller image) keeps
+streaming on 16-31 (:meth:`mapper.sim.glb.GlbArray.run_live`).
 
 Figures (``bench/results/glb_concurrent.csv``): configuration cycles through the GLB (both
 apps; the reconfiguration) against the words written (one per cycle through a single
-port); the array cycles the reconfiguration holds columns 0-15 (stall to restart);
-``bit_exact`` of every output against the numpy interpreter (unsharp's across the
-reconfiguration); compile and simulation seconds. The bench stops with a message when an
-output is not bit-exact.
+port); the cycles the reconfiguration holds columns 0-15 (stall to restart: read-back,
+configuration, the next image written); ``bit_exact`` of every output against the numpy
+interpreter (unsharp's across the reconfiguration); compile, model build and run seconds.
+The bench stops with a message when an output is not bit-exact.
 
 Run: ``.venv/bin/python bench/bench_glb_concurrent.py`` (brings build/default_glb up to date
-from build/default's modules; its first run builds the 32x16 model with column paths,
-~2 min on 2 cores).
+from build/default's modules; its first run builds the 32x16 system model, ~2 min on 2 cores).
 """
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ from mapper.sim.verilator import SimParams, build_harness, run_harness  # noqa: 
 NAME = "glb_concurrent"
 #: app -> (column range on the 32x16, image width x height): unsharp's taller image keeps it
 #: streaming across the reconfiguration of columns 0-15
-RANGES = {"gaussian": (0, 16, 64, 64), "unsharp": (16, 32, 64, 144),
+RANGES = {"gaussian": (0, 16, 64, 64), "unsharp": (16, 32, 64, 176),
           "brighten_blur": (0, 16, 64, 64)}
 
 
@@ -83,14 +84,15 @@ def main() -> None:
         apps[app] = glb_app(run, app, w, h, {build_app(app, w, h).inputs[0].name: img})
     rows.append(row(NAME, "compile_seconds", round(time.perf_counter() - t, 1), "s", params))
     t = time.perf_counter()
-    harness = build_harness(d)
+    sim = SimParams(system=True)
+    harness = build_harness(d, sim)
     rows.append(row(NAME, "verilator_build_seconds", round(time.perf_counter() - t, 1), "s",
                     {**params, "cached": harness.cached}))
     work = ROOT / "build" / "apps" / "glb_concurrent"
     work.mkdir(parents=True, exist_ok=True)
 
-    def run_array(pairs, inputs, ports, cycles):
-        return run_harness(harness, pairs, inputs, ports, cycles, work, SimParams()).outputs
+    def run_system(inputs, ports, cycles):
+        return run_harness(harness, [], inputs, ports, cycles, work, sim).outputs
 
     def out_of(outs, a):
         return outs[a.name][a.plan.stage_of[a.plan.outputs[0][0]]]
@@ -101,7 +103,7 @@ def main() -> None:
     multi = simulate(p, words, 16, "multicast", source=0, columns=(0, 15))
     arr = GlbArray(p, 16)
     t = time.perf_counter()
-    live = arr.run_live([g, u], g, b, run_array, 32, harness.flush_wait)
+    live = arr.run_live([g, u], g, b, run_system, 32, harness.flush_wait, harness.outputs)
     rows.append(row(NAME, "run_seconds", round(time.perf_counter() - t, 1), "s",
                     {**params, "cycles": live.cycles}))
     both = simulate(p, first, 16, "unicast", row_multicast=True)

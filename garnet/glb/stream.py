@@ -40,9 +40,10 @@ streamers need ``columns_per_tile == banks``.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -110,6 +111,9 @@ class GlbSession:
     phases: dict[str, tuple[int, int]] = field(default_factory=dict)
     _tile_top: dict[int, int] = field(default_factory=dict)
     _buffers: dict[str, tuple[int, int, tuple[int, int]]] = field(default_factory=dict)
+    #: ``io_in`` of a cycle driven without one: cycle index -> per tile (None: zeros), e.g.
+    #: the array's outputs of a system run replayed on the model
+    io_source: Callable[[int], list[int]] | None = None
 
     def __post_init__(self) -> None:
         self.model = GlbModel(self.p)
@@ -117,6 +121,8 @@ class GlbSession:
 
     # ---- driving ---------------------------------------------------------------------
     def step(self, c: Cycle) -> Outputs:
+        if c.io_in is None and self.io_source is not None:
+            c = dataclasses.replace(c, io_in=self.io_source(len(self.cycles)))
         out = self.model.step(c)
         self.cycles.append(c)
         self.outputs.append(out)
@@ -332,63 +338,89 @@ class GlbSession:
 
 
     # ---- loads and stores at once (the array and the GLB in one RTL run) ---------------
-    def stream(self, loads: Sequence[LoadStream], stores: Sequence[StoreStream], cycles: int,
-               samples: dict[str, np.ndarray] | None = None) -> StreamRun:
+    def begin(self, loads: Sequence[LoadStream], stores: Sequence[StoreStream]) -> StreamRun:
         """Phases 2 and 3 with one ``start``, as the system top runs them (the array's
-        outputs reach ``io_in`` in the cycle they appear): every input image host-written,
-        every load and store DMA programmed, ``start``, ``cycles + 2`` cycles with
-        ``io_in`` from ``samples`` (top port -> the array's output per array cycle; None:
-        zeros, for the input sequence alone), then every output buffer host-read. Array cycle
-        ``c`` is cycle ``start + 2 + c`` of :attr:`cycles`. Raises
-        :class:`SimulationError` as :meth:`load` and :meth:`store`."""
+        outputs reach ``io_in`` in the cycle they appear), up to the ``start``: every input
+        image host-written, the load and store DMAs of the tiles these streams use
+        programmed (the other tiles' DMAs keep running), ``start`` for those tiles only.
+        Array cycle ``c`` is then cycle ``start + 2 + c`` of :attr:`cycles`; run the cycles
+        (:meth:`idle`) and read the outputs back (:meth:`finish`). Buffers are allocated
+        afresh in the tiles used. Raises :class:`SimulationError` as :meth:`load` and
+        :meth:`store`."""
         p = self.p
-        first = len(self.cycles)
-        self._tile_top = {}
         by_ld: dict[int, LoadStream] = {}
         by_st: dict[int, StoreStream] = {}
+        for s in loads:
+            self._claim(by_ld, s, "input", "load")
+        for s in stores:
+            self._claim(by_st, s, "output", "store")
+        used = sorted(set(by_ld) | set(by_st))
+        for t in used:
+            self._tile_top.pop(t, None)
         progs: dict[tuple[int, str], DmaProgram] = {}
         bases: dict[int, int] = {}
-        for s in loads:
-            t = self._claim(by_ld, s, "input", "load")
+        for t, s in sorted(by_ld.items()):
             base = self._alloc(t, s.image.size, f"input stream {s.port}")
             self._host_write(t, base, s.image.ravel())
             pp = s.program
             progs[(t, "ld")] = DmaProgram(PortProgram(pp.extents, AffineMap(
                 pp.address.strides, pp.address.offset + base), pp.schedule))
-        for s in stores:
-            t = self._claim(by_st, s, "output", "store")
+        for t, s in sorted(by_st.items()):
             bases[t] = self._alloc(t, s.shape[0] * s.shape[1], f"output stream {s.port}")
             pp = s.program
             progs[(t, "st")] = DmaProgram(PortProgram(pp.extents, AffineMap(
                 pp.address.strides, pp.address.offset + bases[t]), AffineMap(
                 pp.schedule.strides, pp.schedule.offset + 1)))
-        for t in range(p.tiles):
+        for t in used:
             for d in ("ld", "st"):
                 self._cfg(config_words(p, t, encode(p, t, d, progs.get((t, d)))))
         start = len(self.cycles)
-        self.step(Cycle(start=[1] * p.tiles))
-        got = {s.port: np.zeros(cycles, dtype=np.int64) for s in loads}
-        mask = (1 << p.data_width) - 1
+        self.step(Cycle(start=[int(t in used) for t in range(p.tiles)]))
+        return StreamRun(start, {s.port: np.zeros(0, np.int64) for s in loads}, {}, {},
+                         {s.port: t for t, s in by_st.items()},
+                         {s.port: t for t, s in by_ld.items()},
+                         {s.port: (t, bases[t], s.shape) for t, s in by_st.items()})
+
+    def idle(self, n: int) -> list[Outputs]:
+        """``n`` cycles with no host or config access (``io_in`` from :attr:`io_source`);
+        their outputs."""
+        return [self.step(Cycle()) for _ in range(n)]
+
+    def finish(self, run: StreamRun) -> None:
+        """Read every output buffer of ``run`` (:meth:`begin`) back through the host port
+        into ``run.buffers``, recording in ``run.reads`` the cycle of each read's request
+        (:meth:`read_back`)."""
+        for port, (t, base, shape) in sorted(run.store_bufs.items()):
+            n = shape[0] * shape[1]
+            run.reads[port] = (len(self.cycles), n, shape)
+            run.buffers[port] = self._host_read(t, base, n).reshape(shape)
+
+    def stream(self, loads: Sequence[LoadStream], stores: Sequence[StoreStream], cycles: int,
+               samples: dict[str, np.ndarray] | None = None) -> StreamRun:
+        """:meth:`begin`, ``cycles + 2`` cycles with ``io_in`` from ``samples`` (top port ->
+        the array's output per array cycle; None: :attr:`io_source` or zeros), then
+        :meth:`finish`; ``inputs`` gets each load DMA's word per array cycle."""
+        first = len(self.cycles)
+        run = self.begin(loads, stores)
+        mask = (1 << self.p.data_width) - 1
+        got = {port: np.zeros(cycles, dtype=np.int64) for port in run.load_tiles}
         for g in range(cycles + 2):
-            io = [0] * p.tiles
-            for t, s in by_st.items():
-                v = (samples or {}).get(s.port)
-                if g >= 1 and v is not None and g - 1 < len(v):
-                    io[t] = int(v[g - 1]) & mask
+            io = None
+            if samples is not None:
+                io = [0] * self.p.tiles
+                for port, t in run.store_tiles.items():
+                    v = samples.get(port)
+                    if g >= 1 and v is not None and g - 1 < len(v):
+                        io[t] = int(v[g - 1]) & mask
             out = self.step(Cycle(io_in=io))
             if 1 <= g <= cycles:
-                for t, s in by_ld.items():
+                for port, t in run.load_tiles.items():
                     if out.io_out_valid[t]:
-                        got[s.port][g - 1] = out.io_out[t]
-        reads: dict[str, tuple[int, int, tuple[int, int]]] = {}
-        buffers = {}
-        for t, s in sorted(by_st.items()):
-            n = s.shape[0] * s.shape[1]
-            reads[s.port] = (len(self.cycles), n, s.shape)
-            buffers[s.port] = self._host_read(t, bases[t], n).reshape(s.shape)
+                        got[port][g - 1] = out.io_out[t]
+        run.inputs = got
+        self.finish(run)
         self._phase("stream", first)
-        return StreamRun(start, got, buffers, reads,
-                         {s.port: t for t, s in by_st.items()})
+        return run
 
     def read_back(self, reads: dict[str, tuple[int, int, tuple[int, int]]],
                   rdata: Sequence[int]) -> dict[str, np.ndarray]:
@@ -408,17 +440,21 @@ class GlbSession:
 
 @dataclass
 class StreamRun:
-    """Result of :meth:`GlbSession.stream`: ``start`` (index in :attr:`GlbSession.cycles`
-    of the ``start`` cycle; array cycle ``c`` is index ``start + 2 + c``), ``inputs`` (top
-    port -> the load DMA's word per array cycle), ``buffers`` (top port -> the output buffer
-    the host read), ``reads`` (top port -> (index of its first host-read cycle, words,
-    shape), for :meth:`GlbSession.read_back`), ``store_tiles`` (top port -> GLB tile)."""
+    """A run of :meth:`GlbSession.begin` / :meth:`GlbSession.stream`: ``start`` (index in
+    :attr:`GlbSession.cycles` of the ``start`` cycle; array cycle ``c`` is index ``start +
+    2 + c``), ``inputs`` (top port -> the load DMA's word per array cycle; :meth:`stream`),
+    ``buffers`` (top port -> the output buffer the host read), ``reads`` (top port -> (index
+    of its first host-read cycle, words, shape), for :meth:`GlbSession.read_back`),
+    ``store_tiles`` / ``load_tiles`` (top port -> GLB tile), ``store_bufs`` (top port ->
+    (tile, element base, shape) of its buffer)."""
 
     start: int
     inputs: dict[str, np.ndarray]
     buffers: dict[str, np.ndarray]
     reads: dict[str, tuple[int, int, tuple[int, int]]]
     store_tiles: dict[str, int]
+    load_tiles: dict[str, int] = field(default_factory=dict)
+    store_bufs: dict[str, tuple[int, int, tuple[int, int]]] = field(default_factory=dict)
 
 
 __all__ = ["ConfigResult", "GlbSession", "LoadStream", "StoreStream", "StreamRun"]

@@ -40,7 +40,7 @@ from garnet.glb.confignet import simulate as config_cycles
 from garnet.glb.params import GlbParams
 from garnet.glb.collateral import SYSTEM_INPUTS, store_candidates
 from garnet.glb.model import Cycle
-from garnet.glb.stream import ConfigResult, GlbSession, LoadStream, StoreStream
+from garnet.glb.stream import ConfigResult, GlbSession, LoadStream, StoreStream, StreamRun
 from lake.program import program as port_program
 from mapper import ir
 from mapper.sim.plan import StreamPlan
@@ -339,12 +339,6 @@ class GlbApp:
     ports: dict[str, str]
 
 
-#: ``run(config writes through the shared port, {port: words}, sampled ports, cycles) ->
-#: {port: samples}``
-StateRunner = Callable[[list[tuple[int, int]], dict[str, np.ndarray], list[str], int],
-                       dict[str, np.ndarray]]
-
-
 class GlbArray:
     """Apps in disjoint column ranges sharing one array and one GLB (AHA paper §4.4: "disjoint
     column ranges run different apps and are reconfigured independently"), on one
@@ -372,26 +366,31 @@ class GlbArray:
             self.state[a] = d
         return cfg
 
-    def run_live(self, apps: list[GlbApp], old: GlbApp, new: GlbApp, run_array: StateRunner,
-                 width: int, flush_wait: int) -> LiveRun:
-        """Partial reconfiguration while the rest of the array runs, on an array with column
-        config paths (:func:`column_paths`; AHA paper §4.4), in one simulation:
+    def run_live(self, apps: list[GlbApp], old: GlbApp, new: GlbApp, run_system: SystemRunner,
+                 width: int, flush_wait: int, outputs: Sequence[str]) -> LiveRun:
+        """Partial reconfiguration while the rest of the array runs (AHA paper §4.4), in one
+        run of the system top (the array and its GLB in RTL; ``run_system``, ``outputs``: the
+        system top's outputs), driven only through the GLB's host and control ports and the
+        columns' stall and flush:
 
-        1. every app of ``apps`` is configured through the GLB and the column paths (all
-           columns stalled meanwhile, then flushed) and they start together;
+        1. every app of ``apps`` is configured through the GLB's config streamers and the
+           column paths (every column stalled, then flushed), their images are host-written
+           and their DMAs start together;
         2. when ``old`` (one of ``apps``) has streamed its last cycle, only its columns
-           (those ``old`` or ``new`` configures) are stalled, configured with
-           :func:`reconfiguration` (``new``'s words and the reset value of every register
-           only ``old`` wrote) through their column paths, flushed and restarted, and
-           ``new`` streams there; the other apps keep streaming throughout;
-        3. every app's output is stored through its GLB tile's store DMA and read back.
+           (those ``old`` or ``new`` configures) are stalled; its output is read back; the
+           GLB streams :func:`reconfiguration` (``new``'s words and the reset value of every
+           register only ``old`` wrote) into those columns' paths from the GLB tiles serving
+           them; ``new``'s image is written and those tiles' DMAs start; the columns are
+           flushed and run again; the other apps stream throughout, their GLB tiles
+           untouched;
+        3. every other output is read back when its app is done.
 
-        ``width``: the array's columns; ``flush_wait``: the harness's
-        (:func:`mapper.sim.verilator.flush_wait_of`). The GLB model runs the phases one after
-        the other (GLB tiles are independent, so the array sees the same streams); the array
-        is one run of ``run_array`` (no shared-port writes). Raises :class:`SimulationError`
-        when ``old`` is not among ``apps`` or ``new``'s columns meet another app's, and as
-        :meth:`run` does."""
+        The sequence is built on the GLB model, which, run again with the array's outputs,
+        must read the same buffers as the RTL. ``width``: the array's columns;
+        ``flush_wait``: the harness's (:func:`mapper.sim.verilator.flush_wait_of`). Raises
+        :class:`SimulationError` when ``old`` is not among ``apps``, ``new``'s columns meet
+        another app's, or the RTL's reads differ from the model's, and as
+        :func:`run_through_glb` does."""
         if old not in apps:
             raise SimulationError(f"run_live: the replaced app {old.name} is not running")
         cols = sorted(_columns_of(old.flow.bitstream.pairs()) |
@@ -400,38 +399,92 @@ class GlbArray:
             if a is not old and _columns_of(a.flow.bitstream.pairs()) & set(cols):
                 raise SimulationError(f"run_live: {new.name} on columns {cols} meets "
                                       f"{a.name}'s columns")
-        stages = -(-self.session.height // self.session.p.config_pipeline_rows)
-        first = self.configure([w for a in apps for w in a.flow.bitstream.pairs()])
-        words = reconfiguration(old.flow.bitstream.pairs(), new.flow.bitstream.pairs())
-        second = self.configure(words)
-        probe = ColumnTimeline(0, 0, stages, flush_wait)
-        t0 = probe.length(first.streams)
-        start = {a.name: t0 for a in apps}
-        recon = t0 + old.plan.cycles
-        start[new.name] = recon + probe.length(second.streams)
+        p, height = self.session.p, self.session.height
+        stages = -(-height // p.config_pipeline_rows)
         everyone = [*apps, new]
-        cycles = max(start[a.name] + a.plan.cycles for a in everyone)
-        tl = ColumnTimeline(width, cycles, stages, flush_wait)
-        tl.configure(0, range(width), first.streams)
-        tl.configure(recon, cols, second.streams)
-        inputs = dict(tl.inputs)
-        metas, stores_of = {}, {}
+        streams = {a.name: glb_streams(a.flow, a.images, a.ports) for a in everyone}
+        first = [w for a in apps for w in a.flow.bitstream.pairs()]
+        words = reconfiguration(old.flow.bitstream.pairs(), new.flow.bitstream.pairs())
+
+        def build(session: GlbSession) -> dict[str, Any]:
+            """The GLB's input sequence on ``session``; the marks of the timeline."""
+            marks: dict[str, Any] = {"cfg": [session.configure(first)]}
+            run1 = session.begin([ld for a in apps for ld in streams[a.name][0]],
+                                 [st for a in apps for st in streams[a.name][1]])
+            ends = {a.name: run1.start + 2 + a.plan.cycles + 1 for a in apps}
+            session.idle(ends[old.name] - len(session.cycles))
+            runs = {a.name: _part(run1, streams[a.name][1]) for a in apps}
+            session.finish(runs[old.name])
+            marks["cfg"].append(session.configure(words))
+            marks["recfg"] = len(session.cycles)
+            run2 = session.begin(streams[new.name][0], streams[new.name][1])
+            runs[new.name] = run2
+            ends[new.name] = run2.start + 2 + new.plan.cycles + 1
+            for a in sorted(everyone, key=lambda a: ends[a.name]):
+                if a is not old:
+                    session.idle(max(0, ends[a.name] - len(session.cycles)))
+                    session.finish(runs[a.name])
+            marks.update(run1=run1, run2=run2, runs=runs)
+            return marks
+
+        session = self.session
+        marks = build(session)
+        for cfg, want in zip(marks["cfg"], (first, words), strict=True):
+            if set(cfg.writes) != set(want):
+                raise SimulationError(f"config network: {len(cfg.writes)} writes performed "
+                                      f"for {len(want)} words streamed (they differ)")
+            for a, d in cfg.writes:
+                self.state[a] = d
+        n = len(session.cycles) - 1
+        # system cycle i = model cycle i + 1; a start at model cycle s: array cycle 0 at
+        # system cycle s + 1
+        start = {a.name: marks["run1"].start + 1 for a in apps}
+        start[new.name] = marks["run2"].start + 1
+        recon = start[old.name] + old.plan.cycles
+        tl = ColumnTimeline(width, n, stages, flush_wait)
+        tl.hold(range(width), 0, start[old.name])
+        tl.hold(cols, recon, start[new.name])
+        bundles = [k - 1 for k, o in enumerate(session.outputs) if any(map(any, o.cfg_valid))]
+        late = [b for b in bundles if b < start[new.name]]
+        if late and start[new.name] - 1 - flush_wait < late[-1] + stages:
+            raise SimulationError("run_live: the columns are flushed before their last config "
+                                  "write (a bug of the GLB's input sequence)")
+        stim = system_inputs(p, session.cycles[1:])
+        cand = store_candidates(p, list(outputs))
+        sel_port: dict[int, list[tuple[int, str]]] = {}     # tile -> (from cycle, port)
         for a in everyone:
-            loads, stores_of[a.name], metas[a.name] = glb_streams(a.flow, a.images, a.ports)
-            for port, v in self.session.load(loads, a.plan.cycles).items():
-                s0 = start[a.name]
-                if port not in inputs:
-                    inputs[port] = np.zeros(cycles, np.int64)
-                inputs[port][s0:s0 + a.plan.cycles] = v
-        sampled = sorted({o[1] for a in everyone for o in a.plan.outputs})
-        samples = run_array([], inputs, sampled, cycles)
+            for port, t in marks["runs"][a.name].store_tiles.items():
+                sel_port.setdefault(t, []).append((0 if a in apps else recon, port))
+        for t in range(p.tiles):
+            stim[f"glb_io_sel_{t}"] = np.zeros(n, dtype=np.int64)
+            for c0, port in sorted(sel_port.get(t, [])):
+                stim[f"glb_io_sel_{t}"][c0:] = cand[t].index(port)
+        held = {k: v for k, v in tl.inputs.items() if k.startswith(("stall_X", "flush_X"))}
+        ports = sorted({q for a in everyone for q in marks["runs"][a.name].store_tiles})
+        got = run_system({**stim, **held}, ["glb_host_rdata", *ports], n)
+        rdata = np.concatenate([[0], got["glb_host_rdata"]])
+        # the GLB model, with the array's outputs on io_in, reads the same buffers
+        sel = {t: stim[f"glb_io_sel_{t}"] for t in sel_port}
+
+        def io_of(k: int) -> list[int]:
+            io = [0] * p.tiles
+            if k >= 1:
+                for t, v in sel.items():
+                    io[t] = int(got[cand[t][int(v[k - 1])]][k - 1]) & ((1 << p.data_width) - 1)
+            return io
+        check = GlbSession(p, height, io_source=io_of)
+        again = build(check)
         outs = {}
         for a in everyone:
-            s0 = start[a.name]
-            mine = {p: v[s0:s0 + a.plan.cycles] for p, v in samples.items()}
-            buffers = self.session.store(stores_of[a.name], mine, a.plan.cycles)
-            outs[a.name] = assemble(a.plan, buffers, metas[a.name], a.name)
-        return LiveRun(outs, start, recon, cols, cycles)
+            run = marks["runs"][a.name]
+            rtl = session.read_back(run.reads, rdata)
+            model = again["runs"][a.name].buffers
+            for q in rtl:
+                if not np.array_equal(model[q], rtl[q]):
+                    raise SimulationError(f"run_live: the GLB RTL and its model read "
+                                          f"different buffers for {a.name}'s {q}")
+            outs[a.name] = assemble(a.plan, rtl, streams[a.name][2], a.name)
+        return LiveRun(outs, start, recon, cols, n)
 
 
 @dataclass
@@ -450,6 +503,14 @@ class LiveRun:
 
 def _columns_of(pairs: Sequence[tuple[int, int]]) -> set[int]:
     return {(a >> 8) & 0xFF for a, _d in pairs}
+
+
+def _part(run: StreamRun, stores: Sequence[StoreStream]) -> StreamRun:
+    """The part of ``run`` (:meth:`GlbSession.begin`) of one app's ``stores``."""
+    ports = {s.port for s in stores}
+    return StreamRun(run.start, {}, {}, {},
+                     {q: t for q, t in run.store_tiles.items() if q in ports}, {},
+                     {q: b for q, b in run.store_bufs.items() if q in ports})
 
 
 def reconfiguration(old: list[tuple[int, int]], new: list[tuple[int, int]]
@@ -499,6 +560,6 @@ def glb_note(section: dict[str, Any]) -> str:
             f"{', '.join(map(str, st_))}")
 
 
-__all__ = ["ColumnTimeline", "GlbApp", "GlbArray", "GlbRun", "LiveRun", "StateRunner", "SystemRunner", "assemble",
+__all__ = ["ColumnTimeline", "GlbApp", "GlbArray", "GlbRun", "LiveRun", "SystemRunner", "assemble",
            "column_paths", "design_glb", "glb_note", "glb_section", "glb_streams", "reconfiguration",
            "run_through_glb"]
