@@ -1,18 +1,19 @@
 """harris through the GLB on the 32x16 (issue 37, acceptance 1 and 4; AHA paper §4.4,
-Fig. 12): configs/default_glb.toml, whose array top has a config path per column
-(:class:`canal.rtl.ConfigColumns`). `cgra run harris` configures the array RTL through the
-GLB (host-written image, config streamers, the column paths in Verilator), streams the
-image through a load DMA and the output through a store DMA, bit-exact with numpy and
-Halide; then the host API's Verilator platform runs the same program on a second image.
+Fig. 12): configs/default_glb.toml, run on its system top (the array, with a config path
+per column, and its GLB in one Verilator model). `cgra run harris` drives only the GLB's host
+and control ports: the config streamers write the array's registers over the column paths,
+a load DMA streams the image in and a store DMA the output back, which the host reads;
+bit-exact with numpy and Halide; then the host API's Verilator platform runs the same
+program on a second image.
 
 Figures (``bench/results/glb_harris.csv``): config cycles through the GLB (unicast + row
 multicast) and through a single port (one word per cycle), their ratio (AHA: 20.7x; the
-acceptance asks >= 10x), the array cycles from the first bundle on a column path to the last
-register written (RTL), ``bit_exact`` of `cgra run` and of the host API's image, the 32x16
+acceptance asks >= 10x), the cycles from the first bundle on a column path to the last register
+written (RTL), ``bit_exact`` of `cgra run` and of the host API's image, the 32x16
 model's build seconds (cold on its first run) and the run's seconds. The bench stops with a
 message when an output is not bit-exact or the ratio is under 10.
 
-Run: ``.venv/bin/python bench/bench_glb_harris.py`` (~3 min on 2 cores on a cold model).
+Run: ``.venv/bin/python bench/bench_glb_harris.py`` (~4 min on 2 cores on a cold model).
 """
 from __future__ import annotations
 

@@ -126,73 +126,36 @@ def assemble(plan: StreamPlan, buffers: dict[str, np.ndarray], meta: dict[str, _
 
 
 class ColumnTimeline:
-    """The per-cycle values of the column ports of an array with column config paths
-    (:func:`canal.config.column_ports`) over a run of ``cycles`` cycles on ``columns``
-    array columns: ``inputs`` (top port -> ``cycles`` words). Everything is 0 (no bundle,
-    no flush, running) until :meth:`configure` schedules a configuration.
+    """The per-cycle stall and flush of each column of a system top (``stall_X<xx>``,
+    ``flush_X<xx>`` of :func:`canal.config.column_ports`) over a run of ``cycles`` cycles on
+    ``columns`` array columns: ``inputs`` (top port -> ``cycles`` words), all 0 (running)
+    until :meth:`hold` stalls columns. ``flush_wait``: cycles the flush spine needs after
+    the flush (the harness's, :func:`mapper.sim.verilator.flush_wait_of`)."""
 
-    ``stages``: pipeline stages of a column path (``ceil(rows / config_pipeline_rows)``:
-    the bundle of cycle ``c`` writes row ``y`` at the edge ending cycle ``c + y //
-    config_pipeline_rows``); ``flush_wait``: cycles the flush spine needs after the flush
-    (the harness's, :func:`mapper.sim.verilator.flush_wait_of`)."""
-
-    def __init__(self, columns: int, cycles: int, stages: int, flush_wait: int):
-        self.cycles, self.stages, self.flush_wait = cycles, stages, flush_wait
+    def __init__(self, columns: int, cycles: int, flush_wait: int):
+        self.cycles, self.flush_wait = cycles, flush_wait
         self.inputs: dict[str, np.ndarray] = {}
         for x in range(columns):
-            for port in column_ports(x):
-                self.inputs[port] = np.zeros(cycles, dtype=np.int64)
-
-    def writing(self, streams: dict[int, list[tuple[int, int]]]) -> int:
-        """Cycles from the first bundle of ``streams`` to the last register write (a bundle
-        of the last cycle reaches the last stage ``stages - 1`` cycles later)."""
-        last = max((c for s in streams.values() for c, _w in s), default=-1)
-        return last + self.stages
-
-    def length(self, streams: dict[int, list[tuple[int, int]]]) -> int:
-        """Cycles :meth:`configure` takes for ``streams``: the bundles, the path's stages,
-        the flush and the spine's drain; the columns run again at ``start + length``."""
-        return self.writing(streams) + 1 + self.flush_wait
+            _v, _w, fl, stall = column_ports(x)
+            self.inputs[fl] = np.zeros(cycles, dtype=np.int64)
+            self.inputs[stall] = np.zeros(cycles, dtype=np.int64)
 
     def hold(self, columns: Sequence[int], start: int, restart: int) -> int:
-        """Stall ``columns`` from cycle ``start`` to ``restart`` (exclusive) and flush them
-        ``flush_wait + 1`` cycles before ``restart`` (one cycle, as the harness's flush), so
-        that they run again at ``restart`` as after the harness's configuration. Returns the
-        flush cycle. Raises :class:`SimulationError` when the flush would come before
-        ``start``."""
+        """Stall ``columns`` from cycle ``start`` to ``restart`` (exclusive; config writes go
+        on) and flush them ``flush_wait + 1`` cycles before ``restart`` (one cycle, as the
+        harness's flush), so that they run again at ``restart`` as after the harness's
+        configuration. Returns the flush cycle. Raises :class:`SimulationError` when the
+        flush and its drain do not fit between ``start`` and ``restart`` or ``restart`` is
+        after the run."""
         flush = restart - 1 - self.flush_wait
         if flush < start or restart > self.cycles:
-            raise SimulationError(f"column config paths: cycles {start}..{restart} cannot "
-                                  f"hold a flush and its {self.flush_wait}-cycle drain")
+            raise SimulationError(f"column stall: cycles {start}..{restart} of {self.cycles} "
+                                  f"cannot hold a flush and its {self.flush_wait}-cycle drain")
         for x in columns:
             _v, _w, fl, stall = column_ports(x)
             self.inputs[stall][start:restart] = 1
             self.inputs[fl][flush] = 1
         return flush
-
-    def configure(self, start: int, columns: Sequence[int],
-                  streams: dict[int, list[tuple[int, int]]]) -> int:
-        """From cycle ``start``: stall ``columns``, feed each column its bundles
-        (``streams``: column -> (cycle from ``start``, bundle), :attr:`ConfigResult.streams`),
-        flush the columns once every write is done (one cycle, as the harness's flush) and
-        restart them after the drain. Returns the restart cycle: stream cycle 0 of the app
-        configured there. Raises :class:`SimulationError` for a bundle outside
-        ``columns`` or a timeline too short."""
-        outside = sorted(set(streams) - set(columns))
-        if outside:
-            raise SimulationError(f"column config paths: bundles for column(s) {outside} "
-                                  f"outside the columns reconfigured {list(columns)}")
-        restart = start + self.length(streams)
-        if restart > self.cycles:
-            raise SimulationError(f"column config paths: a configuration from cycle {start} "
-                                  f"ends at cycle {restart}, after the run's {self.cycles}")
-        self.hold(columns, start, restart)
-        for x in columns:
-            valid, word, _fl, _stall = column_ports(x)
-            for c, w in streams.get(x, ()):
-                self.inputs[valid][start + c] = 1
-                self.inputs[word][start + c] = w - (1 << 64) if w >> 63 else w  # int64 bits
-        return restart
 
 
 @dataclass
@@ -223,12 +186,6 @@ class GlbRun:
 #: per cycle}``: one run of the system top's Verilator model (the array and its GLB,
 #: ``SimParams.system``), nothing written through the shared config port
 SystemRunner = Callable[[dict[str, np.ndarray], list[str], int], dict[str, np.ndarray]]
-
-
-def column_paths(ports: Sequence[str]) -> bool:
-    """Whether an array top with these port names has per-column config paths (a design
-    generated with a ``[glb]`` table, :class:`canal.rtl.ConfigColumns`)."""
-    return column_ports(0)[1] in set(ports)
 
 
 def system_inputs(p: GlbParams, cycles: Sequence[Cycle]) -> dict[str, np.ndarray]:
@@ -291,7 +248,7 @@ def run_through_glb(glb: GlbParams, height: int, width: int, flow: FlowResult,
     bundles = [k - 1 for k, o in enumerate(session.outputs) if any(map(any, o.cfg_valid))]
     stages = -(-height // glb.config_pipeline_rows)
     restart = st.start + 1
-    tl = ColumnTimeline(width, n, stages, flush_wait)
+    tl = ColumnTimeline(width, n, flush_wait)
     if bundles and tl.hold(range(width), 0, restart) < bundles[-1] + stages:
         raise SimulationError(f"{app}: the columns are flushed before their last config "
                               f"write (a bug of the GLB's input sequence)")
@@ -303,9 +260,7 @@ def run_through_glb(glb: GlbParams, height: int, width: int, flow: FlowResult,
     for port, t in st.store_tiles.items():
         stim[f"glb_io_sel_{t}"][:] = cand[t].index(port)
     store_ports = sorted(st.store_tiles)
-    # (the columns' bundles come from the GLB inside the system top: only stall and flush)
-    held = {k: v for k, v in tl.inputs.items() if k.startswith(("stall_X", "flush_X"))}
-    got = run_system({**stim, **held}, ["glb_host_rdata", *store_ports], n)
+    got = run_system({**stim, **tl.inputs}, ["glb_host_rdata", *store_ports], n)
     buffers = session.read_back(st.reads, np.concatenate([[0], got["glb_host_rdata"]]))
     # the GLB model with the array's outputs on io_in reads the same buffers
     model = GlbSession(glb, height)
@@ -344,27 +299,13 @@ class GlbArray:
     column ranges run different apps and are reconfigured independently"), on one
     :class:`GlbSession` that lives across configurations.
 
-    :meth:`configure` streams config words through the GLB (each GLB tile streams its own
-    columns' words, all in parallel) and updates :attr:`state`, the array's config registers
-    (address -> data; absent = the reset value 0). :meth:`run_live` runs apps at once on an
-    array with column config paths and reconfigures one app's columns while the others
-    stream."""
+    :meth:`run_live` runs apps at once on the system top and reconfigures one app's columns
+    while the others stream; :attr:`state` holds the array's config registers the GLB wrote
+    (address -> data; absent = the reset value 0)."""
 
     def __init__(self, glb: GlbParams, height: int):
         self.session = GlbSession(glb, height)
         self.state: dict[int, int] = {}
-
-    def configure(self, pairs: list[tuple[int, int]]) -> ConfigResult:
-        """Stream ``pairs`` through the GLB's config network (phase 1 of
-        :mod:`garnet.glb.stream`); the array's registers take the writes. Raises
-        :class:`SimulationError` when the writes performed are not ``pairs``."""
-        cfg = self.session.configure(pairs)
-        if set(cfg.writes) != set(pairs):
-            raise SimulationError(f"config network: {len(cfg.writes)} writes performed for "
-                                  f"{len(pairs)} words streamed (they differ)")
-        for a, d in cfg.writes:
-            self.state[a] = d
-        return cfg
 
     def run_live(self, apps: list[GlbApp], old: GlbApp, new: GlbApp, run_system: SystemRunner,
                  width: int, flush_wait: int, outputs: Sequence[str]) -> LiveRun:
@@ -441,7 +382,7 @@ class GlbArray:
         start = {a.name: marks["run1"].start + 1 for a in apps}
         start[new.name] = marks["run2"].start + 1
         recon = start[old.name] + old.plan.cycles
-        tl = ColumnTimeline(width, n, stages, flush_wait)
+        tl = ColumnTimeline(width, n, flush_wait)
         tl.hold(range(width), 0, start[old.name])
         tl.hold(cols, recon, start[new.name])
         bundles = [k - 1 for k, o in enumerate(session.outputs) if any(map(any, o.cfg_valid))]
@@ -459,9 +400,8 @@ class GlbArray:
             stim[f"glb_io_sel_{t}"] = np.zeros(n, dtype=np.int64)
             for c0, port in sorted(sel_port.get(t, [])):
                 stim[f"glb_io_sel_{t}"][c0:] = cand[t].index(port)
-        held = {k: v for k, v in tl.inputs.items() if k.startswith(("stall_X", "flush_X"))}
         ports = sorted({q for a in everyone for q in marks["runs"][a.name].store_tiles})
-        got = run_system({**stim, **held}, ["glb_host_rdata", *ports], n)
+        got = run_system({**stim, **tl.inputs}, ["glb_host_rdata", *ports], n)
         rdata = np.concatenate([[0], got["glb_host_rdata"]])
         # the GLB model, with the array's outputs on io_in, reads the same buffers
         sel = {t: stim[f"glb_io_sel_{t}"] for t in sel_port}
@@ -561,5 +501,5 @@ def glb_note(section: dict[str, Any]) -> str:
 
 
 __all__ = ["ColumnTimeline", "GlbApp", "GlbArray", "GlbRun", "LiveRun", "SystemRunner", "assemble",
-           "column_paths", "design_glb", "glb_note", "glb_section", "glb_streams", "reconfiguration",
+           "design_glb", "glb_note", "glb_section", "glb_streams", "reconfiguration",
            "run_through_glb"]
