@@ -403,14 +403,16 @@ class GlbArray:
         ports = sorted({q for a in everyone for q in marks["runs"][a.name].store_tiles})
         got = run_system({**stim, **tl.inputs}, ["glb_host_rdata", *ports], n)
         rdata = np.concatenate([[0], got["glb_host_rdata"]])
-        # the GLB model, with the array's outputs on io_in, reads the same buffers
-        sel = {t: stim[f"glb_io_sel_{t}"] for t in sel_port}
+        # the GLB model, with the array's outputs on io_in, reads the same buffers (the
+        # output each store tile takes from the cycle its app starts)
+        segments = {t: sorted(v) for t, v in sel_port.items()}
 
         def io_of(k: int) -> list[int]:
             io = [0] * p.tiles
-            if k >= 1:
-                for t, v in sel.items():
-                    io[t] = int(got[cand[t][int(v[k - 1])]][k - 1]) & ((1 << p.data_width) - 1)
+            for t, seg in segments.items():
+                port = next((q for c0, q in reversed(seg) if c0 <= k - 1), None)
+                if k >= 1 and port is not None:
+                    io[t] = int(got[port][k - 1]) & ((1 << p.data_width) - 1)
             return io
         check = GlbSession(p, height, io_source=io_of)
         again = build(check)

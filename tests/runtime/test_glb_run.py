@@ -22,9 +22,13 @@ from cgra.cli import main
 from garnet.glb.confignet import simulate
 from garnet.glb.params import load_table
 from garnet.glb.sim import run_rtl
+from cgra.errors import SimulationError
+from mapper.apps import build_app
 from mapper.flow import run_app
 from mapper.params import AppParams, RunParams
-from mapper.sim.glb import design_glb
+from mapper.sim.glb import design_glb, run_through_glb
+from mapper.sim.run import io_ports
+from mapper.sim.verilator import SimParams, run_harness
 
 from test_runtime_api import gaussian_numpy, verilator_gaussian
 
@@ -182,3 +186,25 @@ def test_cgra_run_summary_says_glb(small_glb_design, tmp_path):
     doc = json.loads((tmp_path / "pw" / "run_report.json").read_text())
     assert doc["glb"]["config"]["writes"] == doc["glb"]["config"]["single_port_cycles"]
     assert f"single port {doc['glb']['config']['single_port_cycles']})" in line
+
+
+def test_a_glb_rtl_that_disagrees_with_its_model_is_named(glb_gaussian, tmp_path):
+    """The model replayed with the array's outputs must read the RTL's buffers: an array
+    output seen differently by the model (one word flipped) is a one-line SimulationError
+    naming the port and the first element."""
+    run = glb_gaussian
+    h = run.harness
+    params = SimParams(system=True)
+
+    def run_system(inputs, ports, cycles):
+        got = run_harness(h, [], inputs, ports, cycles, tmp_path, params).outputs
+        port = next(q for q in ports if q.startswith("io2glb_16"))
+        got[port] = got[port].copy()
+        got[port][run.glb.prologue + 200] ^= 1            # what the model will see
+        return got
+
+    images = {build_app("gaussian", 64, 64).inputs[0].name: run.image}
+    with pytest.raises(SimulationError, match=r"gaussian: the GLB RTL and its model read "
+                                              r"different output buffers for io2glb_16_X"):
+        run_through_glb(run.glb.params, 8, 8, run.flow, run.plan, images, io_ports(run.flow),
+                        run_system, h.outputs, h.flush_wait, "gaussian")
