@@ -16,22 +16,23 @@ output for output. Phases, in this order on one model:
    other tiles keep their registers, a partial reconfiguration), and the bundles leaving ``cfg_word_<t>_<b>`` are decoded the way the column
    path ``glb_cfg_column`` performs them (a row-mask word, then ``y = 0xFF`` bundles for every
    row of the mask): the array's config writes, each with the cycle it happens in.
-2. :meth:`GlbSession.load`: each input stream's image is host-written into a buffer of the
+2. :meth:`GlbSession.begin`: each input stream's image is host-written into a buffer of the
    GLB tile serving its IO column (``column // columns_per_tile``), its load DMA is programmed
    with the IO tile's stream program as a Lake port program (schedule: the IO program's,
-   access map: the pixel's element address in the buffer), one ``start`` for every tile, and
-   the words on ``io_out_<t>`` are the IO tile's input, one per array cycle.
-3. :meth:`GlbSession.store`: the array's sampled outputs drive ``io_in_<t>``; each store DMA
-   (the IO output program, schedule + 1) writes them into a buffer; the host reads the buffers.
+   access map: the pixel's element address in the buffer), each output's store DMA with the
+   IO output program (schedule + 1) into a buffer, and one ``start`` goes to those tiles
+   only (the others' DMAs keep running, so apps in other columns go on);
+3. :meth:`GlbSession.idle`: the run; the words on ``io_out_<t>`` are the IO tiles' inputs,
+   one per array cycle, the array's outputs reach ``io_in_<t>`` (from :attr:`io_source`,
+   e.g. a system run's sampled outputs);
+4. :meth:`GlbSession.finish`: the host reads each output buffer back.
 
-Cycle alignment (load and store programs share the tile's cycle counter): GLB cycle ``g``
-after ``start`` is array stream cycle ``g - 1`` (cycle 0 = the first cycle with
-``clk_en = 1``, :mod:`mapper.sim.verilator`): a load fired at ``g = s`` shows its word at
-``g = s + 1`` (local latency 1), the array's input at cycle ``s``; the output the array shows
-at cycle ``c`` is on ``io_in`` at ``g = c + 1``, when its store fires. The static schedule has
-no feedback from the array to the GLB, so running the load phase to its end before the store
-phase gives the array the same stream as running them at once (bank read and write ports are
-separate; the model refuses any two requests for one port).
+:meth:`GlbSession.stream` is 2-4 for one app. Cycle alignment (load and store programs share
+the tile's cycle counter): array stream cycle ``c`` (cycle 0 = the first cycle the array
+runs) is model cycle ``start + 2 + c``: the load DMA's word for array cycle ``c`` is on
+``io_out`` then (local load latency 1), and the array's output of cycle ``c`` is on
+``io_in`` in the same cycle, when its store fires (bank read and write ports are separate;
+the model refuses any two requests for one port).
 
 Limits (each a :class:`~cgra.errors.SimulationError` naming the tile and the fix): one load
 and one store DMA per GLB tile, so at most one input and one output IO tile per
@@ -268,75 +269,6 @@ class GlbSession:
         by_tile[t] = s
         return t
 
-    # ---- phase 2: loads ----------------------------------------------------------------
-    def load(self, loads: Sequence[LoadStream], cycles: int) -> dict[str, np.ndarray]:
-        """Phase 2: top port -> the words on its GLB tile's ``io_out`` per array cycle
-        ``0 .. cycles - 1`` (0 where no load fired). Raises :class:`SimulationError` for two
-        input streams on one GLB tile or a buffer that does not fit."""
-        p = self.p
-        first = len(self.cycles)
-        self._tile_top = {}
-        by_tile: dict[int, LoadStream] = {}
-        progs: dict[int, DmaProgram] = {}
-        for s in loads:
-            t = self._claim(by_tile, s, "input", "load")
-            base = self._alloc(t, s.image.size, f"input stream {s.port}")
-            self._host_write(t, base, s.image.ravel())
-            pp = s.program
-            progs[t] = DmaProgram(PortProgram(pp.extents, AffineMap(
-                pp.address.strides, pp.address.offset + base), pp.schedule))
-        for t, prog in sorted(progs.items()):
-            self._cfg(config_words(p, t, encode(p, t, "ld", prog)))
-            self._cfg(config_words(p, t, encode(p, t, "st", None)))
-        self.step(Cycle(start=[1] * p.tiles))
-        got = {s.port: np.zeros(cycles, dtype=np.int64) for s in loads}
-        for g in range(cycles + 1):
-            out = self.step(Cycle())
-            if g == 0:
-                continue
-            for t, s in by_tile.items():
-                if out.io_out_valid[t]:
-                    got[s.port][g - 1] = out.io_out[t]
-        self._phase("load", first)
-        return got
-
-    # ---- phase 3: stores ---------------------------------------------------------------
-    def store(self, stores: Sequence[StoreStream], samples: dict[str, np.ndarray],
-              cycles: int) -> dict[str, np.ndarray]:
-        """Phase 3: ``samples`` (top port -> the array's output per array cycle) go through
-        the store DMAs into GLB buffers; returns top port -> the buffer read back by the
-        host (``shape``). Raises :class:`SimulationError` for two output streams on one GLB
-        tile or a buffer that does not fit."""
-        p = self.p
-        first = len(self.cycles)
-        by_tile: dict[int, StoreStream] = {}
-        bases: dict[int, int] = {}
-        for s in stores:
-            t = self._claim(by_tile, s, "output", "store")
-            bases[t] = self._alloc(t, s.shape[0] * s.shape[1], f"output stream {s.port}")
-            pp = s.program
-            prog = DmaProgram(PortProgram(pp.extents, AffineMap(
-                pp.address.strides, pp.address.offset + bases[t]), AffineMap(
-                pp.schedule.strides, pp.schedule.offset + 1)))
-            self._cfg(config_words(p, t, encode(p, t, "st", prog)))
-        for t in range(p.tiles):
-            self._cfg(config_words(p, t, encode(p, t, "ld", None)))
-        self.step(Cycle(start=[1] * p.tiles))
-        for g in range(cycles + 2):
-            io = [0] * p.tiles
-            for t, s in by_tile.items():
-                v = samples.get(s.port)
-                if g >= 1 and v is not None and g - 1 < len(v):
-                    io[t] = int(v[g - 1]) & ((1 << p.data_width) - 1)
-            self.step(Cycle(io_in=io))
-        out = {}
-        for t, s in sorted(by_tile.items()):
-            n = s.shape[0] * s.shape[1]
-            out[s.port] = self._host_read(t, bases[t], n).reshape(s.shape)
-        self._phase("store", first)
-        return out
-
-
     # ---- loads and stores at once (the array and the GLB in one RTL run) ---------------
     def begin(self, loads: Sequence[LoadStream], stores: Sequence[StoreStream]) -> StreamRun:
         """Phases 2 and 3 with one ``start``, as the system top runs them (the array's
@@ -345,8 +277,8 @@ class GlbSession:
         programmed (the other tiles' DMAs keep running), ``start`` for those tiles only.
         Array cycle ``c`` is then cycle ``start + 2 + c`` of :attr:`cycles`; run the cycles
         (:meth:`idle`) and read the outputs back (:meth:`finish`). Buffers are allocated
-        afresh in the tiles used. Raises :class:`SimulationError` as :meth:`load` and
-        :meth:`store`."""
+        afresh in the tiles used. Raises :class:`SimulationError` for two input (or output)
+        streams on one GLB tile or a buffer that does not fit."""
         p = self.p
         by_ld: dict[int, LoadStream] = {}
         by_st: dict[int, StoreStream] = {}

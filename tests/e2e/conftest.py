@@ -139,12 +139,6 @@ def small_sum_design(design_dir) -> pathlib.Path:
 
 
 @pytest.fixture(scope="session")
-def small_l2_design(design_dir) -> pathlib.Path:
-    """Collateral directory of configs/small_L2.toml (8x8, staggered tracks of 2 tiles)."""
-    return design_dir("small_L2")
-
-
-@pytest.fixture(scope="session")
 def small_l4_design(design_dir) -> pathlib.Path:
     """Collateral directory of configs/small_L4.toml (8x8, staggered tracks of 4 tiles)."""
     return design_dir("small_L4")
