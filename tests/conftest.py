@@ -148,7 +148,7 @@ FILE_SECONDS = {
     "tests/e2e/test_ready_valid.py": 200, "tests/mapper/test_covering.py": 126,
     "tests/e2e/test_e2e.py": 122, "tests/e2e/test_hybrid.py": 120,
     "tests/e2e/test_e2e_d2.py": 110, "tests/garnet/test_timing_measured.py": 96,
-    "tests/rules/test_rules_bf16.py": 80, "tests/dse/test_dse_timing.py": 80,
+    "tests/rules/test_rules_bf16.py": 80,
     "tests/e2e/test_e2e_nlm_bf16.py": 79, "tests/e2e/test_width32.py": 78,
     "tests/e2e/test_power.py": 73, "tests/dse/test_dse_simulate.py": 70,
     "tests/runtime/test_glb_run.py": 70, "tests/dse/test_dse_search.py": 66,

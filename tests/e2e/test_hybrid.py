@@ -2,7 +2,9 @@
 tile (configs/tiny_hybrid.toml, 5x4), the nets the static track cannot hold overflow to the
 dynamic layer and the app still runs bit-exact in Verilator under random stalls; the same
 array without routers reports the track shortage. Also the overflow policy itself
-(mapper.backend.dynamic: lowest activity x fanout first) and the bad inputs."""
+(mapper.backend.dynamic: lowest activity x fanout first) and the bad inputs. (The same run
+with 2 flits per word, model cycles equal to the RTL's, is bench/bench_hybrid_flits.py; the
+RTL of multi-flit words is tests/canal/test_dynamic_array.py.)"""
 from __future__ import annotations
 
 import dataclasses
@@ -124,26 +126,6 @@ def test_overflow_goes_dynamic_and_runs_bit_exact_under_stalls(hybrid, tmp_path)
     bad.write_text("\n".join(flipped) + "\n")
     v = _cgra("verify", hybrid, bad)
     assert v.returncode == 2 and "dynamic net" in v.stderr and "Traceback" not in v.stderr
-
-
-@pytest.fixture(scope="module")
-def narrow_flits(hybrid, tmp_path_factory) -> Path:
-    """configs/tiny_hybrid.toml with 8-bit flits: a 16-bit word crosses as 2 flits."""
-    p = load_toml(ROOT / "configs" / "tiny_hybrid.toml")
-    p = dataclasses.replace(p, name="tiny_hybrid_f8", dynamic={**p.dynamic, "flit_width": 8})
-    out = tmp_path_factory.mktemp("f8") / "tiny_hybrid_f8"
-    generate(p, out, rules=True, rules_dir=ROOT / "build" / "rules", jobs=2)
-    return out
-
-
-def test_two_flit_words_run_bit_exact_and_as_the_model_predicts(narrow_flits, tmp_path):
-    doc = json.loads((narrow_flits / "design.json").read_text())
-    assert doc["flow_control"]["dynamic"]["fabric_name"] == "H-x1-v2-b3-f8-db"
-    r = _cgra("run", *APP, "--design", narrow_flits, "--out", tmp_path / "r")
-    assert r.returncode == 0, r.stderr
-    assert "bit-exactly" in r.stdout and "overflowed to the dynamic layer" in r.stdout
-    hs = json.loads((tmp_path / "r" / "run_report.json").read_text())["handshake"]
-    assert hs["model_cycles"] == hs["cycles"]
 
 
 def test_static_array_reports_the_track_shortage(static_twin, tmp_path):
