@@ -159,7 +159,7 @@ FILE_SECONDS = {
     "tests/dse/test_dse_area_bf16.py": 48, "tests/bad_inputs/test_kill_random.py": 47,
     "tests/e2e/test_e2e_bf16.py": 46, "tests/e2e/test_e2e_pond.py": 45,
     "tests/e2e/test_e2e_sum.py": 45, "tests/e2e/test_width8.py": 43,
-    "tests/e2e/test_default_array_unroll.py": 40, "tests/rules/test_rules_cache.py": 40,
+    "tests/e2e/test_default_array_unroll.py": 160, "tests/rules/test_rules_cache.py": 40,
     "tests/bad_inputs/test_options.py": 39, "tests/peak/test_cgra_pe.py": 39,
     "tests/mapper/test_compute.py": 39, "tests/canal/test_canal_smt_rtl.py": 37,
     "tests/mapper/test_pack_d2.py": 37, "tests/e2e/test_e2e_mem_spec.py": 36,
