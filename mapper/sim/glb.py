@@ -17,8 +17,8 @@ GLB's host and control ports and the columns' stall and flush (:func:`run_throug
 
 The GLB's input sequence is built on its cycle model (:class:`garnet.glb.stream.GlbSession`),
 which, given the array's sampled outputs, must read the same buffers as the RTL. Partial
-reconfiguration while other columns run (:meth:`GlbArray.run_live`) runs on the array top
-with its column paths, fed with the bundles the model's config streamers send.
+reconfiguration while other columns run (:meth:`GlbArray.run_live`) runs on the same system
+top.
 
 Report: ``run_report.json`` ``glb`` (:func:`glb_section`) and the `cgra run` summary line
 ("through the GLB ..."). Errors: :class:`~cgra.errors.CollateralError` for an unreadable
@@ -158,6 +158,24 @@ class ColumnTimeline:
         return flush
 
 
+def _bundle_cycles(session: GlbSession) -> list[int]:
+    """The system run's cycles (the model's cycle - 1) in which a config streamer of
+    ``session`` sends a bundle to a column path."""
+    return [k - 1 for k, o in enumerate(session.outputs) if any(map(any, o.cfg_valid))]
+
+
+def _hold(tl: ColumnTimeline, columns: Sequence[int], start: int, restart: int,
+          bundles: list[int], stages: int, who: str) -> None:
+    """:meth:`ColumnTimeline.hold`, checking that the flush comes after the last register
+    write of the bundles sent before ``restart`` (each lands ``stages - 1`` cycles after its
+    bundle). Raises :class:`SimulationError` otherwise (a bug of the GLB's input sequence)."""
+    flush = tl.hold(columns, start, restart)
+    late = [b for b in bundles if b < restart]
+    if late and flush < late[-1] + stages:
+        raise SimulationError(f"{who}: the columns are flushed before their last config "
+                              f"write (a bug of the GLB's input sequence)")
+
+
 @dataclass
 class GlbRun:
     """A run through the GLB (:func:`run_through_glb`): ``session`` (the GLB model of the
@@ -245,15 +263,11 @@ def run_through_glb(glb: GlbParams, height: int, width: int, flow: FlowResult,
     # the harness's); array cycle 0 is the model's start + 2
     n = len(session.cycles) - 1
     stim = system_inputs(glb, session.cycles[1:])
-    bundles = [k - 1 for k, o in enumerate(session.outputs) if any(map(any, o.cfg_valid))]
+    bundles = _bundle_cycles(session)
     stages = -(-height // glb.config_pipeline_rows)
     restart = st.start + 1
     tl = ColumnTimeline(width, n, flush_wait)
-    if bundles and tl.hold(range(width), 0, restart) < bundles[-1] + stages:
-        raise SimulationError(f"{app}: the columns are flushed before their last config "
-                              f"write (a bug of the GLB's input sequence)")
-    if not bundles:
-        tl.hold(range(width), 0, restart)
+    _hold(tl, range(width), 0, restart, bundles, stages, app)
     cand = store_candidates(glb, list(outputs))
     for t in range(glb.tiles):
         stim[f"glb_io_sel_{t}"] = np.zeros(n, dtype=np.int64)
@@ -383,13 +397,9 @@ class GlbArray:
         start[new.name] = marks["run2"].start + 1
         recon = start[old.name] + old.plan.cycles
         tl = ColumnTimeline(width, n, flush_wait)
-        tl.hold(range(width), 0, start[old.name])
-        tl.hold(cols, recon, start[new.name])
-        bundles = [k - 1 for k, o in enumerate(session.outputs) if any(map(any, o.cfg_valid))]
-        late = [b for b in bundles if b < start[new.name]]
-        if late and start[new.name] - 1 - flush_wait < late[-1] + stages:
-            raise SimulationError("run_live: the columns are flushed before their last config "
-                                  "write (a bug of the GLB's input sequence)")
+        bundles = _bundle_cycles(session)
+        _hold(tl, range(width), 0, start[old.name], bundles, stages, "run_live")
+        _hold(tl, cols, recon, start[new.name], bundles, stages, "run_live")
         stim = system_inputs(p, session.cycles[1:])
         cand = store_candidates(p, list(outputs))
         sel_port: dict[int, list[tuple[int, str]]] = {}     # tile -> (from cycle, port)
