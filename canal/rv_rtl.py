@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Mapping
 
 from cgra.config import encode_fields
-from cgra.core import CoreSpec
+from cgra.core import CoreSpec, shell_ports
 from cgra.errors import ConfigError, SpecError
 
 from canal.config import POWER_GATE_FEATURE, POWER_GATE_FIELD, TileConfig
@@ -503,8 +503,9 @@ class _TileGen:
         mod = self.dep(self.core_mod)
         conn = [".CLK(CLK)", ".RESET(st_reset)", ".clk_en(fire)", ".flush(flush)"]
         routed_in = {p: nm for p, nm, _, _ in self.core_ins}
+        rates = shell_ports(info.ports)
         for p in info.ports:
-            if p.name in info.external:
+            if p.name in info.external and p.name not in rates.values():
                 raise SpecError(f"tile {self.xy}: core {info.core} has external port "
                                 f"{p.name}; a wrapped core must be reached through the "
                                 f"interconnect only (leave it a socket)")
@@ -522,6 +523,9 @@ class _TileGen:
                      f".config_mem_data(config_data[{cm.width - 1}:0])",
                      ".config_mem_write(config_write & cm_sel)",
                      ".config_mem_read(config_read & cm_sel)", ".config_mem_rdata(cm_rdata)"]
+        # rates: a core's emit_<out> / deq_<in> shell port (1 when it has none)
+        em = {p: f"co_{rates[p]}" if p in rates else "1'b1" for p, *_ in self.core_outs}
+        dq = {p: f"co_{rates[p]}" if p in rates else "1'b1" for p, *_ in self.core_ins}
         ins = [f"(~en_{nm} | v_{nm})" for _, nm, _, rv in self.core_ins if rv]
         outs = [(p, nm, used) for p, nm, _, rv, used in self.core_outs if rv]
         any_used = [f"used_{p}" for p, _, _ in outs] + [
@@ -534,15 +538,17 @@ class _TileGen:
         for p, nm, used in outs:
             b += [f"  reg sent_{p};", f"  wire used_{p} = {used};",
                   f"  assign d_{nm} = co_{p};",
-                  f"  assign v_{nm} = in_ok & used_{p} & ~sent_{p};"]
+                  f"  assign v_{nm} = in_ok & used_{p} & {em[p]} & ~sent_{p};"]
         b.append("  wire fire = in_ok" + "".join(
+            f" & (~used_{p} | ~{em[p]} | sent_{p} | r_{nm})" if p in rates else
             f" & (~used_{p} | sent_{p} | r_{nm})" for p, nm, _ in outs) + ";")
         for p, nm, _ in outs:
             b.append(f"  always @(posedge CLK) if (st_reset | fire) sent_{p} <= 1'b0; "
                      f"else if (v_{nm} & r_{nm}) sent_{p} <= 1'b1;")
-        for _, nm, _, rv in self.core_ins:
+        for p, nm, _, rv in self.core_ins:
             if rv:
-                b.append(f"  assign r_{nm} = fire & en_{nm};")
+                b.append(f"  assign r_{nm} = fire & en_{nm}"
+                         + (f" & {dq[p]};" if p in rates else ";"))
         for p, nm, _, rv, _ in self.core_outs:
             if not rv:
                 b.append(f"  assign d_{nm} = co_{p};")
@@ -748,6 +754,13 @@ def rv_array(ic: Interconnect, name: str = "RvArray",
     wrapped core: the core's own registers. Static widths connect the core's ports
     directly. Other tiles keep sockets.
     A wrapped core with no used output (a sink) fires whenever its used inputs are valid.
+    *Rates* (issue 35; :func:`cgra.core.shell_ports`): a core with a 1-bit output
+    ``emit_<out>`` emits ``<out>`` only on the fires where it is 1 (the output is valid, and the fire waits
+    for its ready, only then), and one with ``deq_<in>`` takes the word of ``<in>`` only on
+    the fires where that is 1 (otherwise the word stays at the head of the input's FIFO,
+    the operand of the next fire as well); both are combinational in the core's state and
+    inputs, never in a ready. These ports are external ports of the core (not routed);
+    a core without them emits and takes one word per port per fire.
     The top's ``flush`` input reaches every tile in the same cycle and the wrapped cores'
     ``flush`` (not gated by ``clk_en``), so a MEM's schedule restarts as in :mod:`canal.rtl`;
     the wrapped core's config memory (:class:`cgra.core.ConfigMemory`) is on the config bus.

@@ -83,3 +83,25 @@ class CoreSpec:
 
     def outputs(self) -> list[PortSpec]:
         return [p for p in self.ports if p.direction == "out"]
+
+
+#: prefixes of a core's rate ports (:func:`canal.rv_rtl.rv_array`, "rates")
+RATE_PREFIXES = ("emit_", "deq_")
+
+
+def shell_ports(ports) -> dict[str, str]:
+    """The rate ports of a core with ``ports`` (:class:`cgra.core.PortSpec`): data port name
+    -> its 1-bit shell output, ``emit_<out>`` for an output ``<out>`` and ``deq_<in>`` for an
+    input ``<in>`` (issue 35; :mod:`peak.examples.dataflow_pe`), which the ready-valid
+    tile's handshake wrapper reads (:func:`canal.rv_rtl.rv_array`, "rates"). A port whose
+    name has the prefix but no such partner, or that is not a 1-bit output, is not a rate
+    port."""
+    by = {p.name: p for p in ports}
+    out: dict[str, str] = {}
+    for p in ports:
+        for pre, want in zip(RATE_PREFIXES, ("out", "in"), strict=True):
+            base = p.name[len(pre):]
+            if (p.name.startswith(pre) and p.direction == "out" and p.width == 1
+                    and base in by and by[base].direction == want):
+                out[base] = p.name
+    return out

@@ -493,7 +493,8 @@ def compute_keys(inp: Inputs, rules: bool, config_file: str | None) -> Keys:
     ident = {k: core_identity(c) for k, c in sorted(inp.cores.items())}
     rtl = _sha("rtl", ic, ident, inp.pe_hash, inp.mem_hash, p.flush_interval,
                source_hash("rtl"), *((("config_columns", inp.config_columns),
-                                      source_hash("glb")) if inp.config_columns else ()))
+                                      source_hash("glb")) if inp.config_columns else ()),
+               *((("fifo_tokens", p.fifo_tokens),) if p.fifo_tokens != 1 else ()))
     # a measured model is a function of the RTL (and the rules' instructions)
     fabric = _sha("fabric", ic, ident, inp.pe_hash, inp.mem_hash, source_hash("fabric"),
                   *((rtl, rules) if p.measured_timing else ()))
@@ -779,7 +780,8 @@ def generate_rv_rtl(ic, inp: Inputs, workdir: Path, say: Step = lambda msg: None
             cores[core.name] = core_verilog(core, workdir)
     say("Verilog (ready-valid array)")
     names = {a.format(w=w): b.format(w=w) for w in ic.graphs for a, b in gc.RV_IO_SOCKETS.items()}
-    arr = rv_array(ic, inp.params.name, cores, fifo_tokens=1, socket_names=names)
+    arr = rv_array(ic, inp.params.name, cores, fifo_tokens=inp.params.fifo_tokens,
+                   socket_names=names)
     ports = [{"name": n, "direction": d, "width": w} for n, d, w in arr.ports]
     return RtlOutput(arr.top, [(mod.name, mod.text) for mod in arr.modules], ports,
                      [mod.name for mod in arr.modules], [], {})

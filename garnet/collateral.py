@@ -237,6 +237,8 @@ class DesignInfo:
     system_top: str | None = None
     system_ports: tuple[TopPort, ...] = ()
     system_filelist: str | None = None
+    #: words each enabled ready-valid FIFO site holds after reset (params ``fifo_tokens``)
+    fifo_tokens: int = 1
 
     @property
     def hint(self) -> str:
@@ -274,7 +276,7 @@ class DesignInfo:
                 system.get("top"),
                 tuple(TopPort(str(q["name"]), str(q["direction"]), int(q["width"]))
                       for q in system.get("ports") or ()),
-                system.get("filelist"))
+                system.get("filelist"), int(params.get("fifo_tokens", 1)))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CollateralError(f"{root / 'design.json'}: malformed ({exc!r}); "
                                   f"{regen_hint(root, doc)}") from None

@@ -36,7 +36,7 @@ from typing import Any
 from cgra.hdl import m
 
 from cgra.config import ConfigField, pack_fields
-from cgra.core import CoreSpec, PortSpec
+from cgra.core import CoreSpec, PortSpec, shell_ports
 from cgra.errors import ConfigError, SpecError
 from canal.cores import io_core as canal_io
 from lake.collateral import collateral
@@ -118,7 +118,9 @@ def _pe_core_circuit(spec: type, circuit_name: str) -> Any:
 @functools.lru_cache(maxsize=None)
 def pe_core(spec: type) -> CoreSpec:
     """The PE core of a PEak spec (tag ``p``): ports = the spec's inputs and outputs (bits),
-    one config field ``inst`` (assembler width, reset 0). Module ``PECore_<Spec>_<hash8>``.
+    one config field ``inst`` (assembler width, reset 0). Rate ports (``emit_<out>``,
+    ``deq_<in>``: :func:`cgra.core.shell_ports`) are external (not routed). Module
+    ``PECore_<Spec>_<hash8>``.
     Raises :class:`SpecError` from PEak for a malformed spec."""
     from peak import normal_form, spec_hash, spec_ref  # deferred: loads  only when called
 
@@ -133,10 +135,13 @@ def pe_core(spec: type) -> CoreSpec:
         raise SpecError(f"PE {spec.__name__}: a data port is named 'inst', which clashes with "
                         f"the instruction; rename the port")
     name = f"PECore_{_sanitize(spec.__name__)}_{spec_hash(spec)[:8]}"
+    info = {"timing_class": "pe", "spec": spec_ref(spec), "spec_hash": spec_hash(spec),
+            "inst_width": asm.width}
+    rates = shell_ports(ports)
+    if rates:      # the handshake wrapper reads them; they are not routed
+        info["external"] = tuple(sorted(rates.values()))
     return CoreSpec(name, "p", tuple(ports), (ConfigField("inst", asm.width, 0),),
-                    lambda: _pe_core_circuit(spec, name),
-                    {"timing_class": "pe", "spec": spec_ref(spec),
-                     "spec_hash": spec_hash(spec), "inst_width": asm.width})
+                    lambda: _pe_core_circuit(spec, name), info)
 
 
 def _width(T: Any) -> int:

@@ -54,6 +54,11 @@ TOML keys (all top level; every key is optional and takes the default below)::
     fifo_kind = "skid"              # FIFO of the ready-valid tracks: "skid" (2 entries per
                                     # site, full throughput) | "split" (Cascade's split FIFO:
                                     # 1 entry per site, two sites per FIFO), or a table per width
+    fifo_tokens = 1                 # words an enabled FIFO site holds after reset: 1 = the
+                                    # token of the static register it replaces (a stencil app
+                                    # runs as on the static array), 0 = empty (dataflow
+                                    # programs, whose streams carry only the program's values:
+                                    # mapper.dataflow.array; configs/small_df.toml)
     dynamic = {}                    # the dynamic layer of a hybrid network (canal.dynamic):
                                     # {} = none; a table {vcs = 2, buffers = 3, ids = 16,
                                     # token_bits = 6, width = 16} (every key optional) puts a
@@ -134,6 +139,7 @@ class GarnetParams:
     interconnect: str = ""
     flow_control: str | dict[str, str] = "static"
     fifo_kind: str | dict[str, str] = "skid"
+    fifo_tokens: int = 1
     dynamic: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -444,6 +450,12 @@ def validate(p: GarnetParams, source: str | None = None) -> None:
         raise err("dynamic", f"the dynamic layer's {layer.width}-bit tracks are static; set "
                              f"flow_control = \"ready_valid\" (a hybrid network is "
                              "ready-valid tracks plus routers)")
+    if p.fifo_tokens not in (0, 1):
+        raise err("fifo_tokens", f"{p.fifo_tokens!r}: use 1 (each FIFO site starts with the "
+                                 f"token of the register it replaces) or 0 (empty)")
+    if p.fifo_tokens != 1 and not flow.ready_valid:
+        raise err("fifo_tokens", "only ready-valid tracks have FIFO sites; set flow_control = "
+                                 "\"ready_valid\" or drop the field")
     if p.flush_interval < 0:
         raise err("flush_interval", "use 0 (flush wired directly) or N >= 1 rows per spine "
                                     "register stage")

@@ -730,6 +730,9 @@ class _RunCommand(click.Command):
               type=click.IntRange(1, 4096),
               help="with --duplicate: the unroll each copy is compiled at (the copies are "
                    "--unroll / --copy-unroll)")
+@click.option("--par", "par", default=None, type=click.IntRange(1, 64),
+              help="dataflow programs (dot_product, gemm_tile, ...; `cgra dataflow --list`): "
+                   "the par of the program's parallel loops [default: 1]")
 def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
             size: int | None, width: int | None, height: int | None, unroll: int,
             channels: int | None, block: int | None,
@@ -739,9 +742,30 @@ def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
             quiet_unused: bool, power_aware: float | None, energy: bool,
             stall_in: float | None, stall_out: float | None, stall_seed: int | None,
             model_hierarchy: str, duplicate: bool,
-            sub_array: int | None, copy_unroll: int) -> None:
+            sub_array: int | None, copy_unroll: int, par: int | None) -> None:
     """Map APP (a shipped app or a DNN layer: resnet_layer, resnet_stride2, mobilenet_layer,
-    gemm) onto the design, simulate it on the RTL and compare with both golden models."""
+    gemm) onto the design, simulate it on the RTL and compare with both golden models. A
+    dataflow program (dot_product, gemm_tile, ...) runs on a ready-valid array of dataflow
+    PEs (configs/small_df.toml) and is compared with the sequential interpreter."""
+    from mapper.dataflow.apps import ARRAY_PROGRAMS  # deferred: loads mapper.dataflow only when called
+
+    if app in ARRAY_PROGRAMS:
+        given = {"--unroll": unroll != 1, "--energy": energy, "--power-gate": power_gate,
+                 "--duplicate": duplicate, "--fmax": fmax is not None,
+                 "--absorb": absorb != 0, "--alpha-sweep": alphas is not None,
+                 "--size/--width/--height": any(v is not None for v in (size, width, height)),
+                 "--from": resume_from != "map"}
+        bad = [k for k, v in given.items() if v]
+        if bad:
+            raise ConfigError(f"{', '.join(bad)}: not an option of a dataflow program "
+                              f"({app}); it takes --par, --tensor-seed (its inputs), --seed "
+                              f"(placement) and the --stall-* options")
+        _dataflow_run(app, design, out, par or 1, tensor_seed, seed, stall_in, stall_out,
+                      stall_seed)
+        return
+    if par is not None:
+        raise ConfigError(f"--par: {app} is not a dataflow program (`cgra dataflow --list`); "
+                          f"unroll an image app with --unroll")
     from mapper.params import AppParams, DuplicateParams, FlowParams, RunParams, SimOptions, default_run_dir  # deferred: loads mapper.params only when called
     from mapper.dnn.array import is_layer  # deferred: loads canal.smt, lake.model, mapper.apps, 8 more only when called
     from mapper.flow import run_app  # deferred: loads canal.smt, lake.model, mapper.apps, 10 more only when called
@@ -783,6 +807,45 @@ def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
         _layer_summary(run, t0)
     else:
         _summary(run, t0)
+
+
+def _dataflow_run(app: str, design: Path, out: str | None, par: int, tensor_seed: int,
+                  seed: int, stall_in: float | None, stall_out: float | None,
+                  stall_seed: int | None) -> None:
+    """``cgra run`` of a dataflow program (:func:`mapper.dataflow.array_run.run_program`):
+    the interpreter is checked against numpy first, then the array's result against the
+    interpreter; a one-line summary."""
+    from mapper.dataflow.apps import ARRAY_PROGRAMS, TOLERANCES  # deferred: loads mapper.dataflow only when called
+    from mapper.dataflow.array_run import run_program  # deferred: loads mapper.dataflow and the back end only when called
+    from mapper.dataflow.interp import interpret  # deferred: loads mapper.dataflow only when called
+
+    t0 = time.perf_counter()
+    program, inputs, reference = ARRAY_PROGRAMS[app](par=par, seed=tensor_seed)
+    golden = interpret(program, inputs)
+    tol = TOLERANCES.get("gemm" if app == "gemm_tile" else app, (0.0, 0.0))
+    for name, want in reference(inputs).items():
+        if not np.allclose(golden[name], want, rtol=tol[0], atol=tol[1]):
+            raise SimulationError(f"{app}: the interpreter's {name!r} differs from numpy")
+    coll = load_collateral(design)
+    run_dir = Path(out) if out is not None else Path("build") / "apps" / app
+    p_in = 0.3 if stall_in is None else stall_in
+    p_out = 0.3 if stall_out is None else stall_out
+    s_seed = 1 if stall_seed is None else stall_seed
+    for name, v in (("--stall-in", p_in), ("--stall-out", p_out)):
+        if not 0.0 <= v < 1.0:
+            raise ConfigError(f"{name} {v}: a probability per cycle in [0, 1)")
+    with claim_output_dir(run_dir, "--out"):
+        r = run_program(program, inputs, coll, run_dir, stall_in=p_in, stall_out=p_out,
+                        stall_seed=s_seed, place_seed=seed)
+    rep = r.report
+    units = ", ".join(f"{u}: {n}" for u, n in rep["units"].items())
+    click.echo(f"{app} (par {par}) on design {coll.name}: bit-exact with the sequential "
+               f"interpreter and numpy; {rep['pes']} PEs ({units}), {rep['io']['in']} input "
+               f"and {rep['io']['out']} output IO tiles, {rep['routes']['static']} routes; "
+               f"{r.cycles} cycles in RTL under random stalls (seed {s_seed}, p_in {p_in}, "
+               f"p_out {p_out}: {r.stalls[0]} input stall, {r.stalls[1]} backpressure "
+               f"cycles), token-level simulator {r.sim_cycles}; "
+               f"{time.perf_counter() - t0:.1f} s -> {run_dir}/dataflow_run.json")
 
 
 def _layer_summary(run, t0: float) -> None:

@@ -563,3 +563,10 @@ APPS: dict[str, Callable[..., App]] = {
     "branch": branch,
     "fig2a": fig2a,
 }
+
+#: the programs ``cgra run`` compiles onto a ready-valid array of dataflow PEs
+#: (:mod:`mapper.dataflow.array_run`), by their ``cgra run`` name: the APPS names, with the
+#: GEMM tile as ``gemm_tile`` (``cgra run gemm`` is the DNN layer)
+ARRAY_PROGRAMS: dict[str, Callable[..., App]] = {
+    ("gemm_tile" if k == "gemm" else k): v for k, v in APPS.items()}
+

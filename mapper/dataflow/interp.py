@@ -193,6 +193,9 @@ class _Interpreter:
         self.temps: dict[int, object] = {}       # id(Temp) -> value (current block execution)
         self.block: Block | None = None
         self.stmt_label = ""
+        #: access label -> [(index, ((loop or do-while label, iteration), ...)), ...] in
+        #: program order, when tracing (:func:`interpret_trace`)
+        self.trace: dict[str, list] | None = None
 
     # ---- context for messages
     def _at(self) -> str:
@@ -253,9 +256,12 @@ class _Interpreter:
                                    f"{self._at()}")
             return arr.popleft()
         if isinstance(m, Reg):
-            v = arr[()]
+            idx: tuple[int, ...] = ()
         else:
-            v = arr[self._index(e.label, m, e.index, memo)]
+            idx = self._index(e.label, m, e.index, memo)
+        if self.trace is not None:
+            self.trace.setdefault(e.label, []).append((idx, tuple(map(tuple, self.where))))
+        v = arr[idx]
         return int(v) if m.dtype == "i32" else np.float32(v)
 
     def store(self, s: Store, memo) -> None:
@@ -263,6 +269,8 @@ class _Interpreter:
         idx = () if isinstance(m, (Reg, FIFO)) else self._index(s.label, m, s.index, memo)
         v = cast(self.eval(s.value, memo), m.dtype)
         self.stats.accesses[s.label] = self.stats.accesses.get(s.label, 0) + 1
+        if self.trace is not None:
+            self.trace.setdefault(s.label, []).append((idx, tuple(map(tuple, self.where))))
         arr = self.state[m.name]
         if isinstance(m, FIFO):
             if len(arr) >= m.shape[0]:
@@ -381,6 +389,21 @@ def interpret_stats(program: Program, inputs: Mapping[str, np.ndarray] | None = 
     it = _Interpreter(program, state, max_steps)
     it.run(program.root)
     return final_state(program, state), it.stats
+
+
+def interpret_trace(program: Program, inputs: Mapping[str, np.ndarray] | None = None, *,
+                    max_steps: int = 10_000_000) -> tuple[dict[str, np.ndarray],
+                                                          dict[str, list]]:
+    """:func:`interpret` that also returns every access in program order: access label ->
+    ``[(index, iterations), ...]``, ``index`` the tuple of index values (``()`` for a Reg or
+    a FIFO) and ``iterations`` the ``(label, 0-based iteration)`` of each enclosing loop and
+    do-while, outermost first (the address streams of :mod:`mapper.dataflow.array`).
+    Raises :class:`ProgramError` as :func:`interpret` does."""
+    state = initial_state(program, inputs or {})
+    it = _Interpreter(program, state, max_steps)
+    it.trace = {}
+    it.run(program.root)
+    return final_state(program, state), it.trace
 
 
 def interpret(program: Program, inputs: Mapping[str, np.ndarray] | None = None, *,

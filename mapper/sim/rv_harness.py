@@ -8,6 +8,12 @@ writes, read-back, flush with ``clk_en = 0``, ``flush_wait`` idle edges), one mo
 header line after ``readback``::
 
     stalls <seed> <p_in per mille> <p_out per mille>
+    tokens <n> <count>...
+
+(``tokens 0``: every socket moves ``T`` tokens as below; otherwise one count per driven
+input, then per sampled output, in the order of the ``in`` and ``out`` lines: input ``i``
+presents exactly its count of tokens and then holds ``valid`` at 0, output ``j`` is done
+at its count: a dataflow program's streams, :mod:`mapper.dataflow.array`.)
 
 Stream phase (``clk_en = 1``), cycle by cycle: every driven input socket presents its
 tokens in order -- token ``k`` is row ``k`` of the stimulus for ``k < T`` and 0 beyond
@@ -223,7 +229,21 @@ static uint64_t get_out(int k, int* valid) {{
   if (fscanf(fs, "%63s %llu %ld %ld", word, &seed, &p_in, &p_out) != 4 || strcmp(word, "stalls")) die("stimulus: expected 'stalls <seed> <p_in> <p_out>' (a ready-valid design)", argv[2]);
   rng = seed * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL;
   if (!rng) rng = 1;
+  long ntok = 0;
+  if (fscanf(fs, "%63s %ld", word, &ntok) != 2 || strcmp(word, "tokens")) die("stimulus: expected 'tokens <n> <count>...'", argv[2]);
+  std::vector<long> tok_count(ntok > 0 ? ntok : 0);
+  for (long i = 0; i < ntok; i++)
+    if (fscanf(fs, "%ld", &tok_count[i]) != 1) die("stimulus: short 'tokens' line", argv[2]);
 {port_lines}  size_t ni = in_idx.size(), no = out_idx.size();
+  // per-socket token counts: every socket `cycles` (inputs then present 0s) or the
+  // 'tokens' line's counts (inputs then go invalid)
+  std::vector<long> in_cnt(ni, cycles), out_cnt(no, cycles);
+  int counted = ntok > 0;
+  if (counted) {{
+    if ((size_t)ntok != ni + no) die("stimulus: 'tokens' needs one count per input and output", argv[2]);
+    for (size_t i = 0; i < ni; i++) in_cnt[i] = tok_count[i];
+    for (size_t j = 0; j < no; j++) out_cnt[j] = tok_count[ni + j];
+  }}
   std::vector<unsigned long long> stim(cycles * ni);
   for (long c = 0; c < cycles; c++)
     for (size_t i = 0; i < ni; i++)
@@ -239,16 +259,17 @@ static uint64_t get_out(int k, int* valid) {{
   std::vector<unsigned long long> tokens(cycles * no, 0);
   unsigned long long in_stalls = 0, out_stalls = 0, taken = 0;
   long limit = 64 * cycles + 10000, c = 0;
-  auto done = [&]() {{ for (size_t j = 0; j < no; j++) if (got[j] < cycles) return false; return true; }};
+  auto done = [&]() {{ for (size_t j = 0; j < no; j++) if (got[j] < out_cnt[j]) return false; return true; }};
   for (; !done(); c++) {{
     if (c >= limit) {{
       size_t j = 0;
-      while (got[j] >= cycles) j++;
+      while (got[j] >= out_cnt[j]) j++;
       fprintf(stderr, "harness: deadlock: output %d has %ld of %ld tokens after %ld cycles\\n",
-              out_idx[j], got[j], cycles, c);
+              out_idx[j], got[j], out_cnt[j], c);
       exit(4);
     }}
     for (size_t i = 0; i < ni; i++) {{
+      if (counted && sent[i] >= in_cnt[i]) {{ presenting[i] = 0; set_in(in_idx[i], 0, 0); continue; }}
       if (!presenting[i]) {{
         if ((long)(draw() % 1000) < p_in) in_stalls++;
         else presenting[i] = 1;

@@ -1130,11 +1130,16 @@ def _build(p: SimParams, d: Path, top: str, src: str, ins: list[str], outs: list
 
 def run_harness(h: Harness, bitstream: list[tuple[int, int]], inputs: dict[str, np.ndarray],
                 outputs: list[str], cycles: int, workdir: str | Path,
-                params: SimParams | None = None) -> SimRun:
+                params: SimParams | None = None,
+                tokens: dict[str, int] | None = None) -> SimRun:
     """Configure the array with ``bitstream`` (``[(addr, data)]``, 32-bit each), stream
     ``inputs`` (top input port -> int array of length >= ``cycles``, one word per cycle;
     undriven data inputs stay 0) and sample ``outputs`` (top output ports) for ``cycles``
-    cycles. Files go to ``workdir`` (``sim.bs``, ``sim.stim``, ``sim.out``).
+    cycles. Files go to ``workdir`` (``sim.bs``, ``sim.stim``, ``sim.out``). ``tokens`` (a
+    ready-valid design only): socket -> its token count, for every driven input and sampled
+    output; an input then presents its first ``tokens[n]`` rows and goes invalid, and the
+    run ends when every output has its count (:mod:`mapper.sim.rv_harness`); ``cycles`` is
+    the largest count. Without it every socket moves ``cycles`` tokens.
 
     Raises :class:`SimulationError` for an unknown port, a value that does not fit its port,
     a harness failure or timeout."""
@@ -1171,6 +1176,11 @@ def run_harness(h: Harness, bitstream: list[tuple[int, int]], inputs: dict[str, 
         if h.handshake:
             f.write(f"stalls {p.stall_seed} {round(p.stall_in * 1000)} "
                     f"{round(p.stall_out * 1000)}\n")
+            counts = [] if tokens is None else [int(tokens[n]) for n in (*ins, *outputs)]
+            f.write(" ".join(["tokens", str(len(counts)), *map(str, counts)]) + "\n")
+        elif tokens is not None:
+            raise SimulationError(f"top module {h.top} is not a ready-valid design; token "
+                                  f"counts apply to handshake sockets only")
         f.write("in " + " ".join(str(idx_in[n]) for n in ins) + "\n")
         f.write("out " + " ".join(str(idx_out[n]) for n in outputs) + "\ndata\n")
         if cols:

@@ -1,0 +1,584 @@
+"""Dataflow programs on the generated array (issue 35, items 2 and 3): a program of the
+dataflow DSL (:mod:`mapper.dataflow.program`) compiled onto the dataflow PEs
+(:mod:`peak.examples.dataflow_pe`) of a ready-valid array, placed and routed by the
+back end, run in Verilator under random IO stalls and compared with the sequential
+interpreter.
+
+**What runs on the array.** Each hyperblock (SARA's compute VCU, one per
+:class:`~mapper.dataflow.program.Block`; Zhang et al., ISCA 2021, §III-A1) becomes a group
+of PEs, one per operator of its statements; every PE of the group holds the unit's counter
+chain (one level per enclosing loop, innermost first: ``(start, step, stop)`` of the loop;
+SARA §III-A: "a VCU holds one counter per enclosing loop") and fires once per iteration.
+Streams between PEs are the values of the program: a value produced once per iteration of
+loops ``P`` and read inside the deeper loops ``C`` stays at the head of the reader's input
+FIFO and is dequeued at level ``len(C) - len(P)`` (the thesis's dequeue window, §4.0.1),
+the ``deq_<in>`` rate of the PE. A **Reg** is not a memory on the array: a read gets the
+stream of the last write before it in program order (the token order CMMC would enforce,
+SARA §III-A3, is the stream's order), or the Reg's ``init``.
+
+**Reductions.** ``r = r (+|min|max) x`` inside loops deeper than the value ``r`` had
+before them (``Program.reduce``, an accumulator SARA promotes into its VCU) is a PE with
+the reduction register: ``red`` over the window of those loops, emitting once per window
+(``red_level = emit_level``); the value before the loops is combined after it (one more PE
+unless it is the constant 0 of an ``add``). With ``par`` lanes on the innermost loop every
+lane reduces its share (its counter starts at ``start + lane * step`` with stride ``step *
+par``) and a tree of PEs combines the lanes, which is exact for the integer ``add``
+(wrapping), ``min`` and ``max`` (associative and commutative).
+
+**DRAM.** The host is the DRAM interface: a read site becomes an input IO tile whose stream
+is the site's words in program order (per lane for a ``par`` loop), served from the input
+arrays at the addresses the program reads (SARA's request VCU computes them on chip; here
+the host does, from the interpreter's access trace, :func:`mapper.dataflow.interp.
+interpret_trace`); a write site becomes an output IO tile whose tokens the host writes at
+the site's addresses in program order. A DRAM both read and written is refused.
+
+**Operators** (i32, all signed): add, sub, mul, and, or, xor, shl, shr, min, max, neg, not,
+abs, the comparisons (a PE's ``res_p``, 1 bit), select (``Sel`` on ``p``); constant operands
+fold into the PE (``CONST``), loop indices read its counter (``INDEX``); an expression of
+constants only is folded on the host.
+
+**Refused, one line each** (:class:`~cgra.errors.MappingError`, naming the construct, its
+access or controller label and what maps instead): SRAM / FIFO memories (memory units on
+MEM tiles are not mapped yet), branches and do-whiles, loop bounds that are not constants,
+``par`` on a loop that is not innermost, more than the PE's counter levels of nesting, a
+float program, an operator the PE lacks (div, mod), a value read at a rate it is not
+produced at (a Reg written inside a loop and read after it without a reduction), and a
+program whose PEs or IO tiles outnumber the array's (naming the resource and the
+shortfall).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from cgra.errors import MappingError
+from mapper.dataflow.interp import interpret_trace
+from mapper.dataflow.lower import lower
+from mapper.dataflow.program import (
+    DRAM,
+    Block,
+    Branch,
+    Const,
+    Controller,
+    DoWhile,
+    Expr,
+    Index,
+    Let,
+    Load,
+    Loop,
+    Op,
+    Program,
+    Reg,
+    Sequential,
+    Store,
+    Temp,
+    apply_op,
+    walk,
+)
+from mapper.netlist import Netlist
+from peak.assembler import assembler
+
+#: program operator -> DataflowPE op (binary, operands in program order)
+PE_OPS = {"add": "Add", "sub": "Sub", "mul": "Mul", "and": "And", "or": "Or", "xor": "Xor",
+          "shl": "Shl", "shr": "Shr", "min": "Min", "max": "Max"}
+#: program comparison -> DataflowPE ``cond`` (the result on ``res_p``)
+CMP_OPS = {"lt": "LT", "le": "LE", "gt": "GT", "ge": "GE", "eq": "EQ", "ne": "NE"}
+#: reduction operator -> DataflowPE ``red``
+RED_OPS = {"add": "ADD", "min": "MIN", "max": "MAX"}
+
+
+@dataclass(frozen=True)
+class Val:
+    """A value of the compiled program: ``kind`` ``net`` (PE ``inst`` output ``port``,
+    ``width`` 32 or 1 bits), ``const`` (``value``) or ``index`` (the counter of ``loop``);
+    ``rate``: the loops (outer to inner, by identity) once per iteration of which a ``net``
+    carries a token (for a constant or index written to a Reg: the loops of that write)."""
+    kind: str
+    inst: str = ""
+    port: str = ""
+    value: int = 0
+    loop: Loop | None = None
+    rate: tuple = ()
+    width: int = 32
+
+
+@dataclass
+class PE:
+    """One dataflow PE of the compiled program: its unit (hyperblock label), chain
+    ``[(loop, lane or None), ...]`` outer to inner, instruction fields and operands
+    (port -> :class:`Val`)."""
+    name: str
+    unit: str
+    chain: list
+    op: str = "PassA"
+    cond: str = "P"
+    red: str = "NONE"
+    levels: dict[str, int] = field(default_factory=dict)
+    operands: dict[str, Val] = field(default_factory=dict)
+
+
+@dataclass
+class ArrayProgram:
+    """A program compiled for the array: ``netlist`` (PEs with ``config['inst']``, the
+    encoded instruction; ``io_in`` / ``io_out`` IO tiles), ``inputs``: input IO -> its words
+    (int64, the 32-bit two's-complement patterns), ``outputs``: output IO -> (DRAM name,
+    addresses in order), ``units``: hyperblock -> its PEs, ``pes``: the PE records,
+    ``golden``: the interpreter's final memories, ``initial``: the DRAMs before the run."""
+    name: str
+    netlist: Netlist
+    inputs: dict[str, np.ndarray]
+    outputs: dict[str, tuple[str, list[tuple[int, ...]]]]
+    units: dict[str, list[str]]
+    pes: dict[str, PE]
+    golden: dict[str, np.ndarray]
+    initial: dict[str, np.ndarray]
+
+    def counts(self) -> dict[str, int]:
+        """Output IO -> the tokens it must deliver."""
+        return {k: len(v[1]) for k, v in self.outputs.items()}
+
+    def scatter(self, tokens: dict[str, Sequence[int]]) -> dict[str, np.ndarray]:
+        """The written DRAMs after the run: the initial contents with each output IO's
+        ``tokens`` (32-bit patterns) written at its addresses in order."""
+        out: dict[str, np.ndarray] = {}
+        for inst, (dram, addrs) in sorted(self.outputs.items()):
+            arr = out.setdefault(dram, self.initial[dram].copy())
+            for a, t in zip(addrs, tokens[inst], strict=True):
+                arr[a] = np.int64(int(t) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+        return out
+
+
+def _lane_chain(chain: list) -> list[tuple[int, int, int]]:
+    """Counter levels, innermost first, of a chain ``[(loop, lane), ...]``."""
+    levels = []
+    for lp, lane in reversed(chain):
+        start, stop, step = (int(e.value) for e in (lp.start, lp.stop, lp.step))
+        if lane is not None:
+            start, step = start + lane * step, step * lp.par
+        levels.append((start, step, stop))
+    return levels
+
+
+class _Compiler:
+    def __init__(self, program: Program, inputs: dict[str, np.ndarray], pe_spec: type,
+                 trace: dict[str, list]):
+        self.p = program
+        self.spec = pe_spec
+        self.levels = pe_spec.levels
+        self.inputs = inputs
+        self.trace = trace
+        self.pes: dict[str, PE] = {}
+        self.units: dict[str, list[str]] = {}
+        self.io_in: dict[str, np.ndarray] = {}
+        self.io_out: dict[str, tuple[str, list]] = {}
+        self.regs: dict[int, Any] = {}           # id(Reg) -> Val or a pending reduction
+        self.temps: dict[tuple[int, Any], Val] = {}
+        self.unit = ""
+        self.read_drams: set[str] = set()
+        self.written_drams: set[str] = set()
+        #: (instance, output port) -> its sinks [(instance, input port), ...]
+        self.sinks: dict[tuple[str, str], list[tuple[str, str]]] = {}
+
+    # ---------------------------------------------------------------- helpers
+    def refuse(self, what: str) -> MappingError:
+        return MappingError(f"dataflow program {self.p.name!r} on the array: {what}")
+
+    def new_pe(self, chain: list, **kw) -> PE:
+        name = f"pe_{self.unit}_{len(self.pes)}"
+        pe = PE(name, self.unit, list(chain), **kw)
+        self.pes[name] = pe
+        self.units.setdefault(self.unit, []).append(name)
+        return pe
+
+    def operand(self, pe: PE, port: str, v: Val) -> None:
+        """Connect ``v`` to ``port`` (a / b / p) of ``pe``: a net (with its dequeue level), a
+        constant or a counter index."""
+        chain_loops = [lp for lp, _ in pe.chain]
+        if v.kind == "net":
+            n = len(v.rate)
+            if [id(x) for x in chain_loops[:n]] != [id(x) for x in v.rate]:
+                raise self.refuse(
+                    f"unit {pe.unit}: a value produced once per iteration of "
+                    f"{[x.label for x in v.rate] or 'the program'} is read inside "
+                    f"{[x.label for x in chain_loops] or 'no loop'} (a Reg written inside a "
+                    f"loop and read after it needs a reduction, r = r + x)")
+            if port in ("a", "b") and v.width == 1:
+                v = self.widen(v, pe.chain)
+            pe.operands[port] = v
+            pe.levels[f"deq_{port}_level"] = len(chain_loops) - n
+        elif v.kind == "const":
+            if port == "p":
+                raise AssertionError("a constant predicate is folded before")
+            pe.operands[port] = v
+        else:
+            ids = [id(x) for x in chain_loops]
+            if id(v.loop) not in ids:
+                raise self.refuse(f"unit {pe.unit}: index of loop {v.loop.label} read "
+                                  f"outside it")
+            pe.operands[port] = v
+            pe.levels[f"{port}_level"] = len(ids) - 1 - ids.index(id(v.loop))
+
+    def out_of(self, pe: PE, port: str = "res", width: int = 32) -> Val:
+        return Val("net", pe.name, port, rate=tuple(lp for lp, _ in pe.chain), width=width)
+
+    def widen(self, v: Val, chain: list) -> Val:
+        """A 1-bit predicate as a 32-bit 0 / 1 word (a ``Sel`` PE)."""
+        pe = self.new_pe(chain, op="Sel")
+        self.operand(pe, "a", Val("const", value=1))
+        self.operand(pe, "b", Val("const", value=0))
+        self.operand(pe, "p", v)
+        return self.out_of(pe)
+
+    def predicate(self, v: Val, chain: list) -> Val:
+        """A 32-bit value as a 1-bit predicate (``v != 0``)."""
+        if v.kind == "net" and v.width == 1:
+            return v
+        pe = self.new_pe(chain, cond="NE")
+        self.operand(pe, "a", v)
+        self.operand(pe, "b", Val("const", value=0))
+        return self.out_of(pe, "res_p", 1)
+
+    def materialise(self, v: Val, chain: list) -> Val:
+        """``v`` as a net at the rate of ``chain`` (a PassA PE for a constant, an index or a
+        net of an outer rate)."""
+        loops = tuple(lp for lp, _ in chain)
+        if v.kind == "net" and len(v.rate) == len(loops) and v.width == 32:
+            return v
+        pe = self.new_pe(chain, op="PassA")
+        self.operand(pe, "a", v)
+        return self.out_of(pe)
+
+    # ---------------------------------------------------------------- expressions
+    def expr(self, e: Expr, chain: list, memo: dict[int, Val]) -> Val:
+        if id(e) in memo:
+            return memo[id(e)]
+        v = self._expr(e, chain, memo)
+        memo[id(e)] = v
+        return v
+
+    def _expr(self, e: Expr, chain: list, memo: dict[int, Val]) -> Val:
+        if e.dtype != "i32":
+            raise self.refuse(f"unit {self.unit}: {e.dtype} values (the dataflow PE is an "
+                              f"integer datapath)")
+        if isinstance(e, Const):
+            return Val("const", value=int(e.value))
+        if isinstance(e, Index):
+            return Val("index", loop=e.loop)
+        if isinstance(e, Temp):
+            lane = next((ln for _, ln in chain if ln is not None), None)
+            try:
+                return self.temps[(id(e), lane)]
+            except KeyError:
+                raise self.refuse(f"unit {self.unit}: temporary {e.name!r} read before it "
+                                  f"is defined") from None
+        if isinstance(e, Load):
+            return self.load(e, chain)
+        if not isinstance(e, Op):
+            raise self.refuse(f"unit {self.unit}: expression {type(e).__name__}")
+        args = [self.expr(a, chain, memo) for a in e.args]
+        if all(a.kind == "const" for a in args):
+            return Val("const", value=int(apply_op(e.op, [a.value for a in args], "i32")))
+        if e.op in PE_OPS:
+            pe = self.new_pe(chain, op=PE_OPS[e.op])
+            self.operand(pe, "a", args[0])
+            self.operand(pe, "b", args[1])
+            return self.out_of(pe)
+        if e.op in CMP_OPS:
+            pe = self.new_pe(chain, cond=CMP_OPS[e.op])
+            self.operand(pe, "a", args[0])
+            self.operand(pe, "b", args[1])
+            return self.out_of(pe, "res_p", 1)
+        if e.op == "select":
+            c, a, b = args
+            if c.kind == "const":
+                return a if c.value else b
+            pe = self.new_pe(chain, op="Sel")
+            self.operand(pe, "a", a)
+            self.operand(pe, "b", b)
+            self.operand(pe, "p", self.predicate(c, chain))
+            return self.out_of(pe)
+        if e.op in ("neg", "not"):
+            pe = self.new_pe(chain, op="Sub" if e.op == "neg" else "Xor")
+            if e.op == "neg":
+                self.operand(pe, "a", Val("const", value=0))
+                self.operand(pe, "b", args[0])
+            else:
+                self.operand(pe, "a", args[0])
+                self.operand(pe, "b", Val("const", value=-1))
+            return self.out_of(pe)
+        if e.op == "abs":
+            neg = self.new_pe(chain, op="Sub")
+            self.operand(neg, "a", Val("const", value=0))
+            self.operand(neg, "b", args[0])
+            pe = self.new_pe(chain, op="Max")
+            self.operand(pe, "a", args[0])
+            self.operand(pe, "b", self.out_of(neg))
+            return self.out_of(pe)
+        raise self.refuse(f"unit {self.unit}: operator {e.op!r} has no dataflow PE op "
+                          f"(the PE runs {sorted(PE_OPS)}, comparisons, select, neg, not, abs)")
+
+    def lane_of(self, chain: list) -> tuple[str, int, int] | None:
+        for lp, lane in chain:
+            if lane is not None:
+                return lp.label, lane, lp.par
+        return None
+
+    def load(self, e: Load, chain: list) -> Val:
+        m = e.mem
+        if isinstance(m, Reg):
+            cur = self.regs.get(id(m))
+            if cur is None:
+                return Val("const", value=int(m.init))
+            if isinstance(cur, _Pending):
+                cur = self.close_reduction(m, cur, chain)
+            return cur
+        if not isinstance(m, DRAM):
+            raise self.refuse(f"{e.label}: {m.kind} {m.name!r} (memory units on MEM tiles are "
+                              f"not mapped yet; the array runs programs over DRAM and Regs)")
+        if m.name in self.written_drams:
+            raise self.refuse(f"{e.label}: DRAM {m.name!r} is read and written (the host "
+                              f"serves reads from the inputs)")
+        self.read_drams.add(m.name)
+        lane = self.lane_of(chain)
+        name = f"io_in_{e.label}" + (f"_l{lane[1]}" if lane else "")
+        if name not in self.io_in:
+            src = self.inputs[m.name]
+            words = [int(src[idx]) & 0xFFFFFFFF for idx, where in self.trace.get(e.label, [])
+                     if lane is None or dict(where)[lane[0]] % lane[2] == lane[1]]
+            self.io_in[name] = np.array(words, dtype=np.int64)
+        return Val("net", name, "out", rate=tuple(lp for lp, _ in chain))
+
+    # ---------------------------------------------------------------- statements
+    def store(self, s: Store, chain: list, memo: dict[int, Val]) -> None:
+        m = s.mem
+        if isinstance(m, Reg):
+            red = self.reduction(s, chain)
+            if red is not None:
+                op, x = red
+                self.reduce(m, op, self.expr(x, chain, memo), chain)
+                return
+            if self.lane_of(chain) is not None:
+                raise self.refuse(f"{s.label}: Reg {m.name!r} written in each lane of a par "
+                                  f"loop without a reduction (r = r + x)")
+            v = self.expr(s.value, chain, memo)
+            if v.kind != "net":      # a constant or an index: written once per iteration here
+                v = Val(v.kind, value=v.value, loop=v.loop,
+                        rate=tuple(lp for lp, _ in chain))
+            self.regs[id(m)] = v
+            return
+        if not isinstance(m, DRAM):
+            raise self.refuse(f"{s.label}: {m.kind} {m.name!r} (memory units on MEM tiles are "
+                              f"not mapped yet; the array runs programs over DRAM and Regs)")
+        if m.name in self.read_drams:
+            raise self.refuse(f"{s.label}: DRAM {m.name!r} is read and written (the host "
+                              f"serves reads from the inputs)")
+        self.written_drams.add(m.name)
+        v = self.materialise(self.expr(s.value, chain, memo), chain)
+        lane = self.lane_of(chain)
+        name = f"io_out_{s.label}" + (f"_l{lane[1]}" if lane else "")
+        addrs = [idx for idx, where in self.trace.get(s.label, [])
+                 if lane is None or dict(where)[lane[0]] % lane[2] == lane[1]]
+        self.io_out[name] = (m.name, addrs)
+        self.sinks.setdefault((v.inst, v.port), []).append((name, "in"))
+
+    def reduction(self, s: Store, chain: list) -> tuple[str, Expr] | None:
+        """``(op, x)`` when ``s`` is ``r = r op x`` (op in :data:`RED_OPS`) inside loops the
+        current value of ``r`` is not produced in."""
+        m, e = s.mem, s.value
+        if not (isinstance(e, Op) and e.op in RED_OPS and len(e.args) == 2):
+            return None
+        mine = [isinstance(a, Load) and a.mem is m for a in e.args]
+        if sum(mine) != 1:
+            return None
+        x = e.args[mine.index(False)]
+        if any(isinstance(y, Load) and y.mem is m for y in walk(x)):
+            return None
+        cur = self.regs.get(id(m))
+        if isinstance(cur, _Pending):
+            lane = self.lane_of(chain)
+            if not (cur.par_loop is not None and lane is not None and
+                    cur.par_loop.label == lane[0] and RED_OPS.get(e.op) == RED_OPS[cur.op]):
+                raise self.refuse(f"{s.label}: a second reduction into Reg {m.name!r} before "
+                                  f"its value is read")
+            cur = cur.init
+        rate = cur.rate if isinstance(cur, Val) else ()
+        if len(rate) >= len(chain):
+            return None
+        return e.op, x
+
+    def reduce(self, m: Reg, op: str, x: Val, chain: list) -> None:
+        cur = self.regs.get(id(m))
+        pend = cur if isinstance(cur, _Pending) else None    # another lane of a par loop
+        if pend is not None:
+            cur = pend.init
+        init = cur if cur is not None else Val("const", value=int(m.init))
+        outer = len(init.rate)
+        window = len(chain) - outer
+        if x.kind == "net" and x.inst in self.pes and x.port == "res" and \
+                self.pes[x.inst].red == "NONE" and (x.inst, x.port) not in self.sinks and \
+                len(self.pes[x.inst].chain) == len(chain):
+            pe = self.pes[x.inst]                    # the last op of x reduces in place
+        else:
+            pe = self.new_pe(chain, op="PassA")
+            self.operand(pe, "a", x)
+        pe.red = RED_OPS[op]
+        pe.levels["red_level"] = pe.levels["emit_level"] = window
+        if pend is not None:
+            pend.parts.append(self.out_of(pe))
+            return
+        lane = self.lane_of(chain)
+        par_loop = next((lp for lp, ln in chain if ln is not None), None) if lane else None
+        self.regs[id(m)] = _Pending(op, init, chain[:outer], [self.out_of(pe)], self.unit,
+                                    par_loop)
+
+    def close_reduction(self, m: Reg, pend: "_Pending", chain: list) -> Val:
+        """The value of accumulator ``m`` after its loops: the lanes' partial results
+        combined (a tree of PEs) and then with the value before the loops."""
+        unit, self.unit = self.unit, pend.unit
+        parts = [Val("net", p.inst, p.port, rate=tuple(lp for lp, _ in pend.chain))
+                 for p in pend.parts]
+        op = PE_OPS[pend.op]
+        while len(parts) > 1:
+            nxt = []
+            for a, b in zip(parts[::2], parts[1::2], strict=False):
+                pe = self.new_pe(pend.chain, op=op)
+                self.operand(pe, "a", a)
+                self.operand(pe, "b", b)
+                nxt.append(self.out_of(pe))
+            if len(parts) % 2:
+                nxt.append(parts[-1])
+            parts = nxt
+        res = parts[0]
+        if not (pend.init.kind == "const" and pend.init.value == 0 and pend.op == "add"):
+            pe = self.new_pe(pend.chain, op=op)
+            self.operand(pe, "a", pend.init)
+            self.operand(pe, "b", res)
+            res = self.out_of(pe)
+        self.unit = unit
+        self.regs[id(m)] = res
+        return res
+
+    # ---------------------------------------------------------------- controllers
+    def run(self, c: Controller, chain: list) -> None:
+        if isinstance(c, Block):
+            self.block(c, chain)
+        elif isinstance(c, Loop):
+            self.loop(c, chain)
+        elif isinstance(c, Branch | DoWhile):
+            kind = "branch" if isinstance(c, Branch) else "do-while"
+            raise self.refuse(f"{kind} {c.label} (control VCUs are not mapped yet; the array "
+                              f"runs loops of blocks)")
+        elif isinstance(c, Sequential):
+            for ch in c.children():
+                self.run(ch, chain)
+        else:
+            raise self.refuse(f"controller {type(c).__name__} {c.label}")
+
+    def loop(self, lp: Loop, chain: list) -> None:
+        if not all(isinstance(e, Const) for e in (lp.start, lp.stop, lp.step)):
+            raise self.refuse(f"loop {lp.label}: bounds that are not constants (a control VCU "
+                              f"computes them; not mapped yet)")
+        if len(chain) + 1 > self.levels:
+            raise self.refuse(f"loop {lp.label}: {len(chain) + 1} nested loops; the PE's "
+                              f"counter chain has {self.levels} levels")
+        start, stop, step = (int(e.value) for e in (lp.start, lp.stop, lp.step))
+        if step < 1 or stop <= start or stop >= 1 << self.spec.Chain._control_["width"]:
+            raise self.refuse(f"loop {lp.label}: range({start}, {stop}, {step}) does not fit "
+                              f"the PE's counters (1 <= step, start < stop < "
+                              f"{1 << self.spec.Chain._control_['width']})")
+        if lp.par > 1:
+            if any(isinstance(x, Loop) for x in _descendants(lp)):
+                raise self.refuse(f"loop {lp.label}: par {lp.par} on a loop that is not "
+                                  f"innermost (the array vectorises the innermost loop only)")
+            for lane in range(lp.par):
+                for ch in lp.body:
+                    self.run(ch, chain + [(lp, lane)])
+            for v in self.regs.values():        # the lanes' partial results are all there
+                if isinstance(v, _Pending) and v.par_loop is lp:
+                    v.par_loop = None
+            return
+        for ch in lp.body:
+            self.run(ch, chain + [(lp, None)])
+
+    def block(self, b: Block, chain: list) -> None:
+        self.unit = b.label
+        lane = next((ln for _, ln in chain if ln is not None), None)
+        memo: dict[int, Val] = {}
+        for st in b.statements:
+            if isinstance(st, Let):
+                self.temps[(id(st.temp), lane)] = self.expr(st.value, chain, memo)
+            else:
+                self.store(st, chain, memo)
+
+
+
+@dataclass
+class _Pending:
+    """A reduction whose value is not read yet: ``op``, the value before the loops
+    (``init``), the chain outside the window, the partial results (``parts``, one per
+    lane), the unit it belongs to and, while the lanes of a par loop are being compiled,
+    that loop (``par_loop``)."""
+    op: str
+    init: Val
+    chain: list
+    parts: list
+    unit: str
+    par_loop: Loop | None = None
+
+
+def _descendants(c: Controller):
+    for ch in c.children():
+        yield ch
+        yield from _descendants(ch)
+
+
+def compile_program(program: Program, inputs: dict[str, np.ndarray], pe_spec: type,
+                    width: int = 32) -> ArrayProgram:
+    """Compile ``program`` with ``inputs`` (DRAM name -> array) for an array of ``pe_spec``
+    PEs (a :func:`peak.examples.dataflow_pe.make_dataflow_pe` class, as a design's pe.json
+    names it: its ``instruction`` method builds each PE's instruction) with ``width``-bit
+    tracks (module docstring). Raises :class:`MappingError` (one line) for what the array
+    does not run and :class:`~cgra.errors.ProgramError` from the interpreter."""
+    golden, trace = interpret_trace(program, inputs)
+    initial = {m.name: np.asarray(inputs.get(m.name, np.zeros(m.shape)), dtype=np.int32)
+               .reshape(m.shape).copy()
+               for m in program.memories.values() if isinstance(m, DRAM)}
+    c = _Compiler(program, initial, pe_spec, trace)
+    c.run(program.root, [])
+    for key, v in list(c.regs.items()):          # reductions nobody reads: still on chip
+        if isinstance(v, _Pending):
+            reg = next(m for m in program.memories.values() if id(m) == key)
+            c.close_reduction(reg, v, v.chain)
+    # the units by their VCU names (the enclosing loop's label for a loop's only block)
+    names = {v.leaf: v.name.split(".")[0] for v in lower(program).compute_vcus()}
+    c.units = {names.get(u, u): pes for u, pes in c.units.items()}
+    for pe in c.pes.values():
+        pe.unit = names.get(pe.unit, pe.unit)
+    nl = Netlist(program.name)
+    asm = assembler(pe_spec.Inst)
+    for name, words in c.io_in.items():
+        nl.add_instance(name, "io_in", "I", {"words": len(words)})
+    for name, (dram, addrs) in c.io_out.items():
+        nl.add_instance(name, "io_out", "I", {"dram": dram, "tokens": len(addrs)})
+    for pe in c.pes.values():
+        kw: dict[str, Any] = {"signed": True, "cond": pe.cond, "red": pe.red}
+        for port in ("a", "b"):
+            v = pe.operands.get(port)
+            if v is None or v.kind == "net":
+                continue
+            if v.kind == "const":
+                kw[f"{port}_src"], kw[f"{port}_const"] = "CONST", v.value
+            else:
+                kw[f"{port}_src"] = "INDEX"
+        inst = pe_spec.instruction(_lane_chain(pe.chain), pe.op, **kw, **pe.levels)
+        nl.add_instance(pe.name, "pe", "p", {"inst": asm.encode(inst), "unit": pe.unit,
+                                             "op": pe.op, "red": pe.red})
+        for port, v in pe.operands.items():
+            if v.kind == "net":
+                c.sinks.setdefault((v.inst, v.port), []).append((pe.name, port))
+    for k, ((src, port), sinks) in enumerate(sorted(c.sinks.items())):
+        w = 1 if port == "res_p" else width
+        nl.add_net((src, port), sinks, w, name=f"n{k}_{src}_{port}")
+    return ArrayProgram(program.name, nl, c.io_in, c.io_out, c.units, c.pes, golden, initial)

@@ -1,0 +1,313 @@
+"""A dataflow PE: one stage of a SARA virtual compute unit with its own counter chain, a
+reduction register and per-port rates (Zhang et al., "SARA", ISCA 2021, §III-A; the
+thesis, Zhang 2020, §4.0.1 "dynamic enqueue and dequeue window"; issue 35, item 2).
+
+A PE of :mod:`peak.examples.cgra_pe` consumes one word on every input and produces one on
+every output per firing. A unit of a dataflow program does not: a dot product's
+multiply-accumulate takes ``n`` pairs and produces one sum, a GEMM tile's row operand stays
+at the head of its FIFO for a whole inner loop, a branch forwards a value only when its
+predicate holds. This PE says, per firing, which inputs it **dequeues** and which outputs
+it **emits**, through 1-bit *shell ports* that the ready-valid tile's handshake wrapper
+reads (:func:`canal.rv_rtl.rv_array`, "rates"): ``deq_a``, ``deq_b``, ``deq_p`` and
+``emit_res``, ``emit_res_p``. They are functions of the PE's state and of the firing's
+operands, never of a ready, so they add no combinational path through the handshake.
+:func:`garnet.cores.pe_core` lists every ``deq_<input>`` / ``emit_<output>`` port of a PE
+as external (not routed). The PE's state advances only on a firing (its ``clk_en``).
+
+Ports: inputs ``a``, ``b`` (``width`` bits), ``p`` (1 bit: a predicate or a token);
+outputs ``res`` (``width`` bits), ``res_p`` (1 bit) and the five shell ports.
+
+Per firing, with ``done`` the counter chain's done bits for this firing (the chain steps
+once per firing; :func:`peak.control.make_counter_chain`) and *level* ``k`` meaning "every
+firing" for ``k = 0`` and "the firings where ``done`` bit ``k - 1`` is 1" otherwise:
+
+* operands: ``A`` = ``a``, the constant ``a_const`` or the chain's index at level
+  ``a_level`` (zero-extended; ``a_src``: :class:`Src`), ``B`` likewise;
+* ``x = op(A, B)`` (:class:`DfOp`; ``signed`` selects signed Min/Max/Shr and compares;
+  ``Mul`` keeps the low ``width`` bits; ``Sel`` = ``p ? A : B``; ``PassA`` = ``A``);
+* reduction (:class:`Red`): with ``red = NONE`` ``y = x``; else ``y = x`` on the first
+  firing of a window and ``red(acc, x)`` after it, a window ending at the firings of level
+  ``red_level``; ``acc`` holds ``y`` (reset: an empty window). ``res = y``;
+* ``res_p`` = the comparison ``cond`` (:class:`PCond`) of ``A`` and ``B``, or ``p``;
+* ``emit_res`` at level ``emit_level`` and, if ``emit_on_p``, only when ``p`` is 1;
+  ``emit_res_p`` at level ``emit_p_level``; ``deq_<in>`` at level ``deq_<in>_level``.
+
+A dot product of ``n`` pairs is one such PE: ``op = Mul``, ``red = ADD``, a one-level chain
+``(0, 1, n)`` with ``red_level = emit_level = 1``: it fires ``n`` times and emits the sum
+on the last. State: the chain (``levels * ctr_width`` bits), ``acc`` (``width`` bits) and
+the window flag (1 bit).
+
+``make_dataflow_pe(width, levels, ctr_width)`` (cached) builds the class; ``DataflowPE``
+is the 32-bit PE with a 3-level chain of 16-bit counters (``pe =
+"peak.examples.dataflow_pe:DataflowPE"``), 239 instruction bits. Level fields are
+``(levels).bit_length()`` bits. :func:`dataflow_inst` builds an instruction from plain
+values and raises :class:`~cgra.errors.ConfigError` for values the PE cannot hold; it is
+also the class method ``instruction`` of every dataflow PE class.
+"""
+import functools
+from typing import Sequence
+
+from hwtypes import Bit, BitVector
+from hwtypes.adt import Enum, Product
+
+from cgra.errors import ConfigError, SpecError
+from peak.control import counter_chain_inst, make_counter_chain
+from peak.spec import Peak, RegisterFile, name_outputs
+
+
+class DfOp(Enum):
+    Add = 0
+    Sub = 1
+    Mul = 2
+    And = 3
+    Or = 4
+    Xor = 5
+    Shl = 6
+    Shr = 7
+    Min = 8
+    Max = 9
+    Sel = 10
+    PassA = 11
+
+
+class Red(Enum):
+    NONE = 0
+    ADD = 1
+    MIN = 2
+    MAX = 3
+
+
+class Src(Enum):
+    PORT = 0
+    CONST = 1
+    INDEX = 2
+
+
+class PCond(Enum):
+    LT = 0
+    LE = 1
+    EQ = 2
+    NE = 3
+    GT = 4
+    GE = 5
+    P = 6
+
+
+@functools.lru_cache(maxsize=None)
+def make_dataflow_pe(width: int = 32, levels: int = 3, ctr_width: int = 16) -> type:
+    """The dataflow PE class for a ``width``-bit datapath (a power of two, 4..32) and a
+    ``levels`` x ``ctr_width``-bit counter chain (module docstring). Raises
+    :class:`~cgra.errors.SpecError` for a width that is not a power of two in 4..32 or
+    ``ctr_width > width`` (the index is an operand); the chain's own limits as
+    :func:`~peak.control.make_counter_chain`."""
+    if width not in (4, 8, 16, 32):
+        raise SpecError(f"make_dataflow_pe: width = {width!r} must be 4, 8, 16 or 32")
+    if not isinstance(ctr_width, int) or not 1 <= ctr_width <= width:
+        raise SpecError(f"make_dataflow_pe: ctr_width = {ctr_width!r} must be in 1..{width} "
+                        f"(a counter's index is a {width}-bit operand)")
+    Chain = make_counter_chain(levels, ctr_width)
+    W, L, CW = width, levels, ctr_width
+    LB = L.bit_length()
+    Data = BitVector[W]
+    Lvl = BitVector[LB]
+    One = BitVector[1]
+    SHIFT_MASK = W - 1
+
+    class Inst(Product):
+        op = DfOp
+        signed = Bit
+        cond = PCond
+        a_src = Src
+        a_level = Lvl
+        a_const = Data
+        b_src = Src
+        b_level = Lvl
+        b_const = Data
+        red = Red
+        red_level = Lvl
+        emit_level = Lvl
+        emit_p_level = Lvl
+        emit_on_p = Bit
+        deq_a_level = Lvl
+        deq_b_level = Lvl
+        deq_p_level = Lvl
+        ctr = Chain.Inst
+
+    class DataflowPE(Peak):
+        def __init__(self):
+            self.ctr = Chain()
+            self.acc = RegisterFile(1, Data, 0)
+            self.fresh = RegisterFile(1, One, 1)
+
+        @name_outputs(res=Data, res_p=Bit, emit_res=Bit, emit_res_p=Bit, deq_a=Bit,
+                      deq_b=Bit, deq_p=Bit)
+        def __call__(self, inst: Inst, a: Data, b: Data, p: Bit):
+            index, done = self.ctr(inst.ctr, Bit(1))
+            # level k: 1 on every firing for k = 0, else done bit k-1
+            at_red = Bit(1)
+            at_emit = Bit(1)
+            at_emit_p = Bit(1)
+            at_da = Bit(1)
+            at_db = Bit(1)
+            at_dp = Bit(1)
+            ix_a = index[0:CW].zext(W - CW)
+            ix_b = index[0:CW].zext(W - CW)
+            for k in range(L):
+                dk = done[k]
+                code = Lvl(k + 1)
+                at_red = (inst.red_level == code).ite(dk, at_red)
+                at_emit = (inst.emit_level == code).ite(dk, at_emit)
+                at_emit_p = (inst.emit_p_level == code).ite(dk, at_emit_p)
+                at_da = (inst.deq_a_level == code).ite(dk, at_da)
+                at_db = (inst.deq_b_level == code).ite(dk, at_db)
+                at_dp = (inst.deq_p_level == code).ite(dk, at_dp)
+                lv = index[k * CW:(k + 1) * CW].zext(W - CW)
+                ix_a = (inst.a_level == Lvl(k)).ite(lv, ix_a)
+                ix_b = (inst.b_level == Lvl(k)).ite(lv, ix_b)
+            if inst.a_src == Src.CONST:
+                av = inst.a_const
+            elif inst.a_src == Src.INDEX:
+                av = ix_a
+            else:
+                av = a
+            if inst.b_src == Src.CONST:
+                bv = inst.b_const
+            elif inst.b_src == Src.INDEX:
+                bv = ix_b
+            else:
+                bv = b
+            if inst.signed:
+                lt = av.bvslt(bv)
+                le = av.bvsle(bv)
+                shr = av.bvashr(bv & SHIFT_MASK)
+            else:
+                lt = av.bvult(bv)
+                le = av.bvule(bv)
+                shr = av.bvlshr(bv & SHIFT_MASK)
+            if inst.op == DfOp.Add:
+                x = av + bv
+            elif inst.op == DfOp.Sub:
+                x = av - bv
+            elif inst.op == DfOp.Mul:
+                x = av * bv
+            elif inst.op == DfOp.And:
+                x = av & bv
+            elif inst.op == DfOp.Or:
+                x = av | bv
+            elif inst.op == DfOp.Xor:
+                x = av ^ bv
+            elif inst.op == DfOp.Shl:
+                x = av.bvshl(bv & SHIFT_MASK)
+            elif inst.op == DfOp.Shr:
+                x = shr
+            elif inst.op == DfOp.Min:
+                x = av if le else bv
+            elif inst.op == DfOp.Max:
+                x = bv if le else av
+            elif inst.op == DfOp.Sel:
+                x = av if p else bv
+            else:
+                x = av
+            acc = self.acc.read(One(0))
+            fresh = self.fresh.read(One(0))[0]
+            if inst.signed:
+                acc_le = acc.bvsle(x)
+            else:
+                acc_le = acc.bvule(x)
+            if inst.red == Red.ADD:
+                r = acc + x
+            elif inst.red == Red.MIN:
+                r = acc if acc_le else x
+            else:
+                r = x if acc_le else acc
+            keep = (inst.red == Red.NONE) | fresh
+            y = keep.ite(x, r)
+            self.acc.write(One(0), y)
+            self.fresh.write(One(0), ((inst.red == Red.NONE) | at_red).ite(One(1), One(0)))
+            if inst.cond == PCond.LT:
+                res_p = lt
+            elif inst.cond == PCond.LE:
+                res_p = le
+            elif inst.cond == PCond.EQ:
+                res_p = av == bv
+            elif inst.cond == PCond.NE:
+                res_p = av != bv
+            elif inst.cond == PCond.GT:
+                res_p = ~le
+            elif inst.cond == PCond.GE:
+                res_p = ~lt
+            else:
+                res_p = p
+            emit = at_emit & (~inst.emit_on_p | p)
+            return y, res_p, emit, at_emit_p, at_da, at_db, at_dp
+
+    DataflowPE.__name__ = DataflowPE.__qualname__ = f"DataflowPE{W}_{L}x{CW}"
+    DataflowPE.peak_ref = f"{__name__}:make_dataflow_pe({W}, {L}, {CW})"
+    DataflowPE.Inst = Inst
+    DataflowPE.Chain = Chain
+    DataflowPE.width = W
+    DataflowPE.levels = L
+    # the instruction builder as a method of the spec, for callers that hold the class
+    # (the mapper reads it from a design's pe.json, not from this module)
+    DataflowPE.instruction = classmethod(dataflow_inst)
+    return DataflowPE
+
+
+
+_LEVEL_FIELDS = ("a_level", "b_level", "red_level", "emit_level", "emit_p_level",
+                 "deq_a_level", "deq_b_level", "deq_p_level")
+
+
+def dataflow_inst(spec: type, chain: Sequence[tuple[int, int, int]], op: str = "PassA",
+                  *, signed: bool = False, cond: str = "P", a_src: str = "PORT",
+                  a_const: int = 0, b_src: str = "PORT", b_const: int = 0,
+                  red: str = "NONE", **levels: int) -> Product:
+    """The instruction of dataflow PE ``spec`` (a :func:`make_dataflow_pe` class): ``chain``
+    one ``(min, stride, max)`` per counter level, innermost first (missing outer levels run
+    once); ``op`` / ``cond`` / ``a_src`` / ``b_src`` / ``red`` by member name; constants as
+    ints (two's complement); ``levels``: any of ``a_level``, ``b_level`` (0 .. levels-1, the
+    counter an INDEX operand reads) and ``red_level``, ``emit_level``, ``emit_p_level``,
+    ``deq_a_level``, ``deq_b_level``, ``deq_p_level`` (0 = every firing, k = done bit k-1),
+    plus ``emit_on_p`` (0/1). Raises :class:`ConfigError` (one line) for an unknown name or a
+    value out of range."""
+    W, L = spec.width, spec.levels
+    chain = list(chain)
+    if len(chain) > L:
+        raise ConfigError(f"{spec.__name__}: {len(chain)} counter levels given; the chain has {L}")
+    chain += [(0, 1, 1)] * (L - len(chain))
+    enums = {"op": (DfOp, op), "cond": (PCond, cond), "a_src": (Src, a_src),
+             "b_src": (Src, b_src), "red": (Red, red)}
+    vals = {}
+    for field, (E, name) in enums.items():
+        members = {m.name: m for m in E.enumerate()}
+        if name not in members:
+            raise ConfigError(f"{spec.__name__}: {field} = {name!r}; choose one of "
+                              f"{sorted(members)}")
+        vals[field] = members[name]
+    emit_on_p = levels.pop("emit_on_p", 0)
+    bad = sorted(set(levels) - set(_LEVEL_FIELDS))
+    if bad:
+        raise ConfigError(f"{spec.__name__}: unknown field(s) {bad}; level fields are "
+                          f"{list(_LEVEL_FIELDS)} and emit_on_p")
+    LB = L.bit_length()
+    lv = {}
+    for f in _LEVEL_FIELDS:
+        v = int(levels.get(f, 0))
+        hi = L - 1 if f in ("a_level", "b_level") else L
+        if not 0 <= v <= hi:
+            raise ConfigError(f"{spec.__name__}: {f} = {v} must be in 0..{hi}")
+        lv[f] = BitVector[LB](v)
+    for name, c in (("a_const", a_const), ("b_const", b_const)):
+        if not -(1 << (W - 1)) <= c < (1 << W):
+            raise ConfigError(f"{spec.__name__}: {name} = {c} does not fit {W} bits")
+    D = BitVector[W]
+    return spec.Inst(vals["op"], Bit(bool(signed)), vals["cond"], vals["a_src"], lv["a_level"],
+                     D(a_const % (1 << W)), vals["b_src"], lv["b_level"],
+                     D(b_const % (1 << W)), vals["red"], lv["red_level"], lv["emit_level"],
+                     lv["emit_p_level"], Bit(bool(emit_on_p)), lv["deq_a_level"],
+                     lv["deq_b_level"], lv["deq_p_level"],
+                     counter_chain_inst(spec.Chain, chain))
+
+
+DataflowPE = make_dataflow_pe()
+"""The dataflow PE with the defaults: 32-bit data, a 3-level chain of 16-bit counters."""

@@ -1,0 +1,170 @@
+"""Dataflow programs on the generated array (issue 35, items 2-3): programs of the dataflow
+DSL compiled onto the 8x8 ready-valid array of dataflow PEs (configs/small_df.toml), placed,
+routed, run in Verilator under random IO stalls and compared with the sequential
+interpreter; the refusals; a deadlock by construction caught by the token-level simulator
+before any RTL is built."""
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+import numpy as np
+import pytest
+
+from cgra.errors import MappingError, SimulationError
+from cgra.cli import main
+from mapper.collateral import load_collateral
+from mapper.dataflow.apps import APPS, ARRAY_PROGRAMS
+from mapper.dataflow.array import compile_program
+from mapper.dataflow.array_run import run_program
+from mapper.dataflow.program import Program, maximum, op, select
+from peak.examples.dataflow_pe import DataflowPE
+
+
+@pytest.fixture(scope="module")
+def df(design_dir):
+    return load_collateral(design_dir("small_df"))
+
+
+def scale_rows(n: int = 6, m: int = 5, seed: int = 3):
+    """A value of the outer loop held across the inner one (a Reg written once per i), the
+    inner index as an operand, a comparison feeding a select."""
+    p = Program("scale_rows")
+    a, b = p.dram("a", (n,)), p.dram("b", (n, m))
+    out = p.dram("out", (n, m))
+    r = p.reg("r")
+    with p.foreach(n) as i:
+        r.value = a[i] * 3
+        with p.foreach(m) as j:
+            v = p.let(b[i, j] * r.value + j)
+            out[i, j] = v - select(b[i, j] > 0, 1, 2)
+    rng = np.random.default_rng(seed)
+    inputs = {"a": rng.integers(-9, 10, n).astype(np.int32),
+              "b": rng.integers(-9, 10, (n, m)).astype(np.int32)}
+    want = (inputs["b"] * (inputs["a"] * 3)[:, None] + np.arange(m)
+            - np.where(inputs["b"] > 0, 1, 2))
+    return p, inputs, want
+
+
+def reg_chain(n: int = 12):
+    """A Reg written and read in every iteration by two blocks (a loop-carried credit)."""
+    p = Program("reg_chain")
+    a, out = p.dram("a", (n,)), p.dram("out", (n,))
+    t = p.reg("t")
+    with p.foreach(n) as i:
+        t.value = a[i] + 1
+        with p.foreach(1):
+            out[i] = t.value * t.value
+    return p, {"a": np.arange(n, dtype=np.int32) - 4}
+
+
+def windows(n: int = 4, m: int = 6, par: int = 2, seed: int = 5):
+    """A reduction with a non-zero initial value per outer iteration, par lanes, abs and a
+    max with a constant."""
+    p = Program("windows")
+    a, b = p.dram("a", (n, m)), p.dram("b", (m,))
+    out = p.dram("out", (n,))
+    acc = p.reg("acc")
+    with p.foreach(n) as i:
+        acc.value = 5
+        with p.foreach(m, par=par) as j:
+            acc.value = acc.value + op("abs", a[i, j] - b[j])
+        out[i] = maximum(acc.value, 30)
+    rng = np.random.default_rng(seed)
+    inputs = {"a": rng.integers(-20, 21, (n, m)).astype(np.int32),
+              "b": rng.integers(-20, 21, m).astype(np.int32)}
+    want = np.maximum(5 + np.abs(inputs["a"] - inputs["b"]).sum(axis=1), 30)
+    return p, inputs, want
+
+
+@pytest.mark.parametrize("par, p_stall, seed", [(1, 0.3, 1), (1, 0.6, 2), (2, 0.3, 3)])
+def test_dot_product_bit_exact_under_random_stalls(df, par, p_stall, seed, tmp_path):
+    program, inputs, reference = APPS["dot_product"](n=64, par=par)
+    r = run_program(program, inputs, df, tmp_path, stall_in=p_stall, stall_out=p_stall,
+                    stall_seed=seed)
+    assert np.array_equal(r.memories["out"], reference(inputs)["out"])
+    assert r.report["pes"] == {1: 1, 2: 3}[par]              # MAC; 2 MACs + 1 add
+    assert r.report["io"] == {"in": 2 * par, "out": 1}
+    assert r.report["tokens"] == {"in": 128, "out": 1}
+    assert r.stalls[0] > 0 and r.stalls[1] >= 0
+    # every input word crosses one handshake: at least n / par cycles per lane
+    assert r.cycles >= 64 // par
+    doc = json.loads((tmp_path / "dataflow_run.json").read_text())
+    assert doc["bit_exact"] and doc["cycles"]["rtl"] == r.cycles
+
+
+def test_holds_index_operands_and_select(df, tmp_path):
+    program, inputs, want = scale_rows()
+    r = run_program(program, inputs, df, tmp_path, stall_in=0.3, stall_out=0.3, stall_seed=7)
+    assert np.array_equal(r.memories["out"], want)
+    pe = {p.op: p for p in r.program.pes.values()}
+    # b * r reads r (produced once per i) held for the 5 inner firings
+    mul = next(p for p in r.program.pes.values() if p.op == "Mul" and len(p.chain) == 2)
+    held = [port for port, v in mul.operands.items() if v.kind == "net"
+            and len(v.rate) == 1]
+    assert held and mul.levels[f"deq_{held[0]}_level"] == 1
+    assert "Sel" in pe and any(p.cond == "GT" for p in r.program.pes.values())
+
+
+def test_reduction_lanes_with_initial_value(df, tmp_path):
+    program, inputs, want = windows()
+    r = run_program(program, inputs, df, tmp_path, stall_in=0.2, stall_out=0.4, stall_seed=9)
+    assert np.array_equal(r.memories["out"], want)
+    reds = [p for p in r.program.pes.values() if p.red == "ADD"]
+    assert len(reds) == 2 and all(p.levels["emit_level"] == 1 for p in reds)
+
+
+def test_reg_forwarding_and_a_removed_credit(df, tmp_path):
+    program, inputs = reg_chain()
+    r = run_program(program, inputs, df, tmp_path / "ok", stall_in=0.3, stall_out=0.3)
+    assert np.array_equal(r.memories["out"], (inputs["a"] + 1) ** 2)
+    with pytest.raises(SimulationError, match="token-level simulator stops before any RTL "
+                                              "is built: deadlock"):
+        run_program(program, inputs, df, tmp_path / "dead", credits={"*": 0})
+    assert not (tmp_path / "dead" / "sim.bs").exists()
+
+
+def test_more_units_than_the_array_has_is_refused(df, tmp_path):
+    program, inputs, _ = APPS["dot_product"](n=64, par=4)
+    with pytest.raises(MappingError, match=r"needs 1 more IO tiles \(9 needed, 8 on the "
+                                           r"array\)"):
+        run_program(program, inputs, df, tmp_path)
+    assert not (tmp_path / "sim.bs").exists()
+
+
+@pytest.mark.parametrize("app, needle", [
+    ("branch", "branch B (control VCUs are not mapped yet"),
+    ("gemm_tile", "sram 'ta' (memory units on MEM tiles are not mapped yet"),
+    ("black_scholes", "f32 values (the dataflow PE is an integer datapath)"),
+])
+def test_constructs_not_mapped_yet_are_named(app, needle):
+    program, inputs, _ = ARRAY_PROGRAMS[app]()
+    with pytest.raises(MappingError, match=re.escape(needle)):
+        compile_program(program, inputs, DataflowPE)
+
+
+def _cgra(monkeypatch, capsys, *args) -> tuple[int, str]:
+    monkeypatch.setattr(sys, "argv", ["cgra", *args])
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    io = capsys.readouterr()
+    return code, io.out + io.err
+
+
+def test_cgra_run_on_a_dataflow_design(df, tmp_path, monkeypatch, capsys):
+    code, out = _cgra(monkeypatch, capsys, "run", "dot_product", "--design", str(df.root),
+                      "--par", "2", "--out", str(tmp_path / "run"), "--stall-seed", "4")
+    assert code == 0, out
+    assert "dot_product (par 2) on design small_df: bit-exact" in out
+    assert "3 PEs (L1: 3), 4 input and 1 output IO tiles" in out
+    code, out = _cgra(monkeypatch, capsys, "run", "dot_product", "--design", str(df.root),
+                      "--unroll", "2", "--out", str(tmp_path / "bad"))
+    assert code == 2 and "error: --unroll: not an option of a dataflow program" in out
+    assert not (tmp_path / "bad").exists()
+    code, out = _cgra(monkeypatch, capsys, "run", "gaussian", "--design", str(df.root),
+                      "--par", "2", "--out", str(tmp_path / "g"))
+    assert code == 2 and "error: --par: gaussian is not a dataflow program" in out

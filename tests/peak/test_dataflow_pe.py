@@ -1,0 +1,130 @@
+"""The dataflow PE (peak.examples.dataflow_pe, issue 35 item 2): known answers (a dot
+product, a dequeue window, a predicated emission, min/max windows, index operands),
+Python = SMT = RTL on seeded random stimulus of a small variant, the instruction helper's
+refusals."""
+import random
+
+import pytest
+
+from cgra.errors import ConfigError, SpecError
+from peak.assembler import assembler
+from peak.examples.dataflow_pe import (DataflowPE, DfOp, PCond, Red, Src, dataflow_inst,
+                                       make_dataflow_pe)
+from peak.normalize import normal_form
+from peak.sim import RTLSim, model_outputs
+from peak.smt import symbolic
+
+SMALL = make_dataflow_pe(4, 2, 2)       # 51 instruction bits: fits RTLSim's 64
+
+
+def _run(spec, inst, feed):
+    pe = spec()
+    return [tuple(int(v) for v in pe(inst, *f)) for f in feed]
+
+
+def test_ports_and_instruction_width():
+    nf = normal_form(DataflowPE)
+    assert [n for n, _ in nf.inputs] == ["a", "b", "p"]
+    assert [n for n, _ in nf.outputs] == ["res", "res_p", "emit_res", "emit_res_p", "deq_a",
+                                          "deq_b", "deq_p"]
+    assert assembler(DataflowPE.Inst).width == 239
+    assert assembler(SMALL.Inst).width == 51
+
+
+def test_dot_product_window_emits_the_sum_on_its_last_firing():
+    inst = dataflow_inst(DataflowPE, [(0, 1, 4)], "Mul", red="ADD", red_level=1,
+                         emit_level=1, signed=True)
+    pairs = [(1, 2), (3, 4), (5, 6), (7, 8), (-1, 1), (2, -2), (3, 3), (4, 4)]
+    rows = _run(DataflowPE, inst, [(a % 2**32, b % 2**32, 0) for a, b in pairs])
+    assert [r[0] for r in rows] == [2, 14, 44, 100, 2**32 - 1, 2**32 - 5, 4, 20]
+    assert [r[2] for r in rows] == [0, 0, 0, 1, 0, 0, 0, 1]           # emit_res
+    assert all(r[4] == r[5] == 1 for r in rows)                       # deq every firing
+
+
+def test_dequeue_window_and_index_operand():
+    """``a`` held for the 3 firings of the inner level, ``res = a + i``; the outer index
+    as ``b`` of a second PE."""
+    inst = dataflow_inst(DataflowPE, [(0, 1, 3), (0, 1, 2)], "Add", b_src="INDEX",
+                         deq_a_level=1)
+    rows = _run(DataflowPE, inst, [(10, 0, 0)] * 6)
+    assert [r[0] for r in rows] == [10, 11, 12, 10, 11, 12]
+    assert [r[4] for r in rows] == [0, 0, 1, 0, 0, 1]
+    outer = dataflow_inst(DataflowPE, [(0, 1, 3), (5, 2, 9)], "PassA", a_src="INDEX",
+                          a_level=1)
+    assert [r[0] for r in _run(DataflowPE, outer, [(0, 0, 0)] * 6)] == [5, 5, 5, 7, 7, 7]
+
+
+def test_min_max_windows_compare_and_predicated_emit():
+    mx = dataflow_inst(DataflowPE, [(0, 1, 3)], "PassA", red="MAX", red_level=1,
+                       emit_level=1, signed=True)
+    vals = [5, 2**32 - 3, 9, 2**32 - 7, 1, 2**32 - 2]
+    rows = _run(DataflowPE, mx, [(v, 0, 0) for v in vals])
+    assert [r[0] for r in rows if r[2]] == [9, 1]
+    mn = dataflow_inst(DataflowPE, [(0, 1, 3)], "PassA", red="MIN", red_level=1,
+                       emit_level=1, signed=True)
+    assert [r[0] for r in _run(DataflowPE, mn, [(v, 0, 0) for v in vals]) if r[2]] == \
+        [2**32 - 3, 2**32 - 7]
+    lt = dataflow_inst(DataflowPE, [(0, 1, 1)], cond="LT", signed=True)
+    assert [r[1] for r in _run(DataflowPE, lt, [(2**32 - 1, 0, 0), (3, 2, 0)])] == [1, 0]
+    keep = dataflow_inst(DataflowPE, [(0, 1, 1)], "PassA", emit_on_p=1)
+    assert [r[2] for r in _run(DataflowPE, keep, [(1, 0, 1), (2, 0, 0), (3, 0, 1)])] == \
+        [1, 0, 1]
+
+
+def _random_inst(rng: random.Random):
+    levels = [(lo := rng.randrange(0, 2), rng.randrange(1, 3), rng.randrange(lo + 1, 4))
+              for _ in range(2)]
+    return dataflow_inst(
+        SMALL, levels, rng.choice([m.name for m in DfOp.enumerate()]),
+        signed=rng.random() < 0.5, cond=rng.choice([m.name for m in PCond.enumerate()]),
+        a_src=rng.choice([m.name for m in Src.enumerate()]), a_const=rng.randrange(16),
+        b_src=rng.choice([m.name for m in Src.enumerate()]), b_const=rng.randrange(16),
+        red=rng.choice([m.name for m in Red.enumerate()]), a_level=rng.randrange(2),
+        b_level=rng.randrange(2), emit_on_p=rng.randrange(2),
+        **{f: rng.randrange(3) for f in ("red_level", "emit_level", "emit_p_level",
+                                          "deq_a_level", "deq_b_level", "deq_p_level")})
+
+
+def test_python_smt_rtl_agree_on_random_stimulus(tmp_path):
+    rng = random.Random(35)
+    asm = assembler(SMALL.Inst)
+    vectors, inst = [], None
+    for t in range(400):
+        if t % 40 == 0:
+            inst = asm.encode(_random_inst(rng))
+        vectors.append((inst, [rng.randrange(16), rng.randrange(16), rng.randrange(2)],
+                        int(rng.random() > 0.2)))
+    nf = normal_form(SMALL)
+    sym = symbolic(SMALL)
+    model = SMALL()
+    names = [n for n, _ in nf.inputs]
+    for inst, ins, en in vectors[:80]:
+        state = model.state()
+        values = {"inst": inst, **dict(zip(names, ins, strict=True))}
+        values.update({f"state.{leaf.name}": int(v)
+                       for leaf, v in zip(nf.state, state, strict=True)})
+        outs, nxt = sym.substitute(values)
+        py = tuple(int(x) for x in model(inst, *ins))
+        assert tuple(int(o.constant_value()) for o in outs.values()) == py
+        assert tuple(int(v.constant_value()) for v in nxt.values()) == \
+            tuple(map(int, model.state()))
+        if not en:
+            model.set_state(state)
+    expected = model_outputs(SMALL, vectors)
+    assert sum(r[2] for r in expected) > 100 and sum(1 - r[4] for r in expected) > 30
+    got = RTLSim(SMALL, str(tmp_path / "dfpe")).run(vectors)
+    bad = [i for i, (e, g) in enumerate(zip(expected, got, strict=True)) if e != g]
+    assert bad == [], f"RTL differs from the Python model first at cycle {bad[0]}"
+
+
+def test_refusals():
+    with pytest.raises(SpecError, match="width = 12 must be 4, 8, 16 or 32"):
+        make_dataflow_pe(12)
+    with pytest.raises(SpecError, match="ctr_width = 9 must be in 1..8"):
+        make_dataflow_pe(8, 2, 9)
+    with pytest.raises(ConfigError, match="a_level = 3 must be in 0..2"):
+        dataflow_inst(DataflowPE, [(0, 1, 2)], a_level=3)
+    with pytest.raises(ConfigError, match="b_const = 4294967296 does not fit 32 bits"):
+        dataflow_inst(DataflowPE, [(0, 1, 2)], b_const=2**32)
+    with pytest.raises(ConfigError, match="unknown field"):
+        dataflow_inst(DataflowPE, [(0, 1, 2)], emit=1)
