@@ -320,6 +320,8 @@ class _Compiler:
                           f"(the PE runs {sorted(PE_OPS)}, comparisons, select, neg, not, abs)")
 
     def lane_of(self, chain: list) -> tuple[str, int, int] | None:
+        """(par loop label, lane, par) of a chain inside the lanes of a par loop, else
+        None."""
         for lp, lane in chain:
             if lane is not None:
                 return lp.label, lane, lp.par
@@ -357,7 +359,12 @@ class _Compiler:
             red = self.reduction(s, chain)
             if red is not None:
                 op, x = red
-                self.reduce(m, op, self.expr(x, chain, memo), chain)
+                mark = len(self.pes)
+                xv = self.expr(x, chain, memo)
+                # the PE computing x reduces in place when this statement made it (no other
+                # reader can see its running value)
+                fresh = xv.kind == "net" and xv.inst in list(self.pes)[mark:]
+                self.reduce(m, op, xv, chain, fresh)
                 return
             if self.lane_of(chain) is not None:
                 raise self.refuse(f"{s.label}: Reg {m.name!r} written in each lane of a par "
@@ -408,7 +415,7 @@ class _Compiler:
             return None
         return e.op, x
 
-    def reduce(self, m: Reg, op: str, x: Val, chain: list) -> None:
+    def reduce(self, m: Reg, op: str, x: Val, chain: list, fresh: bool) -> None:
         cur = self.regs.get(id(m))
         pend = cur if isinstance(cur, _Pending) else None    # another lane of a par loop
         if pend is not None:
@@ -416,9 +423,7 @@ class _Compiler:
         init = cur if cur is not None else Val("const", value=int(m.init))
         outer = len(init.rate)
         window = len(chain) - outer
-        if x.kind == "net" and x.inst in self.pes and x.port == "res" and \
-                self.pes[x.inst].red == "NONE" and (x.inst, x.port) not in self.sinks and \
-                len(self.pes[x.inst].chain) == len(chain):
+        if fresh and x.port == "res" and len(self.pes[x.inst].chain) == len(chain):
             pe = self.pes[x.inst]                    # the last op of x reduces in place
         else:
             pe = self.new_pe(chain, op="PassA")
@@ -489,6 +494,10 @@ class _Compiler:
                               f"the PE's counters (1 <= step, start < stop < "
                               f"{1 << self.spec.Chain._control_['width']})")
         if lp.par > 1:
+            trips = -(-(stop - start) // step)
+            if lp.par > trips:
+                raise self.refuse(f"loop {lp.label}: par {lp.par} on {trips} iterations (a "
+                                  f"lane would run none); use par <= {trips}")
             if any(isinstance(x, Loop) for x in _descendants(lp)):
                 raise self.refuse(f"loop {lp.label}: par {lp.par} on a loop that is not "
                                   f"innermost (the array vectorises the innermost loop only)")
@@ -511,7 +520,6 @@ class _Compiler:
                 self.temps[(id(st.temp), lane)] = self.expr(st.value, chain, memo)
             else:
                 self.store(st, chain, memo)
-
 
 
 @dataclass

@@ -1,6 +1,8 @@
 """Run a dataflow program on a generated ready-valid array of dataflow PEs (issue 35, item 3):
 :func:`mapper.dataflow.array.compile_program`, then the back end (pack, place, route,
-pipeline, bitstream: :mod:`mapper.backend`), then the design's Verilator model with the
+pipeline, bitstream: :mod:`mapper.backend`), the bitstream proof of ``cgra verify`` (z3: every
+routed net's selects, and valid and ready on every ready-valid segment,
+:func:`mapper.backend.verify.verify`), then the design's Verilator model with the
 ready-valid stream harness (:mod:`mapper.sim.rv_harness`) under random input stalls and
 output backpressure, each IO socket moving exactly its stream's tokens. The final DRAM
 contents (the host writes each output token at its address) must equal the sequential
@@ -34,6 +36,7 @@ from mapper.backend.pack import pack
 from mapper.backend.pipeline import pipeline
 from mapper.backend.place import PlaceParams, place, site_capacity
 from mapper.backend.route import route_design
+from mapper.backend.verify import verify
 from mapper.collateral import Collateral, load_pe_model
 from mapper.dataflow.array import ArrayProgram, compile_program
 from mapper.dataflow.cmmc import cmmc
@@ -129,6 +132,9 @@ def run_program(program: Program, inputs: dict[str, np.ndarray], coll: Collatera
     bs = generate(pr.packed, pl, pr.routing, coll)
     secs["place_and_route"] = time.perf_counter() - t
     t = time.perf_counter()
+    proof = verify(bs.pairs(), pr, coll)       # as `cgra verify`: selects, valid and ready
+    secs["verify"] = time.perf_counter() - t
+    t = time.perf_counter()
     params = SimParams(stall_in=stall_in, stall_out=stall_out, stall_seed=stall_seed)
     harness = build_harness(coll.root, params)
     secs["verilator_build"] = harness.build_seconds
@@ -164,6 +170,7 @@ def run_program(program: Program, inputs: dict[str, np.ndarray], coll: Collatera
         "pes": len(ap.pes), "io": {"in": len(ap.inputs), "out": len(ap.outputs)},
         "routes": {"static": len(routes) - len(pr.routing.dynamic or {}),
                    "dynamic": len(pr.routing.dynamic or {})},
+        "bitstream_proof": proof.to_dict(),
         "tokens": {"in": int(sum(len(w) for w in ap.inputs.values())),
                    "out": int(sum(ap.counts().values()))},
         "stalls": {"seed": stall_seed, "p_in": stall_in, "p_out": stall_out,

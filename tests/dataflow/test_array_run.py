@@ -92,6 +92,9 @@ def test_dot_product_bit_exact_under_random_stalls(df, par, p_stall, seed, tmp_p
     assert r.cycles >= 64 // par
     doc = json.loads((tmp_path / "dataflow_run.json").read_text())
     assert doc["bit_exact"] and doc["cycles"]["rtl"] == r.cycles
+    # the bitstream proof of `cgra verify`: every net, valid and ready on its segments
+    assert doc["bitstream_proof"]["nets"] == 4 * par - 1         # inputs, partials, tree
+    assert doc["bitstream_proof"]["ready_valid"]["nets"] == 4 * par - 1
 
 
 def test_holds_index_operands_and_select(df, tmp_path):
@@ -113,6 +116,26 @@ def test_reduction_lanes_with_initial_value(df, tmp_path):
     assert np.array_equal(r.memories["out"], want)
     reds = [p for p in r.program.pes.values() if p.red == "ADD"]
     assert len(reds) == 2 and all(p.levels["emit_level"] == 1 for p in reds)
+
+
+def test_a_value_with_other_readers_is_not_reduced_in_place(df, tmp_path):
+    """``t`` feeds the reduction and a store: its PE keeps emitting every firing, a PassA PE
+    beside it reduces."""
+    n = 10
+    p = Program("shared")
+    a, out, tot = p.dram("a", (n,)), p.dram("out", (n,)), p.dram("tot", (1,))
+    acc = p.reg("acc")
+    with p.foreach(n) as i:
+        t = p.let(a[i] * 2)
+        acc.value = acc.value + t
+        out[i] = t
+    tot[0] = acc.value
+    inputs = {"a": np.arange(n, dtype=np.int32) * 3 - 7}
+    r = run_program(p, inputs, df, tmp_path, stall_in=0.3, stall_out=0.3, stall_seed=5)
+    assert np.array_equal(r.memories["out"], inputs["a"] * 2)
+    assert r.memories["tot"].tolist() == [int((inputs["a"] * 2).sum())]
+    ops = sorted((pe.op, pe.red) for pe in r.program.pes.values())
+    assert ops == [("Mul", "NONE"), ("PassA", "ADD")]
 
 
 def test_reg_forwarding_and_a_removed_credit(df, tmp_path):

@@ -1,0 +1,78 @@
+"""Dataflow programs on the generated array (issue 35, "figures"): dot_product (n = 256) at
+par 1, 2 and 4 on the 32x16 ready-valid array of dataflow PEs (configs/default_df.toml)
+and at par 1 and 2 on the 8x8 (configs/small_df.toml; par 4 needs 9 IO tiles, the 8x8
+has 8), each without stalls and under random stalls (0.3 / 0.3, seed 1), every run
+bit-exact with the sequential interpreter (the bench stops otherwise).
+
+Figures per run (``bench/results/dataflow_array.csv``, params: program, n, par, design,
+stall probabilities and seed): PEs, IO tiles, routes (static / dynamic), RTL cycles, the
+token-level simulator's cycles (SARA's units, link latency 1: a different machine's model,
+reported beside, not a bound) and their ratio, input stall and backpressure cycles,
+throughput (input tokens per RTL cycle: SARA Fig. 9 expects it to grow with par until the
+IO runs out) and the seconds of each stage (compile, place and route, Verilator build,
+simulation, token-level simulator) and of the design's cold generation.
+
+Run: ``.venv/bin/python bench/bench_dataflow_array.py`` (the 32x16 model's cold Verilator
+build is most of it).
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from benchlib import default_design, row, save_rows  # noqa: E402
+from mapper.collateral import load_collateral  # noqa: E402
+from mapper.dataflow.apps import APPS  # noqa: E402
+from mapper.dataflow.array_run import run_program  # noqa: E402
+
+NAME = "dataflow_array"
+N = 256
+RUNS = {"small_df": (1, 2), "default_df": (1, 2, 4)}
+STALLS = ((0.0, 0.0), (0.3, 0.3))
+
+
+def main() -> None:
+    rows = []
+    for design, pars in RUNS.items():
+        t = time.perf_counter()
+        d = default_design(design)
+        rows.append(row(NAME, "design_generation_seconds", round(time.perf_counter() - t, 1),
+                        "s", {"design": design}))
+        coll = load_collateral(d)
+        for par in pars:
+            program, inputs, reference = APPS["dot_product"](n=N, par=par)
+            for p_in, p_out in STALLS:
+                params = {"program": "dot_product", "n": N, "par": par, "design": design,
+                          "p_in": p_in, "p_out": p_out, "stall_seed": 1}
+                out = ROOT / "build" / "dataflow_array" / f"{design}_p{par}_{p_in}"
+                r = run_program(program, inputs, coll, out, stall_in=p_in, stall_out=p_out,
+                                stall_seed=1)
+                if not (r.memories["out"] == reference(inputs)["out"]).all():
+                    sys.exit(f"dot_product par {par} on {design}: not bit-exact")
+                rep = r.report
+                rows.append(row(NAME, "pes", rep["pes"], "PEs", params))
+                rows.append(row(NAME, "io_tiles", rep["io"]["in"] + rep["io"]["out"], "tiles",
+                                params))
+                rows.append(row(NAME, "routes_static", rep["routes"]["static"], "nets", params))
+                rows.append(row(NAME, "routes_dynamic", rep["routes"]["dynamic"], "nets",
+                                params))
+                rows.append(row(NAME, "cycles_rtl", r.cycles, "cycles", params))
+                rows.append(row(NAME, "cycles_token_simulator", r.sim_cycles, "cycles", params))
+                rows.append(row(NAME, "cycles_ratio", rep["cycles"]["ratio"], "rtl/sim", params))
+                rows.append(row(NAME, "input_stall_cycles", r.stalls[0], "cycles", params))
+                rows.append(row(NAME, "backpressure_cycles", r.stalls[1], "cycles", params))
+                rows.append(row(NAME, "throughput", round(2 * N / r.cycles, 3),
+                                "input tokens/cycle", params))
+                rows.append(row(NAME, "bit_exact", True, "bool", params))
+                for stage, secs in rep["seconds"].items():
+                    rows.append(row(NAME, f"seconds_{stage}", secs, "s", params))
+    save_rows(NAME, rows)
+
+
+if __name__ == "__main__":
+    main()
