@@ -1,8 +1,9 @@
 """Dataflow programs on the generated array (issue 35, "figures"): dot_product (n = 256) at
-par 1, 2 and 4 on the 32x16 ready-valid array of dataflow PEs (configs/default_df.toml)
-and at par 1 and 2 on the 8x8 (configs/small_df.toml; par 4 needs 9 IO tiles, the 8x8
-has 8), each without stalls and under random stalls (0.3 / 0.3, seed 1), every run
-bit-exact with the sequential interpreter (the bench stops otherwise).
+par 1, 2 and 4 on the 32x16 ready-valid array of dataflow PEs (configs/default_df.toml,
+PEs without scratchpad) and at par 1 and 2 on the 8x8 (configs/small_df.toml, 64-word
+scratchpads; par 4 needs 9 IO tiles, the 8x8 has 8), gemm_tile (8x8x8, its two SRAM
+tiles in memory PEs) at par 1 on the 8x8; each without stalls and under random stalls
+(0.3 / 0.3, seed 1), every run bit-exact with numpy (the bench stops otherwise).
 
 Figures per run (``bench/results/dataflow_array.csv``, params: program, n, par, design,
 stall probabilities and seed): PEs, IO tiles, routes (static / dynamic), RTL cycles, the
@@ -27,51 +28,61 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from benchlib import default_design, row, save_rows  # noqa: E402
 from mapper.collateral import load_collateral  # noqa: E402
-from mapper.dataflow.apps import APPS  # noqa: E402
+from mapper.dataflow.apps import ARRAY_PROGRAMS  # noqa: E402
 from mapper.dataflow.array_run import run_program  # noqa: E402
 
 NAME = "dataflow_array"
 N = 256
-RUNS = {"small_df": (1, 2), "default_df": (1, 2, 4)}
+#: (program, its builder's sizes, the pars run) per design
+RUNS = {"small_df": [("dot_product", {"n": N}, (1, 2)), ("gemm_tile", {}, (1,))],
+        "default_df": [("dot_product", {"n": N}, (1, 2, 4))]}
 STALLS = ((0.0, 0.0), (0.3, 0.3))
 
 
 def main() -> None:
     rows = []
-    for design, pars in RUNS.items():
+    for design, runs in RUNS.items():
         t = time.perf_counter()
         d = default_design(design)
         rows.append(row(NAME, "design_generation_seconds", round(time.perf_counter() - t, 1),
                         "s", {"design": design}))
         coll = load_collateral(d)
-        for par in pars:
-            program, inputs, reference = APPS["dot_product"](n=N, par=par)
-            for p_in, p_out in STALLS:
-                params = {"program": "dot_product", "n": N, "par": par, "design": design,
-                          "p_in": p_in, "p_out": p_out, "stall_seed": 1}
-                out = ROOT / "build" / "dataflow_array" / f"{design}_p{par}_{p_in}"
-                r = run_program(program, inputs, coll, out, stall_in=p_in, stall_out=p_out,
-                                stall_seed=1)
-                if not (r.memories["out"] == reference(inputs)["out"]).all():
-                    sys.exit(f"dot_product par {par} on {design}: not bit-exact")
-                rep = r.report
-                rows.append(row(NAME, "pes", rep["pes"], "PEs", params))
-                rows.append(row(NAME, "io_tiles", rep["io"]["in"] + rep["io"]["out"], "tiles",
-                                params))
-                rows.append(row(NAME, "routes_static", rep["routes"]["static"], "nets", params))
-                rows.append(row(NAME, "routes_dynamic", rep["routes"]["dynamic"], "nets",
-                                params))
-                rows.append(row(NAME, "cycles_rtl", r.cycles, "cycles", params))
-                rows.append(row(NAME, "cycles_token_simulator", r.sim_cycles, "cycles", params))
-                rows.append(row(NAME, "cycles_ratio", rep["cycles"]["ratio"], "rtl/sim", params))
-                rows.append(row(NAME, "input_stall_cycles", r.stalls[0], "cycles", params))
-                rows.append(row(NAME, "backpressure_cycles", r.stalls[1], "cycles", params))
-                rows.append(row(NAME, "throughput", round(2 * N / r.cycles, 3),
-                                "input tokens/cycle", params))
-                rows.append(row(NAME, "bit_exact", True, "bool", params))
-                for stage, secs in rep["seconds"].items():
-                    rows.append(row(NAME, f"seconds_{stage}", secs, "s", params))
+        for name, sizes, pars in runs:
+            for par in pars:
+                program, inputs, reference = ARRAY_PROGRAMS[name](par=par, **sizes)
+                for p_in, p_out in STALLS:
+                    params = {"program": name, **sizes, "par": par, "design": design,
+                              "p_in": p_in, "p_out": p_out, "stall_seed": 1}
+                    rows += _run(program, inputs, reference, coll, params)
     save_rows(NAME, rows)
+
+
+def _run(program, inputs, reference, coll, params) -> list[dict]:
+    rows = []
+    design, par, p_in, p_out = (params[k] for k in ("design", "par", "p_in", "p_out"))
+    out = ROOT / "build" / "dataflow_array" / f"{design}_{program.name}_p{par}_{p_in}"
+    r = run_program(program, inputs, coll, out, stall_in=p_in, stall_out=p_out, stall_seed=1)
+    for dram, want in reference(inputs).items():
+        if not (r.memories[dram] == want).all():
+            sys.exit(f"{program.name} par {par} on {design}: not bit-exact")
+    rep = r.report
+    rows.append(row(NAME, "pes", rep["pes"], "PEs", params))
+    rows.append(row(NAME, "io_tiles", rep["io"]["in"] + rep["io"]["out"], "tiles",
+                    params))
+    rows.append(row(NAME, "routes_static", rep["routes"]["static"], "nets", params))
+    rows.append(row(NAME, "routes_dynamic", rep["routes"]["dynamic"], "nets",
+                    params))
+    rows.append(row(NAME, "cycles_rtl", r.cycles, "cycles", params))
+    rows.append(row(NAME, "cycles_token_simulator", r.sim_cycles, "cycles", params))
+    rows.append(row(NAME, "cycles_ratio", rep["cycles"]["ratio"], "rtl/sim", params))
+    rows.append(row(NAME, "input_stall_cycles", r.stalls[0], "cycles", params))
+    rows.append(row(NAME, "backpressure_cycles", r.stalls[1], "cycles", params))
+    rows.append(row(NAME, "throughput", round(rep["tokens"]["in"] / r.cycles, 3),
+                    "input tokens/cycle", params))
+    rows.append(row(NAME, "bit_exact", True, "bool", params))
+    for stage, secs in rep["seconds"].items():
+        rows.append(row(NAME, f"seconds_{stage}", secs, "s", params))
+    return rows
 
 
 if __name__ == "__main__":

@@ -505,7 +505,7 @@ class _TileGen:
         routed_in = {p: nm for p, nm, _, _ in self.core_ins}
         rates = shell_ports(info.ports)
         for p in info.ports:
-            if p.name in info.external and p.name not in rates.values():
+            if p.name in info.external and p.name not in rates:
                 raise SpecError(f"tile {self.xy}: core {info.core} has external port "
                                 f"{p.name}; a wrapped core must be reached through the "
                                 f"interconnect only (leave it a socket)")
@@ -523,10 +523,14 @@ class _TileGen:
                      f".config_mem_data(config_data[{cm.width - 1}:0])",
                      ".config_mem_write(config_write & cm_sel)",
                      ".config_mem_read(config_read & cm_sel)", ".config_mem_rdata(cm_rdata)"]
-        # rates: a core's emit_<out> / deq_<in> shell port (1 when it has none)
-        em = {p: f"co_{rates[p]}" if p in rates else "1'b1" for p, *_ in self.core_outs}
-        dq = {p: f"co_{rates[p]}" if p in rates else "1'b1" for p, *_ in self.core_ins}
-        ins = [f"(~en_{nm} | v_{nm})" for _, nm, _, rv in self.core_ins if rv]
+        # rates: a core's emit_<out> / deq_<in> / need_<in> port (1 when it has none)
+        def rate(pre: str, p: str) -> str:
+            return f"co_{pre}{p}" if f"{pre}{p}" in rates else "1'b1"
+        em = {p: rate("emit_", p) for p, *_ in self.core_outs}
+        dq = {p: rate("deq_", p) for p, *_ in self.core_ins}
+        nd = {p: rate("need_", p) for p, *_ in self.core_ins}
+        ins = [f"(~en_{nm} | v_{nm})" if nd[p] == "1'b1" else
+               f"(~en_{nm} | ~{nd[p]} | v_{nm})" for p, nm, _, rv in self.core_ins if rv]
         outs = [(p, nm, used) for p, nm, _, rv, used in self.core_outs if rv]
         any_used = [f"used_{p}" for p, _, _ in outs] + [
             f"en_{nm}" for _, nm, _, rv in self.core_ins if rv]
@@ -540,7 +544,7 @@ class _TileGen:
                   f"  assign d_{nm} = co_{p};",
                   f"  assign v_{nm} = in_ok & used_{p} & {em[p]} & ~sent_{p};"]
         b.append("  wire fire = in_ok" + "".join(
-            f" & (~used_{p} | ~{em[p]} | sent_{p} | r_{nm})" if p in rates else
+            f" & (~used_{p} | ~{em[p]} | sent_{p} | r_{nm})" if em[p] != "1'b1" else
             f" & (~used_{p} | sent_{p} | r_{nm})" for p, nm, _ in outs) + ";")
         for p, nm, _ in outs:
             b.append(f"  always @(posedge CLK) if (st_reset | fire) sent_{p} <= 1'b0; "
@@ -548,7 +552,7 @@ class _TileGen:
         for p, nm, _, rv in self.core_ins:
             if rv:
                 b.append(f"  assign r_{nm} = fire & en_{nm}"
-                         + (f" & {dq[p]};" if p in rates else ";"))
+                         + (f" & {dq[p]};" if dq[p] != "1'b1" else ";"))
         for p, nm, _, rv, _ in self.core_outs:
             if not rv:
                 b.append(f"  assign d_{nm} = co_{p};")
@@ -758,8 +762,10 @@ def rv_array(ic: Interconnect, name: str = "RvArray",
     ``emit_<out>`` emits ``<out>`` only on the fires where it is 1 (the output is valid, and the fire waits
     for its ready, only then), and one with ``deq_<in>`` takes the word of ``<in>`` only on
     the fires where that is 1 (otherwise the word stays at the head of the input's FIFO,
-    the operand of the next fire as well); both are combinational in the core's state and
-    inputs, never in a ready. These ports are external ports of the core (not routed);
+    the operand of the next fire as well), and one with ``need_<in>`` fires without a word
+    on ``<in>`` when that is 0 (a function of the core's state only: a memory's write
+    phase needs no read address); all are combinational in the core's state and inputs,
+    never in a ready. These ports are external ports of the core (not routed);
     a core without them emits and takes one word per port per fire.
     The top's ``flush`` input reaches every tile in the same cycle and the wrapped cores'
     ``flush`` (not gated by ``clk_en``), so a MEM's schedule restarts as in :mod:`canal.rtl`;

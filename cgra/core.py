@@ -85,23 +85,24 @@ class CoreSpec:
         return [p for p in self.ports if p.direction == "out"]
 
 
-#: prefixes of a core's rate ports (:func:`canal.rv_rtl.rv_array`, "rates")
-RATE_PREFIXES = ("emit_", "deq_")
+#: a core's rate ports: prefix -> the direction of the data port it qualifies
+#: (:func:`canal.rv_rtl.rv_array`, "rates")
+RATE_PREFIXES = {"emit_": "out", "deq_": "in", "need_": "in"}
 
 
 def shell_ports(ports) -> dict[str, str]:
-    """The rate ports of a core with ``ports`` (:class:`cgra.core.PortSpec`): data port name
-    -> its 1-bit shell output, ``emit_<out>`` for an output ``<out>`` and ``deq_<in>`` for an
-    input ``<in>`` (issue 35; :mod:`peak.examples.dataflow_pe`), which the ready-valid
-    tile's handshake wrapper reads (:func:`canal.rv_rtl.rv_array`, "rates"). A port whose
-    name has the prefix but no such partner, or that is not a 1-bit output, is not a rate
-    port."""
+    """The rate ports of a core with ``ports`` (:class:`cgra.core.PortSpec`): rate port
+    name -> the data port it qualifies: ``emit_<out>`` for an output ``<out>``, ``deq_<in>``
+    and ``need_<in>`` for an input ``<in>`` (issue 35; :mod:`peak.examples.dataflow_pe`),
+    which the ready-valid tile's handshake wrapper reads (:func:`canal.rv_rtl.rv_array`,
+    "rates"). A port whose name has a prefix but no such partner, or that is not a 1-bit
+    output, is not a rate port."""
     by = {p.name: p for p in ports}
     out: dict[str, str] = {}
     for p in ports:
-        for pre, want in zip(RATE_PREFIXES, ("out", "in"), strict=True):
+        for pre, want in RATE_PREFIXES.items():
             base = p.name[len(pre):]
             if (p.name.startswith(pre) and p.direction == "out" and p.width == 1
                     and base in by and by[base].direction == want):
-                out[base] = p.name
+                out[p.name] = base
     return out

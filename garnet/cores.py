@@ -119,7 +119,7 @@ def _pe_core_circuit(spec: type, circuit_name: str) -> Any:
 def pe_core(spec: type) -> CoreSpec:
     """The PE core of a PEak spec (tag ``p``): ports = the spec's inputs and outputs (bits),
     one config field ``inst`` (assembler width, reset 0). Rate ports (``emit_<out>``,
-    ``deq_<in>``: :func:`cgra.core.shell_ports`) are external (not routed). Module
+    ``deq_<in>``, ``need_<in>``: :func:`cgra.core.shell_ports`) are external (not routed). Module
     ``PECore_<Spec>_<hash8>``.
     Raises :class:`SpecError` from PEak for a malformed spec."""
     from peak import normal_form, spec_hash, spec_ref  # deferred: loads  only when called
@@ -139,7 +139,7 @@ def pe_core(spec: type) -> CoreSpec:
             "inst_width": asm.width}
     rates = shell_ports(ports)
     if rates:      # the handshake wrapper reads them; they are not routed
-        info["external"] = tuple(sorted(rates.values()))
+        info["external"] = tuple(sorted(rates))
     return CoreSpec(name, "p", tuple(ports), (ConfigField("inst", asm.width, 0),),
                     lambda: _pe_core_circuit(spec, name), info)
 

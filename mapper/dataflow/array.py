@@ -71,6 +71,7 @@ from mapper.dataflow.program import (
     Op,
     Program,
     Reg,
+    SRAM,
     Sequential,
     Store,
     Temp,
@@ -117,6 +118,8 @@ class PE:
     red: str = "NONE"
     levels: dict[str, int] = field(default_factory=dict)
     operands: dict[str, Val] = field(default_factory=dict)
+    #: the counter levels when they are not the chain's (a memory PE counts its writes)
+    counters: list | None = None
 
 
 @dataclass
@@ -180,6 +183,10 @@ class _Compiler:
         self.written_drams: set[str] = set()
         #: (instance, output port) -> its sinks [(instance, input port), ...]
         self.sinks: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        #: id(SRAM) -> the net of the words its write site stores
+        self.sram_data: dict[int, Val] = {}
+        #: (read site label, lane) -> its memory PE
+        self.pmus: dict[tuple[str, Any], str] = {}
 
     # ---------------------------------------------------------------- helpers
     def refuse(self, what: str) -> MappingError:
@@ -336,9 +343,11 @@ class _Compiler:
             if isinstance(cur, _Pending):
                 cur = self.close_reduction(m, cur, chain)
             return cur
+        if isinstance(m, SRAM):
+            return self.sram_read(e, chain)
         if not isinstance(m, DRAM):
-            raise self.refuse(f"{e.label}: {m.kind} {m.name!r} (memory units on MEM tiles are "
-                              f"not mapped yet; the array runs programs over DRAM and Regs)")
+            raise self.refuse(f"{e.label}: {m.kind} {m.name!r} (FIFOs are not mapped yet; the "
+                              f"array runs programs over DRAM, SRAM and Regs)")
         if m.name in self.written_drams:
             raise self.refuse(f"{e.label}: DRAM {m.name!r} is read and written (the host "
                               f"serves reads from the inputs)")
@@ -347,10 +356,35 @@ class _Compiler:
         name = f"io_in_{e.label}" + (f"_l{lane[1]}" if lane else "")
         if name not in self.io_in:
             src = self.inputs[m.name]
-            words = [int(src[idx]) & 0xFFFFFFFF for idx, where in self.trace.get(e.label, [])
+            words = [int(src[idx]) & 0xFFFFFFFF for idx, where, _ in self.trace.get(e.label, [])
                      if lane is None or dict(where)[lane[0]] % lane[2] == lane[1]]
             self.io_in[name] = np.array(words, dtype=np.int64)
         return Val("net", name, "out", rate=tuple(lp for lp, _ in chain))
+
+    def sram_read(self, e: Load, chain: list) -> Val:
+        """A read site of an SRAM: a memory PE (op ``Mem``) per read site and lane, written
+        with the SRAM's whole write stream (the words in address order, checked by
+        :func:`_check_srams`), then reading the addresses this site computes."""
+        m = e.mem
+        lane = self.lane_of(chain)
+        key = (e.label, lane[1] if lane else None)
+        if key not in self.pmus:
+            data = self.sram_data.get(id(m))
+            if data is None:
+                raise AssertionError(f"{e.label}: SRAM {m.name} read before its write site "
+                                     f"was compiled (_check_srams orders them)")
+            flat: Expr = e.index[0]
+            for ix, n in zip(e.index[1:], m.shape[1:], strict=True):
+                flat = flat * n + ix
+            addr = self.materialise(self.expr(flat, chain, {}), chain)
+            unit, self.unit = self.unit, m.name
+            pmu = self.new_pe([], op="Mem")
+            self.unit = unit
+            pmu.counters = [(0, 1, m.size)] + [(0, 1, 1)] * (self.levels - 1)
+            pmu.operands["a"] = addr          # the memory PE dequeues by its phase
+            pmu.operands["b"] = data
+            self.pmus[key] = pmu.name
+        return Val("net", self.pmus[key], "res", rate=tuple(lp for lp, _ in chain))
 
     # ---------------------------------------------------------------- statements
     def store(self, s: Store, chain: list, memo: dict[int, Val]) -> None:
@@ -375,9 +409,15 @@ class _Compiler:
                         rate=tuple(lp for lp, _ in chain))
             self.regs[id(m)] = v
             return
+        if isinstance(m, SRAM):
+            if self.lane_of(chain) is not None:
+                raise self.refuse(f"{s.label}: SRAM {m.name!r} written in the lanes of a par "
+                                  f"loop (a memory PE takes one write stream; use par 1 there)")
+            self.sram_data[id(m)] = self.materialise(self.expr(s.value, chain, memo), chain)
+            return
         if not isinstance(m, DRAM):
-            raise self.refuse(f"{s.label}: {m.kind} {m.name!r} (memory units on MEM tiles are "
-                              f"not mapped yet; the array runs programs over DRAM and Regs)")
+            raise self.refuse(f"{s.label}: {m.kind} {m.name!r} (FIFOs are not mapped yet; the "
+                              f"array runs programs over DRAM, SRAM and Regs)")
         if m.name in self.read_drams:
             raise self.refuse(f"{s.label}: DRAM {m.name!r} is read and written (the host "
                               f"serves reads from the inputs)")
@@ -385,7 +425,7 @@ class _Compiler:
         v = self.materialise(self.expr(s.value, chain, memo), chain)
         lane = self.lane_of(chain)
         name = f"io_out_{s.label}" + (f"_l{lane[1]}" if lane else "")
-        addrs = [idx for idx, where in self.trace.get(s.label, [])
+        addrs = [idx for idx, where, _ in self.trace.get(s.label, [])
                  if lane is None or dict(where)[lane[0]] % lane[2] == lane[1]]
         self.io_out[name] = (m.name, addrs)
         self.sinks.setdefault((v.inst, v.port), []).append((name, "in"))
@@ -536,6 +576,43 @@ class _Pending:
     par_loop: Loop | None = None
 
 
+def _check_srams(program: Program, trace: dict[str, list], pe_spec: type) -> None:
+    """:class:`MappingError` unless every SRAM is what a memory PE holds: written at one
+    site, densely in address order (row-major), every word before its first read, at most
+    the PE's scratchpad words."""
+    words = getattr(pe_spec, "words", 0)
+    sites: dict[int, tuple[list[str], list[str]]] = {}
+    for c in program.controllers():
+        if isinstance(c, Block):
+            for st in c.statements:
+                if isinstance(st, Store) and isinstance(st.mem, SRAM):
+                    sites.setdefault(id(st.mem), ([], []))[0].append(st.label)
+            for ld in c.loads():
+                if isinstance(ld.mem, SRAM):
+                    sites.setdefault(id(ld.mem), ([], []))[1].append(ld.label)
+    mems = {id(m): m for m in program.memories.values()}
+    for key, (writes, reads) in sites.items():
+        m = mems[key]
+        where = f"dataflow program {program.name!r} on the array: SRAM {m.name!r}"
+        if not words:
+            raise MappingError(f"{where}: the design's PE has no scratchpad (words = 0); use "
+                               f"configs/small_df.toml's PE")
+        if m.size > words:
+            raise MappingError(f"{where}: {m.size} words; the PE's scratchpad holds {words}")
+        if len(writes) != 1:
+            raise MappingError(f"{where}: written at {len(writes)} sites {writes}; a memory PE "
+                               f"takes one write stream")
+        w = trace.get(writes[0], [])
+        flat = [int(np.ravel_multi_index(idx, m.shape)) for idx, _, _ in w]
+        if flat != list(range(m.size)):
+            raise MappingError(f"{where}: {writes[0]} does not write every word once in "
+                               f"address order (a memory PE's write address is its counter)")
+        late = [r for r in reads if any(step <= w[-1][2] for _, _, step in trace.get(r, []))]
+        if late:
+            raise MappingError(f"{where}: {late[0]} reads it before {writes[0]} has written "
+                               f"every word (a memory PE writes, then reads)")
+
+
 def _descendants(c: Controller):
     for ch in c.children():
         yield ch
@@ -553,6 +630,7 @@ def compile_program(program: Program, inputs: dict[str, np.ndarray], pe_spec: ty
     initial = {m.name: np.asarray(inputs.get(m.name, np.zeros(m.shape)), dtype=np.int32)
                .reshape(m.shape).copy()
                for m in program.memories.values() if isinstance(m, DRAM)}
+    _check_srams(program, trace, pe_spec)
     c = _Compiler(program, initial, pe_spec, trace)
     c.run(program.root, [])
     for key, v in list(c.regs.items()):          # reductions nobody reads: still on chip
@@ -580,7 +658,8 @@ def compile_program(program: Program, inputs: dict[str, np.ndarray], pe_spec: ty
                 kw[f"{port}_src"], kw[f"{port}_const"] = "CONST", v.value
             else:
                 kw[f"{port}_src"] = "INDEX"
-        inst = pe_spec.instruction(_lane_chain(pe.chain), pe.op, **kw, **pe.levels)
+        levels = pe.counters if pe.counters is not None else _lane_chain(pe.chain)
+        inst = pe_spec.instruction(levels, pe.op, **kw, **pe.levels)
         nl.add_instance(pe.name, "pe", "p", {"inst": asm.encode(inst), "unit": pe.unit,
                                              "op": pe.op, "red": pe.red})
         for port, v in pe.operands.items():

@@ -260,7 +260,8 @@ class _Interpreter:
         else:
             idx = self._index(e.label, m, e.index, memo)
         if self.trace is not None:
-            self.trace.setdefault(e.label, []).append((idx, tuple(map(tuple, self.where))))
+            self.trace.setdefault(e.label, []).append((idx, tuple(map(tuple, self.where)),
+                                                        self.stats.steps))
         v = arr[idx]
         return int(v) if m.dtype == "i32" else np.float32(v)
 
@@ -270,7 +271,8 @@ class _Interpreter:
         v = cast(self.eval(s.value, memo), m.dtype)
         self.stats.accesses[s.label] = self.stats.accesses.get(s.label, 0) + 1
         if self.trace is not None:
-            self.trace.setdefault(s.label, []).append((idx, tuple(map(tuple, self.where))))
+            self.trace.setdefault(s.label, []).append((idx, tuple(map(tuple, self.where)),
+                                                        self.stats.steps))
         arr = self.state[m.name]
         if isinstance(m, FIFO):
             if len(arr) >= m.shape[0]:
@@ -395,9 +397,10 @@ def interpret_trace(program: Program, inputs: Mapping[str, np.ndarray] | None = 
                     max_steps: int = 10_000_000) -> tuple[dict[str, np.ndarray],
                                                           dict[str, list]]:
     """:func:`interpret` that also returns every access in program order: access label ->
-    ``[(index, iterations), ...]``, ``index`` the tuple of index values (``()`` for a Reg or
-    a FIFO) and ``iterations`` the ``(label, 0-based iteration)`` of each enclosing loop and
-    do-while, outermost first (the address streams of :mod:`mapper.dataflow.array`).
+    ``[(index, iterations, step), ...]``, ``index`` the tuple of index values (``()`` for a
+    Reg or a FIFO), ``iterations`` the ``(label, 0-based iteration)`` of each enclosing loop
+    and do-while, outermost first, and ``step`` the statement execution it belongs to
+    (1-based, in program order; the address streams of :mod:`mapper.dataflow.array`).
     Raises :class:`ProgramError` as :func:`interpret` does."""
     state = initial_state(program, inputs or {})
     it = _Interpreter(program, state, max_steps)

@@ -68,6 +68,7 @@ class DfOp(Enum):
     Max = 9
     Sel = 10
     PassA = 11
+    Mem = 12
 
 
 class Red(Enum):
@@ -94,14 +95,63 @@ class PCond(Enum):
 
 
 @functools.lru_cache(maxsize=None)
-def make_dataflow_pe(width: int = 32, levels: int = 3, ctr_width: int = 16) -> type:
-    """The dataflow PE class for a ``width``-bit datapath (a power of two, 4..32) and a
-    ``levels`` x ``ctr_width``-bit counter chain (module docstring). Raises
-    :class:`~cgra.errors.SpecError` for a width that is not a power of two in 4..32 or
-    ``ctr_width > width`` (the index is an operand); the chain's own limits as
-    :func:`~peak.control.make_counter_chain`."""
+def make_scratch(width: int, ctr_width: int, words: int) -> type:
+    """The scratchpad of a dataflow PE (a sub-PE): with ``words`` > 0, op ``Mem``'s memory
+    of ``words`` ``width``-bit words: a write phase (``b`` written at the inner counter's
+    value ``ix``, one word per firing, until the inner counter saturates: ``done0``), then a
+    read phase (``mem[a]`` on ``res``, one per firing, ``a`` dequeued, ``b`` not needed).
+    Inputs: ``is_mem`` (the op is ``Mem``), ``a``, ``b``, ``ix`` (``ctr_width`` bits),
+    ``done0`` and the PE's ``y``, ``emit``, ``deq_a``, ``deq_b`` otherwise; outputs ``y``,
+    ``emit``, ``deq_a``, ``deq_b``, ``need_a``, ``need_b``. With ``words`` = 0 it passes the
+    PE's values through and needs every input. State: the words and the phase bit."""
+    Data = BitVector[width]
+    CW = ctr_width
+    One = BitVector[1]
+    Ix = BitVector[CW]
+    if words == 0:
+        class NoScratch(Peak):
+            @name_outputs(y=Data, emit=Bit, deq_a=Bit, deq_b=Bit, need_a=Bit, need_b=Bit)
+            def __call__(self, is_mem: Bit, a: Data, b: Data, ix: Ix, done0: Bit, y: Data,
+                         emit: Bit, deq_a: Bit, deq_b: Bit):
+                return y, emit, deq_a, deq_b, Bit(1), Bit(1)
+        return NoScratch
+    AB = max(1, (words - 1).bit_length())
+    WORDS = words
+
+    class Scratch(Peak):
+        def __init__(self):
+            self.mem = RegisterFile(WORDS, Data, 0)
+            self.phase = RegisterFile(1, One, 0)
+
+        @name_outputs(y=Data, emit=Bit, deq_a=Bit, deq_b=Bit, need_a=Bit, need_b=Bit)
+        def __call__(self, is_mem: Bit, a: Data, b: Data, ix: Ix, done0: Bit, y: Data,
+                     emit: Bit, deq_a: Bit, deq_b: Bit):
+            reading = self.phase.read(One(0))[0]
+            self.mem.write(ix[0:AB], b, is_mem & ~reading)
+            self.phase.write(One(0), (reading | (is_mem & done0)).ite(One(1), One(0)))
+            got = self.mem.read(a[0:AB])
+            return (is_mem.ite(got, y), is_mem.ite(reading, emit),
+                    is_mem.ite(reading, deq_a), is_mem.ite(~reading, deq_b),
+                    is_mem.ite(reading, Bit(1)), is_mem.ite(~reading, Bit(1)))
+    Scratch.__name__ = Scratch.__qualname__ = f"Scratch{width}_m{words}"
+    return Scratch
+
+
+@functools.lru_cache(maxsize=None)
+def make_dataflow_pe(width: int = 32, levels: int = 3, ctr_width: int = 16,
+                     words: int = 0) -> type:
+    """The dataflow PE class for a ``width``-bit datapath (a power of two, 4..32), a
+    ``levels`` x ``ctr_width``-bit counter chain and a scratchpad of ``words`` words (0:
+    none; a power of two up to 1024), the memory of op ``Mem`` (module docstring). Raises
+    :class:`~cgra.errors.SpecError` for a width that is not a power of two in 4..32,
+    ``ctr_width > width`` (the index is an operand) or a bad ``words``; the chain's own
+    limits as :func:`~peak.control.make_counter_chain`."""
     if width not in (4, 8, 16, 32):
         raise SpecError(f"make_dataflow_pe: width = {width!r} must be 4, 8, 16 or 32")
+    if words not in (0, *(1 << k for k in range(1, 11))) or words > 1 << ctr_width:
+        raise SpecError(f"make_dataflow_pe: words = {words!r} must be 0 (no scratchpad) or a "
+                        f"power of two in 2..1024, at most 2**ctr_width (the write address "
+                        f"is the inner counter)")
     if not isinstance(ctr_width, int) or not 1 <= ctr_width <= width:
         raise SpecError(f"make_dataflow_pe: ctr_width = {ctr_width!r} must be in 1..{width} "
                         f"(a counter's index is a {width}-bit operand)")
@@ -133,14 +183,18 @@ def make_dataflow_pe(width: int = 32, levels: int = 3, ctr_width: int = 16) -> t
         deq_p_level = Lvl
         ctr = Chain.Inst
 
+    WORDS = words
+    Scratch = make_scratch(W, CW, words)
+
     class DataflowPE(Peak):
         def __init__(self):
             self.ctr = Chain()
             self.acc = RegisterFile(1, Data, 0)
             self.fresh = RegisterFile(1, One, 1)
+            self.scratch = Scratch()
 
         @name_outputs(res=Data, res_p=Bit, emit_res=Bit, emit_res_p=Bit, deq_a=Bit,
-                      deq_b=Bit, deq_p=Bit)
+                      deq_b=Bit, deq_p=Bit, need_a=Bit, need_b=Bit, need_p=Bit)
         def __call__(self, inst: Inst, a: Data, b: Data, p: Bit):
             index, done = self.ctr(inst.ctr, Bit(1))
             # level k: 1 on every firing for k = 0, else done bit k-1
@@ -239,10 +293,15 @@ def make_dataflow_pe(width: int = 32, levels: int = 3, ctr_width: int = 16) -> t
             else:
                 res_p = p
             emit = at_emit & (~inst.emit_on_p | p)
-            return y, res_p, emit, at_emit_p, at_da, at_db, at_dp
+            y, emit, at_da, at_db, need_a, need_b = self.scratch(
+                inst.op == DfOp.Mem, a, b, index[0:CW], done[0], y, emit, at_da, at_db)
+            return y, res_p, emit, at_emit_p, at_da, at_db, at_dp, need_a, need_b, Bit(1)
 
-    DataflowPE.__name__ = DataflowPE.__qualname__ = f"DataflowPE{W}_{L}x{CW}"
-    DataflowPE.peak_ref = f"{__name__}:make_dataflow_pe({W}, {L}, {CW})"
+    suffix = f"_m{WORDS}" if WORDS else ""
+    DataflowPE.__name__ = DataflowPE.__qualname__ = f"DataflowPE{W}_{L}x{CW}{suffix}"
+    DataflowPE.peak_ref = (f"{__name__}:make_dataflow_pe({W}, {L}, {CW}"
+                           + (f", {WORDS})" if WORDS else ")"))
+    DataflowPE.words = WORDS
     DataflowPE.Inst = Inst
     DataflowPE.Chain = Chain
     DataflowPE.width = W

@@ -69,10 +69,11 @@ def bits_for(inst, inputs=("a",)):
 def test_rate_ports_are_external_and_not_routed():
     ic = df_array()
     core = ic.cores[ic.tiles[(1, 1)].core]
-    assert shell_ports(core.ports) == {"res": "emit_res", "res_p": "emit_res_p",
-                                       "a": "deq_a", "b": "deq_b", "p": "deq_p"}
+    assert shell_ports(core.ports) == {
+        "emit_res": "res", "emit_res_p": "res_p", "deq_a": "a", "deq_b": "b", "deq_p": "p",
+        "need_a": "a", "need_b": "b", "need_p": "p"}
     assert sorted(core.info["external"]) == ["deq_a", "deq_b", "deq_p", "emit_res",
-                                             "emit_res_p"]
+                                             "emit_res_p", "need_a", "need_b", "need_p"]
     routed = {n.name for n in ic.graphs[16].nodes.values() if (n.x, n.y) == (1, 1)}
     assert "a" in routed and "res" in routed
     assert not routed & set(core.info["external"])

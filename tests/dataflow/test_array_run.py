@@ -1,8 +1,9 @@
 """Dataflow programs on the generated array (issue 35, items 2-3): programs of the dataflow
-DSL compiled onto the 8x8 ready-valid array of dataflow PEs (configs/small_df.toml), placed,
-routed, run in Verilator under random IO stalls and compared with the sequential
-interpreter; the refusals; a deadlock by construction caught by the token-level simulator
-before any RTL is built."""
+DSL (dot_product, gemm_tile and small programs of each construct) compiled onto the 8x8
+ready-valid array of dataflow PEs (configs/small_df.toml), placed, routed, proved, run in
+Verilator under random IO stalls and compared with the sequential interpreter; the
+refusals; a deadlock by construction caught by the token-level simulator before any RTL is
+built."""
 from __future__ import annotations
 
 import json
@@ -19,7 +20,7 @@ from mapper.dataflow.apps import APPS, ARRAY_PROGRAMS
 from mapper.dataflow.array import compile_program
 from mapper.dataflow.array_run import run_program
 from mapper.dataflow.program import Program, maximum, op, select
-from peak.examples.dataflow_pe import DataflowPE
+from peak.examples.dataflow_pe import DataflowPE, make_dataflow_pe
 
 
 @pytest.fixture(scope="module")
@@ -156,15 +157,48 @@ def test_more_units_than_the_array_has_is_refused(df, tmp_path):
     assert not (tmp_path / "sim.bs").exists()
 
 
-@pytest.mark.parametrize("app, needle", [
-    ("branch", "branch B (control VCUs are not mapped yet"),
-    ("gemm_tile", "sram 'ta' (memory units on MEM tiles are not mapped yet"),
-    ("black_scholes", "f32 values (the dataflow PE is an integer datapath)"),
+def test_gemm_tile_with_its_tiles_in_memory_pes(df, tmp_path):
+    """SARA's GEMM tile (8x8x8): a and b copied into SRAMs ta and tb, each a memory PE
+    (written in address order, then read at i*8 + k and k*8 + j), the k-reduction a MAC."""
+    program, inputs, reference = ARRAY_PROGRAMS["gemm_tile"]()
+    r = run_program(program, inputs, df, tmp_path, stall_in=0.3, stall_out=0.3,
+                    stall_seed=2)
+    assert np.array_equal(r.memories["c"], reference(inputs)["c"])
+    assert {u: len(p) for u, p in r.program.units.items()} == {"L9": 5, "ta": 1, "tb": 1}
+    mems = [p for p in r.program.pes.values() if p.op == "Mem"]
+    assert [p.counters[0] for p in mems] == [(0, 1, 64), (0, 1, 64)]
+    assert r.report["tokens"] == {"in": 128, "out": 64}
+
+
+MEM_PE = make_dataflow_pe(32, 3, 16, 64)
+
+
+@pytest.mark.parametrize("app, kw, pe, needle", [
+    ("branch", {}, MEM_PE, "SRAM 'mem': Wmem does not write every word once in address "
+                           "order"),
+    ("black_scholes", {}, MEM_PE, "f32 values (the dataflow PE is an integer datapath)"),
+    ("gemm_tile", {}, DataflowPE, "SRAM 'ta': the design's PE has no scratchpad"),
+    ("gemm_tile", {"par": 2}, MEM_PE, "W1: SRAM 'ta' written in the lanes of a par loop"),
+    ("mlp_layer", {}, MEM_PE, "SRAM 'ws': 128 words; the PE's scratchpad holds 64"),
+    ("pagerank", {}, MEM_PE, "SRAM 'ranks': written at 2 sites ['W0', 'W14']"),
+    ("fig2a", {}, MEM_PE, "SRAM 'm1': W1 does not write every word once in address order"),
 ])
-def test_constructs_not_mapped_yet_are_named(app, needle):
-    program, inputs, _ = ARRAY_PROGRAMS[app]()
+def test_constructs_not_mapped_yet_are_named(app, kw, pe, needle):
+    program, inputs, _ = ARRAY_PROGRAMS[app](**kw)
     with pytest.raises(MappingError, match=re.escape(needle)):
-        compile_program(program, inputs, DataflowPE)
+        compile_program(program, inputs, pe)
+
+
+def test_a_branch_is_named():
+    p = Program("odd_rows")
+    a, out = p.dram("a", (4,)), p.dram("out", (4,))
+    with p.foreach(4) as i:
+        with p.if_((i % 2).eq(1), label="B"):
+            with p.foreach(1):
+                out[i] = a[i]
+    with pytest.raises(MappingError, match=re.escape(
+            "branch B (control VCUs are not mapped yet; the array runs loops of blocks)")):
+        compile_program(p, {"a": np.arange(4, dtype=np.int32)}, MEM_PE)
 
 
 def _cgra(monkeypatch, capsys, *args) -> tuple[int, str]:

@@ -15,6 +15,7 @@ from peak.sim import RTLSim, model_outputs
 from peak.smt import symbolic
 
 SMALL = make_dataflow_pe(4, 2, 2)       # 51 instruction bits: fits RTLSim's 64
+SMALL_MEM = make_dataflow_pe(4, 2, 2, 4)      # with a 4-word scratchpad
 
 
 def _run(spec, inst, feed):
@@ -26,7 +27,7 @@ def test_ports_and_instruction_width():
     nf = normal_form(DataflowPE)
     assert [n for n, _ in nf.inputs] == ["a", "b", "p"]
     assert [n for n, _ in nf.outputs] == ["res", "res_p", "emit_res", "emit_res_p", "deq_a",
-                                          "deq_b", "deq_p"]
+                                          "deq_b", "deq_p", "need_a", "need_b", "need_p"]
     assert assembler(DataflowPE.Inst).width == 239
     assert assembler(SMALL.Inst).width == 51
 
@@ -71,11 +72,26 @@ def test_min_max_windows_compare_and_predicated_emit():
         [1, 0, 1]
 
 
-def _random_inst(rng: random.Random):
+def test_scratchpad_writes_in_counter_order_then_reads():
+    """op Mem, 16 words, 4 writes: b written at the inner counter's value while writing (a
+    not needed, nothing emitted), then mem[a] emitted per firing (b not needed)."""
+    P = make_dataflow_pe(32, 3, 16, 16)
+    inst = dataflow_inst(P, [(0, 1, 4)], "Mem")
+    feed = [(0, 10, 0), (0, 11, 0), (0, 12, 0), (0, 13, 0), (2, 0, 0), (0, 0, 0), (3, 0, 0)]
+    rows = _run(P, inst, feed)
+    assert [r[2] for r in rows] == [0, 0, 0, 0, 1, 1, 1]             # emit_res
+    assert [r[0] for r in rows[4:]] == [12, 10, 13]
+    assert [(r[7], r[8]) for r in rows] == [(0, 1)] * 4 + [(1, 0)] * 3  # need_a, need_b
+    assert [(r[4], r[5]) for r in rows] == [(0, 1)] * 4 + [(1, 0)] * 3  # deq_a, deq_b
+    with pytest.raises(SpecError, match="words = 48 must be 0"):
+        make_dataflow_pe(32, 3, 16, 48)
+
+
+def _random_inst(rng: random.Random, spec=None):
     levels = [(lo := rng.randrange(0, 2), rng.randrange(1, 3), rng.randrange(lo + 1, 4))
               for _ in range(2)]
     return dataflow_inst(
-        SMALL, levels, rng.choice([m.name for m in DfOp.enumerate()]),
+        spec or SMALL, levels, rng.choice([m.name for m in DfOp.enumerate()]),
         signed=rng.random() < 0.5, cond=rng.choice([m.name for m in PCond.enumerate()]),
         a_src=rng.choice([m.name for m in Src.enumerate()]), a_const=rng.randrange(16),
         b_src=rng.choice([m.name for m in Src.enumerate()]), b_const=rng.randrange(16),
@@ -85,18 +101,19 @@ def _random_inst(rng: random.Random):
                                           "deq_a_level", "deq_b_level", "deq_p_level")})
 
 
-def test_python_smt_rtl_agree_on_random_stimulus(tmp_path):
+@pytest.mark.parametrize("spec", [SMALL, SMALL_MEM], ids=["no_scratchpad", "scratchpad"])
+def test_python_smt_rtl_agree_on_random_stimulus(spec, tmp_path):
     rng = random.Random(35)
-    asm = assembler(SMALL.Inst)
+    asm = assembler(spec.Inst)
     vectors, inst = [], None
     for t in range(400):
         if t % 40 == 0:
-            inst = asm.encode(_random_inst(rng))
+            inst = asm.encode(_random_inst(rng, spec))
         vectors.append((inst, [rng.randrange(16), rng.randrange(16), rng.randrange(2)],
                         int(rng.random() > 0.2)))
-    nf = normal_form(SMALL)
-    sym = symbolic(SMALL)
-    model = SMALL()
+    nf = normal_form(spec)
+    sym = symbolic(spec)
+    model = spec()
     names = [n for n, _ in nf.inputs]
     for inst, ins, en in vectors[:80]:
         state = model.state()
@@ -110,9 +127,9 @@ def test_python_smt_rtl_agree_on_random_stimulus(tmp_path):
             tuple(map(int, model.state()))
         if not en:
             model.set_state(state)
-    expected = model_outputs(SMALL, vectors)
+    expected = model_outputs(spec, vectors)
     assert sum(r[2] for r in expected) > 100 and sum(1 - r[4] for r in expected) > 30
-    got = RTLSim(SMALL, str(tmp_path / "dfpe")).run(vectors)
+    got = RTLSim(spec, str(tmp_path / "dfpe")).run(vectors)
     bad = [i for i, (e, g) in enumerate(zip(expected, got, strict=True)) if e != g]
     assert bad == [], f"RTL differs from the Python model first at cycle {bad[0]}"
 
