@@ -2,8 +2,8 @@
 par 1, 2 and 4 on the 32x16 ready-valid array of dataflow PEs (configs/default_df.toml,
 PEs without scratchpad) and at par 1 and 2 on the 8x8 (configs/small_df.toml, 64-word
 scratchpads; par 4 needs 9 IO tiles, the 8x8 has 8), gemm_tile (8x8x8, its two SRAM
-tiles in memory PEs) at par 1 on the 8x8; each without stalls and under random stalls
-(0.3 / 0.3, seed 1), every run bit-exact with numpy (the bench stops otherwise).
+tiles in memory PEs) at par 1, 2 and 4 on the 8x8; each without stalls and under random
+stalls (0.3 / 0.3, seed 1), every run bit-exact with numpy (the bench stops otherwise).
 
 Figures per run (``bench/results/dataflow_array.csv``, params: program, n, par, design,
 stall probabilities and seed): PEs, IO tiles, routes (static / dynamic), RTL cycles, the
@@ -34,7 +34,7 @@ from mapper.dataflow.array_run import run_program  # noqa: E402
 NAME = "dataflow_array"
 N = 256
 #: (program, its builder's sizes, the pars run) per design
-RUNS = {"small_df": [("dot_product", {"n": N}, (1, 2)), ("gemm_tile", {}, (1,))],
+RUNS = {"small_df": [("dot_product", {"n": N}, (1, 2)), ("gemm_tile", {}, (1, 2, 4))],
         "default_df": [("dot_product", {"n": N}, (1, 2, 4))]}
 STALLS = ((0.0, 0.0), (0.3, 0.3))
 

@@ -40,7 +40,8 @@ constants only is folded on the host.
 **Refused, one line each** (:class:`~cgra.errors.MappingError`, naming the construct, its
 access or controller label and what maps instead): SRAM / FIFO memories (memory units on
 MEM tiles are not mapped yet), branches and do-whiles, loop bounds that are not constants,
-``par`` on a loop that is not innermost, more than the PE's counter levels of nesting, a
+``par`` on a loop that is not innermost (a loop that fills an SRAM runs in one lane: its
+memory PE takes one write stream), more than the PE's counter levels of nesting, a
 float program, an operator the PE lacks (div, mod), a value read at a rate it is not
 produced at (a Reg written inside a loop and read after it without a reduction), and a
 program whose PEs or IO tiles outnumber the array's (naming the resource and the
@@ -410,9 +411,6 @@ class _Compiler:
             self.regs[id(m)] = v
             return
         if isinstance(m, SRAM):
-            if self.lane_of(chain) is not None:
-                raise self.refuse(f"{s.label}: SRAM {m.name!r} written in the lanes of a par "
-                                  f"loop (a memory PE takes one write stream; use par 1 there)")
             self.sram_data[id(m)] = self.materialise(self.expr(s.value, chain, memo), chain)
             return
         if not isinstance(m, DRAM):
@@ -533,7 +531,10 @@ class _Compiler:
             raise self.refuse(f"loop {lp.label}: range({start}, {stop}, {step}) does not fit "
                               f"the PE's counters (1 <= step, start < stop < "
                               f"{1 << self.spec.Chain._control_['width']})")
-        if lp.par > 1:
+        writes_sram = any(isinstance(st, Store) and isinstance(st.mem, SRAM)
+                          for b in (lp, *_descendants(lp)) if isinstance(b, Block)
+                          for st in b.statements)
+        if lp.par > 1 and not writes_sram:
             trips = -(-(stop - start) // step)
             if lp.par > trips:
                 raise self.refuse(f"loop {lp.label}: par {lp.par} on {trips} iterations (a "
@@ -548,6 +549,8 @@ class _Compiler:
                 if isinstance(v, _Pending) and v.par_loop is lp:
                     v.par_loop = None
             return
+        # one lane (the sequential result par never changes): a loop that fills an SRAM
+        # feeds a memory PE, which takes one write stream
         for ch in lp.body:
             self.run(ch, chain + [(lp, None)])
 

@@ -157,16 +157,20 @@ def test_more_units_than_the_array_has_is_refused(df, tmp_path):
     assert not (tmp_path / "sim.bs").exists()
 
 
-def test_gemm_tile_with_its_tiles_in_memory_pes(df, tmp_path):
-    """SARA's GEMM tile (8x8x8): a and b copied into SRAMs ta and tb, each a memory PE
-    (written in address order, then read at i*8 + k and k*8 + j), the k-reduction a MAC."""
-    program, inputs, reference = ARRAY_PROGRAMS["gemm_tile"]()
+@pytest.mark.parametrize("par, units", [(1, {"L9": 5, "ta": 1, "tb": 1}),
+                                        (2, {"L9": 11, "ta": 2, "tb": 2})])
+def test_gemm_tile_with_its_tiles_in_memory_pes(df, par, units, tmp_path):
+    """SARA's GEMM tile (8x8x8): a and b copied into SRAMs ta and tb, a memory PE per read
+    site and lane (written in address order, then read at i*8 + k and k*8 + j), the
+    k-reduction a MAC per lane; the copy loops run in one lane (a memory PE takes one
+    write stream)."""
+    program, inputs, reference = ARRAY_PROGRAMS["gemm_tile"](par=par)
     r = run_program(program, inputs, df, tmp_path, stall_in=0.3, stall_out=0.3,
                     stall_seed=2)
     assert np.array_equal(r.memories["c"], reference(inputs)["c"])
-    assert {u: len(p) for u, p in r.program.units.items()} == {"L9": 5, "ta": 1, "tb": 1}
+    assert {u: len(p) for u, p in r.program.units.items()} == units
     mems = [p for p in r.program.pes.values() if p.op == "Mem"]
-    assert [p.counters[0] for p in mems] == [(0, 1, 64), (0, 1, 64)]
+    assert [p.counters[0] for p in mems] == [(0, 1, 64)] * 2 * par
     assert r.report["tokens"] == {"in": 128, "out": 64}
 
 
@@ -178,7 +182,6 @@ MEM_PE = make_dataflow_pe(32, 3, 16, 64)
                            "order"),
     ("black_scholes", {}, MEM_PE, "f32 values (the dataflow PE is an integer datapath)"),
     ("gemm_tile", {}, DataflowPE, "SRAM 'ta': the design's PE has no scratchpad"),
-    ("gemm_tile", {"par": 2}, MEM_PE, "W1: SRAM 'ta' written in the lanes of a par loop"),
     ("mlp_layer", {}, MEM_PE, "SRAM 'ws': 128 words; the PE's scratchpad holds 64"),
     ("pagerank", {}, MEM_PE, "SRAM 'ranks': written at 2 sites ['W0', 'W14']"),
     ("fig2a", {}, MEM_PE, "SRAM 'm1': W1 does not write every word once in address order"),
