@@ -25,6 +25,13 @@ lane reduces its share (its counter starts at ``start + lane * step`` with strid
 par``) and a tree of PEs combines the lanes, which is exact for the integer ``add``
 (wrapping), ``min`` and ``max`` (associative and commutative).
 
+**SRAM.** A memory PE (op ``Mem`` of a PE with a scratchpad) per read site and lane:
+it takes the SRAM's write stream (one word per firing at its counter's value), then serves
+the addresses the read site computes (PEs over the loop indices), one word per address
+(SARA's PMU, with the read duplicated per site as SARA's ``dupra``, §III-C). It holds an
+SRAM written at one site, every word once in address order, before any read, of at most
+the scratchpad's words (:func:`_check_srams`).
+
 **DRAM.** The host is the DRAM interface: a read site becomes an input IO tile whose stream
 is the site's words in program order (per lane for a ``par`` loop), served from the input
 arrays at the addresses the program reads (SARA's request VCU computes them on chip; here
@@ -38,8 +45,8 @@ fold into the PE (``CONST``), loop indices read its counter (``INDEX``); an expr
 constants only is folded on the host.
 
 **Refused, one line each** (:class:`~cgra.errors.MappingError`, naming the construct, its
-access or controller label and what maps instead): SRAM / FIFO memories (memory units on
-MEM tiles are not mapped yet), branches and do-whiles, loop bounds that are not constants,
+access or controller label and what maps instead): FIFOs, SRAMs a memory PE cannot hold
+(above), branches and do-whiles, loop bounds that are not constants,
 ``par`` on a loop that is not innermost (a loop that fills an SRAM runs in one lane: its
 memory PE takes one write stream), more than the PE's counter levels of nesting, a
 float program, an operator the PE lacks (div, mod), a value read at a rate it is not
