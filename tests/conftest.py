@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import functools
 import pathlib
+import sys
 
 import pytest
 
@@ -100,6 +101,23 @@ def small_design(design_dir) -> pathlib.Path:
     """Collateral directory of configs/small.toml (8x8, default PE, dual-port MEM, rules):
     one for the e2e, bad-input and runtime tests."""
     return design_dir("small")
+
+
+@pytest.fixture
+def cgra(monkeypatch, capsys):
+    """``cgra(*args) -> (exit status, stdout, stderr)`` through :func:`cgra.cli.main`."""
+    from cgra.cli import main  # deferred: the CLI loads only for the tests that use it
+
+    def call(*args):
+        monkeypatch.setattr(sys, "argv", ["cgra", *map(str, args)])
+        try:
+            main()
+            code = 0
+        except SystemExit as exc:
+            code = exc.code
+        out = capsys.readouterr()
+        return code, out.out, out.err
+    return call
 
 
 #: the "odd" array of the fast-path tests: wilton, 4 tracks, IO north and south, MEM every

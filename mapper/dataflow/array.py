@@ -342,6 +342,17 @@ class _Compiler:
                 return lp.label, lane, lp.par
         return None
 
+    def dram_access(self, label: str, m, mine: set[str], other: set[str]) -> None:
+        """Record access ``label`` of DRAM ``m`` in ``mine`` (the read or the written DRAMs);
+        refuse a FIFO and a DRAM also in ``other`` (read and written)."""
+        if not isinstance(m, DRAM):
+            raise self.refuse(f"{label}: {m.kind} {m.name!r} (FIFOs are not mapped yet; the "
+                              f"array runs programs over DRAM, SRAM and Regs)")
+        if m.name in other:
+            raise self.refuse(f"{label}: DRAM {m.name!r} is read and written (the host "
+                              f"serves reads from the inputs)")
+        mine.add(m.name)
+
     def load(self, e: Load, chain: list) -> Val:
         m = e.mem
         if isinstance(m, Reg):
@@ -353,13 +364,7 @@ class _Compiler:
             return cur
         if isinstance(m, SRAM):
             return self.sram_read(e, chain)
-        if not isinstance(m, DRAM):
-            raise self.refuse(f"{e.label}: {m.kind} {m.name!r} (FIFOs are not mapped yet; the "
-                              f"array runs programs over DRAM, SRAM and Regs)")
-        if m.name in self.written_drams:
-            raise self.refuse(f"{e.label}: DRAM {m.name!r} is read and written (the host "
-                              f"serves reads from the inputs)")
-        self.read_drams.add(m.name)
+        self.dram_access(e.label, m, self.read_drams, self.written_drams)
         lane = self.lane_of(chain)
         name = f"io_in_{e.label}" + (f"_l{lane[1]}" if lane else "")
         if name not in self.io_in:
@@ -420,13 +425,7 @@ class _Compiler:
         if isinstance(m, SRAM):
             self.sram_data[id(m)] = self.materialise(self.expr(s.value, chain, memo), chain)
             return
-        if not isinstance(m, DRAM):
-            raise self.refuse(f"{s.label}: {m.kind} {m.name!r} (FIFOs are not mapped yet; the "
-                              f"array runs programs over DRAM, SRAM and Regs)")
-        if m.name in self.read_drams:
-            raise self.refuse(f"{s.label}: DRAM {m.name!r} is read and written (the host "
-                              f"serves reads from the inputs)")
-        self.written_drams.add(m.name)
+        self.dram_access(s.label, m, self.written_drams, self.read_drams)
         v = self.materialise(self.expr(s.value, chain, memo), chain)
         lane = self.lane_of(chain)
         name = f"io_out_{s.label}" + (f"_l{lane[1]}" if lane else "")

@@ -95,6 +95,27 @@ class PCond(Enum):
 
 
 @functools.lru_cache(maxsize=None)
+def make_operand(width: int) -> type:
+    """An operand's source select (a stateless sub-PE): instruction ``src``
+    (:class:`Src`), inputs ``port``, ``const``, ``index`` (``width`` bits); output ``out``
+    = the constant for ``CONST``, the counter index for ``INDEX``, else the port."""
+    Data = BitVector[width]
+
+    class Operand(Peak):
+        @name_outputs(out=Data)
+        def __call__(self, src: Src, port: Data, const: Data, index: Data):
+            if src == Src.CONST:
+                out = const
+            elif src == Src.INDEX:
+                out = index
+            else:
+                out = port
+            return out
+    Operand.__name__ = Operand.__qualname__ = f"Operand{width}"
+    return Operand
+
+
+@functools.lru_cache(maxsize=None)
 def make_scratch(width: int, ctr_width: int, words: int) -> type:
     """The scratchpad of a dataflow PE (a sub-PE): with ``words`` > 0, op ``Mem``'s memory
     of ``words`` ``width``-bit words: a write phase (``b`` written at the inner counter's
@@ -185,6 +206,7 @@ def make_dataflow_pe(width: int = 32, levels: int = 3, ctr_width: int = 16,
 
     WORDS = words
     Scratch = make_scratch(W, CW, words)
+    Operand = make_operand(W)
 
     class DataflowPE(Peak):
         def __init__(self):
@@ -192,6 +214,8 @@ def make_dataflow_pe(width: int = 32, levels: int = 3, ctr_width: int = 16,
             self.acc = RegisterFile(1, Data, 0)
             self.fresh = RegisterFile(1, One, 1)
             self.scratch = Scratch()
+            self.a_src = Operand()
+            self.b_src = Operand()
 
         @name_outputs(res=Data, res_p=Bit, emit_res=Bit, emit_res_p=Bit, deq_a=Bit,
                       deq_b=Bit, deq_p=Bit, need_a=Bit, need_b=Bit, need_p=Bit)
@@ -218,18 +242,8 @@ def make_dataflow_pe(width: int = 32, levels: int = 3, ctr_width: int = 16,
                 lv = index[k * CW:(k + 1) * CW].zext(W - CW)
                 ix_a = (inst.a_level == Lvl(k)).ite(lv, ix_a)
                 ix_b = (inst.b_level == Lvl(k)).ite(lv, ix_b)
-            if inst.a_src == Src.CONST:
-                av = inst.a_const
-            elif inst.a_src == Src.INDEX:
-                av = ix_a
-            else:
-                av = a
-            if inst.b_src == Src.CONST:
-                bv = inst.b_const
-            elif inst.b_src == Src.INDEX:
-                bv = ix_b
-            else:
-                bv = b
+            av = self.a_src(inst.a_src, a, inst.a_const, ix_a)
+            bv = self.b_src(inst.b_src, b, inst.b_const, ix_b)
             if inst.signed:
                 lt = av.bvslt(bv)
                 le = av.bvsle(bv)

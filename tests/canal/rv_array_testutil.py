@@ -139,16 +139,22 @@ def core_routes(g: InterconnectGraph) -> dict[str, list[list[str]]]:
     return {"in": [with_fifos(g, a, lambda k: True)], "out": [with_fifos(g, b, lambda k: True)]}
 
 
-@functools.lru_cache(maxsize=None)
-def core_harness(fifo_tokens: int = 0) -> ArrayHarness:
-    """:func:`pe_array` with its PEs wrapped (canal.rv_rtl.rv_array cores=), every FIFO site
-    starting with ``fifo_tokens`` words; source IO (0, 0), sinks :data:`IO_SINKS`."""
-    ic = pe_array()
+def wrapped_harness(ic: Interconnect, sinks=IO_SINKS, fifo_tokens: int = 0) -> ArrayHarness:
+    """The model of ``ic`` with the PE of tile (1, 1) (and every PE like it) wrapped
+    (canal.rv_rtl.rv_array cores=), every FIFO site starting with ``fifo_tokens`` words;
+    source IO (0, 0), ``sinks``."""
     pe = ic.cores[ic.tiles[(1, 1)].core]
     with tempfile.TemporaryDirectory(prefix="rv-core-") as tmp:
         arr = rv_array(ic, cores={pe.name: core_verilog(pe, tmp)}, fifo_tokens=fifo_tokens)
     return build_array_harness(arr, socket_name(*SOURCE),
-                               tuple(socket_name(*s) for s in IO_SINKS), CACHE)
+                               tuple(socket_name(*s) for s in sinks), CACHE)
+
+
+@functools.lru_cache(maxsize=None)
+def core_harness(fifo_tokens: int = 0) -> ArrayHarness:
+    """:func:`pe_array` with its PEs wrapped (:func:`wrapped_harness`), every FIFO site
+    starting with ``fifo_tokens`` words; source IO (0, 0), sinks :data:`IO_SINKS`."""
+    return wrapped_harness(pe_array(), IO_SINKS, fifo_tokens)
 
 
 @functools.lru_cache(maxsize=None)
@@ -178,9 +184,4 @@ def two_output_routes(ic: Interconnect) -> dict[str, list[list[str]]]:
 def two_output_harness() -> ArrayHarness:
     """:func:`pe_array_all_rv` with its PEs wrapped; source IO (0, 0), sinks
     :data:`TWO_OUTPUT_SINKS`."""
-    ic = pe_array_all_rv()
-    pe = ic.cores[ic.tiles[(1, 1)].core]
-    with tempfile.TemporaryDirectory(prefix="rv-core-") as tmp:
-        arr = rv_array(ic, cores={pe.name: core_verilog(pe, tmp)})
-    return build_array_harness(arr, socket_name(*SOURCE),
-                               tuple(socket_name(*s) for s in TWO_OUTPUT_SINKS), CACHE)
+    return wrapped_harness(pe_array_all_rv(), TWO_OUTPUT_SINKS)

@@ -5,21 +5,19 @@ in garnet's 3x2 ready-valid array, in Verilator, under random source and sink st
 from __future__ import annotations
 
 import functools
-import tempfile
 
 import numpy as np
 import pytest
 
-from canal.rv_array_sim import build_array_harness, run_array_harness
+from canal.rv_array_sim import run_array_harness
 from canal.ready_valid import rv_bitstream
-from canal.rv_rtl import core_verilog, rv_array, socket_name
 from cgra.core import shell_ports
 from cgra.errors import ConfigError
 from garnet.array import build_interconnect
 from garnet.params import from_dict
 from peak.assembler import assembler
 from peak.examples.dataflow_pe import dataflow_inst, make_dataflow_pe
-from rv_array_testutil import CACHE, IO_SINKS, SOURCE, _bfs, port, with_fifos
+from rv_array_testutil import _bfs, port, with_fifos, wrapped_harness
 
 
 PE16 = make_dataflow_pe(16)
@@ -38,12 +36,7 @@ def df_array():
 
 @functools.lru_cache(maxsize=None)
 def df_harness():
-    ic = df_array()
-    pe = ic.cores[ic.tiles[(1, 1)].core]
-    with tempfile.TemporaryDirectory(prefix="rv-df-") as tmp:
-        arr = rv_array(ic, cores={pe.name: core_verilog(pe, tmp)})
-    return build_array_harness(arr, socket_name(*SOURCE),
-                               tuple(socket_name(*s) for s in IO_SINKS), CACHE)
+    return wrapped_harness(df_array())
 
 
 def routes(ic, inputs=("a",)):

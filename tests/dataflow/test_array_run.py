@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 
 import numpy as np
 import pytest
 
 from cgra.errors import MappingError, SimulationError
-from cgra.cli import main
 from mapper.collateral import load_collateral
 from mapper.dataflow.apps import APPS, ARRAY_PROGRAMS
 from mapper.dataflow.array import compile_program
@@ -204,27 +202,16 @@ def test_a_branch_is_named():
         compile_program(p, {"a": np.arange(4, dtype=np.int32)}, MEM_PE)
 
 
-def _cgra(monkeypatch, capsys, *args) -> tuple[int, str]:
-    monkeypatch.setattr(sys, "argv", ["cgra", *args])
-    try:
-        main()
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    io = capsys.readouterr()
-    return code, io.out + io.err
-
-
-def test_cgra_run_on_a_dataflow_design(df, tmp_path, monkeypatch, capsys):
-    code, out = _cgra(monkeypatch, capsys, "run", "dot_product", "--design", str(df.root),
-                      "--par", "2", "--out", str(tmp_path / "run"), "--stall-seed", "4")
-    assert code == 0, out
+def test_cgra_run_on_a_dataflow_design(df, tmp_path, cgra):
+    code, out, err = cgra("run", "dot_product", "--design", df.root, "--par", "2", "--out",
+                          tmp_path / "run", "--stall-seed", "4")
+    assert code == 0, err
     assert "dot_product (par 2) on design small_df: bit-exact" in out
     assert "3 PEs (L1: 3), 4 input and 1 output IO tiles" in out
-    code, out = _cgra(monkeypatch, capsys, "run", "dot_product", "--design", str(df.root),
-                      "--unroll", "2", "--out", str(tmp_path / "bad"))
-    assert code == 2 and "error: --unroll: not an option of a dataflow program" in out
+    code, out, err = cgra("run", "dot_product", "--design", df.root, "--unroll", "2", "--out",
+                          tmp_path / "bad")
+    assert code == 2 and "error: --unroll: not an option of a dataflow program" in err
     assert not (tmp_path / "bad").exists()
-    code, out = _cgra(monkeypatch, capsys, "run", "gaussian", "--design", str(df.root),
-                      "--par", "2", "--out", str(tmp_path / "g"))
-    assert code == 2 and "error: --par: gaussian is not a dataflow program" in out
+    code, out, err = cgra("run", "gaussian", "--design", df.root, "--par", "2", "--out",
+                          tmp_path / "g")
+    assert code == 2 and "error: --par: gaussian is not a dataflow program" in err

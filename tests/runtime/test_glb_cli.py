@@ -4,29 +4,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
-import pytest
 
-from cgra.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def cgra(monkeypatch, capsys):
-    """``cgra(*args) -> (exit status, stdout, stderr)`` through :func:`cgra.cli.main`."""
-    def call(*args):
-        monkeypatch.setattr(sys, "argv", ["cgra", *map(str, args)])
-        try:
-            main()
-            code = 0
-        except SystemExit as exc:
-            code = exc.code
-        out = capsys.readouterr()
-        return code, out.out, out.err
-    return call
 
 
 def test_glb_rtl_writes_verilog_and_collateral(cgra, tmp_path):
