@@ -20,13 +20,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
 from bad_support import snapshot
-from cgra.cli import main
 from cgra.errors import CgraError
 from mapper import stages as st
 from mapper.backend.bitstream import generate, register_masks
@@ -66,17 +64,11 @@ def run(good_run, tmp_path) -> Path:
 
 
 @pytest.fixture
-def cgra(monkeypatch, capsys):
+def cgra(cgra):
     """``cgra(*args) -> (exit status, last stderr line, stderr)``: the command line in-process
-    through :func:`cgra.cli.main`."""
+    (the shared ``cgra`` fixture of tests/conftest.py)."""
     def call(*args) -> tuple[int, str, str]:
-        monkeypatch.setattr(sys, "argv", ["cgra", *map(str, args)])
-        try:
-            main()
-            code = 0
-        except SystemExit as exc:
-            code = exc.code
-        err = capsys.readouterr().err
+        code, _out, err = cgra(*args)
         lines = [ln for ln in err.splitlines() if ln.strip()]
         return code, (lines[-1] if lines else ""), err
     return call
