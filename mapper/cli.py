@@ -45,6 +45,8 @@ from mapper.backend.place import PlaceParams
 from mapper.backend.bitstream import GATE_WHAT
 from mapper.backend.route import POWER_AWARE_COST, RouterParams
 from mapper.collateral import load_collateral
+from mapper.dataflow.apps import ARRAY_PROGRAMS, TOLERANCES
+from mapper.dataflow.array_run import run_program
 from mapper.stages import open_design
 import json
 import numpy as np
@@ -747,8 +749,6 @@ def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
     gemm) onto the design, simulate it on the RTL and compare with both golden models. A
     dataflow program (dot_product, gemm_tile, ...) runs on a ready-valid array of dataflow
     PEs (configs/small_df.toml) and is compared with the sequential interpreter."""
-    from mapper.dataflow.apps import ARRAY_PROGRAMS  # deferred: loads mapper.dataflow only when called
-
     if app in ARRAY_PROGRAMS:
         given = {"--unroll": unroll != 1, "--energy": energy, "--power-gate": power_gate,
                  "--duplicate": duplicate, "--fmax": fmax is not None,
@@ -813,19 +813,10 @@ def _dataflow_run(app: str, design: Path, out: str | None, par: int, tensor_seed
                   seed: int, stall_in: float | None, stall_out: float | None,
                   stall_seed: int | None) -> None:
     """``cgra run`` of a dataflow program (:func:`mapper.dataflow.array_run.run_program`):
-    the interpreter is checked against numpy first, then the array's result against the
-    interpreter; a one-line summary."""
-    from mapper.dataflow.apps import ARRAY_PROGRAMS, TOLERANCES  # deferred: loads mapper.dataflow only when called
-    from mapper.dataflow.array_run import run_program  # deferred: loads mapper.dataflow and the back end only when called
-    from mapper.dataflow.interp import interpret  # deferred: loads mapper.dataflow only when called
-
+    the array's result against the interpreter, the interpreter's against numpy; a one-line
+    summary."""
     t0 = time.perf_counter()
     program, inputs, reference = ARRAY_PROGRAMS[app](par=par, seed=tensor_seed)
-    golden = interpret(program, inputs)
-    tol = TOLERANCES.get("gemm" if app == "gemm_tile" else app, (0.0, 0.0))
-    for name, want in reference(inputs).items():
-        if not np.allclose(golden[name], want, rtol=tol[0], atol=tol[1]):
-            raise SimulationError(f"{app}: the interpreter's {name!r} differs from numpy")
     coll = load_collateral(design)
     run_dir = Path(out) if out is not None else Path("build") / "apps" / app
     p_in = 0.3 if stall_in is None else stall_in
@@ -837,6 +828,11 @@ def _dataflow_run(app: str, design: Path, out: str | None, par: int, tensor_seed
     with claim_output_dir(run_dir, "--out"):
         r = run_program(program, inputs, coll, run_dir, stall_in=p_in, stall_out=p_out,
                         stall_seed=s_seed, place_seed=seed)
+    # the array equals the interpreter (run_program); the interpreter must equal numpy
+    tol = TOLERANCES.get("gemm" if app == "gemm_tile" else app, (0.0, 0.0))
+    for name, want in reference(inputs).items():
+        if not np.allclose(r.program.golden[name], want, rtol=tol[0], atol=tol[1]):
+            raise SimulationError(f"{app}: the interpreter's {name!r} differs from numpy")
     rep = r.report
     units = ", ".join(f"{u}: {n}" for u, n in rep["units"].items())
     click.echo(f"{app} (par {par}) on design {coll.name}: bit-exact with the sequential "

@@ -14,6 +14,7 @@ import sys
 
 import pytest
 
+from cgra.cli import main
 from garnet.build import generate
 from garnet.glb.params import load_table
 from garnet.params import load_toml
@@ -106,8 +107,6 @@ def small_design(design_dir) -> pathlib.Path:
 @pytest.fixture
 def cgra(monkeypatch, capsys):
     """``cgra(*args) -> (exit status, stdout, stderr)`` through :func:`cgra.cli.main`."""
-    from cgra.cli import main  # deferred: the CLI loads only for the tests that use it
-
     def call(*args):
         monkeypatch.setattr(sys, "argv", ["cgra", *map(str, args)])
         try:

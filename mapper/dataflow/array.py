@@ -63,7 +63,7 @@ import numpy as np
 
 from cgra.errors import MappingError
 from mapper.dataflow.interp import interpret_trace
-from mapper.dataflow.lower import lower
+from mapper.dataflow.lower import VUDFG, lower
 from mapper.dataflow.program import (
     DRAM,
     Block,
@@ -85,6 +85,7 @@ from mapper.dataflow.program import (
     Temp,
     apply_op,
     walk,
+    wrap_i32,
 )
 from mapper.netlist import Netlist
 from peak.assembler import assembler
@@ -157,7 +158,7 @@ class ArrayProgram:
         for inst, (dram, addrs) in sorted(self.outputs.items()):
             arr = out.setdefault(dram, self.initial[dram].copy())
             for a, t in zip(addrs, tokens[inst], strict=True):
-                arr[a] = np.int64(int(t) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+                arr[a] = wrap_i32(t)
         return out
 
 
@@ -629,12 +630,13 @@ def _descendants(c: Controller):
 
 
 def compile_program(program: Program, inputs: dict[str, np.ndarray], pe_spec: type,
-                    width: int = 32) -> ArrayProgram:
+                    width: int = 32, vudfg: VUDFG | None = None) -> ArrayProgram:
     """Compile ``program`` with ``inputs`` (DRAM name -> array) for an array of ``pe_spec``
     PEs (a :func:`peak.examples.dataflow_pe.make_dataflow_pe` class, as a design's pe.json
     names it: its ``instruction`` method builds each PE's instruction) with ``width``-bit
-    tracks (module docstring). Raises :class:`MappingError` (one line) for what the array
-    does not run and :class:`~cgra.errors.ProgramError` from the interpreter."""
+    tracks (module docstring); ``vudfg``: the program's lowering when the caller has it
+    (the units take its VCU names). Raises :class:`MappingError` (one line) for what the
+    array does not run and :class:`~cgra.errors.ProgramError` from the interpreter."""
     golden, trace = interpret_trace(program, inputs)
     initial = {m.name: np.asarray(inputs.get(m.name, np.zeros(m.shape)), dtype=np.int32)
                .reshape(m.shape).copy()
@@ -647,7 +649,7 @@ def compile_program(program: Program, inputs: dict[str, np.ndarray], pe_spec: ty
             reg = next(m for m in program.memories.values() if id(m) == key)
             c.close_reduction(reg, v, v.chain)
     # the units by their VCU names (the enclosing loop's label for a loop's only block)
-    names = {v.leaf: v.name.split(".")[0] for v in lower(program).compute_vcus()}
+    names = {v.leaf: v.name.split(".")[0] for v in (vudfg or lower(program)).compute_vcus()}
     c.units = {names.get(u, u): pes for u, pes in c.units.items()}
     for pe in c.pes.values():
         pe.unit = names.get(pe.unit, pe.unit)

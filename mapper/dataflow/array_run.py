@@ -44,6 +44,7 @@ from mapper.dataflow.lower import lower
 from mapper.dataflow.program import Program
 from mapper.dataflow.sim import simulate
 from mapper.sim.run import io_port
+from mapper.sim.verilator import SimParams, build_harness, run_harness
 
 RUN_SCHEMA = "mapper.dataflow_run/1"
 
@@ -102,8 +103,6 @@ def run_program(program: Program, inputs: dict[str, np.ndarray], coll: Collatera
     (0..1). ``credits``: initial credits overriding CMMC's (as
     :func:`mapper.dataflow.sim.simulate`): a program that deadlocks by construction (a credit
     removed) is refused by the simulator before anything is placed or built."""
-    from mapper.sim.verilator import SimParams, build_harness, run_harness  # deferred: loads psutil only when called
-
     secs: dict[str, float] = {}
     t = time.perf_counter()
     vudfg = lower(program)
@@ -116,7 +115,7 @@ def run_program(program: Program, inputs: dict[str, np.ndarray], coll: Collatera
     t = time.perf_counter()
     spec = dataflow_pe(coll)
     width = max(coll.graphs)
-    ap = compile_program(program, inputs, spec, width)
+    ap = compile_program(program, inputs, spec, width, vudfg)
     check_fits(ap, coll)
     if coll.design is None or coll.design.fifo_tokens != 0:
         raise MappingError(f"design {coll.name}: its ready-valid FIFO sites start with a token "
@@ -143,7 +142,7 @@ def run_program(program: Program, inputs: dict[str, np.ndarray], coll: Collatera
     counts = {socket[n]: len(w) for n, w in ap.inputs.items()}
     counts |= {socket[n]: c for n, c in ap.counts().items()}
     rows = max(counts.values())
-    stim = {socket[n]: np.pad(w & 0xFFFFFFFF, (0, rows - len(w)))
+    stim = {socket[n]: np.pad(w, (0, rows - len(w)))
             for n, w in ap.inputs.items()}
     outs = [socket[n] for n in sorted(ap.outputs)]
     run_dir = Path(out)
