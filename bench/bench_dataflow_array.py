@@ -1,9 +1,11 @@
 """Dataflow programs on the generated array (issue 35, "figures"): dot_product (n = 256) at
-par 1, 2 and 4 on the 32x16 ready-valid array of dataflow PEs (configs/default_df.toml,
-PEs without scratchpad) and at par 1 and 2 on the 8x8 (configs/small_df.toml, 64-word
-scratchpads; par 4 needs 9 IO tiles, the 8x8 has 8), gemm_tile (8x8x8, its two SRAM
-tiles in memory PEs) at par 1, 2 and 4 on the 8x8; each without stalls and under random
-stalls (0.3 / 0.3, seed 1), every run bit-exact with numpy (the bench stops otherwise).
+par 1, 2 and 4 on the 32x16 ready-valid array of dataflow PEs (configs/default_df.toml)
+and at par 1 and 2 on the 8x8 (configs/small_df.toml; par 4 needs 9 IO tiles, the 8x8
+has 8), gemm_tile (8x8x8, its two SRAM tiles in memory PEs) at par 1, 2 and 4 on both,
+SARA's Fig. 4 branch program (n = 16, length 8: its SRAM refilled in 8 epochs) at par 1
+and 2 on the 8x8 and 1, 2 and 4 on the 32x16; both designs' PEs have 64-word
+scratchpads; each run without stalls and under random stalls (0.3 / 0.3, seed 1), every
+run bit-exact with numpy (the bench stops otherwise).
 
 Figures per run (``bench/results/dataflow_array.csv``, params: program, n, par, design,
 stall probabilities and seed): PEs, IO tiles, routes (static / dynamic), RTL cycles, the
@@ -29,13 +31,16 @@ sys.path.insert(0, str(ROOT / "bench"))
 from benchlib import default_design, row, save_rows  # noqa: E402
 from mapper.collateral import load_collateral  # noqa: E402
 from mapper.dataflow.apps import ARRAY_PROGRAMS  # noqa: E402
-from mapper.dataflow.array_run import run_program  # noqa: E402
+from mapper.dataflow.array_run import dataflow_pe, run_program  # noqa: E402
 
 NAME = "dataflow_array"
 N = 256
 #: (program, its builder's sizes, the pars run) per design
-RUNS = {"small_df": [("dot_product", {"n": N}, (1, 2)), ("gemm_tile", {}, (1, 2, 4))],
-        "default_df": [("dot_product", {"n": N}, (1, 2, 4))]}
+BRANCH = {"n": 16, "length": 8}
+RUNS = {"small_df": [("dot_product", {"n": N}, (1, 2)), ("gemm_tile", {}, (1, 2, 4)),
+                     ("branch", BRANCH, (1, 2))],
+        "default_df": [("dot_product", {"n": N}, (1, 2, 4)), ("gemm_tile", {}, (1, 2, 4)),
+                       ("branch", BRANCH, (1, 2, 4))]}
 STALLS = ((0.0, 0.0), (0.3, 0.3))
 
 
@@ -52,7 +57,8 @@ def main() -> None:
                 program, inputs, reference = ARRAY_PROGRAMS[name](par=par, **sizes)
                 for p_in, p_out in STALLS:
                     params = {"program": name, **sizes, "par": par, "design": design,
-                              "p_in": p_in, "p_out": p_out, "stall_seed": 1}
+                              "pe": dataflow_pe(coll).__name__, "p_in": p_in,
+                              "p_out": p_out, "stall_seed": 1}
                     rows += _run(program, inputs, reference, coll, params)
     save_rows(NAME, rows)
 

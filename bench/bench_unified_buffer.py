@@ -10,8 +10,8 @@ schedule time, cycles and first-output cycle against the ideal schedule, seconds
 and the Verilator simulation time (run_app on the generated RTL, bit-exact against numpy and
 Halide or the bench stops). Gaussian at unroll 1/2/4/8/16: MEMs (DP and PUB), registers and
 ideal cycles from memory mapping (the unified-buffer paper's Fig. 12 trend), and the RTL run
-at every unroll (bit-exact or the bench stops; unroll 16 -- one lane per IO tile, 32 IO
-tiles, registers only, no MEM -- runs here only: `make test` keeps unroll 4 and 8).
+at every unroll (bit-exact or the bench stops; unroll 1, 2, 4 and 16 -- one lane per IO
+tile at 16: 32 IO tiles, registers only, no MEM -- run here only: `make test` keeps 8).
 
 Prints one JSON line per figure and appends rows to ``bench/results/unified_buffer.csv``.
 Run: ``.venv/bin/python bench/bench_unified_buffer.py [--apps a,b] [--no-sim]``.

@@ -26,11 +26,25 @@ par``) and a tree of PEs combines the lanes, which is exact for the integer ``ad
 (wrapping), ``min`` and ``max`` (associative and commutative).
 
 **SRAM.** A memory PE (op ``Mem`` of a PE with a scratchpad) per read site and lane:
-it takes the SRAM's write stream (one word per firing at its counter's value), then serves
+it takes the SRAM's write stream, one word per firing at its counter's value, then serves
 the addresses the read site computes (PEs over the loop indices), one word per address
-(SARA's PMU, with the read duplicated per site as SARA's ``dupra``, §III-C). It holds an
-SRAM written at one site, every word once in address order, before any read, of at most
-the scratchpad's words (:func:`_check_srams`).
+(SARA's PMU, with the read duplicated per site as SARA's ``dupra``, §III-C), in *epochs*:
+an SRAM written again (a buffer refilled per iteration of an outer loop, as SARA Fig. 4's
+``mem``) is written whole, then read by each site and lane the same number of times,
+then written again; the PE's counter runs ``words + reads`` per epoch. It holds an SRAM
+written at one site, every word once in address order per epoch, never read while an
+epoch is being written, of at most the scratchpad's words (:func:`_check_srams`). The
+epochs run one after the other: a double-buffered SRAM (``buffers=2``) is correct on one
+memory PE but does not overlap a fill with the reads before it.
+
+**Branches** (SARA Fig. 4). A branch whose condition reads one enclosing loop's index (and
+constants) is decided when the array is configured: each clause runs on the iterations
+of that loop that select it, which must form a strided range, and the clause's units
+count that range in place of the loop's (``i % 2 == 0`` over ``range(8)``: the if clause
+counts ``range(0, 7, 2)``, the else clause ``range(1, 8, 2)``); its DRAM streams carry the
+words of those iterations only. SARA's branch controller (a control VCU that evaluates the
+condition at run time and forwards tokens to one clause) is not built: a condition on
+data is refused.
 
 **DRAM.** The host is the DRAM interface: a read site becomes an input IO tile whose stream
 is the site's words in program order (per lane for a ``par`` loop), served from the input
@@ -46,7 +60,8 @@ constants only is folded on the host.
 
 **Refused, one line each** (:class:`~cgra.errors.MappingError`, naming the construct, its
 access or controller label and what maps instead): FIFOs, SRAMs a memory PE cannot hold
-(above), branches and do-whiles, loop bounds that are not constants,
+(above), branches on data or on iterations that are not a strided range, do-whiles, loop
+bounds that are not constants,
 ``par`` on a loop that is not innermost (a loop that fills an SRAM runs in one lane: its
 memory PE takes one write stream), more than the PE's counter levels of nesting, a
 float program, an operator the PE lacks (div, mod), a value read at a rate it is not
@@ -127,8 +142,10 @@ class PE:
     red: str = "NONE"
     levels: dict[str, int] = field(default_factory=dict)
     operands: dict[str, Val] = field(default_factory=dict)
-    #: the counter levels when they are not the chain's (a memory PE counts its writes)
+    #: the counter levels when they are not the chain's (a memory PE counts an epoch)
     counters: list | None = None
+    #: instruction constants not set by an operand (a memory PE's ``b_const``)
+    consts: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -175,7 +192,7 @@ def _lane_chain(chain: list) -> list[tuple[int, int, int]]:
 
 class _Compiler:
     def __init__(self, program: Program, inputs: dict[str, np.ndarray], pe_spec: type,
-                 trace: dict[str, list]):
+                 trace: dict[str, list], epochs: dict[int, list[tuple[int, int]]]):
         self.p = program
         self.spec = pe_spec
         self.levels = pe_spec.levels
@@ -196,6 +213,16 @@ class _Compiler:
         self.sram_data: dict[int, Val] = {}
         #: (read site label, lane) -> its memory PE
         self.pmus: dict[tuple[str, Any], str] = {}
+        #: id(Loop) -> the loop whose counter runs a branch clause's iterations of it
+        self.alias: dict[int, Loop] = {}
+        #: id(SRAM) -> the program steps that start and end each write epoch
+        self.epochs = epochs
+        #: id(Loop) -> the Regs (by id) its body writes
+        self.reg_writes: dict[int, set[int]] = {
+            id(lp): {id(st.mem) for b in _descendants(lp) if isinstance(b, Block)
+                     for st in b.statements if isinstance(st, Store)
+                     and isinstance(st.mem, Reg)}
+            for lp in program.controllers() if isinstance(lp, Loop)}
 
     # ---------------------------------------------------------------- helpers
     def refuse(self, what: str) -> MappingError:
@@ -215,6 +242,12 @@ class _Compiler:
         if v.kind == "net":
             n = len(v.rate)
             if [id(x) for x in chain_loops[:n]] != [id(x) for x in v.rate]:
+                if [x.label for x in chain_loops[:n]] == [x.label for x in v.rate]:
+                    raise self.refuse(
+                        f"unit {pe.unit}: a value produced on every iteration of "
+                        f"{[x.label for x in v.rate]} is read in a branch clause that runs "
+                        f"on some of them (a control VCU would filter the stream; not "
+                        f"mapped yet)")
                 raise self.refuse(
                     f"unit {pe.unit}: a value produced once per iteration of "
                     f"{[x.label for x in v.rate] or 'the program'} is read inside "
@@ -281,7 +314,7 @@ class _Compiler:
         if isinstance(e, Const):
             return Val("const", value=int(e.value))
         if isinstance(e, Index):
-            return Val("index", loop=e.loop)
+            return Val("index", loop=self.alias.get(id(e.loop), e.loop))
         if isinstance(e, Temp):
             lane = next((ln for _, ln in chain if ln is not None), None)
             try:
@@ -358,10 +391,20 @@ class _Compiler:
         m = e.mem
         if isinstance(m, Reg):
             cur = self.regs.get(id(m))
-            if cur is None:
-                return Val("const", value=int(m.init))
             if isinstance(cur, _Pending):
                 cur = self.close_reduction(m, cur, chain)
+            origin = {id(a): o for o, a in self.alias.items()}
+            made = {origin.get(id(x), id(x)) for x in (cur.rate if cur is not None else ())}
+            for lp, _ in chain:
+                key = origin.get(id(lp), id(lp))
+                if id(m) in self.reg_writes.get(key, ()) and key not in made:
+                    raise self.refuse(
+                        f"{e.label}: Reg {m.name!r} is read in loop {lp.label} before its "
+                        f"write in the same iteration (a value carried from one iteration "
+                        f"to the next; the array forwards a Reg within an iteration, and "
+                        f"carries only reductions r = r + x, min, max)")
+            if cur is None:
+                return Val("const", value=int(m.init))
             return cur
         if isinstance(m, SRAM):
             return self.sram_read(e, chain)
@@ -377,9 +420,14 @@ class _Compiler:
 
     def sram_read(self, e: Load, chain: list) -> Val:
         """A read site of an SRAM: a memory PE (op ``Mem``) per read site and lane, written
-        with the SRAM's whole write stream (the words in address order, checked by
-        :func:`_check_srams`), then reading the addresses this site computes."""
+        with the SRAM's whole write stream in epochs (every word in address order, checked
+        by :func:`_check_srams`), each followed by the reads this site and lane make before
+        the next epoch, at the addresses it computes: the PE's counter ``(0, 1, words +
+        reads)`` and ``b_const = words`` (:func:`peak.examples.dataflow_pe.make_scratch`).
+        The reads per epoch must be the same in every epoch."""
         m = e.mem
+        if id(m) not in self.epochs:
+            return Val("const", value=0)          # never written (_check_srams)
         lane = self.lane_of(chain)
         key = (e.label, lane[1] if lane else None)
         if key not in self.pmus:
@@ -387,6 +435,16 @@ class _Compiler:
             if data is None:
                 raise AssertionError(f"{e.label}: SRAM {m.name} read before its write site "
                                      f"was compiled (_check_srams orders them)")
+            epochs = self.epochs[id(m)]
+            per = [0] * len(epochs)
+            for _, where, step in self.trace.get(e.label, []):
+                if lane is None or dict(where)[lane[0]] % lane[2] == lane[1]:
+                    per[sum(1 for first, _ in epochs if first < step) - 1] += 1
+            if len(set(per)) != 1 or not per[0]:
+                raise self.refuse(
+                    f"{e.label}: reads SRAM {m.name!r} {per} times after its {len(epochs)} "
+                    f"write epochs" + (f" (lane {lane[1]})" if lane else "") + "; a memory "
+                    "PE reads the same number of words after every epoch")
             flat: Expr = e.index[0]
             for ix, n in zip(e.index[1:], m.shape[1:], strict=True):
                 flat = flat * n + ix
@@ -394,7 +452,13 @@ class _Compiler:
             unit, self.unit = self.unit, m.name
             pmu = self.new_pe([], op="Mem")
             self.unit = unit
-            pmu.counters = [(0, 1, m.size)] + [(0, 1, 1)] * (self.levels - 1)
+            top = m.size + per[0]
+            if top >= 1 << self.spec.Chain._control_["width"]:
+                raise self.refuse(f"{e.label}: {m.size} writes and {per[0]} reads of SRAM "
+                                  f"{m.name!r} per epoch; a memory PE's counter holds "
+                                  f"{(1 << self.spec.Chain._control_['width']) - 1}")
+            pmu.counters = [(0, 1, top)] + [(0, 1, 1)] * (self.levels - 1)
+            pmu.consts["b_const"] = m.size
             pmu.operands["a"] = addr          # the memory PE dequeues by its phase
             pmu.operands["b"] = data
             self.pmus[key] = pmu.name
@@ -516,10 +580,11 @@ class _Compiler:
             self.block(c, chain)
         elif isinstance(c, Loop):
             self.loop(c, chain)
-        elif isinstance(c, Branch | DoWhile):
-            kind = "branch" if isinstance(c, Branch) else "do-while"
-            raise self.refuse(f"{kind} {c.label} (control VCUs are not mapped yet; the array "
-                              f"runs loops of blocks)")
+        elif isinstance(c, Branch):
+            self.branch(c, chain)
+        elif isinstance(c, DoWhile):
+            raise self.refuse(f"do-while {c.label} (control VCUs are not mapped yet; the "
+                              f"array runs loops of blocks and branches on loop indices)")
         elif isinstance(c, Sequential):
             for ch in c.children():
                 self.run(ch, chain)
@@ -561,6 +626,64 @@ class _Compiler:
         for ch in lp.body:
             self.run(ch, chain + [(lp, None)])
 
+    def branch(self, br: Branch, chain: list) -> None:
+        """A branch whose condition reads one enclosing loop's index (and constants) only:
+        each clause runs on the iterations of that loop that select it, which must be a
+        strided range; the clause's units count that range instead of the loop's (the
+        condition is decided when the array is configured, not by a control VCU). A
+        condition on data, or selecting iterations that are not a strided range, is
+        refused."""
+        nodes = list(walk(br.cond))
+        used = {id(x.loop): x.loop for x in nodes if isinstance(x, Index)}
+        origin = {id(a): o for o, a in self.alias.items()}
+        pos = {origin.get(id(lp), id(lp)): k for k, (lp, _) in enumerate(chain)}
+        if (not all(isinstance(x, Const | Index | Op) for x in nodes) or len(used) > 1
+                or any(key not in pos for key in used)):
+            raise self.refuse(f"branch {br.label}: its condition reads data or more than one "
+                              f"loop index (a control VCU selects the clause at run time; not "
+                              f"mapped yet; the array runs branches on one enclosing loop's "
+                              f"index)")
+
+        def value(x: Expr, i: int) -> int:
+            if isinstance(x, Const):
+                return int(x.value)
+            if isinstance(x, Index):
+                return i
+            return int(apply_op(x.op, [value(a, i) for a in x.args], "i32"))
+
+        if not used:
+            clause = br.then if value(br.cond, 0) else br.orelse
+            for ch in clause.children() if clause is not None else ():
+                self.run(ch, chain)
+            return
+        key = next(iter(used))
+        k = pos[key]
+        lp, lane = chain[k]
+        if lane is not None:
+            raise self.refuse(f"branch {br.label}: on the index of par loop {lp.label} (its "
+                              f"lanes would run different clauses)")
+        start, stop, step = (int(x.value) for x in (lp.start, lp.stop, lp.step))
+        its = list(range(start, stop, step))
+        sel = [i for i in its if value(br.cond, i)]
+        for clause, vals in ((br.then, sel), (br.orelse, [i for i in its if i not in sel])):
+            if clause is None or not clause.children() or not vals:
+                continue
+            d = vals[1] - vals[0] if len(vals) > 1 else 1
+            if vals != list(range(vals[0], vals[-1] + 1, d)):
+                raise self.refuse(f"branch {br.label}: a clause runs on iterations {vals} of "
+                                  f"loop {lp.label}, not a strided range (a counter runs it)")
+            alias = Loop(label=lp.label, start=Const(vals[0]), stop=Const(vals[-1] + 1),
+                         step=Const(d))
+            before = self.alias.get(key)
+            self.alias[key] = alias
+            sub = chain[:k] + [(alias, None)] + chain[k + 1:]
+            for ch in clause.children():
+                self.run(ch, sub)
+            if before is None:
+                del self.alias[key]
+            else:
+                self.alias[key] = before
+
     def block(self, b: Block, chain: list) -> None:
         self.unit = b.label
         lane = next((ln for _, ln in chain if ln is not None), None)
@@ -586,10 +709,14 @@ class _Pending:
     par_loop: Loop | None = None
 
 
-def _check_srams(program: Program, trace: dict[str, list], pe_spec: type) -> None:
-    """:class:`MappingError` unless every SRAM is what a memory PE holds: written at one
-    site, densely in address order (row-major), every word before its first read, at most
-    the PE's scratchpad words."""
+def _check_srams(program: Program, trace: dict[str, list],
+                 pe_spec: type) -> dict[int, list[tuple[int, int]]]:
+    """The write epochs of every SRAM, id(SRAM) -> ``[(first step, last step), ...]`` of
+    the program steps (:func:`~mapper.dataflow.interp.interpret_trace`) that write it;
+    :class:`MappingError` unless every SRAM is what a memory PE holds: written at one site,
+    in epochs each writing every word once in address order (row-major; SARA's PMU fills a
+    buffer, then serves its reads, §III-A2), no read while an epoch is being written or
+    before the first, at most the PE's scratchpad words."""
     words = getattr(pe_spec, "words", 0)
     sites: dict[int, tuple[list[str], list[str]]] = {}
     for c in program.controllers():
@@ -601,6 +728,7 @@ def _check_srams(program: Program, trace: dict[str, list], pe_spec: type) -> Non
                 if isinstance(ld.mem, SRAM):
                     sites.setdefault(id(ld.mem), ([], []))[1].append(ld.label)
     mems = {id(m): m for m in program.memories.values()}
+    epochs: dict[int, list[tuple[int, int]]] = {}
     for key, (writes, reads) in sites.items():
         m = mems[key]
         where = f"dataflow program {program.name!r} on the array: SRAM {m.name!r}"
@@ -609,18 +737,27 @@ def _check_srams(program: Program, trace: dict[str, list], pe_spec: type) -> Non
                                f"configs/small_df.toml's PE")
         if m.size > words:
             raise MappingError(f"{where}: {m.size} words; the PE's scratchpad holds {words}")
+        if not writes:
+            continue        # never written: every read is the SRAM's initial 0
         if len(writes) != 1:
             raise MappingError(f"{where}: written at {len(writes)} sites {writes}; a memory PE "
                                f"takes one write stream")
         w = trace.get(writes[0], [])
         flat = [int(np.ravel_multi_index(idx, m.shape)) for idx, _, _ in w]
-        if flat != list(range(m.size)):
+        n = max(1, len(flat) // m.size)
+        if flat != list(range(m.size)) * n:
             raise MappingError(f"{where}: {writes[0]} does not write every word once in "
-                               f"address order (a memory PE's write address is its counter)")
-        late = [r for r in reads if any(step <= w[-1][2] for _, _, step in trace.get(r, []))]
-        if late:
-            raise MappingError(f"{where}: {late[0]} reads it before {writes[0]} has written "
-                               f"every word (a memory PE writes, then reads)")
+                               f"address order per epoch (a memory PE's write address is its "
+                               f"counter)")
+        spans = [(w[e * m.size][2], w[e * m.size + m.size - 1][2]) for e in range(n)]
+        for r in reads:
+            bad = next((step for _, _, step in trace.get(r, []) if step < spans[0][1] or any(
+                first <= step <= last for first, last in spans)), None)
+            if bad is not None:
+                raise MappingError(f"{where}: {r} reads it while {writes[0]} writes an epoch "
+                                   f"(a memory PE writes every word, then reads)")
+        epochs[key] = spans
+    return epochs
 
 
 def _descendants(c: Controller):
@@ -641,8 +778,8 @@ def compile_program(program: Program, inputs: dict[str, np.ndarray], pe_spec: ty
     initial = {m.name: np.asarray(inputs.get(m.name, np.zeros(m.shape)), dtype=np.int32)
                .reshape(m.shape).copy()
                for m in program.memories.values() if isinstance(m, DRAM)}
-    _check_srams(program, trace, pe_spec)
-    c = _Compiler(program, initial, pe_spec, trace)
+    epochs = _check_srams(program, trace, pe_spec)
+    c = _Compiler(program, initial, pe_spec, trace, epochs)
     c.run(program.root, [])
     for key, v in list(c.regs.items()):          # reductions nobody reads: still on chip
         if isinstance(v, _Pending):
@@ -660,7 +797,7 @@ def compile_program(program: Program, inputs: dict[str, np.ndarray], pe_spec: ty
     for name, (dram, addrs) in c.io_out.items():
         nl.add_instance(name, "io_out", "I", {"dram": dram, "tokens": len(addrs)})
     for pe in c.pes.values():
-        kw: dict[str, Any] = {"signed": True, "cond": pe.cond, "red": pe.red}
+        kw: dict[str, Any] = {"signed": True, "cond": pe.cond, "red": pe.red, **pe.consts}
         for port in ("a", "b"):
             v = pe.operands.get(port)
             if v is None or v.kind == "net":

@@ -116,23 +116,24 @@ def make_operand(width: int) -> type:
 
 
 @functools.lru_cache(maxsize=None)
-def make_scratch(width: int, ctr_width: int, words: int) -> type:
+def make_scratch(width: int, words: int) -> type:
     """The scratchpad of a dataflow PE (a sub-PE): with ``words`` > 0, op ``Mem``'s memory
-    of ``words`` ``width``-bit words: a write phase (``b`` written at the inner counter's
-    value ``ix``, one word per firing, until the inner counter saturates: ``done0``), then a
-    read phase (``mem[a]`` on ``res``, one per firing, ``a`` dequeued, ``b`` not needed).
-    Inputs: ``is_mem`` (the op is ``Mem``), ``a``, ``b``, ``ix`` (``ctr_width`` bits),
-    ``done0`` and the PE's ``y``, ``emit``, ``deq_a``, ``deq_b`` otherwise; outputs ``y``,
-    ``emit``, ``deq_a``, ``deq_b``, ``need_a``, ``need_b``. With ``words`` = 0 it passes the
-    PE's values through and needs every input. State: the words and the phase bit."""
+    of ``words`` ``width``-bit words, used in *epochs* of ``wn`` writes then reads (SARA's
+    PMU, §III-A2: a write phase and a read phase per buffer fill). The inner counter ``ix``
+    (``width`` bits, zero-extended) counts the firings of an epoch: while ``ix < wn``
+    (unsigned) the firing writes ``b`` at ``ix`` (``a`` not needed, nothing emitted), after
+    it the firing reads ``mem[a]`` on ``res`` (``a`` dequeued, ``b`` not needed). The next
+    epoch starts when the counter wraps, so a counter ``(0, 1, wn + reads)`` gives epochs
+    of ``wn`` writes and ``reads`` reads. Inputs: ``is_mem`` (the op is ``Mem``), ``a``,
+    ``b``, ``ix``, ``wn`` (the instruction's ``b_const``) and the PE's ``y``, ``emit``,
+    ``deq_a``, ``deq_b`` otherwise; outputs ``y``, ``emit``, ``deq_a``, ``deq_b``,
+    ``need_a``, ``need_b``. With ``words`` = 0 it passes the PE's values through and needs
+    every input. State: the words."""
     Data = BitVector[width]
-    CW = ctr_width
-    One = BitVector[1]
-    Ix = BitVector[CW]
     if words == 0:
         class NoScratch(Peak):
             @name_outputs(y=Data, emit=Bit, deq_a=Bit, deq_b=Bit, need_a=Bit, need_b=Bit)
-            def __call__(self, is_mem: Bit, a: Data, b: Data, ix: Ix, done0: Bit, y: Data,
+            def __call__(self, is_mem: Bit, a: Data, b: Data, ix: Data, wn: Data, y: Data,
                          emit: Bit, deq_a: Bit, deq_b: Bit):
                 return y, emit, deq_a, deq_b, Bit(1), Bit(1)
         return NoScratch
@@ -142,14 +143,12 @@ def make_scratch(width: int, ctr_width: int, words: int) -> type:
     class Scratch(Peak):
         def __init__(self):
             self.mem = RegisterFile(WORDS, Data, 0)
-            self.phase = RegisterFile(1, One, 0)
 
         @name_outputs(y=Data, emit=Bit, deq_a=Bit, deq_b=Bit, need_a=Bit, need_b=Bit)
-        def __call__(self, is_mem: Bit, a: Data, b: Data, ix: Ix, done0: Bit, y: Data,
+        def __call__(self, is_mem: Bit, a: Data, b: Data, ix: Data, wn: Data, y: Data,
                      emit: Bit, deq_a: Bit, deq_b: Bit):
-            reading = self.phase.read(One(0))[0]
+            reading = ~ix.bvult(wn)
             self.mem.write(ix[0:AB], b, is_mem & ~reading)
-            self.phase.write(One(0), (reading | (is_mem & done0)).ite(One(1), One(0)))
             got = self.mem.read(a[0:AB])
             return (is_mem.ite(got, y), is_mem.ite(reading, emit),
                     is_mem.ite(reading, deq_a), is_mem.ite(~reading, deq_b),
@@ -205,7 +204,7 @@ def make_dataflow_pe(width: int = 32, levels: int = 3, ctr_width: int = 16,
         ctr = Chain.Inst
 
     WORDS = words
-    Scratch = make_scratch(W, CW, words)
+    Scratch = make_scratch(W, words)
     Operand = make_operand(W)
 
     class DataflowPE(Peak):
@@ -308,7 +307,8 @@ def make_dataflow_pe(width: int = 32, levels: int = 3, ctr_width: int = 16,
                 res_p = p
             emit = at_emit & (~inst.emit_on_p | p)
             y, emit, at_da, at_db, need_a, need_b = self.scratch(
-                inst.op == DfOp.Mem, a, b, index[0:CW], done[0], y, emit, at_da, at_db)
+                inst.op == DfOp.Mem, a, b, index[0:CW].zext(W - CW), inst.b_const, y, emit,
+                at_da, at_db)
             return y, res_p, emit, at_emit_p, at_da, at_db, at_dp, need_a, need_b, Bit(1)
 
     suffix = f"_m{WORDS}" if WORDS else ""

@@ -73,16 +73,19 @@ def test_min_max_windows_compare_and_predicated_emit():
 
 
 def test_scratchpad_writes_in_counter_order_then_reads():
-    """op Mem, 16 words, 4 writes: b written at the inner counter's value while writing (a
-    not needed, nothing emitted), then mem[a] emitted per firing (b not needed)."""
+    """op Mem, 16 words, epochs of 4 writes (b_const) and 3 reads (counter (0, 1, 7)): b
+    written at the inner counter's value while writing (a not needed, nothing emitted), then
+    mem[a] emitted per firing (b not needed); the second epoch overwrites the words."""
     P = make_dataflow_pe(32, 3, 16, 16)
-    inst = dataflow_inst(P, [(0, 1, 4)], "Mem")
-    feed = [(0, 10, 0), (0, 11, 0), (0, 12, 0), (0, 13, 0), (2, 0, 0), (0, 0, 0), (3, 0, 0)]
-    rows = _run(P, inst, feed)
-    assert [r[2] for r in rows] == [0, 0, 0, 0, 1, 1, 1]             # emit_res
-    assert [r[0] for r in rows[4:]] == [12, 10, 13]
-    assert [(r[7], r[8]) for r in rows] == [(0, 1)] * 4 + [(1, 0)] * 3  # need_a, need_b
-    assert [(r[4], r[5]) for r in rows] == [(0, 1)] * 4 + [(1, 0)] * 3  # deq_a, deq_b
+    inst = dataflow_inst(P, [(0, 1, 7)], "Mem", b_const=4)
+    epoch1 = [(0, 10, 0), (0, 11, 0), (0, 12, 0), (0, 13, 0), (2, 0, 0), (0, 0, 0), (3, 0, 0)]
+    epoch2 = [(0, 20, 0), (0, 21, 0), (0, 22, 0), (0, 23, 0), (1, 0, 0), (3, 0, 0), (1, 0, 0)]
+    rows = _run(P, inst, epoch1 + epoch2)
+    assert [r[2] for r in rows] == [0, 0, 0, 0, 1, 1, 1] * 2          # emit_res
+    assert [r[0] for r in rows[4:7]] == [12, 10, 13]
+    assert [r[0] for r in rows[11:]] == [21, 23, 21]
+    assert [(r[7], r[8]) for r in rows] == ([(0, 1)] * 4 + [(1, 0)] * 3) * 2  # need_a, need_b
+    assert [(r[4], r[5]) for r in rows] == ([(0, 1)] * 4 + [(1, 0)] * 3) * 2  # deq_a, deq_b
     with pytest.raises(SpecError, match="words = 48 must be 0"):
         make_dataflow_pe(32, 3, 16, 48)
 
