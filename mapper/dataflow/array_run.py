@@ -10,7 +10,10 @@ interpreter's bit for bit; the RTL's cycles are reported next to the token-level
 simulator's (:func:`mapper.dataflow.sim.simulate`, SARA's units with link latency 1).
 
 :func:`run_program` returns a :class:`ProgramRun` and writes ``dataflow_run.json``
-(schema ``mapper.dataflow_run/1``) to its ``out`` directory, with the harness's files
+(schema ``mapper.dataflow_run/1``) to its ``out`` directory, with the stage files of a
+mapped app (``netlist.json``, ``app.json`` of kind ``dataflow``, ``packed.json`` ...
+``pipelined.json``, ``bitstream.json``, ``<program>.bs``: ``cgra verify DESIGN
+<out>/<program>.bs`` proves the bitstream as for any run) and the harness's files
 (``sim.bs``, ``sim.stim``, ``sim.out``).
 
 Errors: :class:`~cgra.errors.MappingError` for a program the array does not run (the
@@ -43,6 +46,8 @@ from mapper.dataflow.cmmc import cmmc
 from mapper.dataflow.lower import lower
 from mapper.dataflow.program import Program
 from mapper.dataflow.sim import simulate
+from mapper import stages as st
+from garnet.collateral import file_sha256
 from mapper.sim.run import io_port
 from mapper.sim.verilator import SimParams, build_harness, run_harness
 
@@ -93,6 +98,32 @@ def check_fits(ap: ArrayProgram, coll: Collateral) -> None:
                            f"it needs {'; '.join(short)}; use a larger array or a lower par")
 
 
+def _save_stages(run_dir: Path, coll: Collateral, ap: ArrayProgram, packed, pl, rr, pr, bs,
+                 params: dict[str, Any]) -> None:
+    """The run directory's stage files, as a mapped app's (:mod:`mapper.stages`):
+    ``netlist.json``, ``app.json`` (kind ``dataflow``), ``packed.json``,
+    ``placement.json``, ``routing.json``, ``pipelined.json``, ``bitstream.json`` and
+    ``<program>.bs``, so ``cgra verify DESIGN <run>/<program>.bs`` proves the bitstream as
+    for any run; files of an earlier run in ``run_dir`` are removed first."""
+    st.clear_run_dir(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    net = st.stage_file(run_dir, "map")
+    ap.netlist.save(net)
+    st.write_doc(run_dir / "app.json", {
+        "schema": st.APP_SCHEMA, "name": ap.name, "params": params,
+        "design": str(coll.root) if coll.root else coll.name, "design_name": coll.name,
+        "design_id": coll.design_id, "kind": "dataflow",
+        "units": {u: len(p) for u, p in sorted(ap.units.items())},
+        "netlist_sha256": file_sha256(net)})
+    for stage, schema, doc in (("pack", st.PACKED_SCHEMA, st.packed_to_json(packed)),
+                               ("place", st.PLACEMENT_SCHEMA, st.placement_to_json(pl)),
+                               ("route", st.ROUTING_SCHEMA, st.routing_to_json(rr)),
+                               ("pipeline", st.PIPELINED_SCHEMA, st.pipelined_to_json(pr))):
+        st.write_doc(st.stage_file(run_dir, stage),
+                     {**st.header(schema, coll, run_dir, stage), **doc})
+    st.save_bitstream(run_dir, coll, bs)
+
+
 def run_program(program: Program, inputs: dict[str, np.ndarray], coll: Collateral,
                 out: str | Path, *, stall_in: float = 0.0, stall_out: float = 0.0,
                 stall_seed: int = 0, place_seed: int = 0,
@@ -133,6 +164,10 @@ def run_program(program: Program, inputs: dict[str, np.ndarray], coll: Collatera
     t = time.perf_counter()
     proof = verify(bs.pairs(), pr, coll)       # as `cgra verify`: selects, valid and ready
     secs["verify"] = time.perf_counter() - t
+    run_dir = Path(out)
+    _save_stages(run_dir, coll, ap, packed, pl, rr, pr, bs,
+                 {"stall_in": stall_in, "stall_out": stall_out, "stall_seed": stall_seed,
+                  "place_seed": place_seed})
     t = time.perf_counter()
     params = SimParams(stall_in=stall_in, stall_out=stall_out, stall_seed=stall_seed)
     harness = build_harness(coll.root, params)
@@ -145,7 +180,6 @@ def run_program(program: Program, inputs: dict[str, np.ndarray], coll: Collatera
     stim = {socket[n]: np.pad(w, (0, rows - len(w)))
             for n, w in ap.inputs.items()}
     outs = [socket[n] for n in sorted(ap.outputs)]
-    run_dir = Path(out)
     sim = run_harness(harness, bs.pairs(), stim, outs, rows, run_dir, params, tokens=counts)
     secs["simulation"] = sim.seconds
     tokens = {n: sim.outputs[socket[n]][:c] for n, c in ap.counts().items()}

@@ -320,6 +320,12 @@ def test_cgra_run_on_a_dataflow_design(df, tmp_path, cgra):
     assert code == 0, err
     assert "dot_product (par 2) on design small_df: bit-exact" in out
     assert "3 PEs (L1: 3), 4 input and 1 output IO tiles" in out
+    # the run directory holds the stage files: `cgra verify` proves its bitstream
+    code, out, err = cgra("verify", df.root, tmp_path / "run" / "dot_product.bs")
+    assert code == 0, err
+    assert "proved for 7 nets" in out and "valid/ready proved with the data on 7" in out
+    app = json.loads((tmp_path / "run" / "app.json").read_text())
+    assert app["kind"] == "dataflow" and app["units"] == {"L1": 3}
     code, out, err = cgra("run", "dot_product", "--design", df.root, "--unroll", "2", "--out",
                           tmp_path / "bad")
     assert code == 2 and "error: --unroll: not an option of a dataflow program" in err
