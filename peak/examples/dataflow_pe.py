@@ -118,8 +118,8 @@ def make_operand(width: int) -> type:
 @functools.lru_cache(maxsize=None)
 def make_scratch(width: int, words: int) -> type:
     """The scratchpad of a dataflow PE (a sub-PE): with ``words`` > 0, op ``Mem``'s memory
-    of ``words`` ``width``-bit words, used in *epochs* of ``wn`` writes then reads (SARA's
-    PMU, §III-A2: a write phase and a read phase per buffer fill). The inner counter ``ix``
+    of ``words`` ``width``-bit words, used in *epochs* of ``wn`` writes then reads (SARA
+    §III-A1: a VMU "written ... C times, before being read ..., repeating A×B times"). The inner counter ``ix``
     (``width`` bits, zero-extended) counts the firings of an epoch: while ``ix < wn``
     (unsigned) the firing writes ``b`` at ``ix`` (``a`` not needed, nothing emitted), after
     it the firing reads ``mem[a]`` on ``res`` (``a`` dequeued, ``b`` not needed). The next
