@@ -47,13 +47,15 @@ def test_known_answers():
 
 
 def test_same_as_default_pe_on_every_other_instruction():
-    """2000 random instructions of the default PE's opcodes (modes, constants, conditions,
-    LUT) over random input sequences: the D3 PE (data2 random) gives the same outputs."""
+    """1000 random instructions of the default PE's opcodes (modes, constants, conditions,
+    LUT) over random input sequences: the D3 PE (data2 random) gives the same outputs (2000
+    until stop 57, halved to keep `make test` under 30 minutes; every ALU op and condition
+    is drawn about 70 times)."""
     rng = random.Random(5)
     alus = [a for a in cgra_pe.ALU.field_dict]
     conds = list(cgra_pe.Cond.field_dict)
     modes = list(cgra_pe.Mode.field_dict)
-    for _ in range(2000):
+    for _ in range(1000):
         ms = tuple(rng.choice(modes) for _ in range(6))
         cs = tuple(rng.getrandbits(16) for _ in range(6))
         kw = dict(alu=rng.choice(alus), cond=rng.choice(conds), signed=rng.getrandbits(1),
