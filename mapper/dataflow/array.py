@@ -196,6 +196,8 @@ class _Compiler:
         self.p = program
         self.spec = pe_spec
         self.levels = pe_spec.levels
+        #: a counter's bound must stay below this (its ``ctr_width``-bit range)
+        self.ctr_limit = 1 << pe_spec.Chain._control_["width"]
         self.inputs = inputs
         self.trace = trace
         self.pes: dict[str, PE] = {}
@@ -268,6 +270,11 @@ class _Compiler:
                                   f"outside it")
             pe.operands[port] = v
             pe.levels[f"{port}_level"] = len(ids) - 1 - ids.index(id(v.loop))
+
+    def loop_key(self, lp: Loop) -> int:
+        """The id of the program's loop behind ``lp`` (a branch clause's counter stands for
+        the loop it filters, :attr:`alias`)."""
+        return next((o for o, a in self.alias.items() if a is lp), id(lp))
 
     def out_of(self, pe: PE, port: str = "res", width: int = 32) -> Val:
         return Val("net", pe.name, port, rate=tuple(lp for lp, _ in pe.chain), width=width)
@@ -393,10 +400,9 @@ class _Compiler:
             cur = self.regs.get(id(m))
             if isinstance(cur, _Pending):
                 cur = self.close_reduction(m, cur, chain)
-            origin = {id(a): o for o, a in self.alias.items()}
-            made = {origin.get(id(x), id(x)) for x in (cur.rate if cur is not None else ())}
+            made = {self.loop_key(x) for x in (cur.rate if cur is not None else ())}
             for lp, _ in chain:
-                key = origin.get(id(lp), id(lp))
+                key = self.loop_key(lp)
                 if id(m) in self.reg_writes.get(key, ()) and key not in made:
                     raise self.refuse(
                         f"{e.label}: Reg {m.name!r} is read in loop {lp.label} before its "
@@ -453,10 +459,10 @@ class _Compiler:
             pmu = self.new_pe([], op="Mem")
             self.unit = unit
             top = m.size + per[0]
-            if top >= 1 << self.spec.Chain._control_["width"]:
+            if top >= self.ctr_limit:
                 raise self.refuse(f"{e.label}: {m.size} writes and {per[0]} reads of SRAM "
                                   f"{m.name!r} per epoch; a memory PE's counter holds "
-                                  f"{(1 << self.spec.Chain._control_['width']) - 1}")
+                                  f"{self.ctr_limit - 1}")
             pmu.counters = [(0, 1, top)] + [(0, 1, 1)] * (self.levels - 1)
             pmu.consts["b_const"] = m.size
             pmu.operands["a"] = addr          # the memory PE dequeues by its phase
@@ -599,10 +605,10 @@ class _Compiler:
             raise self.refuse(f"loop {lp.label}: {len(chain) + 1} nested loops; the PE's "
                               f"counter chain has {self.levels} levels")
         start, stop, step = (int(e.value) for e in (lp.start, lp.stop, lp.step))
-        if step < 1 or stop <= start or stop >= 1 << self.spec.Chain._control_["width"]:
+        if step < 1 or stop <= start or stop >= self.ctr_limit:
             raise self.refuse(f"loop {lp.label}: range({start}, {stop}, {step}) does not fit "
                               f"the PE's counters (1 <= step, start < stop < "
-                              f"{1 << self.spec.Chain._control_['width']})")
+                              f"{self.ctr_limit})")
         writes_sram = any(isinstance(st, Store) and isinstance(st.mem, SRAM)
                           for b in (lp, *_descendants(lp)) if isinstance(b, Block)
                           for st in b.statements)
@@ -635,8 +641,7 @@ class _Compiler:
         refused."""
         nodes = list(walk(br.cond))
         used = {id(x.loop): x.loop for x in nodes if isinstance(x, Index)}
-        origin = {id(a): o for o, a in self.alias.items()}
-        pos = {origin.get(id(lp), id(lp)): k for k, (lp, _) in enumerate(chain)}
+        pos = {self.loop_key(lp): k for k, (lp, _) in enumerate(chain)}
         if (not all(isinstance(x, Const | Index | Op) for x in nodes) or len(used) > 1
                 or any(key not in pos for key in used)):
             raise self.refuse(f"branch {br.label}: its condition reads data or more than one "

@@ -102,8 +102,8 @@ def _save_stages(run_dir: Path, coll: Collateral, ap: ArrayProgram, packed, pl, 
                  params: dict[str, Any]) -> None:
     """The run directory's stage files, as a mapped app's (:mod:`mapper.stages`):
     ``netlist.json``, ``app.json`` (kind ``dataflow``), ``packed.json``,
-    ``placement.json``, ``routing.json``, ``pipelined.json``, ``bitstream.json`` and
-    ``<program>.bs``, so ``cgra verify DESIGN <run>/<program>.bs`` proves the bitstream as
+    ``placement.json`` (and ``<program>.place``), ``routing.json`` (and
+    ``<program>.route``), ``pipelined.json``, ``bitstream.json`` and ``<program>.bs``, so ``cgra verify DESIGN <run>/<program>.bs`` proves the bitstream as
     for any run; files of an earlier run in ``run_dir`` are removed first."""
     st.clear_run_dir(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -115,12 +115,13 @@ def _save_stages(run_dir: Path, coll: Collateral, ap: ArrayProgram, packed, pl, 
         "design_id": coll.design_id, "kind": "dataflow",
         "units": {u: len(p) for u, p in sorted(ap.units.items())},
         "netlist_sha256": file_sha256(net)})
-    for stage, schema, doc in (("pack", st.PACKED_SCHEMA, st.packed_to_json(packed)),
-                               ("place", st.PLACEMENT_SCHEMA, st.placement_to_json(pl)),
-                               ("route", st.ROUTING_SCHEMA, st.routing_to_json(rr)),
-                               ("pipeline", st.PIPELINED_SCHEMA, st.pipelined_to_json(pr))):
-        st.write_doc(st.stage_file(run_dir, stage),
-                     {**st.header(schema, coll, run_dir, stage), **doc})
+    st.save_packed(run_dir, coll, packed)
+    st.save_placement(run_dir, coll, pl)
+    st.save_routing(run_dir, coll, rr)
+    # st.save_pipelined also draws the PnR plots and writes pnr_report.json (a FlowResult's)
+    st.write_doc(st.stage_file(run_dir, "pipeline"), {
+        **st.header(st.PIPELINED_SCHEMA, coll, run_dir, "pipeline"),
+        **st.pipelined_to_json(pr)})
     st.save_bitstream(run_dir, coll, bs)
 
 
