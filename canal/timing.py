@@ -33,9 +33,10 @@ Path classes (``edge_class``) of the routing graph and their delays:
 * ``cb:<class>``: any -> core input PORT (connection box): ``connection_box[class]``;
 * ``core_out``: core output PORT -> SB_OUT: 0;
 * ``core:<class>``: through a core of that class: ``core[class]``; for a PE the delay of
-  its op when known (``pe_ops``: the table's ``pe_op_ns`` through :data:`PE_OP_CLASSES`, a
-  PE covering several ops or an op without a figure takes ``core["pe"]``, the PE's worst
-  case);
+  its op when known (``pe_ops``: the table's ``pe_op_ns`` through :data:`PE_OP_CLASSES`, or
+  a measured model's figure for the PE's rule, multi-op patterns included); a PE covering
+  several ops with no figure for its rule, or an op without one, takes ``core["pe"]``, the
+  PE's worst case;
 * ``skew:<term>``: clock skew (``clock_skew``): the terms are differences of a clock-arrival
   potential over the tiles (:meth:`TimingModel.clock_offset`: ``enter_from_north`` per row
   southward, ``pe_to_mem`` into a MEM column; ``enter_from_south`` and ``mem_to_pe`` must be
@@ -343,8 +344,14 @@ class TimingModel:
                               f"'{tclass}'; add it to the 'core' section")
         return d
 
-    def pe_delay(self, ops: list[str] | tuple[str, ...] = ()) -> float:
-        """Delay of a PE (ps) configured for the IR ``ops`` it covers (module docstring)."""
+    def pe_delay(self, ops: list[str] | tuple[str, ...] = (), rule_op: str | None = None
+                 ) -> float:
+        """Delay of a PE (ps) configured for the IR ``ops`` it covers (module docstring).
+        ``rule_op`` is the rule-table op of the PE's rule (the netlist config's ``op``): a
+        model that timed that rule's instruction (a measured one times every single-PE rule,
+        multi-op patterns such as ``pattern.select_slt`` included) gives its figure."""
+        if rule_op is not None and rule_op in self.pe_ops:
+            return self.pe_ops[rule_op]
         ops = [o for o in ops if o not in ("coreir.const", "corebit.const")]
         if len(ops) == 1 and ops[0] in self.pe_ops:
             return self.pe_ops[ops[0]]

@@ -935,7 +935,7 @@ def timing_analysis(packed: PackedDesign, placement: Placement, routing: Routing
         if si.tag != "r":
             xy = placement.sites[src_inst]
             if si.tag == "p":
-                d = tm.pe_delay(si.config.get("ops", ()))
+                d = tm.pe_delay(si.config.get("ops", ()), si.config.get("op"))
                 if _latency(packed, src_inst, p) == 0:
                     pe_out_nodes.setdefault(src_inst, []).append(root)
                 else:
@@ -956,7 +956,8 @@ def timing_analysis(packed: PackedDesign, placement: Placement, routing: Routing
                 end[node] = _clock(coll, xy)
     for inst, outs in pe_out_nodes.items():
         xy = placement.sites[inst]
-        d = tm.pe_delay(packed.instances[inst].config.get("ops", ()))
+        cfg = packed.instances[inst].config
+        d = tm.pe_delay(cfg.get("ops", ()), cfg.get("op"))
         core = f"CORE:{inst}"
         for o in outs:
             g.add_edge(core, o, delay=d)
@@ -1035,7 +1036,7 @@ def period_floor(packed: PackedDesign, placement: Placement, coll: Collateral,
             ops = [o for o in inst.config.get("ops", ())
                    if o not in ("coreir.const", "corebit.const")]
             what = f"PE core ({', '.join(ops) or 'worst op'})"
-            d = tm.pe_delay(inst.config.get("ops", ()))
+            d = tm.pe_delay(inst.config.get("ops", ()), inst.config.get("op"))
             if _latency(packed, name, p) > 0:
                 what += ", registered output"
         else:
