@@ -186,6 +186,29 @@ def test_timing_known_answer(graphs):
     assert graphs.graphs[16].delay(a[-2], a[-1]) == table["connection_box"]["pe"]
 
 
+def test_a_pe_mapped_with_a_multi_op_rule_takes_the_rules_delay(graphs):
+    """A model that timed a multi-op rule (a measured one times every single-PE rule) gives
+    a PE mapped with it that figure, registered or not; without one, the PE's worst path."""
+    packed, pl, rr = _adjacent(graphs)
+    packed.instances["pe"].config.update(op="pattern.select_slt",
+                                         ops=["coreir.slt", "coreir.mux", "coreir.const"])
+    a = rr.nets["a"].paths[("pe", "data0")]
+    b = rr.nets["b"].paths[("dst", "in")]
+    table = graphs.timing.table
+    io, worst = table["core"]["io"], table["core"]["pe"]
+    wires = _path_delay(graphs, a) + _path_delay(graphs, b)
+    comb = timing_analysis(packed, pl, rr, graphs, PipelineParams(latency={"p": 0}))
+    assert comb.period_ps == pytest.approx(io + wires + worst)
+    timed = dataclasses.replace(graphs, timing=dataclasses.replace(
+        graphs.timing, pe_ops={**graphs.timing.pe_ops, "pattern.select_slt": 123.0}))
+    comb = timing_analysis(packed, pl, rr, timed, PipelineParams(latency={"p": 0}))
+    assert comb.period_ps == pytest.approx(io + wires + 123.0)
+    reg = timing_analysis(packed, pl, rr, timed, PipelineParams(latency={"p": 1}))
+    skew = 2 * table["clock_skew"]["enter_from_north"]
+    assert reg.period_ps == pytest.approx(max(io + _path_delay(graphs, a) - skew,
+                                              123.0 + _path_delay(graphs, b) + skew))
+
+
 def test_compute_pipelining_meets_target(graphs):
     packed, pl, rr = _pnr(stencil_netlist("g"), graphs, seed=2)
     base = pipeline(packed, pl, rr, graphs, PipelineParams(latency={"p": 0}))
