@@ -28,7 +28,8 @@ the module's Verilog with its sub-modules, the liberty text, the scripts and
    routed inputs, or from a register inside it, to its routed outputs (config inputs are
    quasi-static: excluded), loaded like in the tile. For a PE with rules, each single-PE
    rule's instruction (``inst_bits``) is applied with ``set_case_analysis`` on the
-   instruction input: the delay of that op (``pe_op_ps``).
+   instruction input: the delay of that op (``pe_op_ps``, keyed by the rule table's op, so a
+   multi-op pattern such as ``pattern.select_slt`` has its own figure).
 
 :func:`measured_table` assembles the delay table of :mod:`canal.timing` from the tiles: a
 side pair no tile of a class wires (never routed) takes the class's slowest hop, noted.
