@@ -490,14 +490,21 @@ def load_routing(run_dir: str | Path, coll: Collateral, packed: PackedDesign | N
     return rr
 
 
-def save_pipelined(run_dir: str | Path, coll: Collateral, flow: FlowResult) -> None:
-    """Write ``flow.pipelined`` (the pipelined design of the run directory's packed design,
-    placement and routing, which ``flow`` holds) as pipelined.json, with
-    ``pnr_report.json``, ``pnr.png`` and ``timing.png``."""
+def save_pipelined_design(run_dir: str | Path, coll: Collateral, pr: PipelineResult) -> None:
+    """Write the pipelined design ``pr`` (of the run directory's packed design, placement
+    and routing) as pipelined.json, alone (a dataflow run has no FlowResult to report)."""
     run_dir = Path(run_dir)
     write_doc(stage_file(run_dir, "pipeline"), {
-        **header(PIPELINED_SCHEMA, coll, run_dir, "pipeline"),
-        **pipelined_to_json(flow.pipelined)})
+        **header(PIPELINED_SCHEMA, coll, run_dir, "pipeline"), **pipelined_to_json(pr)})
+
+
+def save_pipelined(run_dir: str | Path, coll: Collateral, flow: FlowResult) -> None:
+    """Write ``flow.pipelined`` (the pipelined design of the run directory's packed design,
+    placement and routing, which ``flow`` holds) as pipelined.json
+    (:func:`save_pipelined_design`), with ``pnr_report.json``, ``pnr.png`` and
+    ``timing.png``."""
+    run_dir = Path(run_dir)
+    save_pipelined_design(run_dir, coll, flow.pipelined)
     save_report(flow, coll, run_dir / "pnr_report.json")
     draw(flow, coll, run_dir / "pnr.png")
     draw(flow, coll, run_dir / "timing.png", critical=True)

@@ -878,6 +878,12 @@ def _tile_class(coll: Collateral, xy: tuple[int, int]) -> str:
     return t.timing_class or _TAG_CLASS.get(t.tag, "pe")
 
 
+def _pe_delay(tm: Any, config: dict[str, Any]) -> float:
+    """Core delay (ps) of a PE instance from its netlist config: the IR ``ops`` it covers and
+    its rule's ``op`` (:meth:`canal.timing.TimingModel.pe_delay`)."""
+    return tm.pe_delay(config.get("ops", ()), config.get("op"))
+
+
 def _clock(coll: Collateral, xy: tuple[int, int]) -> float:
     """Clock arrival offset (ps) of tile ``xy`` (:meth:`canal.timing.TimingModel.clock_offset`)."""
     return coll.timing.clock_offset(_tile_class(coll, xy), xy[1])
@@ -935,7 +941,7 @@ def timing_analysis(packed: PackedDesign, placement: Placement, routing: Routing
         if si.tag != "r":
             xy = placement.sites[src_inst]
             if si.tag == "p":
-                d = tm.pe_delay(si.config.get("ops", ()), si.config.get("op"))
+                d = _pe_delay(tm, si.config)
                 if _latency(packed, src_inst, p) == 0:
                     pe_out_nodes.setdefault(src_inst, []).append(root)
                 else:
@@ -956,8 +962,7 @@ def timing_analysis(packed: PackedDesign, placement: Placement, routing: Routing
                 end[node] = _clock(coll, xy)
     for inst, outs in pe_out_nodes.items():
         xy = placement.sites[inst]
-        cfg = packed.instances[inst].config
-        d = tm.pe_delay(cfg.get("ops", ()), cfg.get("op"))
+        d = _pe_delay(tm, packed.instances[inst].config)
         core = f"CORE:{inst}"
         for o in outs:
             g.add_edge(core, o, delay=d)
@@ -1036,7 +1041,7 @@ def period_floor(packed: PackedDesign, placement: Placement, coll: Collateral,
             ops = [o for o in inst.config.get("ops", ())
                    if o not in ("coreir.const", "corebit.const")]
             what = f"PE core ({', '.join(ops) or 'worst op'})"
-            d = tm.pe_delay(inst.config.get("ops", ()), inst.config.get("op"))
+            d = _pe_delay(tm, inst.config)
             if _latency(packed, name, p) > 0:
                 what += ", registered output"
         else:

@@ -103,8 +103,9 @@ def _save_stages(run_dir: Path, coll: Collateral, ap: ArrayProgram, packed, pl, 
     """The run directory's stage files, as a mapped app's (:mod:`mapper.stages`):
     ``netlist.json``, ``app.json`` (kind ``dataflow``), ``packed.json``,
     ``placement.json`` (and ``<program>.place``), ``routing.json`` (and
-    ``<program>.route``), ``pipelined.json``, ``bitstream.json`` and ``<program>.bs``, so ``cgra verify DESIGN <run>/<program>.bs`` proves the bitstream as
-    for any run; files of an earlier run in ``run_dir`` are removed first."""
+    ``<program>.route``), ``pipelined.json``, ``bitstream.json`` and ``<program>.bs``, so
+    ``cgra verify DESIGN <run>/<program>.bs`` proves the bitstream as for any run; files of
+    an earlier run in ``run_dir`` are removed first."""
     st.clear_run_dir(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     net = st.stage_file(run_dir, "map")
@@ -118,10 +119,7 @@ def _save_stages(run_dir: Path, coll: Collateral, ap: ArrayProgram, packed, pl, 
     st.save_packed(run_dir, coll, packed)
     st.save_placement(run_dir, coll, pl)
     st.save_routing(run_dir, coll, rr)
-    # st.save_pipelined also draws the PnR plots and writes pnr_report.json (a FlowResult's)
-    st.write_doc(st.stage_file(run_dir, "pipeline"), {
-        **st.header(st.PIPELINED_SCHEMA, coll, run_dir, "pipeline"),
-        **st.pipelined_to_json(pr)})
+    st.save_pipelined_design(run_dir, coll, pr)
     st.save_bitstream(run_dir, coll, bs)
 
 
