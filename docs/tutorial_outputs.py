@@ -110,10 +110,13 @@ def apply_diff(workdir: Path, diff: str, line: int) -> None:
     path.write_text(text)
 
 
-def seed_rules(workdir: Path) -> None:
+def seed_caches(workdir: Path) -> None:
     """Copy the repository's rule-cache entry of the stock PE (if any) into
     ``workdir/build/rules`` (under its lock), so the tutorial's first ``cgra rules`` finds
-    it cached; without it the tutorial synthesises the table (~16 s more on 2 cores)."""
+    it cached; without it the tutorial synthesises the table (~16 s more on 2 cores). Copy
+    the tile timing measurements of ``build/timing`` too (entries keyed by tile RTL and
+    written atomically: :func:`garnet.sta.measure.measure_tile`), so the stock design's
+    tiles are not measured again (~15 s on 2 cores)."""
     from peak import load_spec, spec_hash  # deferred: loads z3, pysmt, hwtypes only when called
     from peak.rules.format import CACHE_DIR, cached_tables, locked  # deferred: as above
 
@@ -124,6 +127,11 @@ def seed_rules(workdir: Path) -> None:
         with locked(entry):
             shutil.copytree(entry, workdir / "build" / "rules" / CACHE_DIR / entry.name,
                             dirs_exist_ok=True)
+    timing = ROOT / "build" / "timing"
+    if timing.is_dir():
+        (workdir / "build" / "timing").mkdir(parents=True, exist_ok=True)
+        for f in timing.glob("[!.]*.json"):
+            shutil.copyfile(f, workdir / "build" / "timing" / f.name)
 
 
 def run(workdir: Path, blocks: list[Block], timeout: float = 900) -> dict[int, str]:
@@ -227,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     blocks = fenced_blocks(TUTORIAL)
     with tempfile.TemporaryDirectory(prefix="tutorial-") as tmp:
         work = Path(tmp)
-        seed_rules(work)
+        seed_caches(work)
         outputs = run(work, blocks)
     if args.check:
         bad = compare(blocks, outputs)

@@ -41,11 +41,12 @@ TOML keys (all top level; every key is optional and takes the default below)::
                                     # other sides every route passes the register (1 cycle)
     cb_sides = ["NORTH", "SOUTH", "EAST", "WEST"]  # connection-box sides (all tracks)
     flush_interval = 4              # rows per flush-spine register stage; 0 = no spine
-    timing = ""                     # the delay model: "" or "cascade-table" = the published
-                                    # table (canal/data/delays_ps.json); "measured" = every
+    timing = "measured"             # the delay model: "measured" (the default) = every
                                     # tile synthesised (yosys) and timed (OpenSTA) on the
-                                    # project's liberty (garnet.sta.measure); else a delay
-                                    # table JSON (ps), relative to the TOML file
+                                    # project's liberty (garnet.sta.measure);
+                                    # "cascade-table" = the published table
+                                    # (canal/data/delays_ps.json); else a delay table JSON
+                                    # (ps), relative to the TOML file
     flow_control = "static"         # "static" | "ready_valid", or a table per track class
                                     # (bit width), e.g. {16 = "ready_valid", 1 = "static"}:
                                     # ready-valid tracks carry valid and ready beside the data
@@ -135,7 +136,7 @@ class GarnetParams:
     register_bypass_sides: list[str] = field(default_factory=lambda: ["SOUTH", "WEST"])
     cb_sides: list[str] = field(default_factory=lambda: list(SIDES))
     flush_interval: int = 4
-    timing: str = ""
+    timing: str = "measured"
     interconnect: str = ""
     flow_control: str | dict[str, str] = "static"
     fifo_kind: str | dict[str, str] = "skid"
@@ -312,18 +313,18 @@ def pe_spec(ref: str, where: str = "field 'pe'") -> type:
 
 
 #: the named delay models of the ``timing`` field (anything else is a delay table file)
-TIMING_MODELS = ("measured", "cascade-table", "")
+TIMING_MODELS = ("measured", "cascade-table")
 
 
 def table_path(p: GarnetParams) -> str | None:
-    """The delay table file of ``p.timing``: ``None`` for the published table ("",
-    ``cascade-table``) and for ``measured`` (whose graphs are first built on the published
-    table, then re-timed from the measurement: :func:`garnet.build.generate`)."""
+    """The delay table file of ``p.timing``: ``None`` for the published table
+    (``cascade-table``) and for ``measured``, the default, whose graphs are first built on
+    the published table, then re-timed from the measurement (:func:`garnet.build.generate`)."""
     return None if not p.timing or p.timing in TIMING_MODELS else p.timing
 
 
 def check_hop_widths(p: GarnetParams, source: str | None = None) -> None:
-    """Refuse a delay table (``timing``, "" = the default) without switch-box hop figures
+    """Refuse a delay table (``timing``: ``cascade-table`` or a file) without switch-box hop figures
     for a width of ``widths`` in a tile class of the layout: the default table has 16- and
     1-bit figures only, and another width is never given 16-bit numbers silently (see
     :mod:`canal.timing`). One-line :class:`ConfigError` on field ``timing`` listing, per
@@ -429,7 +430,11 @@ def validate(p: GarnetParams, source: str | None = None) -> None:
     for t in p.pipeline_register_tracks:
         if not isinstance(t, int) or not 0 <= t < p.tracks:
             raise err("pipeline_register_tracks", f"tracks are 0..{p.tracks - 1}; [] = all")
-    if p.timing and p.timing not in TIMING_MODELS:
+    if not p.timing:
+        raise err("timing", "empty; give \"measured\" (the default: the tiles timed by "
+                            "yosys + OpenSTA), \"cascade-table\" (the published table) or a "
+                            "delay table JSON file")
+    if p.timing not in TIMING_MODELS:
         from canal.timing import TimingModel  # deferred: loads  only when called
         if not Path(p.timing).is_file():
             raise err("timing", "no such delay table file; give a JSON table like "
@@ -450,6 +455,11 @@ def validate(p: GarnetParams, source: str | None = None) -> None:
         raise err("dynamic", f"the dynamic layer's {layer.width}-bit tracks are static; set "
                              f"flow_control = \"ready_valid\" (a hybrid network is "
                              "ready-valid tracks plus routers)")
+    if p.timing == "measured" and flow.ready_valid:
+        raise err("timing", "the measured model (the default) times static tiles only: a "
+                            "ready-valid tile (RvTile, its FIFOs and forks) has no measured "
+                            "path classes yet; set timing = \"cascade-table\" (the published "
+                            "table) or a delay table file")
     if p.fifo_tokens not in (0, 1):
         raise err("fifo_tokens", f"{p.fifo_tokens!r}: use 1 (each FIFO site starts with the "
                                  f"token of the register it replaces) or 0 (empty)")

@@ -7,17 +7,19 @@ session one scratch directory for Verilog and Verilator builds.
 """
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import functools
 import pathlib
 import sys
+import tomllib
 
 import pytest
 
 from cgra.cli import main
 from garnet.build import generate
 from garnet.glb.params import load_table
-from garnet.params import load_toml
+from garnet.params import GarnetParams, load_toml
 from peak.rules import build_table
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -35,10 +37,26 @@ def _shared_root(tmp_path_factory) -> pathlib.Path:
     return base.parent if base.name.startswith("popen-gw") else base
 
 
+def fixture_params(name: str) -> GarnetParams:
+    """configs/<name>.toml as the session's test designs build it: a config without a
+    ``timing`` field takes the published table (``timing = "cascade-table"``) instead of
+    the measured default. The figures these tests assert (issue 11's 900 MHz closure,
+    register counts, latencies) are those of the published model, which no change to the
+    liberty or the measurement moves; the measured default is tested on the shipped
+    configs by tests/e2e/test_timing_default.py, tests/garnet/test_timing_measured.py and
+    the README test."""
+    cfg = ROOT / "configs" / f"{name}.toml"
+    params = load_toml(cfg)
+    if "timing" not in tomllib.loads(cfg.read_text()):
+        params = dataclasses.replace(params, timing="cascade-table")
+    return params
+
+
 def _design(tmp_path_factory, name: str, only: list[str] | None = None) -> pathlib.Path:
-    """Collateral directory of configs/<name>.toml (RTL, routing graphs, rules), generated
-    once per session and shared by xdist workers (a file lock per design). ``only``: the
-    rule targets to synthesise (a partial table; default: every target of the PE)."""
+    """Collateral directory of configs/<name>.toml (RTL, routing graphs, rules; the delay
+    model of :func:`fixture_params`), generated once per session and shared by xdist
+    workers (a file lock per design). ``only``: the rule targets to synthesise (a partial
+    table; default: every target of the PE)."""
     root = _shared_root(tmp_path_factory) / "e2e"
     root.mkdir(exist_ok=True)
     out = root / name
@@ -46,8 +64,7 @@ def _design(tmp_path_factory, name: str, only: list[str] | None = None) -> pathl
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             if not (out / "design.json").is_file():
-                params = load_toml(ROOT / "configs" / f"{name}.toml")
-                generate(params, out, rules=True, rules_dir=ROOT / "build" / "rules", jobs=2,
+                generate(fixture_params(name), out, rules=True, rules_dir=ROOT / "build" / "rules", jobs=2,
                          config_file=f"configs/{name}.toml",
                          builder=None if only is None else _partial_builder(only))
         finally:
@@ -66,8 +83,9 @@ def _glb_design(base: pathlib.Path, name: str) -> pathlib.Path:
         try:
             if not (out / "design.json").is_file():
                 cfg = ROOT / "configs" / f"{name}.toml"
-                generate(load_toml(cfg), out, rules=True, rules_dir=ROOT / "build" / "rules",
-                         jobs=2, config_file=f"configs/{name}.toml",
+                generate(fixture_params(name), out, rules=True,
+                         rules_dir=ROOT / "build" / "rules", jobs=2,
+                         config_file=f"configs/{name}.toml",
                          cache_dir=base / ".cache", glb=load_table(cfg))
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)

@@ -1285,6 +1285,11 @@ def _closure_miss(res: PipelineResult, st: _State, target: float, placement: Pla
         return f"{head} was still being cut after {max_steps} insertion steps " \
                f"(PipelineParams.max_pipeline_steps)"
     comb = [n[5:] for n in names if n.startswith("CORE:")]
+    if not sites and comb and names[0] == f"CORE:{comb[0]}":
+        # it launches at the core's registered inputs: the core alone is the stage
+        return (f"{head} starts at the registered inputs of {_where(names[0], at)}: its "
+                f"core delay is a stage no pipeline register can split (a faster PE op or "
+                f"a lower --fmax)")
     if not sites and comb:
         return (f"{head} passes through PE {comb[0]} combinationally and has no register "
                 f"site: register the PE's inputs (compute pipelining, "

@@ -148,11 +148,14 @@ def wait_until_gone(pids: list[int], timeout: float = 5.0) -> list[int]:
     return live(pids)
 
 
-def small_toml(tmp: Path, tracks: int) -> Path:
-    """configs/small.toml with ``tracks`` routing tracks (another design of the same size)."""
+def small_toml(tmp: Path, tracks: int, timing: str | None = None) -> Path:
+    """configs/small.toml with ``tracks`` routing tracks (another design of the same size)
+    and, given ``timing``, that delay model (e.g. ``cascade-table``: nothing measured)."""
     text = SMALL.read_text()
     lines = [f"tracks = {tracks}" if ln.startswith("tracks") else ln
              for ln in text.splitlines()]
+    if timing is not None:
+        lines.append(f'timing = "{timing}"')
     assert lines != text.splitlines()
     p = tmp / f"small_t{tracks}.toml"
     p.write_text("\n".join(lines) + "\n")

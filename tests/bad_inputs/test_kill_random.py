@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bad_support import (SMALL, TOY_PE, cgra, error_line, session_members, start_cgra,
+from bad_support import (TOY_PE, cgra, error_line, session_members, small_toml, start_cgra,
                          wait_until_gone)
 
 SETTINGS = settings(max_examples=3, deadline=None, derandomize=True,
@@ -40,9 +40,16 @@ def _manifest(design: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def rtl_reference(tmp_path_factory) -> dict[str, str]:
+def small_cfg(tmp_path_factory) -> Path:
+    """configs/small.toml on the published table: the property is the kill's, and each
+    example's own working directory would measure the tiles again (~15 s each)."""
+    return small_toml(tmp_path_factory.mktemp("cfg"), 5, "cascade-table")
+
+
+@pytest.fixture(scope="module")
+def rtl_reference(tmp_path_factory, small_cfg) -> dict[str, str]:
     d = tmp_path_factory.mktemp("rtl_ref") / "d"
-    res = cgra(["rtl", "--config", SMALL, "--out", d, "--no-rules"], d.parent)
+    res = cgra(["rtl", "--config", small_cfg, "--out", d, "--no-rules"], d.parent)
     assert res.returncode == 0, res.stderr
     return _manifest(d)
 
@@ -50,10 +57,10 @@ def rtl_reference(tmp_path_factory) -> dict[str, str]:
 @pytest.mark.bad_state
 @SETTINGS
 @given(after=st.floats(min_value=0.1, max_value=5.0))
-def test_kill_9_of_cgra_rtl_at_any_time(rtl_reference, tmp_path_factory, after):
+def test_kill_9_of_cgra_rtl_at_any_time(rtl_reference, small_cfg, tmp_path_factory, after):
     d = tmp_path_factory.mktemp("rtl_kill") / "d"
-    _kill_at(["rtl", "--config", SMALL, "--out", d, "--no-rules"], d.parent, after)
-    res = cgra(["rtl", "--config", SMALL, "--out", d, "--no-rules"], d.parent)
+    _kill_at(["rtl", "--config", small_cfg, "--out", d, "--no-rules"], d.parent, after)
+    res = cgra(["rtl", "--config", small_cfg, "--out", d, "--no-rules"], d.parent)
     assert res.returncode == 0, res.stderr
     assert _manifest(d) == rtl_reference
 

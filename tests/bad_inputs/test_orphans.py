@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bad_support import (SMALL, TOY_PE, cgra, live, session_members, start_cgra,
+from bad_support import (TOY_PE, cgra, live, session_members, small_toml, start_cgra,
                          wait_for_children, wait_until_gone)
 
 _MIDDLE = textwrap.dedent("""
@@ -54,16 +54,19 @@ def _files(design: Path) -> dict[str, str]:
 
 
 @pytest.mark.bad_state
-def test_kill_9_of_cgra_rtl_leaves_no_worker_and_the_next_run_is_identical(tmp_path):
+def test_kill_9_of_cgra_rtl_leaves_no_worker_and_the_next_run_is_identical(tmp_path,
+                                                                          tmp_path_factory):
     """`kill -9` of `cgra rtl` (the parent alone) while its RTL worker runs: the worker ends
     within seconds (it used to block forever, ~160 MB), the stale lock file is taken over by
-    the next run, whose design has exactly the files of an uninterrupted run."""
+    the next run, whose design has exactly the files of an uninterrupted run. On the
+    published table (the kill lands in the RTL worker, before any tile measurement)."""
+    small = small_toml(tmp_path_factory.mktemp("cfg"), 5, "cascade-table")
     ref = tmp_path / "ref"
-    res = cgra(["rtl", "--config", SMALL, "--out", ref, "--no-rules"], tmp_path)
+    res = cgra(["rtl", "--config", small, "--out", ref, "--no-rules"], tmp_path)
     assert res.returncode == 0, res.stderr
 
     out = tmp_path / "d"
-    p = start_cgra(["rtl", "--config", SMALL, "--out", out, "--no-rules"], tmp_path, capture=False)
+    p = start_cgra(["rtl", "--config", small, "--out", out, "--no-rules"], tmp_path, capture=False)
     workers = wait_for_children(p.pid)
     os.kill(p.pid, signal.SIGKILL)                 # the parent only, not its group
     p.wait(30)
@@ -73,7 +76,7 @@ def test_kill_9_of_cgra_rtl_leaves_no_worker_and_the_next_run_is_identical(tmp_p
     stale = tmp_path / ".d.lock"
     assert json.loads(stale.read_text())["pid"] == p.pid      # left by the dead run
 
-    again = cgra(["rtl", "--config", SMALL, "--out", out, "--no-rules"], tmp_path)
+    again = cgra(["rtl", "--config", small, "--out", out, "--no-rules"], tmp_path)
     assert again.returncode == 0, again.stderr
     assert not stale.exists()
     assert _files(out) == _files(ref) and len(_files(out)) > 20

@@ -127,7 +127,8 @@ def pe_array() -> Interconnect:
     ready-valid with skid FIFOs (TOML fields flow_control / fifo_kind through
     garnet.params and garnet.array.build_interconnect), the 1-bit tracks static."""
     p = from_dict({"width": 3, "height": 2, "tracks": 2, "mem_ratio": 0,
-                   "flow_control": {"16": "ready_valid"}, "fifo_kind": "skid"})
+                   "flow_control": {"16": "ready_valid"}, "fifo_kind": "skid",
+                   "timing": "cascade-table"})
     return build_interconnect(p)
 
 
@@ -162,7 +163,8 @@ def pe_array_all_rv() -> Interconnect:
     """:func:`pe_array` with the 1-bit tracks ready-valid too, so a PE's ``res`` and
     ``res_p`` are two handshaken outputs of one wrapped core."""
     p = from_dict({"width": 3, "height": 2, "tracks": 2, "mem_ratio": 0,
-                   "flow_control": "ready_valid", "fifo_kind": "skid"})
+                   "flow_control": "ready_valid", "fifo_kind": "skid",
+                   "timing": "cascade-table"})
     return build_interconnect(p)
 
 

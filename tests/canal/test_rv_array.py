@@ -58,7 +58,7 @@ def test_parse_flow_control_refuses(flow, fifo, needle):
 
 def test_garnet_params_field_and_cgra_rtl_refuses_split(tmp_path):
     p = from_dict({"width": 4, "height": 3, "flow_control": {16: "ready_valid"},
-                   "fifo_kind": "split"}, "rv.toml")
+                   "fifo_kind": "split", "timing": "cascade-table"}, "rv.toml")
     assert p.flow_control == {"16": "ready_valid"} and p.fifo_kind == "split"
     with pytest.raises(ConfigError, match=r"rv.toml: field 'flow_control' = \['ready_valid'\]"):
         from_dict({"width": 4, "height": 3, "flow_control": ["ready_valid"]}, "rv.toml")
@@ -67,6 +67,21 @@ def test_garnet_params_field_and_cgra_rtl_refuses_split(tmp_path):
                        "builds ready-valid arrays with skid FIFOs only"):
         generate(p, tmp_path / "out", rules=False, config_file="rv.toml")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_ready_valid_array_on_the_measured_model_is_refused_naming_the_fix():
+    """The measured model (the default) times static tiles only: a ready-valid design
+    without ``timing`` is refused before generation, naming the field and the option."""
+    for doc in ({}, {"timing": "measured"}):
+        with pytest.raises(ConfigError) as exc:
+            from_dict({"width": 4, "height": 3, "flow_control": "ready_valid", **doc},
+                      "rv.toml")
+        msg = str(exc.value)
+        assert msg.startswith("rv.toml: field 'timing'") and "\n" not in msg
+        assert "ready-valid tile" in msg and 'timing = "cascade-table"' in msg
+    p = from_dict({"width": 4, "height": 3, "flow_control": "ready_valid",
+                   "timing": "cascade-table"}, "rv.toml")
+    assert p.timing == "cascade-table" and not p.measured_timing
 
 
 def test_fifo_sites_in_collateral_round_trip():

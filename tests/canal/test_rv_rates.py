@@ -30,6 +30,7 @@ def df_array():
     ready-valid with skid FIFOs."""
     p = from_dict({"width": 3, "height": 2, "tracks": 2, "mem_ratio": 0,
                    "flow_control": {"16": "ready_valid"}, "fifo_kind": "skid",
+                   "timing": "cascade-table",
                    "pe": "peak.examples.dataflow_pe:make_dataflow_pe(16)"})
     return build_interconnect(p)
 

@@ -91,8 +91,9 @@ def test_copied_default_table_reports_the_width_and_the_io_alias(tmp_path):
 
 
 def _several() -> dict:
-    """configs/small.toml's 16-bit fields under data_width = 32: four mistakes."""
-    return {"width": 8, "height": 8, "data_width": 32}
+    """configs/small.toml's 16-bit fields under data_width = 32 on the published table:
+    four mistakes (the measured default times every width: three)."""
+    return {"width": 8, "height": 8, "data_width": 32, "timing": "cascade-table"}
 
 
 def test_every_data_width_mistake_is_reported_at_once():
@@ -101,7 +102,7 @@ def test_every_data_width_mistake_is_reported_at_once():
     lines = str(exc.value).split("\n")
     assert lines[0] == "cfg.toml: 4 data-width errors (data_width = 32); fix each:"
     assert [ln.split(":")[1].strip() for ln in lines[1:]] == [
-        "field 'widths' = [16, 1]", "field 'timing' = ''", "field 'pe' = "
+        "field 'widths' = [16, 1]", "field 'timing' = 'cascade-table'", "field 'pe' = "
         "'peak.examples.cgra_pe", "field 'mem_preset' = 'dualport_2048x16'"]
     widths, timing, pe, mem = lines[1:]
     assert "include both 32 and 1, e.g. [32, 1]" in widths
@@ -112,11 +113,19 @@ def test_every_data_width_mistake_is_reported_at_once():
     # the fixes named in the error make a valid configuration
     from_dict({**_several(), "widths": [32, 1], "timing": W32["timing"],
                "pe": "peak.examples.cgra_pe:make_pe(32)", "mem_preset": "dualport_1024x32"})
+    # on the measured model (the default) the timing field is no mistake: three errors
+    with pytest.raises(ConfigError) as exc:
+        from_dict({"width": 8, "height": 8, "data_width": 32}, "cfg.toml")
+    lines = str(exc.value).split("\n")
+    assert lines[0] == "cfg.toml: 3 data-width errors (data_width = 32); fix each:"
+    assert [ln.split(":")[1].strip().split(" ")[1] for ln in lines[1:]] == [
+        "'widths'", "'pe'", "'mem_preset'"]
 
 
 def test_every_data_width_mistake_exits_2_from_the_command_line(tmp_path):
     cfg = tmp_path / "w32.toml"
-    cfg.write_text("width = 8\nheight = 8\ndata_width = 32\nmem_preset = \"dualport_4096x8\"\n")
+    cfg.write_text("width = 8\nheight = 8\ndata_width = 32\nmem_preset = \"dualport_4096x8\"\n"
+                   "timing = \"cascade-table\"\n")
     cgra = str(pathlib.Path(sys.executable).parent / "cgra")
     proc = subprocess.run([cgra, "rtl", "--config", str(cfg), "--out", str(tmp_path / "o")],
                           capture_output=True, text=True, timeout=300)

@@ -88,18 +88,26 @@ def test_routing_graphs_round_trip(small_design):
     assert lay["schema"] == "garnet.layout/1"
 
 
-def test_timing_json_is_the_shipped_default(small_design):
-    """timing.json carries the delay table the graphs' delays came from: the project's
-    package-data copy of the Cascade/AHA table, with the substitutions it made."""
-    from canal.timing import TimingModel, default_table_text
+def test_timing_json_is_measured_by_default(small_design):
+    """timing.json of configs/small.toml as shipped (no ``timing`` field) is measured from
+    the generated tiles (issue 40 item 3): it names OpenSTA, the liberty and its corner, the
+    late derate and every distinct tile, and the routing graphs' delays are its figures."""
+    from canal.timing import TimingModel
     result, d = small_design
     tm = TimingModel.read(d / "timing.json")
-    assert tm.source == "default" and tm.table == json.loads(default_table_text())
-    assert tm.core("pe") == 700.0 and tm.register_mux() == 230.0
-    assert "connection_box has no class 'io'; used 'pe'" in tm.notes
+    assert tm.source == "measured" and tm.describe().startswith("measured (OpenSTA ")
+    meas = tm.table["_measured"]
+    assert (meas["liberty"], meas["corner"]["name"], meas["derate_late"]) == \
+        ("cgra_le65", "typical", 1.01)
+    assert meas["tool"].startswith("OpenSTA ") and meas["synthesis"].startswith("Yosys ")
+    assert sorted(t.split("_")[1] for t in meas["tiles"]) == ["PECore", "io", "lake"]
+    # a bypassable side (SOUTH) passes the register mux: slower than a hop into a side
+    # whose register every route takes (NORTH), both measured, neither the table's 184.89
+    hops = tm.table["switch_box_hop"]["pe"]["16"]
+    assert hops["N->S"] > hops["S->N"] > 0 and 184.89 not in hops.values()
     g = load_json(d / "routing" / "graph_16.json")
     assert g.delay[("SB:16:1:1:NORTH:0:IN", "SB:16:1:1:SOUTH:0:OUT")] == \
-        tm.sb_hop("pe", 16, "NORTH", "SOUTH") == 184.89
+        tm.sb_hop("pe", 16, "NORTH", "SOUTH") == hops["N->S"]
 
 
 def test_config_map_covers_every_field(small_design):

@@ -60,10 +60,12 @@ def test_unchanged_8x8_rebuilds_nothing(tmp_path):
     stages = _timings(res.output)
     names = [n for n, _ in stages]
     main = [n for n in names if not n.startswith("worker: ")][:-1]
+    # the measured timing model (the default) times the tiles once their Verilog exists,
+    # then writes the routing graphs with the measured delays
     assert main == ["keys", "interconnect graphs", "Verilog (CIRCT)", "interconnect check",
-                    "routing graphs",
-                    "Verilog (CIRCT): waiting for the worker", "collateral", "install",
-                    "cache prune"], names
+                    "Verilog (CIRCT): waiting for the worker",
+                    "timing model (yosys + OpenSTA per tile)", "routing graphs",
+                    "collateral", "install", "cache prune"], names
     worker = [n[len("worker: "):] for n in names if n.startswith("worker: ")]
     assert worker[0] == "tile shapes" and worker[-2:] == [
         "Verilog (top level)", "Verilog (top level in column blocks)"]
@@ -87,7 +89,8 @@ def test_unchanged_8x8_rebuilds_nothing(tmp_path):
 
 def test_toy_design_with_rules_rebuilds_nothing_then_tracks_rebuild_interconnect(tmp_path):
     cfg = tmp_path / "tiny.toml"
-    cfg.write_text(f'name = "tiny"\nwidth = 4\nheight = 3\ntracks = 3\npe = "{TOY}"\n')
+    cfg.write_text(f'name = "tiny"\nwidth = 4\nheight = 3\ntracks = 3\npe = "{TOY}"\n'
+                   'timing = "cascade-table"\n')
     out, shared = tmp_path / "tiny", tmp_path / "rules"
     args = ["rtl", "--config", str(cfg), "--out", str(out), "--rules-dir", str(shared)]
     _run(args)
@@ -352,19 +355,26 @@ def test_interconnect_key_follows_interconnect_fields(field, tmp_path):
     def keys(p):
         return compute_keys(_inputs(p, spec_hashes(p)), False, None)
 
-    a = GarnetParams(width=4, height=3, pe=TOY)
+    pub = {"timing": "cascade-table"}
+    a = GarnetParams(width=4, height=3, pe=TOY, **pub)
     table = tmp_path / "delays.json"
     from canal.timing import default_table_text
     table.write_text(default_table_text().replace("184.89", "184.9"))
     b = GarnetParams(width=4, height=3, pe=TOY, **{
-        "tracks": {"tracks": 4}, "cb_sides": {"cb_sides": ["NORTH", "WEST"]},
+        "tracks": {"tracks": 4, **pub}, "cb_sides": {"cb_sides": ["NORTH", "WEST"], **pub},
         "timing": {"timing": str(table)}}[field])
     ka, kb = keys(a), keys(b)
     assert ka.interconnect != kb.interconnect and ka.rtl != kb.rtl
-    c = GarnetParams(width=4, height=3, pe=TOY, name="other", flush_interval=1)
+    c = GarnetParams(width=4, height=3, pe=TOY, name="other", flush_interval=1, **pub)
     kc = keys(c)
     assert kc.interconnect == ka.interconnect and kc.fabric == ka.fabric
     assert kc.rtl != ka.rtl and kc.design != ka.design
+    # on the measured model (the default) the fabric collateral is a function of the RTL
+    am = GarnetParams(width=4, height=3, pe=TOY)
+    cm = GarnetParams(width=4, height=3, pe=TOY, name="other", flush_interval=1)
+    kam, kcm = keys(am), keys(cm)
+    assert kam.interconnect != ka.interconnect          # the model is part of the key
+    assert kcm.interconnect == kam.interconnect and kcm.fabric != kam.fabric
 
 
 def test_array_top_refuses_tiles_that_do_not_fit(tmp_path):

@@ -24,6 +24,20 @@ def test_shipped_configs_load():
     assert small.topology == "imran"
 
 
+def test_the_delay_model_is_measured_by_default():
+    """Issue 40 item 3: a design without a ``timing`` field, the shipped default and small
+    included, takes the model measured from its tiles; the published table is the option
+    ``timing = "cascade-table"``. configs/small_measured.toml (the design of the measured
+    end-to-end tests) is configs/small.toml with the default written out."""
+    assert GarnetParams().timing == "measured" and GarnetParams().measured_timing
+    for name in ("default", "small"):
+        assert load_toml(ROOT / "configs" / f"{name}.toml").measured_timing
+    assert not GarnetParams(timing="cascade-table").measured_timing
+    small = load_toml(ROOT / "configs" / "small.toml").to_dict()
+    measured = load_toml(ROOT / "configs" / "small_measured.toml").to_dict()
+    assert {k for k in small if small[k] != measured[k]} == {"name"}
+
+
 def test_default_layout():
     p = GarnetParams(width=8, height=3)
     rows = ["".join({"io": "I", "mem": "m", "pe": "p"}[p.tile_kind(x, y)] for x in range(8))
@@ -46,6 +60,7 @@ def test_default_layout():
     ("flush_interval", -1, ["'flush_interval'"]),
     ("colour", "red", ["'colour'", "unknown parameter"]),
     ("width", "8", ["'width'", "integer"]),
+    ("timing", "", ["'timing'", "empty", "\"measured\" (the default", "cascade-table"]),
 ])
 def test_bad_field_is_named(key, value, words):
     doc = {"width": 8, "height": 8, key: value}

@@ -167,7 +167,7 @@ def test_pe_spec_edit_regenerates_resources(tmp_path):
     (tmp_path / "my_pe.py").write_text(nomul_src)
     cfg = tmp_path / "pe.toml"
     cfg.write_text('name = "mine"\nwidth = 5\nheight = 3\ntracks = 3\nmem_ratio = 3\n'
-                   'pe = "my_pe.py:PE"\n')
+                   'pe = "my_pe.py:PE"\ntiming = "cascade-table"\n')
     out = tmp_path / "mine"
 
     def gen():

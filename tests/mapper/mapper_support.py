@@ -77,7 +77,8 @@ def write_collateral(root: Path, spec_path: str, rules: Path, width: int = 16,
     from peak.load import load_spec
     from peak.rules.format import read_table
 
-    params = GarnetParams(name=root.name, width=width, height=height, pe=spec_path)
+    params = GarnetParams(name=root.name, width=width, height=height, pe=spec_path,
+                          timing="cascade-table")     # the table: no RTL here to measure
     validate(params)
     spec = load_spec(spec_path)
     pe = pe_core(spec)
