@@ -135,7 +135,7 @@ def test_pe_edit_keeps_interconnect_graphs(tmp_path):
     shutil.copy(ROOT / "peak" / "examples" / "cgra_pe.py", tmp_path / "my_pe.py")
     cfg = tmp_path / "pe.toml"
     cfg.write_text('name = "mine"\nwidth = 5\nheight = 3\ntracks = 3\nmem_ratio = 3\n'
-                   'pe = "my_pe.py:PE"\n')
+                   'pe = "my_pe.py:PE"\ntiming = "cascade-table"\n')   # graphs reuse, not STA
     out, shared = tmp_path / "mine", tmp_path / "rules"
 
     def gen():
