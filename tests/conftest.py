@@ -12,11 +12,11 @@ import fcntl
 import functools
 import pathlib
 import sys
-import tomllib
 
 import pytest
 
 from cgra.cli import main
+from cgra.tomlfile import read_toml
 from garnet.build import generate
 from garnet.glb.params import load_table
 from garnet.params import GarnetParams, load_toml
@@ -43,11 +43,11 @@ def fixture_params(name: str) -> GarnetParams:
     the measured default. The figures these tests assert (issue 11's 900 MHz closure,
     register counts, latencies) are those of the published model, which no change to the
     liberty or the measurement moves; the measured default is tested on the shipped
-    configs by tests/e2e/test_timing_default.py, tests/garnet/test_timing_measured.py and
-    the README test."""
+    configs by tests/garnet/test_params.py, tests/garnet/test_garnet_collateral.py,
+    tests/e2e/test_timing_default.py and tests/garnet/test_timing_measured.py."""
     cfg = ROOT / "configs" / f"{name}.toml"
     params = load_toml(cfg)
-    if "timing" not in tomllib.loads(cfg.read_text()):
+    if "timing" not in read_toml(cfg):
         params = dataclasses.replace(params, timing="cascade-table")
     return params
 

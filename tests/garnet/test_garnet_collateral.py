@@ -7,6 +7,7 @@ import re
 import pytest
 
 from canal.collateral import load_json, load_text
+from canal.timing import TimingModel
 from cgra.config import config_address
 from garnet.params import from_dict
 from garnet.collateral import read_mem, read_pe
@@ -92,7 +93,6 @@ def test_timing_json_is_measured_by_default(small_design):
     """timing.json of configs/small.toml as shipped (no ``timing`` field) is measured from
     the generated tiles (issue 40 item 3): it names OpenSTA, the liberty and its corner, the
     late derate and every distinct tile, and the routing graphs' delays are its figures."""
-    from canal.timing import TimingModel
     result, d = small_design
     tm = TimingModel.read(d / "timing.json")
     assert tm.source == "measured" and tm.describe().startswith("measured (OpenSTA ")
