@@ -19,11 +19,20 @@ in one run.
 5. **Fmax vs tracks 3-6** (8x8, gaussian): the measured connection box and the app's Fmax on
    each model (the published model's CB is the same at every track count).
 
-Run: ``.venv/bin/python bench/bench_timing.py`` (about 15 min on 2 cores, cold). Rows go to
+6. **Ready-valid and hybrid arrays**: ``configs/small_rv.toml`` (8x8) and
+   ``configs/tiny_hybrid.toml`` (5x4, a router per tile) built on both models: the measured
+   ready hop, the raised switch-box hops, the ready chain through a core, the FIFO site's
+   register class and the router's stage against the published figures; model generation
+   time cold; gaussian on small_rv and brighten_blur (unroll 2, 16x16, five nets on the
+   dynamic layer) on tiny_hybrid, Fmax on both models.
+
+Run: ``.venv/bin/python bench/bench_timing.py`` (about 20 min on 2 cores, cold;
+``--only ready-valid`` runs section 6 alone, about 5 min). Rows go to
 ``bench/results/timing.csv``.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -57,8 +66,9 @@ def build(root: Path, config: str, timing: str, **kw) -> Path:
     return out
 
 
-def run_app(design: Path, app: str, out: Path, fmax: float | None) -> dict:
-    cmd = [CGRA, "run", app, "--design", str(design), "--out", str(out)]
+def run_app(design: Path, app: str, out: Path, fmax: float | None,
+            extra: tuple[str, ...] = ()) -> dict:
+    cmd = [CGRA, "run", app, "--design", str(design), "--out", str(out), *extra]
     if fmax:
         cmd += ["--fmax", str(fmax)]
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
@@ -69,10 +79,58 @@ def run_app(design: Path, app: str, out: Path, fmax: float | None) -> dict:
             "period_ps": rep["timing"]["period_ps"], "model": rep["timing"].get("model")}
 
 
+def ready_valid(root: Path, rows: list[dict]) -> None:
+    """Section 6 (module docstring)."""
+    for config, app, extra in (("small_rv", "gaussian", ()),
+                               ("tiny_hybrid", "brighten_blur",
+                                ("--unroll", "2", "--size", "16"))):
+        meas = build(root, config, "measured")
+        table = build(root, config, "cascade-table")
+        ic = build_interconnect(load_toml(ROOT / "configs" / f"{config}.toml"))
+        t0 = time.perf_counter()
+        measure_design(ic, meas / "rtl", root / f"cold-cache-{config}", meas / "rules", jobs=2)
+        cold = time.perf_counter() - t0
+        m = json.loads((meas / "timing.json").read_text())
+        t = json.loads((table / "timing.json").read_text())
+        tm = m["table"]
+        p = {"design": f"configs/{config}.toml", "liberty": tm["_measured"]["liberty"],
+             "corner": tm["_measured"]["corner"]["name"]}
+        rows.append(benchlib.row("timing", "rv model generation cold", round(cold, 2),
+                                 "s", {**p, "tiles": len(tm["_measured"]["tiles"])}))
+        rows.append(benchlib.row("timing", "rv register class (FIFO site)", {
+            "published_ps": t["classes"]["reg"], "measured_ps": m["classes"]["reg"]}, "ps", p))
+        for tc, by_w in sorted(tm["ready_hop"].items()):
+            for w, ready in sorted(by_w.items()):
+                hops = tm["switch_box_hop"][tc][w]
+                raised = sum(1 for v in hops.values() if v == ready)
+                rows.append(benchlib.row("timing", f"rv hop {tc} {w}", {
+                    "ready_hop_ps": ready, "hop_min_ps": min(hops.values()),
+                    "hop_max_ps": max(hops.values()), "pairs_raised_to_ready": raised,
+                    "published_max_ps": max((v for k, v in t["classes"].items()
+                                             if k.startswith(f"sb:{tc}:{w}:")), default=None)},
+                    "ps", p))
+        for tc, v in sorted(tm.get("ready_through_core", {}).items()):
+            rows.append(benchlib.row("timing", f"rv ready through core {tc}", v, "ps", p))
+        for tc, v in sorted(tm.get("router", {}).items()):
+            rows.append(benchlib.row("timing", f"router stage {tc}", v, "ps", p))
+        got = {label: run_app(d, app, root / f"rv-{config}-{label}", None, extra)
+               for label, d in (("measured", meas), ("cascade-table", table))}
+        rows.append(benchlib.row("timing", f"fmax {app} ready-valid", got, "MHz",
+                                 {"design": f"configs/{config}.toml", "seed": 0,
+                                  "args": list(extra)}))
+
+
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", choices=["ready-valid"], help="run one section")
+    args = ap.parse_args()
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="bench-timing-") as tmp:
         root = Path(tmp)
+        if args.only == "ready-valid":
+            ready_valid(root, rows)
+            benchlib.save_rows("timing", rows)
+            return
         # 1. per class
         meas = build(root, "default", "measured")
         table = build(root, "default", "cascade-table")
@@ -144,6 +202,8 @@ def main() -> None:
             rows.append(benchlib.row("timing", "fmax vs tracks", got, "MHz",
                                      {"design": "configs/small.toml (8x8)", "tracks": tracks,
                                       "app": "gaussian", "seed": 0}))
+        # 6. ready-valid and hybrid arrays
+        ready_valid(root, rows)
     benchlib.save_rows("timing", rows)
 
 

@@ -328,6 +328,14 @@ class TimingModel:
         """Register clock-to-Q plus the register mux, ps."""
         return float(self.table["register_mux"])
 
+    def router(self, tclass: str) -> float | None:
+        """The clock period (ps) the router of a hybrid tile of ``tclass`` needs on its own
+        (the ``router`` section of a measured table, :mod:`garnet.sta.measure`: register to
+        register inside it, or across a mesh link into the next router); ``None`` when the
+        table has none (the published table has no router figure)."""
+        value = (self.table.get("router") or {}).get(tclass)
+        return None if value is None else float(value)
+
     def core(self, tclass: str) -> float | None:
         """Core delay of ``tclass`` (ps), ``None`` when the table has none."""
         value = self.table.get("core", {}).get(tclass)

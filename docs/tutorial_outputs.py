@@ -113,10 +113,12 @@ def apply_diff(workdir: Path, diff: str, line: int) -> None:
 def seed_caches(workdir: Path) -> None:
     """Copy the repository's rule-cache entry of the stock PE (if any) into
     ``workdir/build/rules`` (under its lock), so the tutorial's first ``cgra rules`` finds
-    it cached; without it the tutorial synthesises the table (~16 s more on 2 cores). Copy
-    the tile timing measurements of ``build/timing`` too (entries keyed by tile RTL and
-    written atomically: :func:`garnet.sta.measure.measure_tile`), so the stock design's
-    tiles are not measured again (~15 s on 2 cores)."""
+    it cached; without it the tutorial synthesises the table (~16 s more on 2 cores). The
+    tile timing measurements are shared, not copied: ``workdir/build/timing`` is a link to
+    the repository's ``build/timing`` (entries keyed by tile RTL, written atomically, one
+    measurement per tile across processes: :func:`garnet.sta.measure.measure_tile`), so the
+    stock design's tiles are measured once for the tutorial and every other user of the
+    cache (~15 s on 2 cores each time)."""
     from peak import load_spec, spec_hash  # deferred: loads z3, pysmt, hwtypes only when called
     from peak.rules.format import CACHE_DIR, cached_tables, locked  # deferred: as above
 
@@ -128,10 +130,9 @@ def seed_caches(workdir: Path) -> None:
             shutil.copytree(entry, workdir / "build" / "rules" / CACHE_DIR / entry.name,
                             dirs_exist_ok=True)
     timing = ROOT / "build" / "timing"
-    if timing.is_dir():
-        (workdir / "build" / "timing").mkdir(parents=True, exist_ok=True)
-        for f in timing.glob("[!.]*.json"):
-            shutil.copyfile(f, workdir / "build" / "timing" / f.name)
+    timing.mkdir(parents=True, exist_ok=True)
+    (workdir / "build").mkdir(parents=True, exist_ok=True)
+    (workdir / "build" / "timing").symlink_to(timing, target_is_directory=True)
 
 
 def run(workdir: Path, blocks: list[Block], timeout: float = 900) -> dict[int, str]:

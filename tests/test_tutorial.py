@@ -7,13 +7,14 @@ wirelength, registers placed, cached vs synthesised rules); PE / MEM / IO counts
 design names and spec hashes exactly. After a change of those, ``python
 docs/tutorial_outputs.py`` regenerates the shown blocks.
 
-Every output stays under ``tmp_path``. The shared rule cache of the repository
-(``build/rules``, as tests/e2e/conftest.py uses it) is only read: the cache entry of the
+Every output but the tile timing measurements stays under ``tmp_path``. The shared rule
+cache of the repository (``build/rules``, as tests/e2e/conftest.py uses it) is only read: the cache entry of the
 stock PE, if there is one, is copied into the scratch directory's ``build/rules`` (under
 its lock) so that the tutorial's first ``cgra rules`` finds it cached; without it the
-tutorial synthesises the table itself (about 16 s more on 2 cores). Likewise the tile timing
-measurements of ``build/timing`` (the measured model is the default: each new tile the
-tutorial's edits make is measured in the scratch directory).
+tutorial synthesises the table itself (about 16 s more on 2 cores). The tile timing
+measurements are the repository's shared cache ``build/timing`` (the measured model is the
+default; the scratch directory's ``build/timing`` links to it, so each tile is measured once
+for the whole suite, and each new tile the tutorial's edits make lands there too).
 
 Beyond the shown outputs, per step: the stock PE has no ``pattern.muladd`` rule and gaussian
 needs 18 PEs; mapping after the edit and before regenerating is refused (stale design);

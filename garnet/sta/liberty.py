@@ -100,6 +100,8 @@ DRIVES = (1, 2, 4)
 #: flip-flop: clock-to-Q intrinsic and setup, in FO4
 DFF_CLK_Q_FO4 = 2.5
 DFF_SETUP_FO4 = 1.5
+#: the flip-flop cells' clock pin
+CLOCK_PIN = "CK"
 
 
 def gate_delay_ps(g: float, p: float, drive: int, load_ff: float, slew_ps: float) -> float:
@@ -151,21 +153,22 @@ def _dff_cell(drive: int) -> str:
     setup = DFF_SETUP_FO4 * FO4_PS
     clk_q = lambda s, load: DFF_CLK_Q_FO4 * FO4_PS + TAU_PS * load / (drive * C_UNIT_FF) \
         + SLEW_FACTOR * s    # noqa: E731
-    cons = (f"      timing () {{\n        related_pin : \"CK\";\n"
+    ck = CLOCK_PIN
+    cons = (f"      timing () {{\n        related_pin : \"{ck}\";\n"
             f"        timing_type : setup_rising;\n"
             f"        rise_constraint (scalar) {{ values (\"{setup:.3f}\"); }}\n"
             f"        fall_constraint (scalar) {{ values (\"{setup:.3f}\"); }}\n      }}\n"
-            f"      timing () {{\n        related_pin : \"CK\";\n"
+            f"      timing () {{\n        related_pin : \"{ck}\";\n"
             f"        timing_type : hold_rising;\n"
             f"        rise_constraint (scalar) {{ values (\"0.000\"); }}\n"
             f"        fall_constraint (scalar) {{ values (\"0.000\"); }}\n      }}\n")
     return (f"  cell (DFF_X{drive}) {{\n    area : {NANGATE45_X1_UM2['DFF'] * _SCALE * drive:.4f};\n"
-            f"    ff (IQ, IQN) {{ next_state : \"D\"; clocked_on : \"CK\"; }}\n"
-            f"    pin (CK) {{ direction : input; clock : true; capacitance : {cap:.4f}; }}\n"
+            f"    ff (IQ, IQN) {{ next_state : \"D\"; clocked_on : \"{ck}\"; }}\n"
+            f"    pin ({ck}) {{ direction : input; clock : true; capacitance : {cap:.4f}; }}\n"
             f"    pin (D) {{\n      direction : input;\n      capacitance : {cap:.4f};\n{cons}"
             f"    }}\n    pin (Q) {{\n      direction : output;\n      function : \"IQ\";\n"
             f"      max_capacitance : {LOADS_FF[-1]};\n"
-            f"{_arc('CK', 'non_unate', clk_q, lambda s, load: output_slew_ps(drive, load), 'rising_edge')}"
+            f"{_arc(ck, 'non_unate', clk_q, lambda s, load: output_slew_ps(drive, load), 'rising_edge')}"
             f"    }}\n  }}\n")
 
 

@@ -8,8 +8,12 @@ the module's Verilog with its sub-modules, the liberty text, the scripts and
 
 1. **Synthesis** (:data:`SYNTH`): yosys ``synth`` keeping the hierarchy (each ``CanalMux``
    and the core stay instances, so the Canal edges are pins of the netlist), ``dfflibmap``
-   and ``abc`` onto the liberty: the interconnect's muxes (``CanalMux_*``) with ABC's
-   default liberty script, everything else (the core, the config logic) with ``abc -fast``
+   and ``abc`` onto the liberty: the interconnect's muxes (``CanalMux_*``; on a ready-valid
+   array its muxes, forks and FIFOs, ``RvMux_*``, ``RvFork_*``, ``RvSkidFifo_*``,
+   ``RvSplitFifoHalf_*``; on a hybrid one its routers and ejection buffers,
+   ``canal_router_*``, ``DynEject_*``: the router's allocators take 1890 ps this way against
+   2730 ps with ``-fast`` on configs/tiny_hybrid.toml, in 9 s) with ABC's default liberty
+   script, everything else (the core, the config logic) with ``abc -fast``
    (the default script spent over 9 minutes on the 32-bit PE's multiplier in SAT sweeping,
    ``-D`` over 6 on the D3 PE; ``-fast`` maps the 32-bit PE tile in 15 s, but its mux trees
    vary in depth from one size to the next); the SRAM ``Memory`` black box becomes the
@@ -31,13 +35,29 @@ the module's Verilog with its sub-modules, the liberty text, the scripts and
    instruction input: the delay of that op (``pe_op_ps``, keyed by the rule table's op, so a
    multi-op pattern such as ``pattern.select_slt`` has its own figure).
 
+**Ready-valid tiles** (``RvTile_…``, :mod:`canal.rv_rtl`; :func:`rv_tile_modules` maps
+them to the array's tiles): the classes of :mod:`canal.timing_paths` follow the valid bit
+beside the data, the ``reg`` class starts at a FIFO site's own registers, and each tile adds
+``ready:<class>:<w>`` (one hop of a ready chain, from the SB_OUT ``_ready`` inputs to the
+SB_IN ``_ready`` outputs) and, around a wrapped core, ``ready_through_core``. A tile with a
+router (a hybrid array, :mod:`canal.dynamic`) adds ``router:<class>``: the worse of the
+router's register-to-register paths and a mesh link (its registers to the tile's ``rt_*``
+outputs plus the ``rt_*`` inputs to the next router's registers; every router register is a
+start point, its routing-table registers included: pessimistic).
+
 :func:`measured_table` assembles the delay table of :mod:`canal.timing` from the tiles: a
-side pair no tile of a class wires (never routed) takes the class's slowest hop, noted.
+side pair no tile of a class wires (never routed) takes the class's slowest hop, noted. On
+a ready-valid array a switch-box hop is the slower of its data/valid path and the class's
+ready hop (a ready chain crosses the same tiles as the data it stalls, and the mapper's STA
+times data paths), each raised pair noted; the ready figures are kept as ``ready_hop`` and
+``ready_through_core`` (the latter recorded, not timed along routes), the router's as
+``router`` (the mapper's STA adds it to every net on the dynamic layer).
 Raises :class:`~cgra.errors.CollateralError` when yosys or OpenSTA fails or a class has no
 path (a naming mismatch between Canal and the netlist: a bug, named).
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import math
@@ -56,6 +76,7 @@ from typing import Any, Iterable
 from cgra.errors import CollateralError
 from cgra.procs import pdeathsig_preexec
 
+from canal.ready_valid import flow_of
 from canal.rtl import tile_shapes
 from canal.timing_paths import PathClass, tile_path_classes
 from garnet.sta import liberty
@@ -63,9 +84,12 @@ from garnet.sta.verilog import closure, flatten_packed, hoist_automatic, modules
 
 SCHEMA = "garnet.tile_timing/1"
 #: revision of the measurement method (part of every cache key)
-REVISION = 6
+REVISION = 7
 SYNTH = ("read_verilog -sv {files}; hierarchy -top {top}; synth -top {top}; "
-         "dfflibmap -liberty {lib}; abc -liberty {lib} CanalMux_*; abc -fast -liberty {lib}; "
+         "dfflibmap -liberty {lib}; "
+         "abc -liberty {lib} CanalMux_* RvMux_* RvFork_* RvSkidFifo_* RvSplitFifoHalf_* "
+         "canal_router_* DynEject_*; "
+         "abc -fast -liberty {lib}; "
          "opt_clean; "
          "setundef -zero; write_verilog -noattr -noexpr -nohex -nodec -simple-lhs netlist.v; "
          "tee -q -o stat.txt stat -liberty {lib}")
@@ -117,15 +141,24 @@ class TileJob:
     ops: tuple[tuple[str, int, int], ...] = ()
 
 
-def tile_jobs(ic: Any, rule_insts: dict[str, list[tuple[int, int]]] | None = None
+def tile_jobs(ic: Any, rule_insts: dict[str, list[tuple[int, int]]] | None = None,
+              rv_tiles: dict[tuple[int, int], tuple[str, bool, bool]] | None = None
               ) -> list[TileJob]:
     """One :class:`TileJob` per distinct tile module of the interconnect ``ic`` (cores
     present), in module-name order. ``rule_insts``: IR op -> PE instruction bits of the
-    single-PE rules (:func:`rule_instructions`: each with its free mask)."""
+    single-PE rules (:func:`rule_instructions`: each with its free mask). ``rv_tiles``: for a
+    ready-valid array, (x, y) -> (its ``RvTile_…`` module, whether the core is wrapped in
+    it, whether it holds a router), :func:`rv_tile_modules`; a tile with a router also
+    gets the class ``router:<class>`` (:func:`_tile_sta`)."""
     jobs: dict[str, TileJob] = {}
+    flow = flow_of(ic.graphs)
+    rv_widths = frozenset(w for w in ic.graphs if flow.kind(w) != "static") \
+        if rv_tiles is not None else frozenset()
     for xy, shape in tile_shapes(ic).items():
         info = ic.tiles[xy]
-        if shape.core is None or shape.module_name in jobs:
+        module, wrapped, router = rv_tiles[xy] if rv_tiles is not None \
+            else (shape.module_name, True, False)
+        if shape.core is None or module in jobs:
             continue
         tclass = info.timing_class
         fan: dict[str, int] = {}
@@ -140,10 +173,32 @@ def tile_jobs(ic: Any, rule_insts: dict[str, list[tuple[int, int]]] | None = Non
         out_fan = max((fan.get(n.name, 0) for n in ports if n.direction == "out"), default=1)
         ops = tuple((op, bits, mask) for op, v in sorted((rule_insts or {}).items())
                     for bits, mask in v) if tclass == "pe" else ()
-        jobs[shape.module_name] = TileJob(shape.module_name, tclass,
-                                          tuple(tile_path_classes(shape, tclass)), ins, outs,
-                                          max(sb_fan, 1), max(out_fan, 1), ops)
+        classes = tile_path_classes(shape, tclass, rv_widths, wrapped)
+        if router:
+            classes.append(PathClass(f"router:{tclass}", "router", (), ("router",), None, 0))
+        jobs[module] = TileJob(module, tclass, tuple(classes), ins, outs, max(sb_fan, 1),
+                               max(out_fan, 1), ops)
     return [jobs[k] for k in sorted(jobs)]
+
+
+_RV_TILE = re.compile(r"^\s*(RvTile_\w+)\s+Tile_X([0-9A-F]+)_Y([0-9A-F]+)\s*\(", re.M)
+
+
+_ROUTER = re.compile(r"^\s*[A-Za-z_][\w$]*\s+router\s*\(", re.M)
+
+
+def rv_tile_modules(mods: dict[str, str]) -> dict[tuple[int, int], tuple[str, bool, bool]]:
+    """(x, y) -> (``RvTile_…`` module, core wrapped in it, router in it) of a ready-valid
+    array's Verilog ``mods`` (module -> text): its top's ``Tile_X<xx>_Y<yy>`` instances
+    (:func:`canal.rv_rtl.rv_array`); a tile holds its core when it instantiates ``core``,
+    a hybrid tile its router (:mod:`canal.dynamic`) as ``router``."""
+    out: dict[tuple[int, int], tuple[str, bool, bool]] = {}
+    for text in mods.values():
+        for m in _RV_TILE.finditer(text):
+            body = mods.get(m[1], "")
+            out[(int(m[2], 16), int(m[3], 16))] = (m[1], _core_module(body) is not None,
+                                                   _ROUTER.search(body) is not None)
+    return out
 
 
 def rule_instructions(rules_dir: Path, pe_json: Path | None = None
@@ -234,8 +289,12 @@ def _sdc(job: TileJob, side_um: float, widths: dict[str, int]) -> list[str]:
     wire = liberty.WIRE_FF_PER_UM * side_um
     load = wire + job.sb_in_fanout * 2 * liberty.C_UNIT_FF
     slew = liberty.output_slew_ps(4, load)
-    sb_in = [p for p in widths if "_SB_IN_B" in p]
-    sb_out = [p for p in widths if "_SB_OUT_B" in p]
+    # a ready-valid tile's _ready ports run backwards: an SB_OUT's is an input, an SB_IN's
+    # an output (driven and loaded like the track's data)
+    sb_in = [p for p in widths if ("_SB_IN_B" in p) != p.endswith("_ready")
+             and ("_SB_IN_B" in p or "_SB_OUT_B" in p)]
+    sb_out = [p for p in widths if ("_SB_OUT_B" in p) != p.endswith("_ready")
+              and ("_SB_IN_B" in p or "_SB_OUT_B" in p)]
     ins = " ".join(_bits(p, widths[p]) for p in sb_in)
     outs = " ".join(_bits(p, widths[p]) for p in sb_out)
     lines = [f"create_clock -name clk -period {PERIOD_PS} [get_ports CLK]",
@@ -267,6 +326,16 @@ def _port_widths(netlist: str, module: str) -> dict[str, int]:
                          m[1], re.M):
         out[d[4]] = abs(int(d[2]) - int(d[3])) + 1 if d[2] else 1
     return out
+
+
+def _port_directions(netlist: str, module: str) -> dict[str, str]:
+    """port -> ``input`` / ``output`` of ``module`` in a yosys netlist."""
+    m = re.search(rf"^module\s+{re.escape(module)}\s*\(.*?\);(.*?)^endmodule", netlist,
+                  re.S | re.M)
+    if m is None:
+        raise CollateralError(f"netlist: no module {module}")
+    return {d[3]: d[1] for d in re.finditer(
+        r"^\s*(input|output)\s*(\[\d+:\d+\])?\s*([\w$]+)\s*;", m[1], re.M)}
 
 
 def _run_sta(work: Path, script: list[str], what: str) -> str:
@@ -306,9 +375,13 @@ def _points(body: str) -> list[tuple[float, str]]:
 
 
 def _pin_width(through: str, core_widths: dict[str, int]) -> int:
-    """Bit width of a mux input pin ``mux_<node>/I<k>``: the node's ``_B<w>`` suffix, or
-    for a connection box (``mux_PORT_<port>``) the core port's width."""
-    inst = through.split("/")[0]
+    """Bit width of a mux input pin ``mux_<node>/I<k>`` (or a FIFO site's output
+    ``fifo_<REG>/O``): the node's ``_B<w>`` suffix, or for a connection box
+    (``mux_PORT_<port>``) the core port's width; a handshake pin (``valid_…``, ``ready_…``)
+    is one bit."""
+    inst, _, pin = through.partition("/")
+    if pin.startswith(("valid", "ready")):
+        return 1
     if inst.startswith("mux_PORT_"):
         return core_widths.get(inst[len("mux_PORT_"):], 1)
     m = re.search(r"_B(\d+)$", inst)
@@ -319,6 +392,7 @@ def _tile_sta(job: TileJob, work: Path, lib: Path, side_um: float,
               core_widths: dict[str, int]) -> dict[str, float]:
     net = (work / "netlist.v").read_text()
     widths = _port_widths(net, job.module)
+    dirs = _port_directions(net, job.module)
     script = [f"read_liberty {lib}", "read_verilog netlist.v", f"link_design {job.module}"]
     script += _sdc(job, side_um, widths)
     for pc in job.classes:
@@ -332,8 +406,39 @@ def _tile_sta(job: TileJob, work: Path, lib: Path, side_um: float,
             script.append(f"report_checks -from [get_ports {{{starts}}}] -to [get_ports "
                           f"{{{ends}}}] -digits 2 -path_delay max")
             continue
+        if pc.kind == "router":
+            # the router's own clock period: register to register inside it, or out of it
+            # onto a mesh link and into the next tile's router (both halves of a link)
+            ck = f"[get_pins {{router/*/{liberty.CLOCK_PIN}}}]"
+            rt_in = " ".join(_bits(p, widths[p]) for p in widths
+                             if p.startswith("rt_") and dirs.get(p) == "input")
+            rt_out = " ".join(_bits(p, widths[p]) for p in widths
+                              if p.startswith("rt_") and dirs.get(p) == "output")
+            script += [f'puts "@@CLASS {pc.key}#internal"',
+                       f"report_checks -from {ck} -to [get_pins {{router/*/D}}] -digits 2",
+                       f'puts "@@CLASS {pc.key}#out"',
+                       f"report_checks -from {ck} -to [get_ports {{{rt_out}}}] -digits 2",
+                       f'puts "@@CLASS {pc.key}#in"',
+                       f"report_checks -from [get_ports {{{rt_in}}}] -to "
+                       f"[all_registers -data_pins] -digits 2"]
+            continue
+        if pc.kind in ("ready", "ready_core"):
+            # backwards: from the SB_OUT ready inputs to the SB_IN ready outputs
+            w = pc.key.split(":")[2] if pc.kind == "ready" else None
+            ends = " ".join(p for p in widths if p.endswith("_ready") and "_SB_IN_B" in p
+                            and (w is None or p.endswith(f"_B{w}_ready")))
+            starts = " ".join(pc.starts)
+            script.append(f'puts "@@CLASS {pc.key}"')
+            script.append(f"report_checks -from [get_ports {{{starts}}}] -through [get_pins "
+                          f"{{{throughs}}}] -to [get_ports {{{ends}}}] -digits 2 "
+                          f"-path_delay max")
+            continue
         if pc.kind == "core_out":
             frm = ""      # the mux inputs are on the core's output nets
+        elif pc.kind == "reg" and pc.starts:
+            # a ready-valid FIFO site: from the clock pins of its own registers
+            ck = " ".join(f"{s}/*/{liberty.CLOCK_PIN}" for s in pc.starts)
+            frm = f"-from [get_pins {{{ck}}}]"
         elif pc.starts:
             starts = " ".join(_bits(s, widths.get(s, 1)) for s in pc.starts)
             frm = f"-from [get_ports {{{starts}}}]"
@@ -345,6 +450,13 @@ def _tile_sta(job: TileJob, work: Path, lib: Path, side_um: float,
     out = _sections(_run_sta(work, script, "tile"))
     res: dict[str, float] = {}
     for pc in job.classes:
+        if pc.kind == "router":
+            part = {h: _arrival(out.get(f"{pc.key}#{h}", "")) for h in ("internal", "out", "in")}
+            if None in part.values():
+                raise CollateralError(f"OpenSTA found no {[h for h, v in part.items() if v is None][0]} "
+                                      f"path of the router of tile {job.module}")
+            res[pc.key] = round(max(part["internal"], part["out"] + part["in"]), 2)
+            continue
         body = out.get(pc.key, "")
         end = _arrival(body)
         if end is None:
@@ -440,18 +552,50 @@ def tile_key(job: TileJob, mods: dict[str, str], lib_text: str) -> str:
 def measure_tile(job: TileJob, mods: dict[str, str], cache: Path | None) -> dict:
     """The measurement of one tile (module docstring): ``{schema, module, tclass, key,
     area_um2, side_um, classes: {key: ps}, core_ps, core_out_ps, pe_op_ps: {op: ps},
-    seconds, cached}``; cached by :func:`tile_key` under ``cache`` (``None``: no cache)."""
+    seconds, cached}``; cached by :func:`tile_key` under ``cache`` (``None``: no cache),
+    one measurement per tile: a process that needs a tile another is measuring waits for
+    it (a ``flock`` on ``.<module>-<key>.lock`` beside the entry) and reads its entry."""
     macros = memory_macros(mods)
     lib_text = liberty.liberty_text(tuple(sorted(macros.values())))
     key = tile_key(job, mods, lib_text)
     hit = Path(cache) / f"{job.module}-{key[:24]}.json" if cache else None
-    if hit is not None and hit.is_file():
-        try:
-            doc = json.loads(hit.read_text())
-            if doc.get("schema") == SCHEMA and doc.get("key") == key:
-                return {**doc, "cached": True}
-        except (OSError, json.JSONDecodeError):
-            pass
+    if hit is None:
+        return {**_measure_tile(job, mods, key, lib_text, macros), "cached": False}
+    doc = _cached(hit, key)
+    if doc is not None:
+        return doc
+    # one measurement per tile across processes: a second `cgra rtl` (or test worker) that
+    # needs the same tile waits for the first and reads its result (the kernel releases
+    # the lock if the holder dies)
+    hit.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(hit.with_name(f".{hit.stem}.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        cached = _cached(hit, key)
+        if cached is not None:
+            return cached
+        doc = _measure_tile(job, mods, key, lib_text, macros)
+        tmpf = hit.with_name(f".{hit.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+        tmpf.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        tmpf.replace(hit)
+        return {**doc, "cached": False}
+    finally:
+        os.close(fd)
+
+
+def _cached(hit: Path, key: str) -> dict | None:
+    """The cached measurement at ``hit`` when it is one of ``key``."""
+    try:
+        doc = json.loads(hit.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return {**doc, "cached": True} if doc.get("schema") == SCHEMA and doc.get("key") == key \
+        else None
+
+
+def _measure_tile(job: TileJob, mods: dict[str, str], key: str, lib_text: str,
+                  macros: dict[str, tuple[int, int]]) -> dict:
+    """Synthesise and time one tile (:func:`measure_tile`'s document, without ``cached``)."""
     t = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="cgra-sta-") as tmp:
         work = Path(tmp)
@@ -471,12 +615,7 @@ def measure_tile(job: TileJob, mods: dict[str, str], cache: Path | None) -> dict
            "classes": {k: v for k, v in classes.items() if not k.startswith("core_out:")},
            "core_ps": core_ps, "core_out_ps": core_out, "pe_op_ps": ops,
            "seconds": round(time.perf_counter() - t, 2)}
-    if hit is not None:
-        hit.parent.mkdir(parents=True, exist_ok=True)
-        tmpf = hit.with_name(f".{hit.name}.tmp-{os.getpid()}-{threading.get_ident()}")
-        tmpf.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-        tmpf.replace(hit)
-    return {**doc, "cached": False}
+    return doc
 
 
 # ------------------------------------------------------------------------------ table
@@ -492,6 +631,9 @@ def measured_table(results: Iterable[dict], versions: dict[str, str]) -> dict[st
     reg = 0.0
     ops: dict[str, float] = {}
     notes: list[str] = []
+    ready: dict[str, dict[str, float]] = {}     # ready-valid tiles: one hop of a ready chain
+    ready_core: dict[str, float] = {}           # ... and a ready chain through a wrapped core
+    router: dict[str, float] = {}               # hybrid tiles: the router's clock period
     for r in results:
         tc = r["tclass"]
         core[tc] = max(core.get(tc, 0.0), round(r["core_ps"] + r["core_out_ps"], 2))
@@ -501,6 +643,14 @@ def measured_table(results: Iterable[dict], versions: dict[str, str]) -> dict[st
                 cb[tc] = max(cb.get(tc, 0.0), v)
             elif kind == "reg":
                 reg = max(reg, v)
+            elif kind == "ready":
+                _, w = rest.split(":")
+                d = ready.setdefault(tc, {})
+                d[w] = max(d.get(w, 0.0), v)
+            elif kind == "ready_core":
+                ready_core[tc] = max(ready_core.get(tc, 0.0), v)
+            elif kind == "router":
+                router[tc] = max(router.get(tc, 0.0), v)
             elif kind == "sb" or kind == "pass":
                 _, w, pair = rest.split(":")
                 d = (hops if kind == "sb" else wires).setdefault(tc, {}).setdefault(w, {})
@@ -518,8 +668,31 @@ def measured_table(results: Iterable[dict], versions: dict[str, str]) -> dict[st
                         d[f"{a}->{b}"] = worst
                         notes.append(f"switch_box_hop[{tc}][{w}][{a}->{b}]: no tile wires "
                                      f"it; took the class's slowest hop ({worst} ps)")
+    for tc, by_w in ready.items():
+        for w, v in by_w.items():
+            d = hops.get(tc, {}).get(w)
+            if not d:
+                continue
+            slower = sorted(pair for pair, ps in d.items() if ps < v)
+            for pair in slower:
+                d[pair] = v
+            if slower:
+                notes.append(f"switch_box_hop[{tc}][{w}]: {len(slower)} of {len(d)} side pairs "
+                             f"({', '.join(slower)}) take the ready hop, {v} ps, slower than "
+                             f"their data and valid: a ready chain crosses the tiles of the "
+                             f"data it stalls, so a hop is the slower of the two directions")
+    for tc, v in ready_core.items():
+        notes.append(f"ready_through_core[{tc}] = {v} ps: a ready chain crossing the "
+                     f"{tc} core's handshake wrapper, recorded, not timed along routes (the "
+                     f"STA's core class is its data path)")
     extra = {"track_wire": {tc: {w: dict(sorted(d.items())) for w, d in sorted(by_w.items())}
                             for tc, by_w in sorted(wires.items())}} if wires else {}
+    if ready:
+        extra["ready_hop"] = {tc: dict(sorted(d.items())) for tc, d in sorted(ready.items())}
+    if ready_core:
+        extra["ready_through_core"] = dict(sorted(ready_core.items()))
+    if router:
+        extra["router"] = dict(sorted(router.items()))
     table = {
         "_about": "Measured: each tile synthesised with yosys onto the project's liberty "
                   f"({liberty.NAME}) and its Canal path classes timed with OpenSTA "
@@ -558,7 +731,8 @@ def measure_design(ic: Any, rtl_dir: Path, cache: Path | None,
     mods = modules(Path(rtl_dir))
     insts = rule_instructions(rules_dir, Path(rtl_dir).parent / "pe.json") \
         if rules_dir is not None and Path(rules_dir).is_dir() else {}
-    todo = tile_jobs(ic, insts)
+    rv = rv_tile_modules(mods) if flow_of(ic.graphs).ready_valid else None
+    todo = tile_jobs(ic, insts, rv)
     missing = [j.module for j in todo if j.module not in mods]
     if missing:
         raise CollateralError(f"{rtl_dir}: no Verilog for tile module {missing[0]}")

@@ -62,8 +62,12 @@ core inputs of MEM, IO and registered PEs. A combinational PE adds its core dela
 non-registered input to its output. Edge delays are the classes of the design's timing model
 (``timing.json``, :mod:`canal.timing`). Clock skew is a potential over the tiles (the table's
 ``enter_from_north`` per row southward, ``pe_to_mem`` into a MEM column); a path's delay is its
-raw delay minus the skew difference between its end and start tile. The critical path is the
-longest start-to-end path (ps).
+raw delay minus the skew difference between its end and start tile. A net on the dynamic
+layer of a hybrid array ends at the router's injection and its sinks start at their ejection
+buffers (registers); when the model measured the routers (a measured ``timing.json``'s
+``router`` figure, :mod:`garnet.sta.measure`), each such net adds the router's own
+register-to-register stage (node ``RTR:<net>``). The critical path is the longest
+start-to-end path (ps).
 
 **Passes** of :func:`pipeline`, each reported (:class:`PassReport`: Fmax, registers, latency):
 ``balance`` (matching only); with ``register_pe_inputs``, ``compute pipelining`` (every PE data
@@ -925,6 +929,13 @@ def timing_analysis(packed: PackedDesign, placement: Placement, routing: Routing
             sink_nodes = {t: rg.port_node(*at) for t, at in dyn.sinks.items()}
             for t, node in sink_nodes.items():
                 start[node] = _clock(coll, dyn.sinks[t][:2])
+            # the routers the word crosses: their own register-to-register stage (a
+            # measured model's ``router`` figure of the source tile's class)
+            rt = tm.router(_tile_class(coll, dyn.source[:2]))
+            if rt is not None:
+                q, r_end = f"RTR:{net.name}#Q", f"RTR:{net.name}"
+                g.add_edge(q, r_end, delay=rt)
+                start[q] = end[r_end] = _clock(coll, dyn.source[:2])
         for pth in r.paths.values():
             for a, b in pairwise(pth):
                 d = tm.edge_delay(ig, a, b)
@@ -1254,6 +1265,8 @@ def _where(node: str, at: dict[tuple[int, int], str]) -> str:
     """A critical-path end point for a message: the instance on its tile and the tile."""
     if node.startswith("DYN:"):
         return f"the dynamic layer (net {node[4:]})"
+    if node.startswith("RTR:"):
+        return f"the routers of the dynamic layer (net {node[4:].removesuffix('#Q')})"
     n = parse_id(node.removesuffix("#Q")) if not node.startswith("CORE:") else None
     if n is None:
         return f"PE {node[5:]}"
@@ -1284,6 +1297,12 @@ def _closure_miss(res: PipelineResult, st: _State, target: float, placement: Pla
     if stop == "steps":
         return f"{head} was still being cut after {max_steps} insertion steps " \
                f"(PipelineParams.max_pipeline_steps)"
+    if names[0].startswith("RTR:"):
+        return (f"Fmax {tm.fmax_mhz:.0f} MHz < {1e6 / target:.0f} MHz: the critical path is "
+                f"the routers' own stage on the dynamic layer (net "
+                f"{names[-1][4:]}, {tm.period_ps:.0f} ps, measured: register to register "
+                f"inside a router or across a mesh link): no route register can split it (a "
+                f"pipelined router, static routes for the net, or a lower --fmax)")
     comb = [n[5:] for n in names if n.startswith("CORE:")]
     if not sites and comb and names[0] == f"CORE:{comb[0]}":
         # it launches at the core's registered inputs: the core alone is the stage

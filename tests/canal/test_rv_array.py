@@ -16,9 +16,11 @@ from canal.collateral import from_json, from_text, to_json, to_text
 from canal.config import tile_configs
 from canal.ready_valid import (FlowControl, fifo_sites, flow_of, parse_flow_control,
                                rv_bitstream, rv_field, split_fifo_ends)
+from canal.rtl import tile_shapes
 from canal.rv_array_sim import run_array_harness
 from canal.rv_rtl import rv_array
 from canal.rv_smt import prove_rv_net
+from canal.timing_paths import tile_path_classes
 from cgra.config import config_address
 from cgra.errors import ConfigError, RoutingError
 from garnet.build import generate
@@ -69,19 +71,61 @@ def test_garnet_params_field_and_cgra_rtl_refuses_split(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_a_ready_valid_array_on_the_measured_model_is_refused_naming_the_fix():
-    """The measured model (the default) times static tiles only: a ready-valid design
-    without ``timing`` is refused before generation, naming the field and the option."""
+def test_a_ready_valid_array_takes_the_measured_model_unless_a_width_is_static():
+    """The measured model (the default) times ready-valid arrays whose tracks are all
+    ready-valid; a per-width table leaving a width static inside the RvTiles (plain muxes,
+    no instance to time through) is refused before generation, naming the widths and both
+    fixes."""
+    p = from_dict({"width": 4, "height": 3, "flow_control": "ready_valid"}, "rv.toml")
+    assert p.timing == "measured" and p.measured_timing
     for doc in ({}, {"timing": "measured"}):
         with pytest.raises(ConfigError) as exc:
-            from_dict({"width": 4, "height": 3, "flow_control": "ready_valid", **doc},
-                      "rv.toml")
+            from_dict({"width": 4, "height": 3, "flow_control": {"16": "ready_valid"},
+                       **doc}, "rv.toml")
         msg = str(exc.value)
         assert msg.startswith("rv.toml: field 'timing'") and "\n" not in msg
-        assert "ready-valid tile" in msg and 'timing = "cascade-table"' in msg
-    p = from_dict({"width": 4, "height": 3, "flow_control": "ready_valid",
+        assert "the 1-bit tracks of these ready-valid tiles are static" in msg
+        assert 'flow_control = "ready_valid" for every width' in msg
+        assert 'timing = "cascade-table"' in msg
+    p = from_dict({"width": 4, "height": 3, "flow_control": {"16": "ready_valid"},
                    "timing": "cascade-table"}, "rv.toml")
     assert p.timing == "cascade-table" and not p.measured_timing
+
+
+def test_ready_valid_path_classes_follow_valid_ready_and_the_fifo_sites():
+    """canal.timing_paths on the wrapped PE tile (1, 1) of a 3x2 all-ready-valid array
+    (2 tracks): each switch-box class also starts at the SB_IN's valid and passes the mux's
+    valid input; the register class starts at the FIFO instances and passes their outputs;
+    one ready class per width through the SB_OUT muxes' ready outputs; the ready chain
+    through the wrapped core enters the connection boxes' ready inputs; none of these on the
+    static tile of the same shape, and no ready_core class without a wrapped core."""
+    ic = pe_array_all_rv()
+    shape = tile_shapes(ic)[(1, 1)]
+    rv = {c.key: c for c in tile_path_classes(shape, "pe", frozenset({16, 1}), True)}
+    en = rv["sb:pe:16:E->N"]
+    assert en.starts == ("SB_T0_EAST_SB_IN_B16", "SB_T0_EAST_SB_IN_B16_valid",
+                         "SB_T1_EAST_SB_IN_B16", "SB_T1_EAST_SB_IN_B16_valid")
+    assert en.throughs == ("mux_SB_T0_NORTH_SB_OUT_B16/I1",
+                           "mux_SB_T0_NORTH_SB_OUT_B16/valid_in1",
+                           "mux_SB_T1_NORTH_SB_OUT_B16/I1",
+                           "mux_SB_T1_NORTH_SB_OUT_B16/valid_in1")
+    assert en.edges == 2                      # the Canal edges, not the valid pins
+    reg = rv["reg"]
+    assert len(reg.starts) == 16 and all(s.startswith("fifo_REG_") for s in reg.starts)
+    assert set(reg.throughs) == {f"{s}/{pin}" for s in reg.starts for pin in ("O", "valid_out")}
+    assert reg.edges == 16
+    for w in (16, 1):
+        ready = rv[f"ready:pe:{w}"]
+        assert ready.kind == "ready" and len(ready.starts) == 8
+        assert all(s.endswith(f"_SB_OUT_B{w}_ready") for s in ready.starts)
+        assert len(ready.throughs) == 24 and all("/ready_out" in t for t in ready.throughs)
+    core = rv["ready_core:pe"]
+    assert all(t.startswith("mux_PORT_") and t.endswith("/ready_in") for t in core.throughs)
+    assert core.edges == len(core.throughs) == 5
+    static = {c.key for c in tile_path_classes(shape, "pe")}
+    assert static == {k for k in rv if not k.startswith("ready")}
+    unwrapped = {c.key for c in tile_path_classes(shape, "pe", frozenset({16, 1}))}
+    assert unwrapped == set(rv) - {"ready_core:pe"}
 
 
 def test_fifo_sites_in_collateral_round_trip():

@@ -41,10 +41,24 @@ def hybrid(design_dir) -> Path:
 
 
 @pytest.fixture(scope="module")
+def measured(hybrid) -> Path:
+    """configs/tiny_hybrid.toml as shipped: the measured delay model (its RvTiles and routers
+    synthesised and timed, garnet.sta.measure), generated beside the session's hybrid design
+    (the same RTL, so the two share one Verilator model)."""
+    out = hybrid.parent / "tiny_hybrid_measured"
+    if not (out / "design.json").is_file():
+        generate(load_toml(ROOT / "configs" / "tiny_hybrid.toml"), out, rules=True,
+                 rules_dir=ROOT / "build" / "rules", jobs=2,
+                 config_file="configs/tiny_hybrid.toml")
+    return out
+
+
+@pytest.fixture(scope="module")
 def static_twin(hybrid, tmp_path_factory) -> Path:
-    """configs/tiny_hybrid.toml without its routers (the same one static track)."""
+    """configs/tiny_hybrid.toml without its routers (the same one static track; the
+    published delay table, as the session's hybrid design: tests/conftest.py)."""
     p = dataclasses.replace(load_toml(ROOT / "configs" / "tiny_hybrid.toml"),
-                            name="tiny_static1", dynamic={})
+                            name="tiny_static1", dynamic={}, timing="cascade-table")
     out = tmp_path_factory.mktemp("static1") / "tiny_static1"
     generate(p, out, rules=True, rules_dir=ROOT / "build" / "rules", jobs=2)
     return out
@@ -175,3 +189,53 @@ def test_column_range_on_a_hybrid_array_is_refused(hybrid, tmp_path):
     with pytest.raises(ConfigError, match="has a dynamic layer .* a column range is not "
                                           "supported on a hybrid array"):
         run_stages(p, "pipeline")
+
+
+def test_the_measured_model_times_ready_valid_tiles_and_routers(measured):
+    """Issue 40 item 3 on a ready-valid array: every tile measured is an RvTile; per class and
+    width a ready hop, and every switch-box hop at least that (a ready chain crosses the tiles
+    of the data it stalls); the ready chain through the wrapped PE and MEM recorded; the
+    routers' own stage slower than any hop; the notes name every raised hop."""
+    doc = json.loads((measured / "timing.json").read_text())
+    t = doc["table"]
+    assert doc["source"] == "measured" and t["_measured"]["liberty"] == "cgra_le65"
+    tiles = t["_measured"]["tiles"]
+    assert len(tiles) == 3 and all(m.startswith("RvTile_") for m in tiles)
+    assert {v["tclass"] for v in tiles.values()} == {"io", "mem", "pe"}
+    assert set(t["ready_hop"]) == {"io", "mem", "pe"}
+    raised = [n for n in t["_measured"]["notes"] if "take the ready hop" in n]
+    for tc, by_w in t["ready_hop"].items():
+        assert set(by_w) == {"1", "16"}
+        for w, ready in by_w.items():
+            hops = t["switch_box_hop"][tc][w]
+            assert len(hops) == 12 and min(hops.values()) >= ready > 0
+            if ready in hops.values():
+                assert any(n.startswith(f"switch_box_hop[{tc}][{w}]:") for n in raised)
+    assert raised
+    assert set(t["ready_through_core"]) == {"mem", "pe"}
+    assert set(t["router"]) == {"io", "mem", "pe"}
+    worst_hop = max(v for by_w in t["switch_box_hop"].values() for d in by_w.values()
+                    for v in d.values())
+    assert min(t["router"].values()) > worst_hop
+    # a FIFO site's clock-to-Q and output mux: more than a flip-flop, less than a hop
+    assert 0 < t["register_mux"] < worst_hop
+    assert doc["classes"]["reg"] == t["register_mux"]
+
+
+def test_a_net_on_the_dynamic_layer_is_timed_at_the_routers_stage(measured, tmp_path):
+    """brighten_blur on the measured hybrid: bit-exact; its nets on the dynamic layer make
+    the routers' measured stage the critical path, which no route register splits, and the
+    report says so."""
+    out = tmp_path / "m"
+    r = _cgra("run", *APP, "--design", measured, "--out", out)
+    assert r.returncode == 0, r.stderr
+    assert "15x15 output matches numpy and Halide bit-exactly" in r.stdout
+    assert "measured (OpenSTA" in r.stdout
+    rep = json.loads((out / "pnr_report.json").read_text())
+    router = json.loads((measured / "timing.json").read_text())["table"]["router"]
+    tim = rep["timing"]
+    assert tim["period_ps"] in [round(v, 2) for v in router.values()]
+    assert tim["fmax_mhz"] == pytest.approx(1e6 / tim["period_ps"], abs=0.01)
+    assert tim["critical_path"][0]["node"].startswith("RTR:")
+    assert "the routers' own stage on the dynamic layer" in tim["target_missed"]
+    assert "no route register can split it" in tim["target_missed"]
