@@ -29,6 +29,8 @@ generator                behaviour                                              
 :func:`rv_mux`           the SB / CB mux: data and valid of input ``S`` forwarded,    0
                          ready routed back to input ``S`` only.
 :func:`rv_fork`          multicast: eager fork with a per-sink "taken" bit.           0
+:func:`plain_mux`        a static track's mux inside a ready-valid tile (data only,   0
+                         the ports of :func:`canal.rtl.mux_circuit`).
 :func:`rv_channel`       a test/benchmark top: ``hops`` x (mux + FIFO) and an         see
                          optional fork to 2 sinks.                                    below
 :func:`switch_box`       one SB, ``tracks`` x 4 sides, static / skid / split.         --
@@ -367,6 +369,35 @@ def rv_mux(height: int, width: int) -> VerilogModule:
         body += [f"  assign ready_out{i} = ready_in & (S == {sw}'d{i});" for i in range(height)]
     text = (f"{_HEADER}module {name} (\n" + ",\n".join(ports) + "\n);\n"
             + "\n".join(body) + "\nendmodule\n")
+    return VerilogModule(name, text)
+
+
+@functools.lru_cache(maxsize=None)
+def plain_mux(height: int, width: int) -> VerilogModule:
+    """``RvPlainMux_h<height>_w<width>``: the mux of a static track in a ready-valid tile
+    (a per-width ``flow_control`` table), ports as :func:`canal.rtl.mux_circuit`'s:
+    ``I0..I<height-1>`` (``width`` bits), select ``S`` (absent for ``height = 1``), ``O`` =
+    ``I[S]`` (0 for ``S >= height``). An instance per mux, like the static tile's
+    ``CanalMux``, so the measured timing model (:mod:`canal.timing_paths`) times it through
+    its pins. Raises :class:`SpecError` for ``height < 1`` or ``width < 1``."""
+    _check_width(width, "plain_mux")
+    if not isinstance(height, int) or height < 1:
+        raise SpecError(f"plain_mux: fan-in {height!r} must be an integer >= 1",
+                        construct="plain_mux")
+    name = f"RvPlainMux_h{height}_w{width}"
+    r = _vr(width)
+    sw = select_width(height)
+    ports = [f"  input {r}I{i}" for i in range(height)]
+    if height > 1:
+        ports.append(f"  input {_vr(sw)}S")
+    ports.append(f"  output {r}O")
+    o = "I0"
+    if height > 1:
+        o = f"{width}'d0"
+        for i in reversed(range(height)):
+            o = f"(S == {sw}'d{i}) ? I{i} : {o}"
+    text = (f"{_HEADER}module {name} (\n" + ",\n".join(ports) + "\n);\n"
+            + f"  assign O = {o};\nendmodule\n")
     return VerilogModule(name, text)
 
 

@@ -17,8 +17,9 @@ out and ready in are ANDed with the ``_en`` field, per site a
 :func:`~canal.flow_control.skid_fifo` / :func:`~canal.flow_control.split_fifo_half`
 (``fifo_en`` = the RMUX select, 1 when the RMUX has no bypass; ``fifo_end`` = the ``_end``
 field), per node with several sinks in its tile an :func:`~canal.flow_control.rv_fork`
-(enable ``i`` = sink ``i``'s ``_en`` and select = this node); static widths: plain muxes
-and registers. A tile whose core is given to :func:`rv_array` (``cores``) has no
+(enable ``i`` = sink ``i``'s ``_en`` and select = this node); static widths: a
+:func:`~canal.flow_control.plain_mux` instance ``mux_<local name>`` per mux (as the static
+tile) and registers ``q_<REG>``. A tile whose core is given to :func:`rv_array` (``cores``) has no
 ``core_<port>`` ports: the core is instantiated as ``core`` inside the handshake wrapper
 (:func:`rv_array`; issue 33, item 2), its config fields from feature 0.
 """
@@ -35,7 +36,8 @@ from cgra.errors import ConfigError, SpecError
 
 from canal.config import POWER_GATE_FEATURE, POWER_GATE_FIELD, TileConfig
 from canal.dynamic import DYN_FEATURE, DynamicLayer, dyn_ports, dynamic_of
-from canal.flow_control import VerilogModule, rv_fork, rv_mux, skid_fifo, split_fifo_half
+from canal.flow_control import (VerilogModule, plain_mux, rv_fork, rv_mux, skid_fifo,
+                                 split_fifo_half)
 from canal.graph import IO, InterconnectGraph, Node, NodeKind, rmux_id
 from canal.interconnect import Interconnect
 from canal.rtl import _MODULE_RE, compile_array, core_circuit_of
@@ -485,16 +487,13 @@ class _TileGen:
                     n.kind is NodeKind.PORT and n.direction == "out"):
                 continue
             srcs = [f"q_{local[s]}" if s in regs else f"d_{local[s]}" for s in fi]
-            if not srcs:
-                b.append(f"  assign d_{nm} = {w}'d0;")
-            elif len(srcs) == 1:
-                b.append(f"  assign d_{nm} = {srcs[0]};")
-            else:
-                sel = self.sel(n.id)
-                e = f"{w}'d0"
-                for i in reversed(range(len(srcs))):
-                    e = f"({sel} == {i}) ? {srcs[i]} : {e}"
-                b.append(f"  assign d_{nm} = {e};")
+            # one mux instance per node, as canal.rtl's static tile (the measured timing
+            # model times the track through its pins: canal.timing_paths)
+            mux = self.dep(plain_mux(max(1, len(srcs)), w))
+            conn = [f".I{i}({s})" for i, s in enumerate(srcs or [f"{w}'d0"])]
+            if len(srcs) > 1:
+                conn.append(f".S({self.sel(n.id)})")
+            b.append(f"  {mux.name} mux_{nm} ({', '.join(conn)}, .O(d_{nm}));")
 
     def shell(self) -> None:
         """The handshake wrapper of the core (module docstring of :func:`rv_array`)."""

@@ -455,14 +455,6 @@ def validate(p: GarnetParams, source: str | None = None) -> None:
         raise err("dynamic", f"the dynamic layer's {layer.width}-bit tracks are static; set "
                              f"flow_control = \"ready_valid\" (a hybrid network is "
                              "ready-valid tracks plus routers)")
-    static_in_rv = [w for w in p.widths if flow.kind(w) == "static"] if flow.ready_valid else []
-    if p.timing == "measured" and static_in_rv:
-        raise err("timing", f"the measured model (the default) times static arrays and "
-                            f"ready-valid arrays whose tracks are all ready-valid; the "
-                            f"{', '.join(map(str, static_in_rv))}-bit tracks of these "
-                            f"ready-valid tiles are static (plain muxes with no instance to "
-                            f"time through); set flow_control = \"ready_valid\" for every "
-                            f"width, or timing = \"cascade-table\" (the published table)")
     if p.fifo_tokens not in (0, 1):
         raise err("fifo_tokens", f"{p.fifo_tokens!r}: use 1 (each FIFO site starts with the "
                                  f"token of the register it replaces) or 0 (empty)")

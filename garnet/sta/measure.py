@@ -9,8 +9,8 @@ the module's Verilog with its sub-modules, the liberty text, the scripts and
 1. **Synthesis** (:data:`SYNTH`): yosys ``synth`` keeping the hierarchy (each ``CanalMux``
    and the core stay instances, so the Canal edges are pins of the netlist), ``dfflibmap``
    and ``abc`` onto the liberty: the interconnect's muxes (``CanalMux_*``; on a ready-valid
-   array its muxes, forks and FIFOs, ``RvMux_*``, ``RvFork_*``, ``RvSkidFifo_*``,
-   ``RvSplitFifoHalf_*``; on a hybrid one its routers and ejection buffers,
+   array its muxes, forks and FIFOs, ``RvMux_*``, ``RvPlainMux_*`` (a static width's),
+   ``RvFork_*``, ``RvSkidFifo_*``, ``RvSplitFifoHalf_*``; on a hybrid one its routers and ejection buffers,
    ``canal_router_*``, ``DynEject_*``: the router's allocators take 1890 ps this way against
    2730 ps with ``-fast`` on configs/tiny_hybrid.toml, in 9 s) with ABC's default liberty
    script, everything else (the core, the config logic) with ``abc -fast``
@@ -87,8 +87,8 @@ SCHEMA = "garnet.tile_timing/1"
 REVISION = 7
 SYNTH = ("read_verilog -sv {files}; hierarchy -top {top}; synth -top {top}; "
          "dfflibmap -liberty {lib}; "
-         "abc -liberty {lib} CanalMux_* RvMux_* RvFork_* RvSkidFifo_* RvSplitFifoHalf_* "
-         "canal_router_* DynEject_*; "
+         "abc -liberty {lib} CanalMux_* RvMux_* RvPlainMux_* RvFork_* RvSkidFifo_* "
+         "RvSplitFifoHalf_* canal_router_* DynEject_*; "
          "abc -fast -liberty {lib}; "
          "opt_clean; "
          "setundef -zero; write_verilog -noattr -noexpr -nohex -nodec -simple-lhs netlist.v; "

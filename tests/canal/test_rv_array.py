@@ -71,25 +71,38 @@ def test_garnet_params_field_and_cgra_rtl_refuses_split(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_a_ready_valid_array_takes_the_measured_model_unless_a_width_is_static():
-    """The measured model (the default) times ready-valid arrays whose tracks are all
-    ready-valid; a per-width table leaving a width static inside the RvTiles (plain muxes,
-    no instance to time through) is refused before generation, naming the widths and both
-    fixes."""
-    p = from_dict({"width": 4, "height": 3, "flow_control": "ready_valid"}, "rv.toml")
-    assert p.timing == "measured" and p.measured_timing
-    for doc in ({}, {"timing": "measured"}):
-        with pytest.raises(ConfigError) as exc:
-            from_dict({"width": 4, "height": 3, "flow_control": {"16": "ready_valid"},
-                       **doc}, "rv.toml")
-        msg = str(exc.value)
-        assert msg.startswith("rv.toml: field 'timing'") and "\n" not in msg
-        assert "the 1-bit tracks of these ready-valid tiles are static" in msg
-        assert 'flow_control = "ready_valid" for every width' in msg
-        assert 'timing = "cascade-table"' in msg
-    p = from_dict({"width": 4, "height": 3, "flow_control": {"16": "ready_valid"},
-                   "timing": "cascade-table"}, "rv.toml")
-    assert p.timing == "cascade-table" and not p.measured_timing
+def test_a_ready_valid_array_takes_the_measured_model_by_default():
+    """The measured model (the default) times ready-valid arrays, every width ready-valid or
+    a per-width table whose static widths are plain mux instances in the RvTiles."""
+    for flow in ("ready_valid", {"16": "ready_valid"}):
+        p = from_dict({"width": 4, "height": 3, "flow_control": flow}, "rv.toml")
+        assert p.timing == "measured" and p.measured_timing
+
+
+def test_a_static_width_in_a_ready_valid_tile_is_a_mux_instance():
+    """canal.rv_rtl gives a static width of a ready-valid tile one plain mux instance per
+    node (canal.flow_control.plain_mux, the static tile's ports), so the measured model
+    times it like a static tile: the 1-bit classes of the mixed 3x2 PE array's tile (1, 1)
+    are the static enumeration's (mux input pins, the RMUX for the register), and each pin
+    exists in the generated Verilog."""
+    ic = pe_array()
+    shape = tile_shapes(ic)[(1, 1)]
+    classes = {c.key: c for c in tile_path_classes(shape, "pe", frozenset({16}), True)}
+    static = {c.key: c for c in tile_path_classes(shape, "pe")}
+    one_bit = [k for k in classes if k.startswith("sb:pe:1:")]
+    assert len(one_bit) == 12 and all(classes[k] == static[k] for k in one_bit)
+    assert not any(k == "ready:pe:1" for k in classes) and "ready:pe:16" in classes
+    arr = rv_array(ic)
+    tile = next(mod for mod in arr.modules if mod.name == arr.tile_modules[(1, 1)])
+    muxes = {mod.name: mod.text for mod in arr.modules if mod.name.startswith("RvPlainMux_")}
+    assert muxes and all("output O" in t for t in muxes.values())
+    for k in one_bit:
+        for pin in classes[k].throughs:
+            inst, port = pin.split("/")
+            line = next(ln for ln in tile.text.splitlines() if f" {inst} (" in ln)
+            assert line.lstrip().startswith("RvPlainMux_") and f".{port}(" in line
+    regs = [t for t in classes["reg"].throughs if "_B1/" in t]
+    assert regs and all(t.startswith("mux_RMUX_") for t in regs)
 
 
 def test_ready_valid_path_classes_follow_valid_ready_and_the_fifo_sites():
