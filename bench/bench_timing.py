@@ -33,6 +33,7 @@ Run: ``.venv/bin/python bench/bench_timing.py`` (about 20 min on 2 cores, cold;
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import subprocess
 import sys
@@ -50,6 +51,10 @@ from garnet.build import generate  # noqa: E402
 from garnet.params import load_toml  # noqa: E402
 from garnet.sta.measure import measure_design  # noqa: E402
 from garnet.sta.sdf import validate  # noqa: E402
+from mapper.backend.pipeline import (BROADCAST_ON_MISS, PipelineParams,  # noqa: E402
+                                     pipeline, unpipelined_timing)
+from mapper.collateral import load_collateral  # noqa: E402
+from mapper.stages import load_flow  # noqa: E402
 
 RULES = ROOT / "build" / "rules"
 CGRA = str(ROOT / ".venv" / "bin" / "cgra")
@@ -118,6 +123,33 @@ def ready_valid(root: Path, rows: list[dict]) -> None:
         rows.append(benchlib.row("timing", f"fmax {app} ready-valid", got, "MHz",
                                  {"design": f"configs/{config}.toml", "seed": 0,
                                   "args": list(extra)}))
+        rows.append(benchlib.row("timing", f"ready chains {app}",
+                                 ready_chains(meas, root / f"rv-{config}-measured"), "ps",
+                                 {"design": f"configs/{config}.toml", "seed": 0,
+                                  "args": list(extra)}))
+
+
+def ready_chains(design: Path, run: Path) -> dict:
+    """The measured run's routed design pipelined as `cgra run` does (``--fmax`` unset) on
+    the measured model and on the same model without its ready figures (the data paths
+    alone, what the STA timed before it timed ready chains): each pass's period and
+    registers, and the design's STA with no FIFO site enabled, side by side."""
+    coll = load_collateral(design)
+    flow = load_flow(run, coll)
+    data_only = dataclasses.replace(coll, timing=dataclasses.replace(coll.timing, table={
+        k: v for k, v in coll.timing.table.items()
+        if k not in ("ready_hop", "ready_through_core")}))
+    params = PipelineParams(register_pe_inputs=True, auto_target=True,
+                            broadcast_on_miss=BROADCAST_ON_MISS)
+    out = {}
+    for label, c in (("with_ready", coll), ("data_only", data_only)):
+        res = pipeline(flow.packed, flow.placement, flow.routing, c, params)
+        out[f"passes_{label}"] = [(p.name, round(p.period_ps, 2), p.registers)
+                                  for p in res.passes]
+        un = unpipelined_timing(flow.packed, flow.placement, flow.routing, c)
+        out[f"unpipelined_{label}_ps"] = round(un.period_ps, 2)
+        out[f"unpipelined_{label}_starts"] = un.path[0][0] if un.path else ""
+    return out
 
 
 def main() -> None:

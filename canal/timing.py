@@ -336,6 +336,20 @@ class TimingModel:
         value = (self.table.get("router") or {}).get(tclass)
         return None if value is None else float(value)
 
+    def ready_hop(self, tclass: str, width: int) -> float | None:
+        """One tile of a ready chain on a ready-valid track of ``width`` bits in a tile of
+        ``tclass`` (ps): the ``ready_hop`` section of a measured table; ``None`` without one
+        (the published table has no ready figures)."""
+        value = ((self.table.get("ready_hop") or {}).get(tclass) or {}).get(str(width))
+        return None if value is None else float(value)
+
+    def ready_through_core(self, tclass: str) -> float | None:
+        """A ready chain crossing a wrapped core of ``tclass`` (ps: from its tile's SB_OUT
+        ready inputs through the core's join and fire logic to its SB_IN ready outputs), the
+        ``ready_through_core`` section of a measured table; ``None`` without one."""
+        value = (self.table.get("ready_through_core") or {}).get(tclass)
+        return None if value is None else float(value)
+
     def core(self, tclass: str) -> float | None:
         """Core delay of ``tclass`` (ps), ``None`` when the table has none."""
         value = self.table.get("core", {}).get(tclass)

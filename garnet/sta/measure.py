@@ -46,12 +46,11 @@ outputs plus the ``rt_*`` inputs to the next router's registers; every router re
 start point, its routing-table registers included: pessimistic).
 
 :func:`measured_table` assembles the delay table of :mod:`canal.timing` from the tiles: a
-side pair no tile of a class wires (never routed) takes the class's slowest hop, noted. On
-a ready-valid array a switch-box hop is the slower of its data/valid path and the class's
-ready hop (a ready chain crosses the same tiles as the data it stalls, and the mapper's STA
-times data paths), each raised pair noted; the ready figures are kept as ``ready_hop`` and
-``ready_through_core`` (the latter recorded, not timed along routes), the router's as
-``router`` (the mapper's STA adds it to every net on the dynamic layer).
+side pair no tile of a class wires (never routed) takes the class's slowest hop, noted. The
+ready figures of a ready-valid array are the sections ``ready_hop`` and
+``ready_through_core``, which the mapper's STA times along every route backwards
+(:func:`mapper.backend.pipeline._ready_chains`), the router's ``router``, which it adds to
+every net on the dynamic layer.
 Raises :class:`~cgra.errors.CollateralError` when yosys or OpenSTA fails or a class has no
 path (a naming mismatch between Canal and the netlist: a bug, named).
 """
@@ -668,23 +667,6 @@ def measured_table(results: Iterable[dict], versions: dict[str, str]) -> dict[st
                         d[f"{a}->{b}"] = worst
                         notes.append(f"switch_box_hop[{tc}][{w}][{a}->{b}]: no tile wires "
                                      f"it; took the class's slowest hop ({worst} ps)")
-    for tc, by_w in ready.items():
-        for w, v in by_w.items():
-            d = hops.get(tc, {}).get(w)
-            if not d:
-                continue
-            slower = sorted(pair for pair, ps in d.items() if ps < v)
-            for pair in slower:
-                d[pair] = v
-            if slower:
-                notes.append(f"switch_box_hop[{tc}][{w}]: {len(slower)} of {len(d)} side pairs "
-                             f"({', '.join(slower)}) take the ready hop, {v} ps, slower than "
-                             f"their data and valid: a ready chain crosses the tiles of the "
-                             f"data it stalls, so a hop is the slower of the two directions")
-    for tc, v in ready_core.items():
-        notes.append(f"ready_through_core[{tc}] = {v} ps: a ready chain crossing the "
-                     f"{tc} core's handshake wrapper, recorded, not timed along routes (the "
-                     f"STA's core class is its data path)")
     extra = {"track_wire": {tc: {w: dict(sorted(d.items())) for w, d in sorted(by_w.items())}
                             for tc, by_w in sorted(wires.items())}} if wires else {}
     if ready:

@@ -102,6 +102,7 @@ from typing import TYPE_CHECKING, Any
 import networkx as nx
 
 from canal.graph import parse_id, reg_id, rmux_id
+from canal.ready_valid import graph_kind
 from cgra.errors import ConfigError, InternalError, MappingError, RoutingError
 from mapper.backend.checks import check_pipelined
 from mapper.backend.pack import (PackedDesign, delay_codes, input_delay, input_register,
@@ -911,6 +912,9 @@ def timing_analysis(packed: PackedDesign, placement: Placement, routing: Routing
         reg_inputs |= {(name, cp) for cp in i.input_regs}
     pe_out_nodes: dict[str, list[str]] = {}
     pe_in_nodes: dict[str, list[tuple[str, bool]]] = {}
+    #: ready chains of a measured ready-valid array: wrapped instance -> its output nets'
+    #: ready end points and its input nets' ready start points (:func:`_ready_chains`)
+    ready: dict[str, tuple[list[str], list[str]]] = {}
 
     for net in packed.nets:
         r = routing.nets[net.name]
@@ -947,6 +951,9 @@ def timing_analysis(packed: PackedDesign, placement: Placement, routing: Routing
                     g.add_edge(a + "#Q", b, delay=d)
                 else:
                     g.add_edge(a, b, delay=d)
+        if dyn is None and graph_kind(ig) != "static":
+            _ready_chains(g, start, end, ready, net, r, ig, packed, placement, coll, root,
+                          sink_nodes)
         src_inst, _ = net.source
         si = packed.instances[src_inst]
         if si.tag != "r":
@@ -983,6 +990,14 @@ def timing_analysis(packed: PackedDesign, placement: Placement, routing: Routing
             g.add_edge(n, core, delay=0.0)
         if len(comb) < len(ins) or not ins:
             start[core] = _clock(coll, xy)
+    for inst, (outs, ins) in ready.items():
+        # a wrapped core's fire logic joins the ready of its outputs to its inputs
+        d = tm.ready_through_core(_tile_class(coll, placement.sites[inst]))
+        if d is None:
+            continue
+        for o in outs:
+            for i in ins:
+                g.add_edge(o, i, delay=d)
     for n in start:
         g.add_node(n)
     try:
@@ -1017,6 +1032,52 @@ def timing_analysis(packed: PackedDesign, placement: Placement, routing: Routing
 
 
 _SIDE_TO = {(0, -1): "N", (0, 1): "S", (1, 0): "E", (-1, 0): "W"}
+
+
+def _ready_chains(g: nx.DiGraph, start: dict[str, float], end: dict[str, float],
+                  ready: dict[str, tuple[list[str], list[str]]], net: Any, r: NetRoute,
+                  ig: Any, packed: PackedDesign, placement: Placement, coll: Collateral,
+                  root: str, sink_nodes: dict[tuple[str, str], str]) -> None:
+    """The ready wires of one net on a ready-valid track, added to the STA graph ``g``
+    backwards along its route (nodes ``RDY:<route node>``), when the timing model measured
+    them (``ready_hop``, :mod:`garnet.sta.measure`; the published table has none): a
+    switch-box hop costs the tile's ready hop, other edges 0; an enabled FIFO site (a
+    ``REG`` on the route) starts the chain upstream of it with its registered ready
+    (``RDY:<REG>#Q``, the register class) and ends the chain downstream of it
+    (``RDY:<REG>#D``); a chain starts at a sink (an IO socket's or a wrapped core's ready)
+    and ends at the source; a wrapped core (PE, MEM) joins the chains ending at its outputs
+    to those starting at its inputs (``ready_through_core``, added by the caller from
+    ``ready``). A ready chain crosses the tiles of the data it stalls, so the period covers
+    both (Cascade §V-D: the ready is a combinational path back to the last FIFO)."""
+    tm = coll.timing
+    if not tm.table.get("ready_hop"):
+        return
+    for pth in r.paths.values():
+        for a, b in pairwise(pth):
+            if b.startswith("REG:"):
+                q = f"RDY:{b}#Q"
+                start[q] = tm.register_mux() + _clock(coll, parse_id(b).xy)
+                g.add_edge(q, f"RDY:{a}", delay=0.0)
+            elif a.startswith("REG:"):
+                dpin = f"RDY:{a}#D"
+                end[dpin] = _clock(coll, parse_id(a).xy)
+                g.add_edge(f"RDY:{b}", dpin, delay=0.0)
+            else:
+                d = 0.0
+                if tm.edge_class(ig, a, b).startswith("sb:"):
+                    d = tm.ready_hop(_tile_class(coll, parse_id(b).xy), ig.width) or 0.0
+                g.add_edge(f"RDY:{b}", f"RDY:{a}", delay=d)
+    src_inst, _ = net.source
+    if not root.startswith("REG:"):
+        end[f"RDY:{root}"] = _clock(coll, parse_id(root).xy)
+        if packed.instances[src_inst].tag in ("p", "m", "o"):
+            ready.setdefault(src_inst, ([], []))[0].append(f"RDY:{root}")
+    for (inst, _port), node in sink_nodes.items():
+        if node.startswith("REG:"):
+            continue
+        start[f"RDY:{node}"] = _clock(coll, parse_id(node).xy)
+        if packed.instances[inst].tag in ("p", "m", "o"):
+            ready.setdefault(inst, ([], []))[1].append(f"RDY:{node}")
 
 
 def period_floor(packed: PackedDesign, placement: Placement, coll: Collateral,
@@ -1122,7 +1183,7 @@ BROADCAST_ON_MISS = 6
 def critical_fanout(res: PipelineResult) -> int:
     """The most sinks of a net whose route holds a node of ``res``'s critical path (0 when
     the path is on no route, e.g. inside a core)."""
-    crit = {n for n, _ in res.timing.path}
+    crit = {n.removeprefix("RDY:").split("#")[0] for n, _ in res.timing.path}
     sinks = {n.name: len(n.sinks) for n in res.packed.nets}
     return max((sinks[name] for name, r in res.routing.nets.items()
                 if any(n in crit for n in r.nodes())), default=0)
@@ -1267,6 +1328,8 @@ def _where(node: str, at: dict[tuple[int, int], str]) -> str:
         return f"the dynamic layer (net {node[4:]})"
     if node.startswith("RTR:"):
         return f"the routers of the dynamic layer (net {node[4:].removesuffix('#Q')})"
+    if node.startswith("RDY:"):
+        node = node[4:].split("#")[0]
     n = parse_id(node.removesuffix("#Q")) if not node.startswith("CORE:") else None
     if n is None:
         return f"PE {node[5:]}"
@@ -1287,13 +1350,15 @@ def _closure_miss(res: PipelineResult, st: _State, target: float, placement: Pla
           if name in res.packed.instances and res.packed.instances[name].tag != "r"}
     used = {n for r in st.routes.values() for n in r.nodes()}
     names = [n for n, _ in tm.path]
-    sites = [_reg_of_rmux(n) for prv, n in pairwise(names)
+    sites = [_reg_of_rmux(n) for prv, n, _ in _route_pairs(tm.path)
              if n.startswith("RMUX:") and prv.startswith("SB:")]
     taken = [r for r in sites if r in used]
     bad = [r for r in sites if r in rejected]
+    chain = names and names[0].startswith("RDY:")
+    hops = sum(1 for n in names if n.removeprefix("RDY:").startswith("SB:") and ":IN" in n)
     head = (f"Fmax {tm.fmax_mhz:.0f} MHz < {1e6 / target:.0f} MHz: the critical path "
-            f"({_where(names[0], at)} -> {_where(names[-1], at)}, {tm.period_ps:.0f} ps, "
-            f"{sum(1 for n in names if n.startswith('SB:') and ':IN' in n)} switch-box hops)")
+            f"({'a ready chain, ' if chain else ''}{_where(names[0], at)} -> "
+            f"{_where(names[-1], at)}, {tm.period_ps:.0f} ps, {hops} switch-box hops)")
     if stop == "steps":
         return f"{head} was still being cut after {max_steps} insertion steps " \
                f"(PipelineParams.max_pipeline_steps)"
@@ -1332,6 +1397,20 @@ def _closure_miss(res: PipelineResult, st: _State, target: float, placement: Pla
     return f"{head} has no free register site: " + "; ".join(parts) + tail
 
 
+def _route_pairs(path: list[tuple[str, float]]) -> list[tuple[str, str, float]]:
+    """(node, next node, arrival at the next on the critical path) of each step of
+    ``path``, in route order: a ready chain (``RDY:`` nodes, :func:`_ready_chains`) runs
+    against its route, so its steps are reversed and its nodes named as the route's (an
+    enabled FIFO site on it splits it like a register splits a data path)."""
+    names = [n for n, _ in path]
+    if names and names[0].startswith("RDY:"):
+        def bare(n: str) -> str:
+            return n[4:].split("#")[0] if n.startswith("RDY:") else n
+        return [(bare(nxt), bare(n), a)
+                for (n, a), nxt in zip(path[:-1], names[1:], strict=True)]
+    return [(prv, n, a) for (n, a), prv in zip(path[1:], names[:-1], strict=True)]
+
+
 def _insertion_site(res: PipelineResult, st: _State, rejected: set[str]
                     ) -> tuple[str, str] | None:
     """(net, REG id) of the bypassed register site on the critical path whose arrival is
@@ -1342,9 +1421,8 @@ def _insertion_site(res: PipelineResult, st: _State, rejected: set[str]
     for name, r in st.routes.items():
         for n in r.nodes():
             net_of.setdefault(n, name)
-    names = [n for n, _ in timing.path]
     cands = []
-    for (n, a), prv in zip(timing.path[1:], names[:-1], strict=True):
+    for prv, n, a in _route_pairs(timing.path):
         if n.startswith("RMUX:") and prv.startswith("SB:") and _reg_of_rmux(n) not in used \
                 and n in net_of and _reg_of_rmux(n) not in rejected:
             cands.append((abs(a - timing.period_ps / 2), n))
