@@ -1094,7 +1094,10 @@ def period_floor(packed: PackedDesign, placement: Placement, coll: Collateral,
       box of the core's tile class (``reg`` + ``cb:<class>``), minus the clock skew;
     * one switch-box hop between registers of neighbouring tiles (``reg`` + the hop of the
       receiving tile's class and width, entering from the side facing the sender), minus the
-      skew, over every tile pair of the array.
+      skew, over every tile pair of the array;
+    * on a measured ready-valid array, a ready chain through each placed wrapped core
+      (``reg``, a FIFO site's registered ready, + ``ready_through_core``: the FIFO sites
+      nearest the core on both sides; :func:`_ready_chains`).
 
     Returns (period in ps, the stage, e.g. ``"MEM core (mem): 1000 ps"``). Raises
     :class:`ConfigError` for a class the timing model has no delay for."""
@@ -1120,6 +1123,10 @@ def period_floor(packed: PackedDesign, placement: Placement, coll: Collateral,
             what = f"{ {'m': 'MEM', 'o': 'pond'}.get(inst.tag, 'IO')} core ({tc})"
             d = tm.core_delay(tc)
         stages.append((d, what))
+        rtc = tm.ready_through_core(tc) if inst.tag in ("p", "m", "o") else None
+        if rtc is not None:
+            stages.append((reg + rtc, f"a ready chain through a {tc} core (FIFO ready "
+                                      f"{reg:.0f} + through the core {rtc:.0f} ps)"))
     sb = [k for k in tm.classes if k.startswith("sb:")]
     for (x, y), t in tiles.items():
         te = _tile_class(coll, (x, y))
