@@ -539,12 +539,16 @@ def _core_module(tile_text: str) -> str | None:
 
 
 # ----------------------------------------------------------------------------- per tile
-def tile_key(job: TileJob, mods: dict[str, str], lib_text: str) -> str:
+def tile_key(job: TileJob, mods: dict[str, str], lib_text: str, ops: bool = True) -> str:
+    """sha256 of what the measurement of ``job`` depends on (module docstring); with
+    ``ops=False`` without the PE rules' instructions (the tile's base key: the synthesis,
+    the path classes and the core's worst path depend on nothing else)."""
     body = [mods[d] for d in closure(job.module, mods)]
     return hashlib.sha256(json.dumps(
         [SCHEMA, REVISION, SYNTH, lib_text, job.tclass, body,
          [(c.key, c.starts, c.throughs) for c in job.classes], job.core_inputs,
-         job.core_outputs, job.sb_in_fanout, job.core_out_fanout, job.ops]).encode()
+         job.core_outputs, job.sb_in_fanout, job.core_out_fanout,
+         *([job.ops] if ops else [])]).encode()
     ).hexdigest()
 
 
@@ -553,16 +557,32 @@ def measure_tile(job: TileJob, mods: dict[str, str], cache: Path | None) -> dict
     area_um2, side_um, classes: {key: ps}, core_ps, core_out_ps, pe_op_ps: {op: ps},
     seconds, cached}``; cached by :func:`tile_key` under ``cache`` (``None``: no cache),
     one measurement per tile: a process that needs a tile another is measuring waits for
-    it (a ``flock`` on ``.<module>-<key>.lock`` beside the entry) and reads its entry."""
-    macros = memory_macros(mods)
+    it (a ``flock`` on ``.<module>-<key>.lock`` beside the entry) and reads its entry; a
+    tile without per-op figures to take (no rules) reuses an entry measured with them
+    (``base``: :func:`tile_key` without the instructions)."""
+    # the SRAM macro only in the liberty of a tile that holds it: a PE or IO tile measured
+    # in designs of different memories is one entry
+    macros = memory_macros(mods) if "Memory" in closure(job.module, mods) else {}
     lib_text = liberty.liberty_text(tuple(sorted(macros.values())))
     key = tile_key(job, mods, lib_text)
+    base = tile_key(job, mods, lib_text, ops=False)
     hit = Path(cache) / f"{job.module}-{key[:24]}.json" if cache else None
     if hit is None:
-        return {**_measure_tile(job, mods, key, lib_text, macros), "cached": False}
+        return {**_measure_tile(job, mods, key, lib_text, macros), "base": base,
+                "cached": False}
     doc = _cached(hit, key)
     if doc is not None:
         return doc
+    if not job.ops:
+        # a design without rules (no per-op figures) takes any entry of the same tile
+        # measured with rules: its other figures are the same measurement
+        for other in sorted(hit.parent.glob(f"{job.module}-*.json")):
+            try:
+                d = json.loads(other.read_text())
+            except (OSError, json.JSONDecodeError):
+                continue
+            if d.get("schema") == SCHEMA and d.get("base") == base:
+                return {**d, "key": key, "pe_op_ps": {}, "cached": True}
     # one measurement per tile across processes: a second `cgra rtl` (or test worker) that
     # needs the same tile waits for the first and reads its result (the kernel releases
     # the lock if the holder dies)
@@ -573,7 +593,7 @@ def measure_tile(job: TileJob, mods: dict[str, str], cache: Path | None) -> dict
         cached = _cached(hit, key)
         if cached is not None:
             return cached
-        doc = _measure_tile(job, mods, key, lib_text, macros)
+        doc = {**_measure_tile(job, mods, key, lib_text, macros), "base": base}
         tmpf = hit.with_name(f".{hit.name}.tmp-{os.getpid()}-{threading.get_ident()}")
         tmpf.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
         tmpf.replace(hit)

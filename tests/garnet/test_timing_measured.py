@@ -205,3 +205,32 @@ def test_a_tile_two_processes_need_is_measured_once(tmp_path, monkeypatch):
     assert out[0]["core_ps"] == out[1]["core_ps"] == 7.0
     assert measure.measure_tile(job, mods, tmp_path)["cached"] is True and calls == ["Tile_T"]
     assert [p.name.startswith("Tile_T-") for p in tmp_path.glob("*.json")] == [True]
+
+
+def test_a_tile_without_rules_reuses_its_measurement_with_rules(tmp_path, monkeypatch):
+    """The same tile in a design without rules (no per-op figures to take) is the entry
+    measured with rules, minus its per-op figures, under its own key: nothing synthesised
+    again; a tile with other rules is measured."""
+    calls = []
+
+    def fake(job, mods, key, lib_text, macros):
+        calls.append(job.ops)
+        return {"schema": measure.SCHEMA, "module": job.module, "tclass": job.tclass,
+                "key": key, "area_um2": 2.0, "side_um": 1.4, "classes": {"reg": 9.0},
+                "core_ps": 7.0, "core_out_ps": 1.0,
+                "pe_op_ps": {op: 5.0 for op, _, _ in job.ops}, "seconds": 0.1}
+
+    monkeypatch.setattr(measure, "_measure_tile", fake)
+    mods = {"Tile_T": "module Tile_T (input CLK);\nendmodule\n"}
+    ops = (("coreir.add", 0x12, 0), ("coreir.mul", 0x34, 0))
+    with_rules = measure.TileJob("Tile_T", "pe", (), (), (), 1, 1, ops)
+    first = measure.measure_tile(with_rules, mods, tmp_path)
+    assert first["cached"] is False and first["pe_op_ps"] == {"coreir.add": 5.0,
+                                                              "coreir.mul": 5.0}
+    bare = measure.measure_tile(measure.TileJob("Tile_T", "pe", (), (), (), 1, 1), mods,
+                                tmp_path)
+    assert bare["cached"] is True and bare["pe_op_ps"] == {} and len(calls) == 1
+    assert (bare["classes"], bare["core_ps"], bare["area_um2"]) == ({"reg": 9.0}, 7.0, 2.0)
+    assert bare["key"] != first["key"] and bare["base"] == first["base"]
+    other = measure.TileJob("Tile_T", "pe", (), (), (), 1, 1, ops[:1])
+    assert measure.measure_tile(other, mods, tmp_path)["cached"] is False and len(calls) == 2
