@@ -32,18 +32,19 @@ def _index_end(text: str, start: int) -> int:
     raise CollateralError(f"unbalanced [ at offset {start} in a Verilog module")
 
 
-_AUTO = re.compile(r"^(\s*)automatic\s+logic\s*(\[[^\]]*\])?\s*([A-Za-z_][\w$]*)\s*(=)?\s*;?",
+_AUTO = re.compile(r"^(\s*)automatic\s+logic\s*((?:\[[^\]]*\]\s*)*)([A-Za-z_][\w$]*)\s*(=)?\s*;?",
                    re.M)
 
 
 def hoist_automatic(text: str) -> str:
     """Move ``automatic logic [w] x = e;`` declarations of procedural blocks (which yosys
     0.23 does not parse) to module level: ``reg [w] x;`` after the port list, ``x = e;`` in
-    place."""
+    place; a 2-D packed one (``[n][w]``, CIRCT writes them for the dataflow PE's muxes of
+    vectors) keeps both ranges for :func:`flatten_packed`."""
     decls: list[str] = []
 
     def sub(m: re.Match) -> str:
-        decls.append(f"  reg {m[2] or ''} {m[3]};")
+        decls.append(f"  reg {(m[2] or '').replace(' ', '')} {m[3]};")
         return f"{m[1]}{m[3]} =" if m[4] else m[1]
 
     text = _AUTO.sub(sub, text)

@@ -29,6 +29,7 @@ from garnet.array import build_interconnect
 from garnet.build import generate
 from garnet.params import GarnetParams
 from garnet.sta import liberty, measure
+from garnet.sta.verilog import flatten_packed, hoist_automatic
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RULES = ROOT / "build" / "rules"
@@ -234,3 +235,17 @@ def test_a_tile_without_rules_reuses_its_measurement_with_rules(tmp_path, monkey
     assert bare["key"] != first["key"] and bare["base"] == first["base"]
     other = measure.TileJob("Tile_T", "pe", (), (), (), 1, 1, ops[:1])
     assert measure.measure_tile(other, mods, tmp_path)["cached"] is False and len(calls) == 2
+
+
+def test_a_2d_packed_automatic_local_is_hoisted_for_yosys():
+    """CIRCT writes the dataflow PE's muxes of vectors as 2-D packed ``automatic`` locals;
+    yosys 0.23 parses neither: they become module-level regs, flattened to one vector, the
+    initialisation left in place (configs/small_df.toml's PE is synthesised this way)."""
+    text = ("module M (input clk, input [1:0] s);\n  always @(posedge clk) begin\n"
+            "    automatic logic [1:0][15:0] g;\n"
+            "    automatic logic [1:0]       h = {1'h1, 1'h0};\n"
+            "    g = {16'h1, 16'h2};\n  end\nendmodule\n")
+    out = flatten_packed(hoist_automatic(text))
+    assert "automatic" not in out
+    assert "  reg [31:0] g;" in out and "  reg [1:0] h;" in out
+    assert "    h ={1'h1, 1'h0};" in out and "    g = {16'h1, 16'h2};" in out
