@@ -539,11 +539,13 @@ def _core_module(tile_text: str) -> str | None:
 
 
 # ----------------------------------------------------------------------------- per tile
-def tile_key(job: TileJob, mods: dict[str, str], lib_text: str, ops: bool = True) -> str:
+def tile_key(job: TileJob, mods: dict[str, str], lib_text: str, ops: bool = True,
+             deps: list[str] | None = None) -> str:
     """sha256 of what the measurement of ``job`` depends on (module docstring); with
     ``ops=False`` without the PE rules' instructions (the tile's base key: the synthesis,
-    the path classes and the core's worst path depend on nothing else)."""
-    body = [mods[d] for d in closure(job.module, mods)]
+    the path classes and the core's worst path depend on nothing else). ``deps``: the
+    tile's module closure when the caller has it."""
+    body = [mods[d] for d in (deps if deps is not None else closure(job.module, mods))]
     return hashlib.sha256(json.dumps(
         [SCHEMA, REVISION, SYNTH, lib_text, job.tclass, body,
          [(c.key, c.starts, c.throughs) for c in job.classes], job.core_inputs,
@@ -562,10 +564,11 @@ def measure_tile(job: TileJob, mods: dict[str, str], cache: Path | None) -> dict
     (``base``: :func:`tile_key` without the instructions)."""
     # the SRAM macro only in the liberty of a tile that holds it: a PE or IO tile measured
     # in designs of different memories is one entry
-    macros = memory_macros(mods) if "Memory" in closure(job.module, mods) else {}
+    deps = closure(job.module, mods)
+    macros = memory_macros(mods) if "Memory" in deps else {}
     lib_text = liberty.liberty_text(tuple(sorted(macros.values())))
-    key = tile_key(job, mods, lib_text)
-    base = tile_key(job, mods, lib_text, ops=False)
+    key = tile_key(job, mods, lib_text, deps=deps)
+    base = tile_key(job, mods, lib_text, ops=False, deps=deps)
     hit = Path(cache) / f"{job.module}-{key[:24]}.json" if cache else None
     if hit is None:
         return {**_measure_tile(job, mods, key, lib_text, macros), "base": base,
