@@ -2,9 +2,9 @@
 
 Each tile module (``Tile_*`` in ``rtl/``) is synthesised on its own with yosys (``synth
 -flatten -top <tile>; abc -fast; stat``, see :data:`SCRIPT`) and its cell count is cached
-under ``<cache>/area/<sha256 of the module's Verilog and its sub-modules>.json``, so a tile
-shared by several designs of a sweep (the IO tile, the PE tile of every MEM variant) is
-synthesised once. The SRAM macro (``Memory``) is a black box: a behavioural 2048 x 16 array
+under ``area/<module>-<sha256 of the module's Verilog and its sub-modules>.json`` beside
+the sweep's rules directory (:data:`AREA_DIR_NAME`), so a tile shared by several designs
+or sweeps (the IO tile, the PE tile of every MEM variant) is synthesised once. The SRAM macro (``Memory``) is a black box: a behavioural 2048 x 16 array
 would become 32 K flip-flops; its bits are reported apart (``sram_bits``) and not counted
 as cells.
 
@@ -30,6 +30,12 @@ from garnet.sta.verilog import closure, modules
 # energy estimate reads them too); re-exported here for the area proxy's users
 from garnet.cells import (AREA_SCHEMA, CELL_WEIGHTS, NANGATE45_X1_UM2,  # noqa: F401
                           REWRITE_REVISION, SCRIPT, UnknownCellError, nand2_area, tile_cells)
+
+
+#: the cache of tile cell counts (:func:`tile_cells`), beside the rules directory of a sweep
+#: (``<cache>/area`` with the default ``<cache>/rules``), as ``timing`` is beside it for the
+#: tile timing measurements (:data:`garnet.build.TIMING_DIR_NAME`)
+AREA_DIR_NAME = "area"
 
 
 def design_area(design: Path, cache: Path) -> dict:

@@ -23,7 +23,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from dse.area import design_nand2
+from dse.area import AREA_DIR_NAME, design_nand2
 from dse.sweep import Point, Sweep
 from cgra.errors import CgraError
 from cgra.errors import ConfigError
@@ -71,7 +71,10 @@ def _write_json(path: Path, doc: dict) -> None:
 # ----------------------------------------------------------------------------- tasks
 def design_task(params_doc: dict, key: str, cache: str, rules: str) -> dict:
     """Generate one design (rules included, the rule tables cached in ``rules``) and its
-    area proxy; cached by ``key`` in ``<cache>/designs/<key>.dse.json``. Returns ``{key, dir, area, seconds}`` or
+    area proxy; cached by ``key`` in ``<cache>/designs/<key>.dse.json``. The tiles' yosys
+    cell counts are cached in ``area`` beside ``rules`` (:data:`AREA_DIR_NAME`; like the
+    tile timing measurements beside them, keyed by tile Verilog: sweeps that share a rules
+    directory synthesise a tile once). Returns ``{key, dir, area, seconds}`` or
     ``{key, error}``."""
     from garnet.build import generate  # deferred: loads psutil only when called
 
@@ -88,7 +91,7 @@ def design_task(params_doc: dict, key: str, cache: str, rules: str) -> dict:
         generate(params, out, rules=True, rules_dir=Path(rules), jobs=1)
         gen_s = time.perf_counter() - t
         t2 = time.perf_counter()
-        area = design_area(out, root / "area")
+        area = design_area(out, Path(rules).parent / AREA_DIR_NAME)
         doc = {"key": key, "dir": str(out), "params": params_doc, "area": area,
                "seconds": round(gen_s, 3), "area_seconds": round(time.perf_counter() - t2, 3)}
     except CgraError as exc:

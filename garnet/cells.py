@@ -14,11 +14,14 @@ it.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
+import os
 import re
 import subprocess
 import tempfile
+import threading
 import time
 from itertools import product
 from pathlib import Path
@@ -221,9 +224,40 @@ def synth_cells(mods: dict[str, str], module: str, cache: Path, where: str = "?"
                          .encode()).hexdigest()
     cache = Path(cache)
     hit = cache / f"{module}-{key[:20]}.json"
-    if hit.is_file():
-        doc = json.loads(hit.read_text())
+    doc = _cached_cells(hit, key)
+    if doc is not None:
         return {**doc, "nand2": nand2_area(doc["cell_types"], module), "cached": True}
+    # one synthesis per tile across processes (sweeps and test workers share the cache): a
+    # second process waits on the entry's lock and reads what the first wrote (the kernel
+    # releases the lock if the holder dies)
+    cache.mkdir(parents=True, exist_ok=True)
+    fd = os.open(cache / f".{hit.stem}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        doc = _cached_cells(hit, key)
+        if doc is not None:
+            return {**doc, "nand2": nand2_area(doc["cell_types"], module), "cached": True}
+        doc = _synth_cells(mods, module, deps, key, where, timeout)
+        tmpf = cache / f".{hit.name}.tmp-{os.getpid()}-{threading.get_ident()}"
+        tmpf.write_text(json.dumps(doc, indent=1) + "\n")
+        tmpf.replace(hit)   # the counts are cached even when a cell type has no weight
+    finally:
+        os.close(fd)
+    return {**doc, "nand2": nand2_area(doc["cell_types"], module), "cached": False}
+
+
+def _cached_cells(hit: Path, key: str) -> dict | None:
+    """The cached cell counts at ``hit`` when they are of ``key``."""
+    try:
+        doc = json.loads(hit.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return doc if doc.get("key") == key and "cell_types" in doc else None
+
+
+def _synth_cells(mods: dict[str, str], module: str, deps: list[str], key: str, where: str,
+                 timeout: float) -> dict:
+    """One yosys run of :func:`synth_cells` (its document, without ``nand2`` / ``cached``)."""
     t = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="dse-area-") as tmp:
         files = []
@@ -248,13 +282,8 @@ def synth_cells(mods: dict[str, str], module: str, cache: Path, where: str = "?"
         raise CollateralError(f"yosys failed on tile {module} of {where}: "
                               f"{err[-1] if err else res.returncode}")
     cells, types = _parse_stat(stat)
-    doc = {"schema": AREA_SCHEMA, "module": module, "cells": cells, "cell_types": types,
-           "key": key, "seconds": round(time.perf_counter() - t, 3)}
-    cache.mkdir(parents=True, exist_ok=True)
-    tmpf = hit.with_suffix(".tmp")
-    tmpf.write_text(json.dumps(doc, indent=1) + "\n")
-    tmpf.replace(hit)       # the counts are cached even when a cell type has no weight
-    return {**doc, "nand2": nand2_area(types, module), "cached": False}
+    return {"schema": AREA_SCHEMA, "module": module, "cells": cells, "cell_types": types,
+            "key": key, "seconds": round(time.perf_counter() - t, 3)}
 
 
 # ----------------------------------------------------------------- boundary isolation (AHA)

@@ -17,7 +17,8 @@ from dse.run import app_task
 from dse.sweep import load_sweep
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-#: the rule tables of the whole suite (content-keyed: shared with the e2e designs)
+#: the rule tables of the whole suite (content-keyed: shared with the e2e designs; the tile
+#: areas are cached beside them, build/area)
 RULES = str(ROOT / "build" / "rules")
 CGRA = pathlib.Path(sys.executable).parent / "cgra"
 SWEEP = "tests/dse/ci_sweep.toml"
@@ -66,6 +67,20 @@ def test_rows_and_plots(sweep):
     assert table.num_rows == len(rows) and table.column_names == list(rows[0])
     assert [r["pe_count"] for r in table.to_pylist()] == \
         [int(r["pe_count"]) if r["pe_count"] else None for r in rows]
+
+
+def test_tile_areas_are_cached_beside_the_rules(sweep):
+    """The tiles' yosys cell counts are cached beside the sweep's rules directory (here the
+    suite's build/rules: build/area), as the tile timing measurements are (build/timing),
+    so sweeps with other caches synthesise no tile again; nothing under the sweep's cache."""
+    _first, _second, out, _rows = sweep
+    cache = out.parents[1]
+    assert not (cache / "area").exists()
+    designs = [json.loads(p.read_text()) for p in (cache / "designs").glob("*.dse.json")]
+    assert len(designs) == 4
+    for d in designs:
+        for mod in d["area"]["by_tile"]:
+            assert list((ROOT / "build" / "area").glob(f"{mod}-*.json")), mod
 
 
 def test_ci_sweep_samples_the_shipped_example():

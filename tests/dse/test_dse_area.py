@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
 
+import garnet.cells as cells
 from dse.area import (CELL_WEIGHTS, UnknownCellError, design_area, design_nand2,
                              nand2_area, tile_cells)
 
@@ -108,3 +110,30 @@ def test_unknown_cell_type_is_a_typed_error(design: Path, tmp_path: Path):
         tile_cells(design, "Tile_counter", cache)
     msg = str(exc.value)
     assert "$_LUT4_" in msg and "Tile_counter" in msg and "\n" not in msg
+
+
+def test_a_tile_two_processes_need_is_synthesised_once(design: Path, tmp_path: Path,
+                                                        monkeypatch):
+    """Two sweeps (or test workers) sharing an area cache ask for one tile at once: the
+    second waits on the entry's lock and reads the first's counts instead of running yosys
+    again; the entry is whole (no temporary file is left beside it)."""
+    calls: list[str] = []
+    synth = cells._synth_cells
+
+    def counted(mods, module, *args):
+        calls.append(module)
+        return synth(mods, module, *args)
+
+    monkeypatch.setattr(cells, "_synth_cells", counted)
+    out: list[dict] = []
+    threads = [threading.Thread(target=lambda: out.append(
+        tile_cells(design, "Tile_counter", tmp_path / "shared"))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert calls == ["Tile_counter"]
+    assert sorted(r["cached"] for r in out) == [False, True]
+    assert out[0]["cell_types"] == out[1]["cell_types"] == COUNTER_CELLS
+    assert [p.name for p in (tmp_path / "shared").iterdir() if not p.name.endswith(".lock")] \
+        == [f"Tile_counter-{out[0]['key'][:20]}.json"]
