@@ -7,7 +7,9 @@ ready-valid stream harness (:mod:`mapper.sim.rv_harness`) under random input sta
 output backpressure, each IO socket moving exactly its stream's tokens. The final DRAM
 contents (the host writes each output token at its address) must equal the sequential
 interpreter's bit for bit; the RTL's cycles are reported next to the token-level
-simulator's (:func:`mapper.dataflow.sim.simulate`, SARA's units with link latency 1).
+simulator's (:func:`mapper.dataflow.sim.simulate`, SARA's units with link latency 1), and
+the clock the routed program closes at (``timing``: period, Fmax and the delay model that
+times it, as ``pipelined.json`` holds them).
 
 :func:`run_program` returns a :class:`ProgramRun` and writes ``dataflow_run.json``
 (schema ``mapper.dataflow_run/1``) to its ``out`` directory, with the stage files of a
@@ -208,6 +210,9 @@ def run_program(program: Program, inputs: dict[str, np.ndarray], coll: Collatera
         "stalls": {"seed": stall_seed, "p_in": stall_in, "p_out": stall_out,
                    "input_stall_cycles": int(sim.handshake["input_stall_cycles"]),
                    "backpressure_cycles": int(sim.handshake["output_backpressure_cycles"])},
+        "timing": {"period_ps": round(pr.timing.period_ps, 2),
+                   "fmax_mhz": round(pr.timing.fmax_mhz, 2), "model": pr.timing.model,
+                   "critical_path": [n for n, _ in pr.timing.path]},
         "cycles": {"rtl": cycles, "token_simulator": int(ref.cycles),
                    "ratio": round(cycles / max(1, ref.cycles), 4),
                    "simulator": "mapper.dataflow.sim, link latency 1"},

@@ -322,6 +322,15 @@ def test_cgra_run_on_a_dataflow_design(df, tmp_path, cgra):
     assert code == 0, err
     assert "dot_product (par 2) on design small_df: bit-exact" in out
     assert "3 PEs (L1: 3), 4 input and 1 output IO tiles" in out
+    # the clock the routed program closes at, named by its model (configs/small_df.toml
+    # names the 32-bit delay table), as pipelined.json holds it
+    rep = json.loads((tmp_path / "run" / "dataflow_run.json").read_text())
+    pl = json.loads((tmp_path / "run" / "pipelined.json").read_text())["timing"]
+    assert rep["timing"]["fmax_mhz"] == round(pl["fmax_mhz"], 2) > 0
+    assert rep["timing"]["model"].startswith("table ") and \
+        rep["timing"]["model"].endswith("delays_32.json")
+    assert (f"{rep['timing']['fmax_mhz']:.0f} MHz (critical path "
+            f"{rep['timing']['period_ps']:.0f} ps, {rep['timing']['model']})") in out
     # the run directory holds the stage files: `cgra verify` proves its bitstream
     code, out, err = cgra("verify", df.root, tmp_path / "run" / "dot_product.bs")
     assert code == 0, err
