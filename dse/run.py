@@ -18,6 +18,7 @@ import csv
 import hashlib
 import json
 import os
+import socket
 import time
 import traceback
 from pathlib import Path
@@ -228,8 +229,24 @@ def _external_client(client_cls, address: str):
     ``dask worker`` starts its worker processes daemonic by default, and a daemonic process
     may not start children, but :func:`garnet.build.generate` starts its CIRCT worker
     process: every design task would fail. Raises :class:`~cgra.errors.ConfigError` (exit 2)
-    when the scheduler is unreachable, has no worker, or has a daemonic worker."""
+    when the scheduler is unreachable, has no worker, or has a daemonic worker. A TCP
+    address nobody listens on is refused at once (a plain connect), not after the client's
+    10 s of retries."""
+    from distributed.comm.addressing import parse_address, parse_host_port  # deferred: as distributed
 
+    try:
+        scheme, loc = parse_address(address)
+        if scheme in ("tcp", "tls"):
+            socket.create_connection(parse_host_port(loc), timeout=10).close()
+    except ValueError as exc:
+        raise ConfigError(f"--scheduler {address}: not a Dask scheduler address ({exc}); give "
+                          f"tcp://<host>:<port>") from None
+    except ConnectionRefusedError as exc:
+        raise ConfigError(f"--scheduler {address}: cannot connect to a Dask scheduler there "
+                          f"({exc.strerror}: nothing listens on that port); start one with "
+                          f"`dask scheduler` or leave --scheduler out for a LocalCluster") from None
+    except OSError:
+        pass            # unresolved, filtered, slow: the client's own connect says why
     try:
         client = client_cls(address, timeout="10s")
     except (OSError, TimeoutError) as exc:

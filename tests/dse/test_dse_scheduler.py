@@ -63,7 +63,7 @@ def cluster(tmp_path_factory):
         """One worker: under a nanny (dask's default: a daemonic worker process) or, with
         ``--no-nanny``, the `dask worker` process itself (not daemonic)."""
         for p in procs:
-            p.terminate()
+            p.kill()            # a test process: no graceful shutdown to wait for
             p.wait(30)
         procs.clear()
         mode = ["--nanny"] if daemonic else ["--no-nanny"]
@@ -77,7 +77,7 @@ def cluster(tmp_path_factory):
     sweep.write_text(SWEEP)
     yield address, worker, sweep, tmp
     for p in [*procs, sched]:
-        p.terminate()
+        p.kill()
         p.wait(30)
 
 
@@ -106,4 +106,6 @@ def test_unreachable_scheduler(cluster, tmp_path):
              str(tmp_path / "c"))
     assert r.returncode == 2
     assert "cannot connect to a Dask scheduler there" in r.stderr
+    # refused by the plain connect (nothing listens), not after the client's retries
+    assert "nothing listens on that port" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
