@@ -36,9 +36,9 @@ RULES = ROOT / "build" / "rules"
 BASE = dict(width=4, height=4, mem_ratio=3)
 
 
-def _build(tmp_path_factory, name: str, rules: bool = False, **kw) -> dict:
+def _build(tmp_path_factory, name: str, **kw) -> dict:
     out = tmp_path_factory.mktemp("timing") / name
-    generate(GarnetParams(**{**BASE, "timing": "measured", **kw}), out, rules=rules,
+    generate(GarnetParams(**{**BASE, "timing": "measured", **kw}), out, rules=False,
              rules_dir=RULES)
     return json.loads((out / "timing.json").read_text())
 
@@ -92,10 +92,7 @@ def test_a_mem_tile_crossing_is_slower_than_a_pe_tile_crossing(t5):
 
 
 def test_a_wider_datapath_makes_the_pe_core_slower(tmp_path_factory, t5):
-    # with its rules, as configs/width32.toml (tests/e2e/test_width32.py): the PE tile is
-    # the same module, measured once for both (a tile measured without its per-op figures
-    # first would be measured again for a design with rules)
-    t32 = _build(tmp_path_factory, "w32", rules=True, tracks=5, data_width=32, widths=[32, 1],
+    t32 = _build(tmp_path_factory, "w32", tracks=5, data_width=32, widths=[32, 1],
                  pe="peak.examples.cgra_pe:make_pe(32)", mem_preset="dualport_1024x32")
     assert t32["classes"]["core:pe"] > t5["classes"]["core:pe"]
     assert "32" in t32["table"]["switch_box_hop"]["pe"]     # 32-bit hops measured, no alias
