@@ -40,13 +40,16 @@ SIGTERM (both unwind as exceptions, :mod:`cgra.interrupt`), by the context manag
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
 import os
 import shlex
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from cgra.errors import LockError, OutputError
@@ -210,3 +213,28 @@ class DirLock:
 
 
 __all__ = ["DirLock", "command_line", "lock_path"]
+
+
+@contextlib.contextmanager
+def cache_entry_lock(entry: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``.<entry stem>.lock`` beside the cache entry ``entry``
+    (its directory created if missing) for the ``with`` block, *waiting* for another holder
+    (unlike :class:`DirLock`): one process computes an entry (a tile measurement, a tile's
+    cell counts) while the others wait and then read it. Released by the kernel if the holder
+    dies."""
+    entry = Path(entry)
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(entry.with_name(f".{entry.stem}.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def write_entry(entry: Path, text: str) -> None:
+    """Write a cache entry through a temporary sibling named by process and thread and a
+    rename, so a reader never sees it half-written."""
+    tmp = entry.with_name(f".{entry.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+    tmp.write_text(text)
+    tmp.replace(entry)

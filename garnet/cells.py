@@ -14,19 +14,17 @@ it.
 """
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
-import os
 import re
 import subprocess
 import tempfile
-import threading
 import time
 from itertools import product
 from pathlib import Path
 
 from cgra.errors import CollateralError
+from cgra.lock import cache_entry_lock, write_entry
 from cgra.procs import pdeathsig_preexec
 from garnet.sta import liberty
 from garnet.sta.verilog import closure, flatten_packed, hoist_automatic, modules
@@ -230,19 +228,13 @@ def synth_cells(mods: dict[str, str], module: str, cache: Path, where: str = "?"
     # one synthesis per tile across processes (sweeps and test workers share the cache): a
     # second process waits on the entry's lock and reads what the first wrote (the kernel
     # releases the lock if the holder dies)
-    cache.mkdir(parents=True, exist_ok=True)
-    fd = os.open(cache / f".{hit.stem}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with cache_entry_lock(hit):
         doc = _cached_cells(hit, key)
         if doc is not None:
             return {**doc, "nand2": nand2_area(doc["cell_types"], module), "cached": True}
         doc = _synth_cells(mods, module, deps, key, where, timeout)
-        tmpf = cache / f".{hit.name}.tmp-{os.getpid()}-{threading.get_ident()}"
-        tmpf.write_text(json.dumps(doc, indent=1) + "\n")
-        tmpf.replace(hit)   # the counts are cached even when a cell type has no weight
-    finally:
-        os.close(fd)
+        # the counts are cached even when a cell type has no weight
+        write_entry(hit, json.dumps(doc, indent=1) + "\n")
     return {**doc, "nand2": nand2_area(doc["cell_types"], module), "cached": False}
 
 

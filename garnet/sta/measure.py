@@ -56,16 +56,13 @@ path (a naming mismatch between Canal and the netlist: a bug, named).
 """
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import math
-import os
 import re
 import shutil
 import subprocess
 import tempfile
-import threading
 from concurrent.futures import ThreadPoolExecutor
 import time
 from dataclasses import dataclass
@@ -73,6 +70,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from cgra.errors import CollateralError
+from cgra.lock import cache_entry_lock, write_entry
 from cgra.procs import pdeathsig_preexec
 
 from canal.ready_valid import flow_of
@@ -589,20 +587,13 @@ def measure_tile(job: TileJob, mods: dict[str, str], cache: Path | None) -> dict
     # one measurement per tile across processes: a second `cgra rtl` (or test worker) that
     # needs the same tile waits for the first and reads its result (the kernel releases
     # the lock if the holder dies)
-    hit.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(hit.with_name(f".{hit.stem}.lock"), os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with cache_entry_lock(hit):
         cached = _cached(hit, key)
         if cached is not None:
             return cached
         doc = {**_measure_tile(job, mods, key, lib_text, macros), "base": base}
-        tmpf = hit.with_name(f".{hit.name}.tmp-{os.getpid()}-{threading.get_ident()}")
-        tmpf.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-        tmpf.replace(hit)
+        write_entry(hit, json.dumps(doc, indent=1, sort_keys=True) + "\n")
         return {**doc, "cached": False}
-    finally:
-        os.close(fd)
 
 
 def _cached(hit: Path, key: str) -> dict | None:
