@@ -367,7 +367,7 @@ def _fmax_opt() -> Callable:
                              "register insertion until the timing model meets it; default: "
                              "the best the timing model allows (its slowest stage that no "
                              "register can split: on the measured default model a PE core, "
-                             "605 MHz on build/small; a MEM core, 1000 MHz, on the published "
+                             "608 MHz on build/small; a MEM core, 1000 MHz, on the published "
                              "table), reported with the Fmax reached; a missed target whose "
                              "critical path is on a net of 6+ sinks also tries broadcast "
                              "register trees and keeps the better; 0: no pipelining, "

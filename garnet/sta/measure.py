@@ -18,6 +18,12 @@ the module's Verilog with its sub-modules, the liberty text, the scripts and
    ``-D`` over 6 on the D3 PE; ``-fast`` maps the 32-bit PE tile in 15 s, but its mux trees
    vary in depth from one size to the next); the SRAM ``Memory`` black box becomes the
    liberty's ``SRAM<words>x<width>`` macro. ``stat`` gives the tile's cell area (um^2).
+   The core is synthesised alone, once per core Verilog (cached under ``<cache>/core/``,
+   :func:`_core_synthesis`), and the rest of the tile with the core as a black box; the
+   two netlists are joined (:func:`tile_netlist`). An interconnect edit thus synthesises
+   only the interconnect, and the core's mapping no longer moves with the tile around it:
+   ABC's result depends on the order it reads the design in (the 16-bit PE inside its
+   whole tile: 11851 um^2 with the files in name order, 12598 um^2 in reverse).
 2. **Context** (SDC): ideal clock; the SB_IN ports driven with the transition of an X4 driver
    into the wire that crosses the tile (``WIRE_FF_PER_UM * sqrt(area)``); each SB_OUT port
    loaded with that wire plus the pins the track feeds in the next tile (the largest SB_IN
@@ -28,7 +34,8 @@ the module's Verilog with its sub-modules, the liberty text, the scripts and
    at the path's endpoint (the SB_OUT port, or a mandatory register's D pin), ``cb`` at the
    exit of the connection-box mux, ``core_out`` is the part after the core's last cell.
    Every cell and net delay is derated by :data:`DERATE_LATE` (here and in step 4).
-4. **Core** (``link_design`` of the core module alone): the worst path from the core's
+4. **Core** (``link_design`` of the core's netlist alone; cached under ``<cache>/core/``
+   by its synthesis, routed ports, load and rule instructions): the worst path from the core's
    routed inputs, or from a register inside it, to its routed outputs (config inputs are
    quasi-static: excluded), loaded like in the tile. For a PE with rules, each single-PE
    rule's instruction (``inst_bits``) is applied with ``set_case_analysis`` on the
@@ -81,7 +88,7 @@ from garnet.sta.verilog import closure, flatten_packed, hoist_automatic, modules
 
 SCHEMA = "garnet.tile_timing/1"
 #: revision of the measurement method (part of every cache key)
-REVISION = 7
+REVISION = 8
 SYNTH = ("read_verilog -sv {files}; hierarchy -top {top}; synth -top {top}; "
          "dfflibmap -liberty {lib}; "
          "abc -liberty {lib} CanalMux_* RvMux_* RvPlainMux_* RvFork_* RvSkidFifo_* "
@@ -228,18 +235,29 @@ def rule_instructions(rules_dir: Path, pe_json: Path | None = None
 
 
 # --------------------------------------------------------------------------- synthesis
+def _stub(mods: dict[str, str], name: str) -> str:
+    """A yosys black box of module ``name``: its ANSI port list, no body."""
+    m = re.search(rf"module\s+{re.escape(name)}\s*\((.*?)\);", mods[name], re.S)
+    if m is None:
+        raise CollateralError(f"no ANSI port list in the Verilog of module {name}")
+    return f"(* blackbox *) module {name}({m[1]});\nendmodule\n"
+
+
 def _synthesise(mods: dict[str, str], job: TileJob, lib: Path, work: Path,
-                macros: dict[str, tuple[int, int]]) -> float:
-    """Write the tile's netlist into ``work/netlist.v``; returns its cell area (um^2)."""
+                macros: dict[str, tuple[int, int]], top: str | None = None,
+                black: tuple[str, ...] = ()) -> float:
+    """Write the netlist of module ``top`` (default the tile's) into ``work/netlist.v``,
+    the modules ``black`` (and the SRAM ``Memory``) left as black boxes; returns its cell
+    area (um^2) without them."""
+    top = top or job.module
     files = []
-    for d in closure(job.module, mods):
-        if d == "Memory":
-            m = re.search(r"module\s+Memory\s*\((.*?)\);", mods["Memory"], re.S)
-            (work / "Memory.v").write_text(f"(* blackbox *) module Memory({m[1]});\nendmodule\n")
+    for d in closure(top, mods, stop=black):
+        if d == "Memory" or d in black:
+            (work / f"{d}.v").write_text(_stub(mods, d))
         else:
             (work / f"{d}.v").write_text(flatten_packed(hoist_automatic(mods[d])))
         files.append(f"{d}.v")
-    script = SYNTH.format(files=" ".join(files), top=job.module, lib=lib)
+    script = SYNTH.format(files=" ".join(files), top=top, lib=lib)
     res = subprocess.run(["yosys", "-q", "-p", script], cwd=work, capture_output=True,
                          text=True, timeout=3600, preexec_fn=pdeathsig_preexec())
     if res.returncode != 0:
@@ -254,14 +272,61 @@ def _synthesise(mods: dict[str, str], job: TileJob, lib: Path, work: Path,
                      flags=re.M)
     (work / "netlist.v").write_text(net)
     stat = (work / "stat.txt").read_text()
-    m = re.search(rf"Chip area for top module '\\{re.escape(job.module)}':\s*([\d.]+)", stat)
+    # a module without sub-modules has no "top module" line (yosys prints its own area)
+    m = re.search(rf"Chip area for top module '\\{re.escape(top)}':\s*([\d.]+)", stat) \
+        or re.search(rf"Chip area for module '\\{re.escape(top)}':\s*([\d.]+)", stat)
+    if m is None and re.search(r"Number of cells:\s+0\s*$", stat, re.M):
+        m = ["", "0"]           # a module of wires only (the IO core): no area line
     if m is None:
-        raise CollateralError(f"yosys stat printed no area for tile {job.module}")
+        raise CollateralError(f"yosys stat printed no area for module {top} of tile "
+                              f"{job.module}")
     area = float(m[1])
     for words, width in macros.values():
         if re.search(rf"^\s*SRAM{words}x{width}\s", net, re.M):
             area += 0.5 * words * width
     return area
+
+
+#: sub-directory of the measurement cache holding each core's synthesis and core timing
+CORE_DIR = "core"
+
+
+def _core_synthesis(mods: dict[str, str], job: TileJob, core: str, lib_text: str,
+                    macros: dict[str, tuple[int, int]], cache: Path | None
+                    ) -> tuple[str, float, str]:
+    """The gate netlist (Verilog text), the cell area (um^2) and the key of the core module
+    ``core`` synthesised alone (:data:`SYNTH`, its module closure): cached under
+    ``<cache>/core/`` by that closure, the liberty and the script, so a tile whose
+    interconnect changed re-synthesises only the rest (:func:`_measure_tile`). Alone, the
+    core's mapping does not depend on the tile around it: ABC's result depends on the order
+    it reads the design in (the 16-bit PE's area moved by 6 % with the file order of the
+    whole tile), so an interconnect edit no longer moves the core's figures."""
+    key = hashlib.sha256(json.dumps(
+        [SCHEMA, REVISION, SYNTH, lib_text, [mods[d] for d in closure(core, mods)]]
+    ).encode()).hexdigest()
+
+    def synth() -> dict:
+        with tempfile.TemporaryDirectory(prefix="cgra-sta-core-") as tmp:
+            work = Path(tmp)
+            lib = work / f"{liberty.NAME}.lib"
+            lib.write_text(lib_text)
+            area = _synthesise(mods, job, lib, work, macros, top=core)
+            return {"schema": SCHEMA, "module": core, "key": key, "area_um2": area,
+                    "netlist": (work / "netlist.v").read_text()}
+
+    if cache is None:
+        doc = synth()
+        return doc["netlist"], doc["area_um2"], key
+    entry = Path(cache) / CORE_DIR / f"{core}-{key[:24]}.json"
+    doc = _cached(entry, key)
+    if doc is None:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        with cache_entry_lock(entry):
+            doc = _cached(entry, key)
+            if doc is None:
+                doc = synth()
+                write_entry(entry, json.dumps(doc) + "\n")
+    return doc["netlist"], doc["area_um2"], key
 
 
 def memory_macros(mods: dict[str, str]) -> dict[str, tuple[int, int]]:
@@ -569,7 +634,7 @@ def measure_tile(job: TileJob, mods: dict[str, str], cache: Path | None) -> dict
     base = tile_key(job, mods, lib_text, ops=False, deps=deps)
     hit = Path(cache) / f"{job.module}-{key[:24]}.json" if cache else None
     if hit is None:
-        return {**_measure_tile(job, mods, key, lib_text, macros), "base": base,
+        return {**_measure_tile(job, mods, key, lib_text, macros, None), "base": base,
                 "cached": False}
     doc = _cached(hit, key)
     if doc is not None:
@@ -591,7 +656,7 @@ def measure_tile(job: TileJob, mods: dict[str, str], cache: Path | None) -> dict
         cached = _cached(hit, key)
         if cached is not None:
             return cached
-        doc = {**_measure_tile(job, mods, key, lib_text, macros), "base": base}
+        doc = {**_measure_tile(job, mods, key, lib_text, macros, cache), "base": base}
         write_entry(hit, json.dumps(doc, indent=1, sort_keys=True) + "\n")
         return {**doc, "cached": False}
 
@@ -606,22 +671,45 @@ def _cached(hit: Path, key: str) -> dict | None:
         else None
 
 
+def tile_netlist(mods: dict[str, str], job: TileJob, lib: Path, work: Path,
+                 macros: dict[str, tuple[int, int]], cache: Path | None = None
+                 ) -> tuple[float, str, str]:
+    """Write the gate netlist of ``job``'s tile into ``work/netlist.v`` (the liberty ``lib``
+    beside it): its core synthesised alone (:func:`_core_synthesis`, cached under
+    ``cache``), the rest with the core a black box, the two joined. Returns the tile's cell
+    area (um^2), the core's netlist text and its synthesis key (``""`` for a tile without a
+    core). The measurement and the SDF validation (:mod:`garnet.sta.sdf`) time this one
+    netlist. Raises :class:`CollateralError` when yosys fails."""
+    core_mod = _core_module(mods[job.module])
+    if core_mod is None:
+        return _synthesise(mods, job, lib, work, macros), "", ""
+    core_net, core_area, core_key = _core_synthesis(mods, job, core_mod, lib.read_text(),
+                                                    macros, cache)
+    area = _synthesise(mods, job, lib, work, macros, black=(core_mod,)) + core_area
+    with (work / "netlist.v").open("a") as f:
+        f.write("\n" + core_net)
+    return area, core_net, core_key
+
+
 def _measure_tile(job: TileJob, mods: dict[str, str], key: str, lib_text: str,
-                  macros: dict[str, tuple[int, int]]) -> dict:
-    """Synthesise and time one tile (:func:`measure_tile`'s document, without ``cached``)."""
+                  macros: dict[str, tuple[int, int]], cache: Path | None = None) -> dict:
+    """Synthesise and time one tile (:func:`measure_tile`'s document, without ``cached``):
+    its core synthesised alone (:func:`_core_synthesis`, cached under ``cache``), the rest
+    of the tile with the core as a black box, the two netlists joined for the tile's STA;
+    the core's own timing cached likewise (:func:`_core_timing`)."""
     t = time.perf_counter()
+    core_mod = _core_module(mods[job.module])
     with tempfile.TemporaryDirectory(prefix="cgra-sta-") as tmp:
         work = Path(tmp)
         lib = work / f"{liberty.NAME}.lib"
         lib.write_text(lib_text)
-        area = _synthesise(mods, job, lib, work, macros)
+        area, core_net, core_key = tile_netlist(mods, job, lib, work, macros, cache)
         side = math.sqrt(area)
         net = (work / "netlist.v").read_text()
-        core_mod = _core_module(mods[job.module])
         core_widths = _port_widths(net, core_mod) if core_mod is not None else {}
         classes = _tile_sta(job, work, lib, side, core_widths)
-        core_ps, ops = (_core_sta(job, work, lib, core_mod) if core_mod is not None
-                        else (0.0, {}))
+    core_ps, ops = (_core_timing(job, core_mod, core_net, core_key, lib_text, cache)
+                    if core_mod is not None else (0.0, {}))
     core_out = max((v for k, v in classes.items() if k.startswith("core_out:")), default=0.0)
     doc = {"schema": SCHEMA, "module": job.module, "tclass": job.tclass, "key": key,
            "area_um2": round(area, 1), "side_um": round(side, 1),
@@ -629,6 +717,40 @@ def _measure_tile(job: TileJob, mods: dict[str, str], key: str, lib_text: str,
            "core_ps": core_ps, "core_out_ps": core_out, "pe_op_ps": ops,
            "seconds": round(time.perf_counter() - t, 2)}
     return doc
+
+
+def _core_timing(job: TileJob, core: str, core_net: str, core_key: str, lib_text: str,
+                 cache: Path | None) -> tuple[float, dict]:
+    """:func:`_core_sta` of the core netlist ``core_net``, cached under ``<cache>/core/``
+    by the core's synthesis key, its routed ports, their load and the rules' instructions
+    (a tile of another interconnect around the same core times nothing again)."""
+    key = hashlib.sha256(json.dumps(
+        [core_key, job.core_inputs, job.core_outputs, job.core_out_fanout, job.ops]
+    ).encode()).hexdigest()
+
+    def sta() -> dict:
+        with tempfile.TemporaryDirectory(prefix="cgra-sta-core-") as tmp:
+            work = Path(tmp)
+            lib = work / f"{liberty.NAME}.lib"
+            lib.write_text(lib_text)
+            (work / "netlist.v").write_text(core_net)
+            worst, ops = _core_sta(job, work, lib, core)
+        return {"schema": SCHEMA, "module": core, "key": key, "core_ps": worst,
+                "pe_op_ps": ops}
+
+    if cache is None:
+        doc = sta()
+    else:
+        entry = Path(cache) / CORE_DIR / f"{core}-sta-{key[:24]}.json"
+        doc = _cached(entry, key)
+        if doc is None:
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            with cache_entry_lock(entry):
+                doc = _cached(entry, key)
+                if doc is None:
+                    doc = sta()
+                    write_entry(entry, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    return doc["core_ps"], doc["pe_op_ps"]
 
 
 # ------------------------------------------------------------------------------ table
@@ -738,6 +860,7 @@ def measure_design(ic: Any, rtl_dir: Path, cache: Path | None,
 
 
 __all__ = ["measure_design", "measure_tile", "measured_table", "tile_jobs", "TileJob",
+           "tile_netlist",
            "rule_instructions", "tool_versions", "SCHEMA"]
 
 

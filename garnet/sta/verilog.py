@@ -144,7 +144,9 @@ def modules(rtl: Path) -> dict[str, str]:
     return mods
 
 
-def closure(top: str, mods: dict[str, str]) -> list[str]:
+def closure(top: str, mods: dict[str, str], stop: tuple[str, ...] = ()) -> list[str]:
+    """The sorted module names ``top`` instantiates, transitively, ``top`` included; a
+    module of ``stop`` is included but not descended into (a black box)."""
     seen: list[str] = []
     todo = [top]
     while todo:
@@ -152,6 +154,8 @@ def closure(top: str, mods: dict[str, str]) -> list[str]:
         if m in seen or m not in mods:
             continue
         seen.append(m)
+        if m in stop:
+            continue
         todo.extend(i[1] for i in _INST.finditer(mods[m]) if i[1] in mods and i[1] != m)
     return sorted(seen)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import pathlib
 import re
+import shutil
 import threading
 import time
 
@@ -184,7 +185,7 @@ def test_a_tile_two_processes_need_is_measured_once(tmp_path, monkeypatch):
     instead of synthesising the tile again; a third finds it cached without the lock."""
     calls = []
 
-    def slow_measure(job, mods, key, lib_text, macros):
+    def slow_measure(job, mods, key, lib_text, macros, cache=None):
         calls.append(job.module)
         time.sleep(0.5)
         return {"schema": measure.SCHEMA, "module": job.module, "tclass": job.tclass,
@@ -214,7 +215,7 @@ def test_a_tile_without_rules_reuses_its_measurement_with_rules(tmp_path, monkey
     again; a tile with other rules is measured."""
     calls = []
 
-    def fake(job, mods, key, lib_text, macros):
+    def fake(job, mods, key, lib_text, macros, cache=None):
         calls.append(job.ops)
         return {"schema": measure.SCHEMA, "module": job.module, "tclass": job.tclass,
                 "key": key, "area_um2": 2.0, "side_um": 1.4, "classes": {"reg": 9.0},
@@ -249,3 +250,36 @@ def test_a_2d_packed_automatic_local_is_hoisted_for_yosys():
     assert "automatic" not in out
     assert "  reg [31:0] g;" in out and "  reg [1:0] h;" in out
     assert "    h ={1'h1, 1'h0};" in out and "    g = {16'h1, 16'h2};" in out
+
+
+def test_an_interconnect_edit_synthesises_no_core_again(tmp_path_factory, t5, monkeypatch):
+    """Each core is synthesised alone, once, under <timing cache>/core/: with the cores of
+    t5 cached (copied into a scratch cache, so the tiles are cold), another track count
+    synthesises only its three new tiles, each with its core as a black box (the cores'
+    own STA runs again only where the load on their outputs changed)."""
+    scratch = tmp_path_factory.mktemp("cores")
+    shutil.copytree(ROOT / "build" / "timing" / measure.CORE_DIR,
+                    scratch / "timing" / measure.CORE_DIR)
+    cores = scratch / "timing" / measure.CORE_DIR
+    netlists = {p.name for p in cores.glob("*.json") if "-sta-" not in p.name}
+    calls = []
+    real = measure._synthesise
+
+    def spy(mods, job, lib, work, macros, top=None, black=()):
+        calls.append((top or job.module, black))
+        return real(mods, job, lib, work, macros, top=top, black=black)
+
+    monkeypatch.setattr(measure, "_synthesise", spy)
+    out = scratch / "t4"
+    generate(GarnetParams(**{**BASE, "timing": "measured", "tracks": 4}), out, rules=False,
+             rules_dir=scratch / "rules")
+    t4 = json.loads((out / "timing.json").read_text())
+    tiles4, tiles5 = (t["table"]["_measured"]["tiles"] for t in (t4, t5))
+    assert set(tiles4).isdisjoint(tiles5)
+    assert sorted(calls) == sorted((m, (_core_of(m),)) for m in tiles4)
+    assert {p.name for p in cores.glob("*.json") if "-sta-" not in p.name} == netlists
+
+
+def _core_of(tile: str) -> str:
+    """The core module a 4x4 tile instantiates (``Tile_<core>_<hash>``)."""
+    return tile[len("Tile_"):].rsplit("_", 1)[0]
