@@ -132,15 +132,21 @@ _MODULE = re.compile(r"^\s*module\s+([A-Za-z_][\w$]*)", re.M)
 _INST = re.compile(r"^\s*([A-Za-z_][\w$]*)\s+(?:#\s*\(.*?\)\s*)?[A-Za-z_][\w$]*\s*\(", re.M | re.S)
 
 
+def modules_of(text: str) -> dict[str, str]:
+    """module name -> Verilog text of every module in the Verilog ``text``."""
+    mods: dict[str, str] = {}
+    starts = [m for m in _MODULE.finditer(text)]
+    for i, m in enumerate(starts):
+        end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
+        mods[m[1]] = text[m.start():end]
+    return mods
+
+
 def modules(rtl: Path) -> dict[str, str]:
     """module name -> Verilog text of every module in ``rtl/`` (one file may hold several)."""
     mods: dict[str, str] = {}
     for f in sorted(rtl.glob("*.v")):
-        text = f.read_text()
-        starts = [m for m in _MODULE.finditer(text)]
-        for i, m in enumerate(starts):
-            end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
-            mods[m[1]] = text[m.start():end]
+        mods.update(modules_of(f.read_text()))
     return mods
 
 
@@ -160,4 +166,4 @@ def closure(top: str, mods: dict[str, str], stop: tuple[str, ...] = ()) -> list[
     return sorted(seen)
 
 
-__all__ = ["flatten_packed", "hoist_automatic", "modules", "closure"]
+__all__ = ["flatten_packed", "hoist_automatic", "modules", "modules_of", "closure"]
