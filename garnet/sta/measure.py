@@ -63,6 +63,7 @@ path (a naming mismatch between Canal and the netlist: a bug, named).
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -235,6 +236,16 @@ def rule_instructions(rules_dir: Path, pe_json: Path | None = None
 
 
 # --------------------------------------------------------------------------- synthesis
+@contextlib.contextmanager
+def _scratch(lib_text: str, prefix: str):
+    """A temporary working directory holding the liberty ``lib_text``: ``(work, lib)``."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        work = Path(tmp)
+        lib = work / f"{liberty.NAME}.lib"
+        lib.write_text(lib_text)
+        yield work, lib
+
+
 def _stub(mods: dict[str, str], name: str) -> str:
     """A yosys black box of module ``name``: its ANSI port list, no body."""
     m = re.search(rf"module\s+{re.escape(name)}\s*\((.*?)\);", mods[name], re.S)
@@ -306,27 +317,31 @@ def _core_synthesis(mods: dict[str, str], job: TileJob, core: str, lib_text: str
     ).encode()).hexdigest()
 
     def synth() -> dict:
-        with tempfile.TemporaryDirectory(prefix="cgra-sta-core-") as tmp:
-            work = Path(tmp)
-            lib = work / f"{liberty.NAME}.lib"
-            lib.write_text(lib_text)
+        with _scratch(lib_text, "cgra-sta-core-") as (work, lib):
             area = _synthesise(mods, job, lib, work, macros, top=core)
             return {"schema": SCHEMA, "module": core, "key": key, "area_um2": area,
                     "netlist": (work / "netlist.v").read_text()}
 
+    doc = _core_entry(cache, f"{core}-{key[:24]}.json", key, synth)
+    return doc["netlist"], doc["area_um2"], key
+
+
+def _core_entry(cache: Path | None, name: str, key: str, make) -> dict:
+    """The document of ``<cache>/core/<name>`` when it is one of ``key``, else ``make()``'s,
+    written there (one maker per entry across processes: :func:`cgra.lock.cache_entry_lock`);
+    ``make()`` uncached when ``cache`` is ``None``."""
     if cache is None:
-        doc = synth()
-        return doc["netlist"], doc["area_um2"], key
-    entry = Path(cache) / CORE_DIR / f"{core}-{key[:24]}.json"
+        return make()
+    entry = Path(cache) / CORE_DIR / name
     doc = _cached(entry, key)
     if doc is None:
         entry.parent.mkdir(parents=True, exist_ok=True)
         with cache_entry_lock(entry):
             doc = _cached(entry, key)
             if doc is None:
-                doc = synth()
-                write_entry(entry, json.dumps(doc) + "\n")
-    return doc["netlist"], doc["area_um2"], key
+                doc = make()
+                write_entry(entry, json.dumps(doc, sort_keys=True) + "\n")
+    return doc
 
 
 def memory_macros(mods: dict[str, str]) -> dict[str, tuple[int, int]]:
@@ -699,10 +714,7 @@ def _measure_tile(job: TileJob, mods: dict[str, str], key: str, lib_text: str,
     the core's own timing cached likewise (:func:`_core_timing`)."""
     t = time.perf_counter()
     core_mod = _core_module(mods[job.module])
-    with tempfile.TemporaryDirectory(prefix="cgra-sta-") as tmp:
-        work = Path(tmp)
-        lib = work / f"{liberty.NAME}.lib"
-        lib.write_text(lib_text)
+    with _scratch(lib_text, "cgra-sta-") as (work, lib):
         area, core_net, core_key = tile_netlist(mods, job, lib, work, macros, cache)
         side = math.sqrt(area)
         net = (work / "netlist.v").read_text()
@@ -729,27 +741,13 @@ def _core_timing(job: TileJob, core: str, core_net: str, core_key: str, lib_text
     ).encode()).hexdigest()
 
     def sta() -> dict:
-        with tempfile.TemporaryDirectory(prefix="cgra-sta-core-") as tmp:
-            work = Path(tmp)
-            lib = work / f"{liberty.NAME}.lib"
-            lib.write_text(lib_text)
+        with _scratch(lib_text, "cgra-sta-core-") as (work, lib):
             (work / "netlist.v").write_text(core_net)
             worst, ops = _core_sta(job, work, lib, core)
         return {"schema": SCHEMA, "module": core, "key": key, "core_ps": worst,
                 "pe_op_ps": ops}
 
-    if cache is None:
-        doc = sta()
-    else:
-        entry = Path(cache) / CORE_DIR / f"{core}-sta-{key[:24]}.json"
-        doc = _cached(entry, key)
-        if doc is None:
-            entry.parent.mkdir(parents=True, exist_ok=True)
-            with cache_entry_lock(entry):
-                doc = _cached(entry, key)
-                if doc is None:
-                    doc = sta()
-                    write_entry(entry, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    doc = _core_entry(cache, f"{core}-sta-{key[:24]}.json", key, sta)
     return doc["core_ps"], doc["pe_op_ps"]
 
 
