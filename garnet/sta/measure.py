@@ -327,21 +327,28 @@ def _core_synthesis(mods: dict[str, str], job: TileJob, core: str, lib_text: str
 
 
 def _core_entry(cache: Path | None, name: str, key: str, make) -> dict:
-    """The document of ``<cache>/core/<name>`` when it is one of ``key``, else ``make()``'s,
-    written there (one maker per entry across processes: :func:`cgra.lock.cache_entry_lock`);
-    ``make()`` uncached when ``cache`` is ``None``."""
+    """The document of ``<cache>/core/<name>`` (:func:`_entry`); ``make()`` uncached when
+    ``cache`` is ``None``."""
     if cache is None:
         return make()
-    entry = Path(cache) / CORE_DIR / name
+    return _entry(Path(cache) / CORE_DIR / name, key, make)[0]
+
+
+def _entry(entry: Path, key: str, make, indent: int | None = None) -> tuple[dict, bool]:
+    """``(document, cached)`` of the cache entry ``entry`` when it is one of ``key``, else
+    ``make()``'s, written there: one maker per entry across processes (the others wait on
+    :func:`cgra.lock.cache_entry_lock` and read it; the kernel releases the lock if the
+    holder dies)."""
     doc = _cached(entry, key)
-    if doc is None:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        with cache_entry_lock(entry):
-            doc = _cached(entry, key)
-            if doc is None:
-                doc = make()
-                write_entry(entry, json.dumps(doc, sort_keys=True) + "\n")
-    return doc
+    if doc is not None:
+        return doc, True
+    with cache_entry_lock(entry):
+        doc = _cached(entry, key)
+        if doc is not None:
+            return doc, True
+        doc = make()
+        write_entry(entry, json.dumps(doc, indent=indent, sort_keys=True) + "\n")
+        return doc, False
 
 
 def memory_macros(mods: dict[str, str]) -> dict[str, tuple[int, int]]:
@@ -665,15 +672,10 @@ def measure_tile(job: TileJob, mods: dict[str, str], cache: Path | None) -> dict
             if d.get("schema") == SCHEMA and d.get("base") == base:
                 return {**d, "key": key, "pe_op_ps": {}, "cached": True}
     # one measurement per tile across processes: a second `cgra rtl` (or test worker) that
-    # needs the same tile waits for the first and reads its result (the kernel releases
-    # the lock if the holder dies)
-    with cache_entry_lock(hit):
-        cached = _cached(hit, key)
-        if cached is not None:
-            return cached
-        doc = {**_measure_tile(job, mods, key, lib_text, macros, cache), "base": base}
-        write_entry(hit, json.dumps(doc, indent=1, sort_keys=True) + "\n")
-        return {**doc, "cached": False}
+    # needs the same tile waits for the first and reads its result
+    doc, cached = _entry(hit, key, lambda: {**_measure_tile(job, mods, key, lib_text, macros,
+                                                            cache), "base": base}, indent=1)
+    return doc if cached else {**doc, "cached": False}
 
 
 def _cached(hit: Path, key: str) -> dict | None:
@@ -688,22 +690,22 @@ def _cached(hit: Path, key: str) -> dict | None:
 
 def tile_netlist(mods: dict[str, str], job: TileJob, lib: Path, work: Path,
                  macros: dict[str, tuple[int, int]], cache: Path | None = None
-                 ) -> tuple[float, str, str]:
+                 ) -> tuple[float, str | None, str, str]:
     """Write the gate netlist of ``job``'s tile into ``work/netlist.v`` (the liberty ``lib``
     beside it): its core synthesised alone (:func:`_core_synthesis`, cached under
     ``cache``), the rest with the core a black box, the two joined. Returns the tile's cell
-    area (um^2), the core's netlist text and its synthesis key (``""`` for a tile without a
-    core). The measurement and the SDF validation (:mod:`garnet.sta.sdf`) time this one
+    area (um^2), the core module, the core's netlist text and its synthesis key (``None``,
+    ``""``, ``""`` for a tile without a core). The measurement and the SDF validation (:mod:`garnet.sta.sdf`) time this one
     netlist. Raises :class:`CollateralError` when yosys fails."""
     core_mod = _core_module(mods[job.module])
     if core_mod is None:
-        return _synthesise(mods, job, lib, work, macros), "", ""
+        return _synthesise(mods, job, lib, work, macros), None, "", ""
     core_net, core_area, core_key = _core_synthesis(mods, job, core_mod, lib.read_text(),
                                                     macros, cache)
     area = _synthesise(mods, job, lib, work, macros, black=(core_mod,)) + core_area
     with (work / "netlist.v").open("a") as f:
         f.write("\n" + core_net)
-    return area, core_net, core_key
+    return area, core_mod, core_net, core_key
 
 
 def _measure_tile(job: TileJob, mods: dict[str, str], key: str, lib_text: str,
@@ -713,9 +715,8 @@ def _measure_tile(job: TileJob, mods: dict[str, str], key: str, lib_text: str,
     of the tile with the core as a black box, the two netlists joined for the tile's STA;
     the core's own timing cached likewise (:func:`_core_timing`)."""
     t = time.perf_counter()
-    core_mod = _core_module(mods[job.module])
     with _scratch(lib_text, "cgra-sta-") as (work, lib):
-        area, core_net, core_key = tile_netlist(mods, job, lib, work, macros, cache)
+        area, core_mod, core_net, core_key = tile_netlist(mods, job, lib, work, macros, cache)
         side = math.sqrt(area)
         net = (work / "netlist.v").read_text()
         core_widths = _port_widths(net, core_mod) if core_mod is not None else {}

@@ -239,7 +239,7 @@ def validate(design: Path, work: Path, xy: tuple[int, int] = (1, 1)) -> list[dic
     macros = measure.memory_macros(mods)
     lib = work / f"{liberty.NAME}.lib"
     lib.write_text(liberty.liberty_text(tuple(sorted(macros.values()))))
-    area, _, _ = measure.tile_netlist(mods, job, lib, work, macros)
+    area, *_ = measure.tile_netlist(mods, job, lib, work, macros)
     widths = measure._port_widths((work / "netlist.v").read_text(), module)
     script = [f"read_liberty {lib.name}", "read_verilog netlist.v", f"link_design {module}"]
     script += measure._sdc(job, area ** 0.5, widths)
