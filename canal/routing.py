@@ -63,7 +63,45 @@ class RoutingGraph:
         self.mandatory_regs: set[int] = {
             i for i, n in enumerate(self.ids) if self.kind[i] == "REG"
             and all(len(ig.fanin[self.ids[j]]) == 1 for j in self.succ[i])}
+        # bounds of the exact-register-count route search (mapper.backend.route, PathFinder.
+        # _search_states): ``reg_lead[i]``, the fewest nodes a path from node i enters up to
+        # and including a REG; ``reg_gap``, the fewest from one REG to the next;
+        # ``reg_tail``, the fewest from a REG to a PORT or another REG (a sink). A node with
+        # no REG ahead has ``len(ids) + 1``
+        far = len(self.ids) + 1
+        pred: list[list[int]] = [[] for _ in self.ids]
+        for i, s in enumerate(self.succ):
+            for j in s:
+                pred[j].append(i)
+        d_reg = self._hops_to(pred, {"REG"}, far)
+        d_end = self._hops_to(pred, {"REG", "PORT"}, far)
+        self.reg_lead: list[int] = [min(far, min((1 + d_reg[j] for j in s), default=far))
+                                    for s in self.succ]
+        regs = [i for i, k in enumerate(self.kind) if k == "REG"]
+        self.reg_gap: int = min((self.reg_lead[i] for i in regs), default=far)
+        self.reg_tail: int = min(far, min((1 + d_end[j] for i in regs for j in self.succ[i]),
+                                          default=far))
         self._frozen = True
+
+    def _hops_to(self, pred: list[list[int]], kinds: set[str], far: int) -> list[int]:
+        """Per node index, the fewest edges from it to a node of one of ``kinds`` (0 on
+        such a node, ``far`` when none is reachable): a breadth-first search over ``pred``
+        (index -> predecessor indices) from all of them at once."""
+        dist = [far] * len(self.ids)
+        frontier = [i for i, k in enumerate(self.kind) if k in kinds]
+        for i in frontier:
+            dist[i] = 0
+        d = 0
+        while frontier:
+            d += 1
+            nxt = []
+            for j in frontier:
+                for i in pred[j]:
+                    if dist[i] == far:
+                        dist[i] = d
+                        nxt.append(i)
+            frontier = nxt
+        return dist
 
     def __setattr__(self, name: str, value) -> None:
         if getattr(self, "_frozen", False):

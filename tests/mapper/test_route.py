@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import json
+import random
 from itertools import pairwise
 
+import networkx as nx
 import pytest
 
 from canal.collateral import dump_json
@@ -293,6 +295,53 @@ def test_register_demand_routes_are_simple_paths_with_their_exact_register_count
         fanin = rg.ig.fanin[rg.ids[i]]
         assert len(fanin) == 1 and rg.kind[rg.index[fanin[0]]] == "SB"
         assert [rg.kind[j] for j in rg.succ[i]] == ["RMUX"]
+
+
+def _state_graph_cost(pf: PathFinder, src: int, dst: int, want: int) -> float:
+    """The cheapest route from ``src`` to ``dst`` holding ``want`` registers, by networkx's
+    Dijkstra over (node, registers so far) states: the reference of the A* below."""
+    rg, g = pf.rg, nx.DiGraph()
+    for u, succ in enumerate(rg.succ):
+        for v in succ:
+            if rg.kind[v] == "PORT" and v != dst:
+                continue
+            step = 1 if rg.kind[v] == "REG" else 0
+            for c in range(want + 1 - step):
+                g.add_edge((u, c), (v, c + step), weight=pf._cost(v))
+    return nx.shortest_path_length(g, (src, 0), (dst, want), weight="weight")
+
+
+def test_exact_count_search_bounds_and_optimality(tmp_path):
+    """The exact-register-count A* (PathFinder._search_states) bounds a state by the graph's
+    REG spacing (RoutingGraph.reg_lead / reg_gap / reg_tail). On canal's uniform switch box
+    a register costs 4 nodes (SB_OUT -> REG -> RMUX -> SB_IN of the next tile -> SB_OUT),
+    so the bound is tight; it must stay admissible: under uneven node costs (random
+    congestion history, three seeds) every route it finds costs exactly what Dijkstra over
+    the same states finds."""
+    _, coll = build(tmp_path, 8, 8, tracks=2)
+    rg = coll.graphs[16]
+    assert (rg.reg_gap, rg.reg_tail) == (4, 3)
+    by_kind = {}
+    for i, k in enumerate(rg.kind):
+        by_kind.setdefault((k, rg.ids[i].endswith(":IN")), set()).add(rg.reg_lead[i])
+    # SB_OUT enters its REG next; an SB_IN passes an SB_OUT first; REG and RMUX go on to the
+    # next tile's SB_IN, SB_OUT and REG (an RMUX on the array edge drives nothing: no REG)
+    assert by_kind[("SB", False)] == {1} and by_kind[("SB", True)] == {2}
+    assert by_kind[("REG", False)] <= {4, len(rg.ids) + 1}
+    assert by_kind[("RMUX", False)] <= {3, len(rg.ids) + 1}
+    assert by_kind[("PORT", False)] <= {2, len(rg.ids) + 1}
+    src = rg.index[rg.port_node(1, 2, "res")]
+    for seed in range(3):
+        pf = PathFinder(rg, RouterParams(max_exact_states=400_000))
+        rnd = random.Random(seed)
+        pf.hist = [rnd.choice((0.0, 0.0, 0.5, 2.0)) for _ in rg.ids]
+        for (x, y), want in [((1, 3), 0), ((1, 3), 5), ((1, 3), 8), ((4, 4), 3),
+                             ((4, 4), 9)]:
+            dst = rg.index[rg.port_node(x, y, "data0")]
+            p = pf._search_states({src: 0}, {dst}, want, x, y, set(), False)
+            assert sum(1 for v in p[1:-1] if rg.kind[v] == "REG") == want
+            assert sum(pf._cost(v) for v in p[1:]) == \
+                pytest.approx(_state_graph_cost(pf, src, dst, want)), (seed, x, y, want)
 
 
 def test_a_register_count_out_of_reach_is_named_as_such(tmp_path):
