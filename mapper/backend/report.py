@@ -137,6 +137,7 @@ def draw(flow: FlowResult, coll: Collateral, path: str | Path,
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # deferred: loads matplotlib, PIL, numpy, 7 more only when called
+    from matplotlib.collections import LineCollection  # deferred, as above
     from matplotlib.patches import Rectangle  # deferred: loads matplotlib, PIL, numpy, 5 more only when called
 
 
@@ -160,18 +161,29 @@ def draw(flow: FlowResult, coll: Collateral, path: str | Path,
         ax.text(x, y, "\n".join(n[:12] for n in names), fontsize=5, ha="center", va="center")
     cmap = plt.get_cmap("tab20")
     routing = flow.pipelined.routing
+    # every routed segment in one line collection per line style (solid: data nets, dashed:
+    # 1-bit nets) and every enabled register in one marker set, in net order: one artist
+    # each instead of one per segment (a 32x16 run has thousands of segments)
+    segments: dict[bool, tuple[list, list]] = {True: ([], []), False: ([], [])}
+    regs: list[tuple[float, float]] = []
     for k, r in enumerate(routing.nets.values()):
         rg = graphs[r.width]
         tracks = int(rg.params.get("tracks", 5))
         colour = "#bbbbbb" if critical else cmap(k % 20)
+        lines, colours = segments[r.width > 1]
         for a, b in r.edges():
-            (x0, y0), (x1, y1) = _node_xy(rg, a, tracks), _node_xy(rg, b, tracks)
-            ax.plot([x0, x1], [y0, y1], color=colour, linewidth=0.6 if critical else 0.9,
-                    linestyle="-" if r.width > 1 else "--")
-        for n in r.nodes():
-            if parse_id(n).kind is NodeKind.REG:
-                x0, y0 = _node_xy(rg, n, tracks)
-                ax.plot([x0], [y0], marker="s", markersize=3, color="red")
+            lines.append((_node_xy(rg, a, tracks), _node_xy(rg, b, tracks)))
+            colours.append(colour)
+        regs.extend(_node_xy(rg, n, tracks) for n in r.nodes()
+                    if parse_id(n).kind is NodeKind.REG)
+    for solid, (lines, colours) in segments.items():
+        if lines:
+            ax.add_collection(LineCollection(lines, colors=colours,
+                                             linewidths=0.6 if critical else 0.9,
+                                             linestyles="-" if solid else "--"))
+    if regs:
+        ax.plot([x for x, _ in regs], [y for _, y in regs], linestyle="none", marker="s",
+                markersize=3, color="red")
     pr = flow.pipelined
     if critical and pr.timing.path:
         pts = []
