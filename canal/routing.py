@@ -11,6 +11,8 @@ pipeline-register sites per tile and the mandatory registers. Tiles are canal's
 """
 from __future__ import annotations
 
+import functools
+
 from dataclasses import FrozenInstanceError
 from pathlib import Path
 from typing import Iterable
@@ -63,11 +65,17 @@ class RoutingGraph:
         self.mandatory_regs: set[int] = {
             i for i, n in enumerate(self.ids) if self.kind[i] == "REG"
             and all(len(ig.fanin[self.ids[j]]) == 1 for j in self.succ[i])}
-        # bounds of the exact-register-count route search (mapper.backend.route, PathFinder.
-        # _search_states): ``reg_lead[i]``, the fewest nodes a path from node i enters up to
-        # and including a REG; ``reg_gap``, the fewest from one REG to the next;
-        # ``reg_tail``, the fewest from a REG to a PORT or another REG (a sink). A node with
-        # no REG ahead has ``len(ids) + 1``
+        self._frozen = True
+
+    @functools.cached_property
+    def reg_bounds(self) -> tuple[list[int], int, int]:
+        """Bounds of the exact-register-count route search (:mod:`mapper.backend.route`,
+        ``PathFinder._search_states``), computed on first use: ``(reg_lead, reg_gap,
+        reg_tail)``. ``reg_lead[i]``: the fewest nodes a path from node index ``i`` enters up
+        to and including a ``REG``; ``reg_gap``: the fewest from one ``REG`` to the next;
+        ``reg_tail``: the fewest from a ``REG`` to a ``PORT`` or another ``REG`` (a sink).
+        Unreachable is ``len(ids) + 1``. On Canal's switch box (SB_OUT -> REG -> RMUX -> SB_IN
+        -> SB_OUT) an SB_OUT has lead 1, an SB_IN 2; gap 4, tail 3."""
         far = len(self.ids) + 1
         pred: list[list[int]] = [[] for _ in self.ids]
         for i, s in enumerate(self.succ):
@@ -75,13 +83,11 @@ class RoutingGraph:
                 pred[j].append(i)
         d_reg = self._hops_to(pred, {"REG"}, far)
         d_end = self._hops_to(pred, {"REG", "PORT"}, far)
-        self.reg_lead: list[int] = [min(far, min((1 + d_reg[j] for j in s), default=far))
-                                    for s in self.succ]
+        lead = [min(far, min((1 + d_reg[j] for j in s), default=far)) for s in self.succ]
         regs = [i for i, k in enumerate(self.kind) if k == "REG"]
-        self.reg_gap: int = min((self.reg_lead[i] for i in regs), default=far)
-        self.reg_tail: int = min(far, min((1 + d_end[j] for i in regs for j in self.succ[i]),
-                                          default=far))
-        self._frozen = True
+        gap = min((lead[i] for i in regs), default=far)
+        tail = min(far, min((1 + d_end[j] for i in regs for j in self.succ[i]), default=far))
+        return lead, gap, tail
 
     def _hops_to(self, pred: list[list[int]], kinds: set[str], far: int) -> list[int]:
         """Per node index, the fewest edges from it to a node of one of ``kinds`` (0 on

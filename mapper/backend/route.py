@@ -23,8 +23,8 @@ nets using them. The 16-bit and 1-bit graphs are routed separately.
 (:meth:`PathFinder._search_exact`). The A* bound of a state with ``m`` registers still missing
 at node ``v`` is the larger of the tile-hop bound above and ``reg_lead[v] + (m - 1) * reg_gap
 + reg_tail`` base units: the fewest nodes up to the next ``REG``, between two ``REG`` nodes and
-from the last one to a sink, read off the routing graph (:class:`canal.routing.
-RoutingGraph`; 1, 4 and 3 on canal's uniform switch box). Ties between equal estimates go to
+from the last one to a sink, read off the routing graph (:attr:`canal.routing.
+RoutingGraph.reg_bounds`; 1, 4 and 3 on canal's uniform switch box). Ties between equal estimates go to
 the deeper state, so a meander collecting registers is followed to its end instead of every
 shallower equal-cost state being expanded first. Both keep the search optimal (the route's
 cost equals Dijkstra's over the same states, tests/mapper/test_route.py); on harris seed 0 of
@@ -294,9 +294,11 @@ class PathFinder:
         # k registers still missing at node v cost at least the nodes up to the first REG
         # (reg_lead[v]), reg_gap per further REG, and reg_tail from the last REG to a sink
         # (a PORT or a register site; else just the sink), each node >= base cost: an
-        # admissible bound (RoutingGraph)
-        lead, gap, base = self.rg.reg_lead, self.rg.reg_gap, self.p.base_cost
-        tail = self.rg.reg_tail if all(kind[t] in ("PORT", "REG") for t in targets) else 1
+        # admissible bound (RoutingGraph.reg_bounds)
+        lead, gap, tail = self.rg.reg_bounds
+        base = self.p.base_cost
+        if not all(kind[t] in ("PORT", "REG") for t in targets):
+            tail = 1
         far = len(kind) + 1
         # a state (node, registers so far) is the int node * span + registers (registers <=
         # want < span): cheaper to hash than a tuple. Heap entries are (estimate, -cost so

@@ -313,17 +313,18 @@ def _state_graph_cost(pf: PathFinder, src: int, dst: int, want: int) -> float:
 
 def test_exact_count_search_bounds_and_optimality(tmp_path):
     """The exact-register-count A* (PathFinder._search_states) bounds a state by the graph's
-    REG spacing (RoutingGraph.reg_lead / reg_gap / reg_tail). On canal's uniform switch box
+    REG spacing (RoutingGraph.reg_bounds: lead, gap, tail). On canal's uniform switch box
     a register costs 4 nodes (SB_OUT -> REG -> RMUX -> SB_IN of the next tile -> SB_OUT),
     so the bound is tight; it must stay admissible: under uneven node costs (random
     congestion history, three seeds) every route it finds costs exactly what Dijkstra over
     the same states finds."""
     _, coll = build(tmp_path, 8, 8, tracks=2)
     rg = coll.graphs[16]
-    assert (rg.reg_gap, rg.reg_tail) == (4, 3)
+    lead, gap, tail = rg.reg_bounds
+    assert (gap, tail) == (4, 3)
     by_kind = {}
     for i, k in enumerate(rg.kind):
-        by_kind.setdefault((k, rg.ids[i].endswith(":IN")), set()).add(rg.reg_lead[i])
+        by_kind.setdefault((k, rg.ids[i].endswith(":IN")), set()).add(lead[i])
     # SB_OUT enters its REG next; an SB_IN passes an SB_OUT first; REG and RMUX go on to the
     # next tile's SB_IN, SB_OUT and REG (an RMUX on the array edge drives nothing: no REG)
     assert by_kind[("SB", False)] == {1} and by_kind[("SB", True)] == {2}
