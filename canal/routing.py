@@ -12,10 +12,11 @@ pipeline-register sites per tile and the mandatory registers. Tiles are canal's
 from __future__ import annotations
 
 import functools
-
 from dataclasses import FrozenInstanceError
 from pathlib import Path
 from typing import Iterable
+
+import numpy as np
 
 from canal.collateral import layout as canal_layout
 from canal.collateral import load_json as load_interconnect_graph
@@ -76,38 +77,26 @@ class RoutingGraph:
         ``reg_tail``: the fewest from a ``REG`` to a ``PORT`` or another ``REG`` (a sink).
         Unreachable is ``len(ids) + 1``. On Canal's switch box (SB_OUT -> REG -> RMUX -> SB_IN
         -> SB_OUT) an SB_OUT has lead 1, an SB_IN 2; gap 4, tail 3."""
-        far = len(self.ids) + 1
-        pred: list[list[int]] = [[] for _ in self.ids]
-        for i, s in enumerate(self.succ):
-            for j in s:
-                pred[j].append(i)
-        d_reg = self._hops_to(pred, {"REG"}, far)
-        d_end = self._hops_to(pred, {"REG", "PORT"}, far)
+        from scipy.sparse import csr_array  # deferred: loads scipy only when a search needs it
+        from scipy.sparse.csgraph import dijkstra  # deferred, as above
+
+        n, far = len(self.ids), len(self.ids) + 1
+        src = np.repeat(np.arange(n), [len(s) for s in self.succ])
+        dst = np.fromiter((j for s in self.succ for j in s), dtype=np.int64, count=len(src))
+        # edges reversed: distances *to* the nearest node of the kinds, from all at once
+        back = csr_array((np.ones(len(src)), (dst, src)), shape=(n, n))
+
+        def hops_to(kinds: tuple[str, ...]) -> list[int]:
+            d = dijkstra(back, unweighted=True, min_only=True,
+                         indices=[i for i, k in enumerate(self.kind) if k in kinds])
+            return np.where(np.isinf(d), far, d).astype(np.int64).tolist()
+
+        d_reg, d_end = hops_to(("REG",)), hops_to(("REG", "PORT"))
         lead = [min(far, min((1 + d_reg[j] for j in s), default=far)) for s in self.succ]
         regs = [i for i, k in enumerate(self.kind) if k == "REG"]
         gap = min((lead[i] for i in regs), default=far)
         tail = min(far, min((1 + d_end[j] for i in regs for j in self.succ[i]), default=far))
         return lead, gap, tail
-
-    def _hops_to(self, pred: list[list[int]], kinds: set[str], far: int) -> list[int]:
-        """Per node index, the fewest edges from it to a node of one of ``kinds`` (0 on
-        such a node, ``far`` when none is reachable): a breadth-first search over ``pred``
-        (index -> predecessor indices) from all of them at once."""
-        dist = [far] * len(self.ids)
-        frontier = [i for i, k in enumerate(self.kind) if k in kinds]
-        for i in frontier:
-            dist[i] = 0
-        d = 0
-        while frontier:
-            d += 1
-            nxt = []
-            for j in frontier:
-                for i in pred[j]:
-                    if dist[i] == far:
-                        dist[i] = d
-                        nxt.append(i)
-            frontier = nxt
-        return dist
 
     def __setattr__(self, name: str, value) -> None:
         if getattr(self, "_frozen", False):
