@@ -17,9 +17,10 @@ hardware" / the AHA flow paper) §5.3, Eq. 1: analytical placement in the style 
 
 1. a quadratic start (clique net model: each net of k terminals adds edges of weight
    1/(k-1); IO instances anchored at evenly spread IO sites; a weak pull ``anchor`` to the
-   array centre keeps the Laplacian non-singular; ``L x = b`` solved with numpy);
-2. (``global_method="cg"``, the default) conjugate gradient
-   (:func:`scipy.optimize.minimize`, ``method="CG"``) on the sum over 2-pin connections
+   array centre keeps the Laplacian non-singular; ``L x = b`` solved with numpy, snapped to
+   1/1024 tile);
+2. (``global_method="cg"``, the default) conjugate gradient (:func:`minimise_cg`, scipy's
+   ``minimize(method="CG")`` with CPU-independent arithmetic) on the sum over 2-pin connections
    (source -> each sink) of the smoothed L2 distance ``sqrt(dx^2 + dy^2 + eps^2)`` (the AHA
    flow's HPWL estimate), plus the MEM-column potential ``beta * softmin_c (x - x_c)^2`` on
    every MEM instance (x_c the MEM columns; pulls MEM nodes onto MEM columns so legalisation
@@ -43,7 +44,8 @@ FPGA Research", FPL 1997): moves are displacements to (or swaps with the occupan
 compatible site within a range window ``rlim``; initial temperature 20x the standard deviation
 of random-move costs; ``inner * N^(4/3)`` moves per temperature; temperature and window adapt
 to the acceptance rate; stop when ``T < 0.005 * cost / nets``. All randomness comes from
-``random.Random(seed)``: same netlist + seed = same placement.
+``random.Random(seed)``: same netlist + seed = same placement, on any CPU (the global
+placement uses no BLAS inner product and no CPU-dispatched exp/log: see :func:`minimise_cg`).
 """
 from __future__ import annotations
 
@@ -391,25 +393,122 @@ def _cg(ann: _Annealer, packed: PackedDesign, start: np.ndarray,
             dx = x[mem_idx, 0][:, None] - mem_cols[None, :]          # (m, columns)
             e = -(dx * dx) / tau
             emax = e.max(axis=1, keepdims=True)
-            w = np.exp(e - emax)
+            w = exp_det(e - emax)
             ssum = w.sum(axis=1, keepdims=True)
-            total += float(beta * (-tau * (np.log(ssum) + emax)).sum())
+            total += float(beta * (-tau * (log_det(ssum) + emax)).sum())
             g[mem_idx, 0] += beta * ((w / ssum) * 2 * dx).sum(axis=1)
         if rho:
             for members in groups:
                 d = x[members][:, None, :] - x[members][None, :, :]  # (k, k, 2)
-                e = np.exp(-(d * d).sum(axis=2) / sigma2)
+                e = exp_det(-(d * d).sum(axis=2) / sigma2)
                 np.fill_diagonal(e, 0.0)
                 total += float(rho * e.sum() / 2)
                 g[members] += rho * (-2.0 / sigma2) * (e[:, :, None] * d).sum(axis=1)
         return total, g[free].ravel()
 
-    from scipy.optimize import minimize  # deferred: scipy.optimize costs 0.34 s of import, only for global placement
-
-    res = minimize(f, pos[free].ravel(), jac=True, method="CG",
-                   options={"maxiter": 100, "gtol": 1e-3})
-    pos[free] = res.x.reshape(-1, 2)
+    pos[free] = minimise_cg(f, pos[free].ravel(), maxiter=100, gtol=1e-3).reshape(-1, 2)
     return pos
+
+
+# ------------------------------------------------------- reproducible numerics (any x86/ARM CPU)
+# The same seed must give the same placement on every machine. BLAS (numpy's dot, LAPACK's
+# solve) picks its kernel, and with it the order of its sums, per CPU, and numpy's float64
+# exp/log take an AVX-512 path on CPUs that have it: scipy's CG (whose inner products are
+# BLAS ddot) placed the 8x8 stencil of tests/mapper/test_pipeline.py up to 0.58 tiles apart
+# on two CPUs from a start that differed by 4e-15, which changed its routes and its Fmax.
+# Below, every operation is one IEEE-754 correctly rounded elementwise operation or numpy's
+# pairwise summation, whose order does not depend on the CPU.
+_LN2 = 0.6931471805599453
+_LN2_HI = 6.93147180369123816490e-01    # ln 2 split so that k * _LN2_HI is exact (fdlibm)
+_LN2_LO = 1.90821492927058770002e-10
+_INV_FACT = [1.0 / math.factorial(n) for n in range(14)]
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> float:
+    """``a . b`` (1-D float64) by numpy's pairwise summation of the products."""
+    return float(np.add.reduce(a * b))
+
+
+def exp_det(x: np.ndarray) -> np.ndarray:
+    """``exp(x)`` (float64, any shape) to ~2 ulp, the same bits on every CPU: ``x = k ln2 +
+    r`` with ``|r| <= ln2 / 2`` (Cody-Waite reduction), the degree-13 Taylor polynomial of
+    ``exp(r)`` (truncation < 1e-17) by Horner's rule, scaled by ``2^k`` (exact)."""
+    x = np.asarray(x, dtype=float)
+    k = np.rint(x / _LN2)
+    r = (x - k * _LN2_HI) - k * _LN2_LO
+    p = np.full_like(r, _INV_FACT[13])
+    for c in reversed(_INV_FACT[:13]):
+        p = p * r + c
+    return np.ldexp(p, np.clip(k, -2000, 2000).astype(np.int64))
+
+
+def log_det(x: np.ndarray) -> np.ndarray:
+    """``log(x)`` for ``x > 0`` (float64) to ~2 ulp, the same bits on every CPU: ``x = m
+    2^e`` with ``m`` in [sqrt(1/2), sqrt(2)), ``log m = 2 atanh(z)``, ``z = (m - 1) / (m +
+    1)`` (``|z| < 0.172``), its series to ``z^23`` (truncation < 1e-18)."""
+    m, e = np.frexp(np.asarray(x, dtype=float))
+    low = m < 0.7071067811865476
+    m = np.where(low, m * 2.0, m)
+    e = np.where(low, e - 1, e)
+    z = (m - 1.0) / (m + 1.0)
+    z2 = z * z
+    s = np.full_like(z, 1.0 / 23)
+    for j in range(10, -1, -1):
+        s = s * z2 + 1.0 / (2 * j + 1)
+    return e * _LN2 + 2.0 * z * s
+
+
+def minimise_cg(f, x0: np.ndarray, maxiter: int = 100, gtol: float = 1e-3,
+                c1: float = 1e-4, c2: float = 0.4) -> np.ndarray:
+    """Minimise ``f`` (``x`` (n,) float64 -> ``(value, gradient (n,))``) from ``x0``:
+    Polak-Ribiere+ nonlinear conjugate gradient (Nocedal & Wright, *Numerical Optimization*,
+    2nd ed., §5.2, Eq. 5.44-5.45), as scipy's ``minimize(method="CG")``: MINPACK's strong-
+    Wolfe line search (scipy's ``scalar_search_wolfe1``, ``c1``, ``c2``; first trial step
+    from the last decrease, Eq. 3.60), a restart along the steepest descent when the
+    direction descends too little (``g.d > -0.01 g.g``) or the search finds no step. Stops
+    after ``maxiter`` iterations, when the largest gradient component is at most ``gtol``,
+    or when no step along the steepest descent decreases ``f``. The line search runs on
+    scalars and every inner product is :func:`_dot`, so the iterates are the same bits on
+    every CPU; scipy's CG, used before, takes its inner products from BLAS (whose kernel,
+    and order of summation, depends on the CPU) and was not."""
+    from scipy.optimize._linesearch import scalar_search_wolfe1  # deferred, as scipy.optimize: global placement only; the scalar MINPACK search (scipy's CG's own), no public name
+
+    x = np.array(x0, dtype=float)
+    fx, g = f(x)
+    d = -g
+    gg = _dot(g, g)
+    f_old = fx + 0.5 * float(np.sqrt(gg))
+    for _ in range(maxiter):
+        if float(np.abs(g).max()) <= gtol:
+            break
+        slope = _dot(g, d)
+        if slope > -0.01 * gg:
+            d, slope = -g, -gg
+        seen: dict[float, tuple] = {}
+
+        def phi(a: float, x=x, d=d, seen=seen) -> float:
+            if a not in seen:
+                xa = x + a * d
+                seen[a] = (xa, *f(xa))
+            return seen[a][1]
+
+        def dphi(a: float, d=d, seen=seen) -> float:
+            phi(a)
+            return _dot(seen[a][2], d)
+
+        step = scalar_search_wolfe1(phi, dphi, fx, f_old, slope, c1=c1, c2=c2,
+                                    amax=1e100, amin=1e-100)[0]
+        if step is None:
+            if slope == -gg:
+                break
+            d = -g                                  # restart (§5.2) from the same point
+            continue
+        xn, fn, gn = seen[step]
+        ggn = _dot(gn, gn)
+        beta = max(0.0, _dot(gn, gn - g) / gg) if gg > 0.0 else 0.0
+        d = -gn + beta * d
+        f_old, x, fx, g, gg = fx, xn, fn, gn, ggn
+    return x
 
 
 def _quadratic(ann: _Annealer, anchors: dict[int, tuple[float, float]], centre: tuple[float, float],
@@ -434,7 +533,9 @@ def _quadratic(ann: _Annealer, anchors: dict[int, tuple[float, float]], centre: 
     for i, (x, y) in anchors.items():
         lap[i, i] += big
         rhs[i] += big * np.asarray((x, y))
-    return np.linalg.solve(lap, rhs)
+    # LAPACK's result differs in the last bits between CPUs (4e-15 seen): snapped to 1/1024
+    # tile, it is the same start for the conjugate gradient everywhere
+    return np.round(np.linalg.solve(lap, rhs) * 1024.0) / 1024.0
 
 
 def _legalise(ann: _Annealer, coords: np.ndarray, fixed_locs: dict[int, tuple[int, int]]

@@ -238,7 +238,7 @@ def test_auto_target_pipelines_to_the_model_floor(graphs):
     hop = max(v for c in table["switch_box_hop"].values() for w in c.values() for v in w.values())
     assert floor > table["register_mux"] + hop + table["clock_skew"]["pe_to_mem"]
     none = pipeline(packed, pl, rr, graphs, PipelineParams(latency={"p": 0}))
-    assert none.timing.target_ps is None and none.timing.period_ps == pytest.approx(7253.49)
+    assert none.timing.target_ps is None and none.timing.period_ps == pytest.approx(7303.4)
     auto = pipeline(packed, pl, rr, graphs, PipelineParams(latency={"p": 0},
                                                            register_pe_inputs=True,
                                                            auto_target=True))

@@ -1,6 +1,12 @@
 """Simulated-annealing placement (with and without quadratic global placement)."""
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -15,6 +21,9 @@ from mapper.params import FlowParams
 from mapper.backend.pack import pack, stencil_netlist
 from mapper.backend import place as P
 from mapper.backend.place import PlaceParams, Placement, check_placement, place, site_capacity
+
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _no_rtl():
@@ -223,3 +232,70 @@ def test_bad_place_parameters_are_refused():
         FlowParams(place=PlaceParams(gamma=-1.0)).validate()
     with pytest.raises(ConfigError, match=r"PlaceParams.window = 0.5"):
         FlowParams(place=PlaceParams(window=0.5)).validate()
+
+
+#: places the 8x8 stencil of tests/mapper/test_pipeline.py (5 tracks, seed 2) and prints
+#: the global placement's coordinates and the final sites
+_PLACE_SCRIPT = """
+import json, sys, tempfile
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from test_pipeline import PE, MEM, IO
+from canal.collateral import dump_json
+from canal.passes import InterconnectParams, build_uniform, io_on_edges
+from mapper.collateral import load_fabric
+from mapper.backend.pack import pack, stencil_netlist
+from mapper.backend import place as P
+tmp = Path(tempfile.mkdtemp())
+ic = build_uniform(InterconnectParams(8, 8, tracks=5, widths=(16,)),
+                   io_on_edges(lambda x, y: MEM if x % 4 == 3 else PE, IO, 8, 8))
+dump_json(ic.graphs[16], tmp / "routing_16.json")
+graphs = load_fabric([tmp / "routing_16.json"])
+seen = {}
+cg = P._cg
+P._cg = lambda *a: seen.setdefault("cg", cg(*a))
+pl = P.place(pack(stencil_netlist("g"), graphs), graphs, P.PlaceParams(seed=2))
+print(json.dumps({"cg": seen["cg"].tolist(), "sites": sorted(pl.sites.items())}))
+"""
+
+
+def test_same_seed_same_placement_on_any_cpu():
+    """The same seed places the same on every machine: the global placement is computed
+    with no BLAS inner product and no CPU-dispatched exp/log, and LAPACK's quadratic start
+    is snapped to 1/1024 tile. Here numpy's SIMD paths and OpenBLAS's kernel (generic SSE3
+    against the one it detects) are switched in two processes: the CG coordinates are the
+    same bits. With scipy's CG, used before, the same stencil ended up to 0.58 tiles apart
+    on an AVX2 CPU with the two kernels, and with a different Fmax."""
+    outs = []
+    for env in ({}, {"OPENBLAS_CORETYPE": "Prescott",
+                     "NPY_DISABLE_CPU_FEATURES": "AVX2 FMA3 AVX512F AVX512CD AVX512_SKX"}):
+        r = subprocess.run([sys.executable, "-c", _PLACE_SCRIPT, str(Path(__file__).parent)],
+                           capture_output=True, text=True, timeout=300,
+                           env={**os.environ, **env}, cwd=ROOT)
+        assert r.returncode == 0, r.stderr[-2000:]
+        outs.append(json.loads(r.stdout.splitlines()[-1]))
+    assert outs[0]["cg"] == outs[1]["cg"]
+    assert outs[0]["sites"] == outs[1]["sites"]
+
+
+def test_reproducible_exp_log_and_cg():
+    """exp_det / log_det within 2 ulp of numpy's; minimise_cg finds the minimum of a convex
+    quadratic (and of Rosenbrock's function near its valley) like a textbook CG."""
+    x = np.linspace(-700.0, 5.0, 20001)
+    e = P.exp_det(x)
+    assert np.all(np.abs(e - np.exp(x)) <= 2 * np.spacing(np.exp(x)))
+    assert P.exp_det(np.array([0.0]))[0] == 1.0 and P.exp_det(np.array([-1e6]))[0] == 0.0
+    y = np.linspace(1e-3, 64.0, 20001)
+    assert np.all(np.abs(P.log_det(y) - np.log(y)) <= 2 * np.spacing(np.abs(np.log(y)) + 1e-300))
+    assert P.log_det(np.array([1.0]))[0] == 0.0
+    a = np.diag([1.0, 4.0, 9.0])
+    c = np.array([3.0, -2.0, 0.5])
+    got = P.minimise_cg(lambda v: (0.5 * v @ a @ v - c @ v, a @ v - c), np.zeros(3), gtol=1e-9)
+    assert np.allclose(got, np.linalg.solve(a, c), atol=1e-7)
+
+    def rosen(v):
+        x0, x1 = v
+        return ((1 - x0) ** 2 + 100 * (x1 - x0 ** 2) ** 2,
+                np.array([-2 * (1 - x0) - 400 * x0 * (x1 - x0 ** 2), 200 * (x1 - x0 ** 2)]))
+    r = P.minimise_cg(rosen, np.array([-1.2, 1.0]), maxiter=2000, gtol=1e-6)
+    assert np.allclose(r, [1.0, 1.0], atol=1e-3)
