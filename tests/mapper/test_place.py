@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -262,13 +263,16 @@ print(json.dumps({"cg": seen["cg"].tolist(), "sites": sorted(pl.sites.items())})
 def test_same_seed_same_placement_on_any_cpu():
     """The same seed places the same on every machine: the global placement is computed
     with no BLAS inner product and no CPU-dispatched exp/log, and LAPACK's quadratic start
-    is snapped to 1/1024 tile. Here numpy's SIMD paths and OpenBLAS's kernel (generic SSE3
-    against the one it detects) are switched in two processes: the CG coordinates are the
-    same bits. With scipy's CG, used before, the same stencil ended up to 0.58 tiles apart
-    on an AVX2 CPU with the two kernels, and with a different Fmax."""
+    is snapped to 1/1024 tile. Here numpy's SIMD paths and OpenBLAS's kernel (generic SSE3,
+    or ARMv8 on ARM, against the one it detects) are switched in two processes: the CG
+    coordinates are the same bits. With scipy's CG, used before, the same stencil ended up
+    to 0.58 tiles apart on an AVX2 CPU with the two kernels, and with a different Fmax."""
+    generic = {"OPENBLAS_CORETYPE": "Prescott",
+               "NPY_DISABLE_CPU_FEATURES": "AVX2 FMA3 AVX512F AVX512CD AVX512_SKX"} \
+        if platform.machine() in ("x86_64", "AMD64") else \
+        {"OPENBLAS_CORETYPE": "ARMV8", "NPY_DISABLE_CPU_FEATURES": "ASIMDHP ASIMDDP ASIMDFHM"}
     outs = []
-    for env in ({}, {"OPENBLAS_CORETYPE": "Prescott",
-                     "NPY_DISABLE_CPU_FEATURES": "AVX2 FMA3 AVX512F AVX512CD AVX512_SKX"}):
+    for env in ({}, generic):
         r = subprocess.run([sys.executable, "-c", _PLACE_SCRIPT, str(Path(__file__).parent)],
                            capture_output=True, text=True, timeout=300,
                            env={**os.environ, **env}, cwd=ROOT)
