@@ -104,11 +104,14 @@ def test_cgra_run_goes_through_the_glb(glb_gaussian):
     assert sorted(run.glb.config.writes) == sorted(pairs)
     # written by the GLB's streamers into the array's column paths in the RTL (no write
     # through the shared port): from the first bundle to the last row's write, 2 stages (8
-    # rows, a stage every 4) after the last bundle; the GLB model counts one cycle more (the
-    # first bank read)
+    # rows, a stage every 4) after the last bundle. The GLB model counts from the first bank
+    # read to the write of the last word's own row: one cycle more than the RTL when that
+    # row is in the column path's second stage, the same when it is in the first (which
+    # the placement decides)
     last = max(c for st in run.glb.config.streams.values() for c, _w in st)
     assert g["config"]["through"] == "GLB config streamers and column paths (RTL)"
-    assert g["config"]["array_cycles"] == last + 2 == g["config"]["cycles"] - 1
+    assert g["config"]["array_cycles"] == last + 2
+    assert g["config"]["array_cycles"] <= g["config"]["cycles"] <= g["config"]["array_cycles"] + 1
     assert (run.out_dir / "sim.bs").read_text() == ""
     # one system run: the GLB's cycles but its first (the harness's reset); the array
     # starts (unstalled) at the cycle after the DMAs' start
