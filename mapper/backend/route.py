@@ -26,9 +26,10 @@ at node ``v`` is the larger of the tile-hop bound above and ``reg_lead[v] + (m -
 from the last one to a sink, read off the routing graph (:attr:`canal.routing.
 RoutingGraph.reg_bounds`; 1, 4 and 3 on canal's uniform switch box). Ties between equal
 estimates go to the deeper state, so a meander collecting registers is followed to its end
-instead of every shallower equal-cost state being expanded first. Both keep the search optimal (the route's
-cost equals Dijkstra's over the same states, tests/mapper/test_route.py); on harris seed 0 of
-the 32x16 they cut the time of all its searches from 34.9 s to 15.6 s (docs/pnr.md).
+instead of every shallower equal-cost state being expanded first. Both keep the search
+optimal (the route's cost equals Dijkstra's over the same states, tests/mapper/test_route.py);
+on harris seed 0 of the 32x16 they cut the time of all its searches from 34.9 s to 15.6 s
+(docs/pnr.md).
 
 **Power-aware costs** (AHA paper §5.5: routing "with costs that favour tiles already
 powered"; every tile is a power domain, :mod:`canal.config` ``pg``): with
