@@ -137,7 +137,7 @@ def draw(flow: FlowResult, coll: Collateral, path: str | Path,
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # deferred: loads matplotlib, PIL, numpy, 7 more only when called
-    from matplotlib.collections import LineCollection  # deferred, as above
+    from matplotlib.collections import LineCollection, PatchCollection  # deferred, as above
     from matplotlib.patches import Rectangle  # deferred: loads matplotlib, PIL, numpy, 5 more only when called
 
 
@@ -147,12 +147,25 @@ def draw(flow: FlowResult, coll: Collateral, path: str | Path,
     fig, ax = plt.subplots(figsize=(max(6, cols * 1.1), max(6, rows * 1.1)), dpi=110)
     # unused tiles (no instance, no routed node: the tiles --power-gate gates) hatched grey
     unused = set(gated_tiles(coll, flow.placement, flow.pipelined.routing))
+    for off in (False, True):
+        tiles = [((x, y), t) for (x, y), t in rg0.tiles.items() if ((x, y) in unused) == off]
+        if tiles:
+            ax.add_collection(PatchCollection(
+                [Rectangle((x - 0.45, y - 0.45), 0.9, 0.9) for (x, y), _ in tiles],
+                facecolors=[TAG_COLOURS.get(t.tag, "#eeeeee") for _, t in tiles],
+                edgecolors="#999999", linewidths=0.6, hatch="////" if off else None,
+                alpha=0.45 if off else 1.0))
+    tags: dict[str, list[tuple[int, int]]] = {}
     for (x, y), t in rg0.tiles.items():
-        off = (x, y) in unused
-        ax.add_patch(Rectangle((x - 0.45, y - 0.45), 0.9, 0.9, facecolor=TAG_COLOURS.get(
-            t.tag, "#eeeeee"), edgecolor="#999999", linewidth=0.6,
-            hatch="////" if off else None, alpha=0.45 if off else 1.0))
-        ax.text(x - 0.42, y - 0.30, t.tag or ".", fontsize=6, color="#777777")
+        tags.setdefault(t.tag or ".", []).append((x, y))
+    for tag, xys in tags.items():
+        # one marker set per tag, not a text artist per tile (~1 ms each: 0.7 s at 32x16);
+        # a mathtext marker is scaled to its box, so a tag other than letters and digits
+        # (the empty tag's ".") is a plain dot
+        glyph = tag.isascii() and tag.isalnum()
+        ax.scatter([x - 0.38 for x, _ in xys], [y - 0.33 for _, y in xys],
+                   s=30 if glyph else 2, c="#777777", linewidths=0,
+                   marker=f"$\\mathrm{{{tag}}}$" if glyph else "o")
     labels: dict[tuple[int, int], list[str]] = {}
     for inst, xy in flow.placement.sites.items():
         if flow.packed.instances[inst].tag != "r":
@@ -213,6 +226,8 @@ def draw(flow: FlowResult, coll: Collateral, path: str | Path,
                  f"critical path {pr.timing.period_ps:.0f} ps "
                  f"({pr.timing.fmax_mhz:.0f} MHz)", fontsize=9)
     out = Path(path)
-    fig.savefig(out)
+    # zlib level 1: a third of level 6's encoding time (0.47 -> 0.16 s for a 32x16's
+    # 3872 x 1936 pixels) for a file ~1.3x larger
+    fig.savefig(out, pil_kwargs={"compress_level": 1})
     plt.close(fig)
     return out
