@@ -147,17 +147,18 @@ def draw(flow: FlowResult, coll: Collateral, path: str | Path,
     fig, ax = plt.subplots(figsize=(max(6, cols * 1.1), max(6, rows * 1.1)), dpi=110)
     # unused tiles (no instance, no routed node: the tiles --power-gate gates) hatched grey
     unused = set(gated_tiles(coll, flow.placement, flow.pipelined.routing))
-    for off in (False, True):
-        tiles = [((x, y), t) for (x, y), t in rg0.tiles.items() if ((x, y) in unused) == off]
+    by_use: dict[bool, list] = {False: [], True: []}
+    tags: dict[str, list[tuple[int, int]]] = {}
+    for (x, y), t in rg0.tiles.items():
+        by_use[(x, y) in unused].append(((x, y), t))
+        tags.setdefault(t.tag or ".", []).append((x, y))
+    for off, tiles in by_use.items():
         if tiles:
             ax.add_collection(PatchCollection(
                 [Rectangle((x - 0.45, y - 0.45), 0.9, 0.9) for (x, y), _ in tiles],
                 facecolors=[TAG_COLOURS.get(t.tag, "#eeeeee") for _, t in tiles],
                 edgecolors="#999999", linewidths=0.6, hatch="////" if off else None,
                 alpha=0.45 if off else 1.0))
-    tags: dict[str, list[tuple[int, int]]] = {}
-    for (x, y), t in rg0.tiles.items():
-        tags.setdefault(t.tag or ".", []).append((x, y))
     for tag, xys in tags.items():
         # one marker set per tag, not a text artist per tile (~1 ms each: 0.7 s at 32x16);
         # a mathtext marker is scaled to its box, so a tag other than letters and digits

@@ -234,12 +234,10 @@ def test_bad_place_parameters_are_refused():
         FlowParams(place=PlaceParams(window=0.5)).validate()
 
 
-#: places the 8x8 stencil of tests/mapper/test_pipeline.py (5 tracks, seed 2) under the
-#: library switches given as JSON (set before numpy loads) and prints the global
-#: placement's coordinates and the final sites
+#: places the 8x8 stencil of tests/mapper/test_pipeline.py (5 tracks, seed 2) and prints the
+#: global placement's coordinates and the final sites
 _PLACE_SCRIPT = """
-import json, os, sys, tempfile
-os.environ.update(json.loads(sys.argv[2]))   # before numpy loads OpenBLAS
+import json, sys, tempfile
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from test_pipeline import PE, MEM, IO
@@ -274,9 +272,10 @@ def test_same_seed_same_placement_on_any_cpu():
         {"OPENBLAS_CORETYPE": "ARMV8", "NPY_DISABLE_CPU_FEATURES": "ASIMDHP ASIMDDP ASIMDFHM"}
     outs = []
     for env in ({}, generic):
-        r = subprocess.run([sys.executable, "-c", _PLACE_SCRIPT, str(Path(__file__).parent),
-                            json.dumps(env)], capture_output=True, text=True, timeout=300,
-                           cwd=ROOT)
+        # the child's whole environment: nothing but the switches (OpenBLAS and numpy read
+        # them as they load), none in the default run
+        r = subprocess.run([sys.executable, "-c", _PLACE_SCRIPT, str(Path(__file__).parent)],
+                           capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
         assert r.returncode == 0, r.stderr[-2000:]
         outs.append(json.loads(r.stdout.splitlines()[-1]))
     assert outs[0]["cg"] == outs[1]["cg"]
