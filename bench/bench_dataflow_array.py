@@ -10,7 +10,9 @@ run bit-exact with numpy (the bench stops otherwise).
 Figures per run (``bench/results/dataflow_array.csv``, params: program, n, par, design,
 stall probabilities and seed): PEs, IO tiles, routes (static / dynamic), RTL cycles, the
 token-level simulator's cycles (SARA's units, link latency 1: a different machine's model,
-reported beside, not a bound) and their ratio, input stall and backpressure cycles,
+reported beside, not a bound) and their ratio, the cycles the model of the mapped program
+predicts (:mod:`mapper.dataflow.array_model`: the placed PEs' rates on their routes under
+the harness's stall draws) and the RTL / model ratio, input stall and backpressure cycles,
 throughput (input tokens per RTL cycle: SARA Fig. 9 expects it to grow with par until the
 IO runs out) and the seconds of each stage (compile, place and route, Verilator build,
 simulation, token-level simulator) and of the design's cold generation.
@@ -81,6 +83,9 @@ def _run(program, inputs, reference, coll, params) -> list[dict]:
     rows.append(row(NAME, "cycles_rtl", r.cycles, "cycles", params))
     rows.append(row(NAME, "cycles_token_simulator", r.sim_cycles, "cycles", params))
     rows.append(row(NAME, "cycles_ratio", rep["cycles"]["ratio"], "rtl/sim", params))
+    rows.append(row(NAME, "cycles_array_model", r.model_cycles, "cycles", params))
+    rows.append(row(NAME, "cycles_array_model_ratio", rep["cycles"]["array_model_ratio"],
+                    "rtl/model", params))
     rows.append(row(NAME, "input_stall_cycles", r.stalls[0], "cycles", params))
     rows.append(row(NAME, "backpressure_cycles", r.stalls[1], "cycles", params))
     rows.append(row(NAME, "throughput", round(rep["tokens"]["in"] / r.cycles, 3),

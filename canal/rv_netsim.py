@@ -22,6 +22,12 @@ an enabled FIFO site, no other FIFO is). Per cycle, as in the RTL:
 * at the clock edge the FIFOs (:func:`canal.flow_control.skid_fifo`), the forks' ``taken``
   and the cores' ``sent`` flags update.
 
+**Rates** (:func:`simulate_streams` ``rates``; issue 35): a core whose ``deq_<in>``,
+``emit_<out>`` or ``need_<in>`` port is 0 on a fire (:class:`FireRates`, from its
+:data:`RateModel`: the fire's number -> its rates) does not take that input's word (its
+ready is 0; the word stays for the next fire), does not offer that output (the fire does
+not wait for its ready) or fires without that input's word, as the wrapper does.
+
 Tokens are numbered: the source's k-th word is token k, a core's k-th fire produces token k
 on each output (its state advances only on fires). ``fifo_tokens = 1`` starts every FIFO
 site with one token, numbered -1 (the reset word 0 of ``RvSkidFifo_w<w>_t1``).
@@ -39,7 +45,7 @@ that leaves it, as ``DynEject`` does.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from collections import deque
 
@@ -222,14 +228,32 @@ class _Fifo:
     tail: int = 0
 
 
+@dataclass(frozen=True)
+class FireRates:
+    """The rate ports of a wrapped core for one fire (:func:`canal.rv_rtl.rv_array`,
+    "rates"): the port names whose ``deq_<in>``, ``emit_<out>`` or ``need_<in>`` is 0 on
+    this fire (every other port takes, emits or needs its word)."""
+
+    no_deq: frozenset = frozenset()
+    no_emit: frozenset = frozenset()
+    no_need: frozenset = frozenset()
+
+
+#: a core's rates: fire number (0, 1, ... in order; the same number may be asked again) ->
+#: its :class:`FireRates`
+RateModel = Callable[[int], FireRates]
+
+
 class _Net:
     """The route trees of one run and their state (module docstring); :meth:`cycle` is one
     clock cycle."""
 
     def __init__(self, nodes, parent, children, srcs: list[str], sink_ids: list[str],
-                 core_in, core_out, fifo_tokens: int, dyn: _Dyn | None = None):
+                 core_in, core_out, fifo_tokens: int, dyn: _Dyn | None = None,
+                 rates: Mapping[tuple[int, int], RateModel] | None = None):
         self.nodes, self.parent, self.children = nodes, parent, children
         self.dyn = dyn
+        self.rates = dict(rates or {})
         self.srcs, self.sink_ids = srcs, sink_ids
         self.core_in, self.core_out = core_in, core_out
         self.fifos = {nid: _Fifo(head_v=bool(fifo_tokens), head=-1)
@@ -251,9 +275,26 @@ class _Net:
         n = self.nodes[nid]
         return n.x, n.y
 
+    def _rates(self, tile: tuple[int, int]) -> FireRates | None:
+        model = self.rates.get(tile)
+        return None if model is None else model(self.fires[tile])
+
     def join(self, tile: tuple[int, int]) -> bool:
         ins = self.core_in.get(tile, [])
-        return all(self.vin(i)[0] for i in ins) and bool(ins or self.core_out.get(tile))
+        r = self._rates(tile)
+        if r is None:
+            ok = all(self.vin(i)[0] for i in ins)
+        else:
+            ok = all(self.nodes[i].name in r.no_need or self.vin(i)[0] for i in ins)
+        return ok and bool(ins or self.core_out.get(tile))
+
+    def _emits(self, nid: str) -> bool:
+        r = self._rates(self._tile(nid))
+        return r is None or self.nodes[nid].name not in r.no_emit
+
+    def _deqs(self, nid: str) -> bool:
+        r = self._rates(self._tile(nid))
+        return r is None or self.nodes[nid].name not in r.no_deq
 
     def vout(self, nid: str) -> tuple[bool, int]:
         """(valid, token) leaving ``nid``."""
@@ -266,7 +307,8 @@ class _Net:
                 self._vo[nid] = (self.fifos[nid].head_v, self.fifos[nid].head)
             elif nid in self.sent:
                 tile = self._tile(nid)
-                self._vo[nid] = (self.join(tile) and not self.sent[nid], self.fires[tile])
+                self._vo[nid] = (self.join(tile) and self._emits(nid) and not self.sent[nid],
+                                 self.fires[tile])
             else:
                 self._vo[nid] = self.vin(nid)
         return self._vo[nid]
@@ -278,7 +320,7 @@ class _Net:
         return (v and not self.taken[up][nid], tok) if up in self.taken else (v, tok)
 
     def fire(self, tile: tuple[int, int]) -> bool:
-        return self.join(tile) and all(self.sent[o] or self.rout(o)
+        return self.join(tile) and all(self.sent[o] or not self._emits(o) or self.rout(o)
                                        for o in self.core_out.get(tile, []))
 
     def rout(self, nid: str) -> bool:
@@ -301,7 +343,7 @@ class _Net:
             return self._rdy[self.sink_ids.index(nid)]
         n = self.nodes[nid]
         if n.kind is NodeKind.PORT and n.direction == "in":
-            return self.fire(self._tile(nid))               # a wrapped core's input
+            return self.fire(self._tile(nid)) and self._deqs(nid)   # a wrapped core's input
         return self.rout(nid)
 
     def cycle(self, presenting: dict[str, bool], idx: dict[str, int], rdy: list[bool],
@@ -484,7 +526,9 @@ class StreamRun:
 def simulate_streams(graphs: Mapping[int, InterconnectGraph],
                      routes: Mapping[str, Sequence[Sequence[str]]], inputs: Sequence[PortRef],
                      outputs: Sequence[PortRef], tokens: int, seed: int, p_in: int, p_out: int,
-                     fifo_tokens: int = 1, dynamic: DynamicModel | None = None) -> StreamRun:
+                     fifo_tokens: int = 1, dynamic: DynamicModel | None = None,
+                     counts: tuple[Sequence[int], Sequence[int]] | None = None,
+                     rates: Mapping[tuple[int, int], RateModel] | None = None) -> StreamRun:
     """The stream phase of :mod:`mapper.sim.rv_harness`'s testbench on these routes: every
     input socket presents tokens without end (its stimulus, then 0), drawing a stall with
     probability ``p_in`` (per mille) each cycle it presents nothing; every output's ready is
@@ -492,9 +536,14 @@ def simulate_streams(graphs: Mapping[int, InterconnectGraph],
     harness's xorshift64 seeded with ``seed``; the run ends when every output took
     ``tokens`` tokens. Every FIFO site starts with ``fifo_tokens`` words (1 in `cgra rtl`'s
     ready-valid arrays). ``dynamic``: the nets on the dynamic layer of a hybrid array (module
-    docstring). Raises :class:`SimulationError` naming the first output short of
+    docstring). ``counts``: (per input, per output) token counts, the harness's ``tokens``
+    line (a dataflow program's streams): input ``i`` presents its first ``counts[0][i]``
+    tokens and then nothing (no draw), output ``j`` is done at ``counts[1][j]``.
+    ``rates``: tile -> the :data:`RateModel` of its wrapped core (a dataflow PE's
+    ``deq_`` / ``emit_`` / ``need_`` ports; a core without one takes, emits and needs every
+    port on every fire). Raises :class:`SimulationError` naming the first output short of
     tokens after ``64 * tokens + 10000`` cycles (the harness's deadlock bound), and
-    :class:`ConfigError` as :func:`simulate`."""
+    :class:`ConfigError` as :func:`simulate` or for counts that do not match the sockets."""
     nodes, parent, children = _trees(graphs, routes)
     dyn = None
     if dynamic is not None and dynamic.flows:
@@ -504,7 +553,14 @@ def simulate_streams(graphs: Mapping[int, InterconnectGraph],
     sink_ids = [_port(nodes, r, "in") or f"idle:{k}" for k, r in enumerate(outputs)]
     core_in, core_out = _cores(nodes, {*filter(None, srcs), *sink_ids})
     net = _Net(nodes, parent, children, [s for s in srcs if s], sink_ids, core_in, core_out,
-               fifo_tokens, dyn)
+               fifo_tokens, dyn, rates)
+    if counts is None:
+        in_cnt, out_cnt = None, [tokens] * len(outputs)
+    else:
+        in_cnt, out_cnt = list(counts[0]), list(counts[1])
+        if len(in_cnt) != len(inputs) or len(out_cnt) != len(outputs):
+            raise ConfigError(f"counts: {len(in_cnt)} input and {len(out_cnt)} output counts "
+                              f"for {len(inputs)} inputs and {len(outputs)} outputs")
     rng = _Rng(seed * 0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D)
     presenting = [False] * len(inputs)
     sent = [0] * len(inputs)
@@ -512,14 +568,17 @@ def simulate_streams(graphs: Mapping[int, InterconnectGraph],
     run = StreamRun(0, 0, 0, 0, got, {nid: 0 for nid in nodes})
     limit = 64 * tokens + 10000
     t = 0
-    while any(g < tokens for g in got):
+    while any(g < c for g, c in zip(got, out_cnt, strict=True)):
         if t >= limit:
-            j = next(j for j, g in enumerate(got) if g < tokens)
+            j = next(j for j, g in enumerate(got) if g < out_cnt[j])
             name, x, y = outputs[j]
             raise SimulationError(f"ready-valid model stalled for good: output {name} of tile "
-                                  f"({x}, {y}) has {got[j]} of {tokens} tokens after {t} "
+                                  f"({x}, {y}) has {got[j]} of {out_cnt[j]} tokens after {t} "
                                   f"cycles")
         for i in range(len(inputs)):
+            if in_cnt is not None and sent[i] >= in_cnt[i]:
+                presenting[i] = False
+                continue
             if not presenting[i]:
                 if rng.draw() % 1000 < p_in:
                     run.input_stall_cycles += 1
@@ -544,5 +603,5 @@ def simulate_streams(graphs: Mapping[int, InterconnectGraph],
     return run
 
 
-__all__ = ["DynamicFlow", "DynamicModel", "PortRef", "RvTransfers", "StreamRun", "simulate",
-           "simulate_streams"]
+__all__ = ["DynamicFlow", "DynamicModel", "FireRates", "PortRef", "RateModel", "RvTransfers",
+           "StreamRun", "simulate", "simulate_streams"]

@@ -841,7 +841,9 @@ def _dataflow_run(app: str, design: Path, out: str | None, par: int, tensor_seed
                f"and {rep['io']['out']} output IO tiles, {rep['routes']['static']} routes; "
                f"{r.cycles} cycles in RTL under random stalls (seed {s_seed}, p_in {p_in}, "
                f"p_out {p_out}: {r.stalls[0]} input stall, {r.stalls[1]} backpressure "
-               f"cycles), token-level simulator {r.sim_cycles}; {rep['timing']['fmax_mhz']:.0f} "
+               f"cycles); predicted {r.model_cycles} by the model of the mapped program, "
+               f"{r.sim_cycles} by the token-level simulator of SARA's units; "
+               f"{rep['timing']['fmax_mhz']:.0f} "
                f"MHz (critical path {rep['timing']['period_ps']:.0f} ps, "
                f"{rep['timing']['model'] or 'timing model'}); "
                f"{time.perf_counter() - t0:.1f} s -> {run_dir}/dataflow_run.json")

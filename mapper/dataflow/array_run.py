@@ -7,7 +7,9 @@ ready-valid stream harness (:mod:`mapper.sim.rv_harness`) under random input sta
 output backpressure, each IO socket moving exactly its stream's tokens. The final DRAM
 contents (the host writes each output token at its address) must equal the sequential
 interpreter's bit for bit; the RTL's cycles are reported next to the token-level
-simulator's (:func:`mapper.dataflow.sim.simulate`, SARA's units with link latency 1), and
+simulator's (:func:`mapper.dataflow.sim.simulate`, SARA's virtual units with link latency 1,
+before mapping) and the model's of the mapped program on its routes under the same stall
+draws (:func:`mapper.dataflow.array_model.predict_run`, ``cycles.array_model``), and
 the clock the routed program closes at (``timing``: period, Fmax and the delay model that
 times it, as ``pipelined.json`` holds them).
 
@@ -44,6 +46,7 @@ from mapper.backend.route import route_design
 from mapper.backend.verify import verify
 from mapper.collateral import Collateral, load_pe_model
 from mapper.dataflow.array import ArrayProgram, compile_program
+from mapper.dataflow.array_model import predict_run
 from mapper.dataflow.cmmc import cmmc
 from mapper.dataflow.lower import lower
 from mapper.dataflow.program import Program
@@ -60,11 +63,14 @@ RUN_SCHEMA = "mapper.dataflow_run/1"
 class ProgramRun:
     """One run: the compiled program, the RTL's stream cycles (``cycles``: from the first
     stream cycle to the last output token), the token-level simulator's (``sim_cycles``),
-    input stall and output backpressure cycles, the DRAMs after the run (``memories``),
+    the cycles the model of the mapped program predicts (``model_cycles``), input stall and
+    output backpressure cycles, the DRAMs after the run (``memories``),
     stage seconds and the report written."""
     program: ArrayProgram
     cycles: int
     sim_cycles: int
+    #: the mapped program's predicted cycles (:func:`mapper.dataflow.array_model.predict_run`)
+    model_cycles: int
     stalls: tuple[int, int]
     memories: dict[str, np.ndarray]
     seconds: dict[str, float]
@@ -196,6 +202,9 @@ def run_program(program: Program, inputs: dict[str, np.ndarray], coll: Collatera
                                   f"{int(arr[i])} (stall seed {stall_seed}, p_in {stall_in}, "
                                   f"p_out {stall_out}); files in {run_dir}")
     cycles = int(sim.handshake["cycles"])
+    t = time.perf_counter()
+    model = predict_run(coll, spec, run_dir)
+    secs["array_model"] = time.perf_counter() - t
     routes = pr.routing.routes()
     report = {
         "schema": RUN_SCHEMA, "program": program.name, "design": coll.name,
@@ -215,10 +224,14 @@ def run_program(program: Program, inputs: dict[str, np.ndarray], coll: Collatera
                    "critical_path": [n for n, _ in pr.timing.path]},
         "cycles": {"rtl": cycles, "token_simulator": int(ref.cycles),
                    "ratio": round(cycles / max(1, ref.cycles), 4),
-                   "simulator": "mapper.dataflow.sim, link latency 1"},
+                   "simulator": "mapper.dataflow.sim, link latency 1",
+                   "array_model": model.cycles,
+                   "array_model_ratio": round(cycles / max(1, model.cycles), 4),
+                   "array_model_stalls": [model.input_stall_cycles,
+                                          model.output_backpressure_cycles]},
         "seconds": {k: round(v, 4) for k, v in secs.items()}}
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "dataflow_run.json").write_text(json.dumps(report, indent=1) + "\n")
-    return ProgramRun(ap, cycles, int(ref.cycles),
+    return ProgramRun(ap, cycles, int(ref.cycles), model.cycles,
                       (report["stalls"]["input_stall_cycles"],
                        report["stalls"]["backpressure_cycles"]), got, secs, report)

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from canal.rv_netsim import PortRef, StreamRun, simulate_streams
+from canal.rv_netsim import PortRef, RateModel, StreamRun, simulate_streams
 from cgra.errors import CollateralError
 from garnet.collateral import RV_IO_SOCKETS, read_design_info, read_json
 from mapper.backend.dynamic import dynamic_model
@@ -52,12 +52,16 @@ def _stim_header(stim: Path, design: Path) -> dict[str, str]:
 
 def predict(coll: Collateral, routes: Mapping[str, Sequence[Sequence[str]]],
             inputs: Sequence[str], outputs: Sequence[str], run_dir: str | Path,
-            dynamic: Mapping[str, DynamicRoute] | None = None) -> StreamRun:
+            dynamic: Mapping[str, DynamicRoute] | None = None,
+            rates: Mapping[tuple[int, int], RateModel] | None = None) -> StreamRun:
     """The model's run of the stream phase of ``run_dir``, whose ``sim.stim`` header gives
-    the tokens per stream, the driven inputs and sampled outputs (indices into ``inputs`` /
+    the tokens per stream (``cycles``, or one count per driven input and sampled output on
+    its ``tokens`` line), the driven inputs and sampled outputs (indices into ``inputs`` /
     ``outputs``, the harness's top sockets) and the stall seed and probabilities; ``routes``:
     net -> node-id paths of the run (its pipelined routing); ``dynamic``: its nets on the
-    dynamic layer of a hybrid array (:mod:`canal.dynamic`). Raises as
+    dynamic layer of a hybrid array (:mod:`canal.dynamic`); ``rates``: tile -> the rate
+    model of its core (a dataflow PE's, :func:`mapper.dataflow.array_model.pe_rates`). The
+    FIFO sites start with the design's ``fifo_tokens``. Raises as
     :func:`predict_handshake`."""
     stim = Path(run_dir) / "sim.stim"
     head = _stim_header(stim, coll.root)
@@ -66,16 +70,25 @@ def predict(coll: Collateral, routes: Mapping[str, Sequence[Sequence[str]]],
         seed, p_in, p_out = (int(v) for v in head["stalls"].split())
         driven = [int(k) for k in head["in"].split()]
         sampled = [int(k) for k in head["out"].split()]
+        listed = [int(v) for v in head.get("tokens", "0").split()]
+        if listed[0] not in (0, len(driven) + len(sampled)) or len(listed) != 1 + listed[0]:
+            raise ValueError(f"'tokens {head.get('tokens')}' does not give one count per "
+                             f"stream")
     except (KeyError, ValueError) as exc:
         raise CollateralError(f"{stim}: malformed stimulus header ({exc}); run `cgra run` "
                               f"again") from None
+    counts = None
+    if listed[0]:
+        counts = (listed[1:1 + len(driven)], listed[1 + len(driven):])
     width_ports = {b.format(w=w): a.format(w=w) for w in coll.graphs
                    for a, b in RV_IO_SOCKETS.items()}
+    fifo_tokens = 1 if coll.design is None else coll.design.fifo_tokens
     return simulate_streams({w: g.ig for w, g in coll.graphs.items()}, routes,
                             [socket_port(inputs[k], width_ports) for k in driven],
                             [socket_port(outputs[k], width_ports) for k in sampled],
-                            tokens, seed, p_in, p_out,
-                            dynamic=dynamic_model(coll, dynamic or {}))
+                            tokens, seed, p_in, p_out, fifo_tokens=fifo_tokens,
+                            dynamic=dynamic_model(coll, dynamic or {}), counts=counts,
+                            rates=rates)
 
 
 def predict_handshake(design: str | Path, run_dir: str | Path) -> StreamRun:

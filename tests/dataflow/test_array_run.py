@@ -24,6 +24,17 @@ from mapper.dataflow.random_programs import random_program
 from peak.examples.dataflow_pe import DataflowPE, make_dataflow_pe
 
 
+def assert_model(r) -> None:
+    """The model of the mapped program (mapper.dataflow.array_model) predicts the RTL's
+    cycles, input stall and backpressure cycles exactly: the same stall draws, the routes'
+    FIFO sites, each PE's rates from its instruction."""
+    c = r.report["cycles"]
+    assert r.model_cycles == r.cycles == c["rtl"] == c["array_model"], (r.model_cycles,
+                                                                       r.cycles)
+    assert c["array_model_ratio"] == 1.0
+    assert c["array_model_stalls"] == list(r.stalls)
+
+
 @pytest.fixture(scope="module")
 def df(design_dir):
     # a dataflow program is compiled without rewrite rules: a one-rule table (the design
@@ -88,6 +99,7 @@ def test_dot_product_bit_exact_under_random_stalls(df, par, p_stall, seed, tmp_p
     r = run_program(program, inputs, df, tmp_path, stall_in=p_stall, stall_out=p_stall,
                     stall_seed=seed)
     assert np.array_equal(r.memories["out"], reference(inputs)["out"])
+    assert_model(r)
     assert r.report["pes"] == {1: 1, 2: 3}[par]              # MAC; 2 MACs + 1 add
     assert r.report["io"] == {"in": 2 * par, "out": 1}
     assert r.report["tokens"] == {"in": 128, "out": 1}
@@ -105,6 +117,7 @@ def test_holds_index_operands_and_select(df, tmp_path):
     program, inputs, want = scale_rows()
     r = run_program(program, inputs, df, tmp_path, stall_in=0.3, stall_out=0.3, stall_seed=7)
     assert np.array_equal(r.memories["out"], want)
+    assert_model(r)
     pe = {p.op: p for p in r.program.pes.values()}
     # b * r reads r (produced once per i) held for the 5 inner firings
     mul = next(p for p in r.program.pes.values() if p.op == "Mul" and len(p.chain) == 2)
@@ -118,6 +131,7 @@ def test_reduction_lanes_with_initial_value(df, tmp_path):
     program, inputs, want = windows()
     r = run_program(program, inputs, df, tmp_path, stall_in=0.2, stall_out=0.4, stall_seed=9)
     assert np.array_equal(r.memories["out"], want)
+    assert_model(r)
     reds = [p for p in r.program.pes.values() if p.red == "ADD"]
     assert len(reds) == 2 and all(p.levels["emit_level"] == 1 for p in reds)
 
@@ -137,6 +151,7 @@ def test_a_value_with_other_readers_is_not_reduced_in_place(df, tmp_path):
     inputs = {"a": np.arange(n, dtype=np.int32) * 3 - 7}
     r = run_program(p, inputs, df, tmp_path, stall_in=0.3, stall_out=0.3, stall_seed=5)
     assert np.array_equal(r.memories["out"], inputs["a"] * 2)
+    assert_model(r)
     assert r.memories["tot"].tolist() == [int((inputs["a"] * 2).sum())]
     ops = sorted((pe.op, pe.red) for pe in r.program.pes.values())
     assert ops == [("Mul", "NONE"), ("PassA", "ADD")]
@@ -146,6 +161,7 @@ def test_reg_forwarding_and_a_removed_credit(df, tmp_path):
     program, inputs = reg_chain()
     r = run_program(program, inputs, df, tmp_path / "ok", stall_in=0.3, stall_out=0.3)
     assert np.array_equal(r.memories["out"], (inputs["a"] + 1) ** 2)
+    assert_model(r)
     with pytest.raises(SimulationError, match="token-level simulator stops before any RTL "
                                               "is built: deadlock"):
         run_program(program, inputs, df, tmp_path / "dead", credits={"*": 0})
@@ -171,6 +187,7 @@ def test_gemm_tile_with_its_tiles_in_memory_pes(df, par, units, tmp_path):
     r = run_program(program, inputs, df, tmp_path, stall_in=0.3, stall_out=0.3,
                     stall_seed=2)
     assert np.array_equal(r.memories["c"], reference(inputs)["c"])
+    assert_model(r)
     assert {u: len(p) for u, p in r.program.units.items()} == units
     mems = [p for p in r.program.pes.values() if p.op == "Mem"]
     # one epoch: 64 writes, then this lane's 512 / par reads
@@ -191,6 +208,7 @@ def test_branch_clauses_on_strided_counters_and_a_refilled_memory(df, par, p_sta
                     stall_seed=seed)
     want = reference(inputs)["out"]
     assert np.array_equal(r.memories["out"], want)
+    assert_model(r)
     assert not want[::2].any() and want[1::2].any()
     assert {u: len(p) for u, p in r.program.units.items()} == {"D": 2, "F": 2 * par,
                                                                "mem": par}
@@ -313,6 +331,7 @@ def test_random_programs_bit_exact_on_the_array(df, seed, tmp_path):
     r = run_program(program, inputs, df, tmp_path, stall_in=0.3, stall_out=0.3,
                     stall_seed=seed)
     assert np.array_equal(r.memories["out"], interpret(program, inputs)["out"])
+    assert_model(r)
     assert r.report["pes"] >= 5 and r.cycles > 0
 
 
@@ -331,6 +350,11 @@ def test_cgra_run_on_a_dataflow_design(df, tmp_path, cgra):
         rep["timing"]["model"].endswith("delays_32.json")
     assert (f"{rep['timing']['fmax_mhz']:.0f} MHz (critical path "
             f"{rep['timing']['period_ps']:.0f} ps, {rep['timing']['model']})") in out
+    c = rep["cycles"]
+    assert c["array_model"] == c["rtl"]
+    assert (f"{c['rtl']} cycles in RTL under random stalls" in out and f"predicted "
+            f"{c['rtl']} by the model of the mapped program, {c['token_simulator']} by the "
+            f"token-level simulator of SARA's units" in out)
     # the run directory holds the stage files: `cgra verify` proves its bitstream
     code, out, err = cgra("verify", df.root, tmp_path / "run" / "dot_product.bs")
     assert code == 0, err
