@@ -1,7 +1,7 @@
 """The cycles of a dataflow program on the array, predicted from the mapped program (issue 35,
 item 3: "cycles compared with the token-level simulator's prediction"): the units as they were
 placed (one dataflow PE per operator, :mod:`mapper.dataflow.array`), the streams on their
-routes (every FIFO site and pipeline register of ``pipelined.json``) and the IO harness's
+routes (every FIFO site and pipeline register of the pipelined routing) and the IO harness's
 random stalls, in the cycle-level model of the ready-valid network
 (:func:`canal.rv_netsim.simulate_streams`, which draws the harness's xorshift64 stalls in the
 harness's order), with each PE's *rates* -- which inputs a fire dequeues and needs and which
@@ -24,15 +24,16 @@ only). tests/dataflow/test_array_model.py checks it against the PE's own Python 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from canal.rv_netsim import FireRates, RateModel, StreamRun
-from cgra.errors import CollateralError, MappingError
-from garnet.collateral import read_design_info, read_json
+from cgra.errors import MappingError
+from garnet.collateral import read_design_info
+from mapper.backend.pack import PackedDesign
+from mapper.backend.route import RoutingResult
 from mapper.collateral import Collateral
 from mapper.sim.rv_harness import rv_harness_source
 from mapper.sim.rv_predict import predict
-from mapper.stages import routing_from_json
 from peak.assembler import assembler
 
 _ALL = FireRates()
@@ -109,32 +110,30 @@ def pe_rates(spec: type, inst: Any) -> RateModel:
     return _PeRates(spec, inst)
 
 
-def predict_run(coll: Collateral, spec: type, run_dir: str | Path) -> StreamRun:
+def array_rates(spec: type, packed: PackedDesign,
+                sites: Mapping[str, tuple[int, int]]) -> dict[tuple[int, int], RateModel]:
+    """Tile -> the :func:`pe_rates` of the dataflow PE placed there: every ``pe`` instance of
+    the ``packed`` design (its ``inst`` config word, decoded with ``spec``'s assembler) at
+    its site in ``sites`` (the placement's)."""
+    asm = assembler(spec.Inst)
+    return {sites[name]: pe_rates(spec, asm.decode(inst.config["inst"]))
+            for name, inst in packed.instances.items() if inst.kind == "pe"}
+
+
+def predict_run(coll: Collateral, spec: type, packed: PackedDesign,
+                sites: Mapping[str, tuple[int, int]], routing: RoutingResult,
+                run_dir: str | Path) -> StreamRun:
     """The model's run of the stream phase of ``run_dir``, a dataflow program's run on the
-    design of ``coll`` whose PE class is ``spec`` (its files: ``pipelined.json`` for the
-    routes and each PE's instruction, ``placement.json`` for the tiles, ``sim.stim`` for
-    the tokens per stream and the stalls): cycles, stall and backpressure cycles. Raises
-    :class:`CollateralError` for a missing or malformed file and
-    :class:`cgra.errors.SimulationError` when the model never finishes (the harness's
-    deadlock bound)."""
-    run = Path(run_dir)
+    design of ``coll`` whose PE class is ``spec``: the ``packed`` netlist placed at
+    ``sites`` and routed as ``routing`` (the pipelined routes, their dynamic nets), the
+    tokens per stream and the stalls from the run's ``sim.stim``; cycles, stall and
+    backpressure cycles. Raises :class:`cgra.errors.CollateralError` for a missing or malformed
+    ``sim.stim`` and :class:`cgra.errors.SimulationError` when the model never finishes
+    (the harness's deadlock bound)."""
     info = read_design_info(coll.root)
     _src, ins, outs = rv_harness_source(info.top, info.ports)
-    pipe = read_json(run / "pipelined.json", "run the program again")
-    sites = read_json(run / "placement.json", "run the program again")["sites"]
-    routes = {n["name"]: [p["nodes"] for p in n["paths"]] for n in pipe["routing"]["nets"]}
-    dyn = routing_from_json(pipe["routing"], str(run / "pipelined.json")).dynamic
-    asm = assembler(spec.Inst)
-    rates: dict[tuple[int, int], RateModel] = {}
-    for name, inst in pipe["packed"]["instances"].items():
-        if inst["kind"] != "pe":
-            continue
-        if name not in sites:
-            raise CollateralError(f"{run / 'placement.json'}: PE {name} has no site; run the "
-                                  f"program again")
-        x, y = sites[name][:2]
-        rates[(x, y)] = pe_rates(spec, asm.decode(inst["config"]["inst"]))
-    return predict(coll, routes, ins, outs, run, dyn, rates)
+    return predict(coll, routing.routes(), ins, outs, run_dir, routing.dynamic,
+                   array_rates(spec, packed, sites))
 
 
-__all__ = ["pe_rates", "predict_run"]
+__all__ = ["array_rates", "pe_rates", "predict_run"]

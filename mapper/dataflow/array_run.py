@@ -203,7 +203,7 @@ def run_program(program: Program, inputs: dict[str, np.ndarray], coll: Collatera
                                   f"p_out {stall_out}); files in {run_dir}")
     cycles = int(sim.handshake["cycles"])
     t = time.perf_counter()
-    model = predict_run(coll, spec, run_dir)
+    model = predict_run(coll, spec, pr.packed, pl.sites, pr.routing, run_dir)
     secs["array_model"] = time.perf_counter() - t
     routes = pr.routing.routes()
     report = {

@@ -10,6 +10,9 @@ from hwtypes import Bit, BitVector
 
 from canal.rv_netsim import FireRates, simulate_streams
 from cgra.errors import CollateralError, ConfigError, MappingError
+from mapper.backend.pack import pack
+from mapper.backend.place import PlaceParams, place
+from mapper.backend.route import route_design
 from mapper.collateral import load_collateral
 from mapper.dataflow.apps import APPS, ARRAY_PROGRAMS
 from mapper.dataflow.array import compile_program
@@ -104,7 +107,12 @@ def test_stream_counts_must_match_the_sockets():
         simulate_streams({}, {}, [], [], 1, 0, 0, 0, counts=([3], []))
 
 
-def test_a_run_without_its_files_is_refused(design_dir, tmp_path):
+def test_a_run_without_its_stimulus_is_refused(design_dir, tmp_path):
+    """The model takes the streams' token counts and the stalls from the run's sim.stim."""
     coll = load_collateral(design_dir("small_df", only=["coreir.add"]))
-    with pytest.raises(CollateralError, match="pipelined.json"):
-        predict_run(coll, MEM_PE, tmp_path)
+    program, inputs = APPS["dot_product"](n=12, par=1)[:2]
+    packed = pack(compile_program(program, inputs, MEM_PE).netlist, coll)
+    pl = place(packed, coll, PlaceParams(seed=0))
+    rr = route_design(packed, pl, coll)
+    with pytest.raises(CollateralError, match="sim.stim is missing"):
+        predict_run(coll, MEM_PE, packed, pl.sites, rr, tmp_path)
