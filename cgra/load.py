@@ -6,7 +6,8 @@ Grammar of ``ref`` (exactly one ``:``)::
 
     package.module:name             imported from sys.path (``peak.examples.cgra_pe:PE``)
     path/to/file.py:name            loaded from the file (``my_mem.py:MEM``)
-    package.module:factory(8, 16)   a call with literal arguments
+    package.module:factory(8, 16)   a call with literal arguments, positional or keyword
+                                    (``make_dataflow_pe(32, 3, 16, 64, div=True)``)
     package.module:Outer.Inner      a dotted attribute path
 
 A relative ``file.py`` is resolved against ``base`` when given (a TOML configuration passes
@@ -151,13 +152,18 @@ def resolve(ref: str, prefix: str, base: str | Path | None = None, *,
                             f"({type(e).__name__}: {_first_line(e)}); check the module path "
                             "and that it is importable (or give path/to/file.py)") from None
     call_args: tuple | None = None
+    call_kwargs: dict[str, Any] = {}
     if "(" in attr:
         if not attr.endswith(")"):
             raise SpecError(f"{prefix}: malformed factory call '{attr}'; write "
                             "factory(arg, ...) with literal arguments")
         fname, argstr = attr[:-1].split("(", 1)
         try:
-            call_args = ast.literal_eval(f"({argstr},)") if argstr.strip() else ()
+            node = ast.parse(f"f({argstr})", mode="eval").body
+            if not isinstance(node, ast.Call) or any(k.arg is None for k in node.keywords):
+                raise ValueError("malformed argument list")
+            call_args = tuple(ast.literal_eval(a) for a in node.args)
+            call_kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
         except (ValueError, SyntaxError) as e:
             raise SpecError(f"{prefix}: factory arguments '{argstr}' are not literals "
                             f"({_first_line(e)}); pass ints, strings or other literals") \
@@ -178,14 +184,15 @@ def resolve(ref: str, prefix: str, base: str | Path | None = None, *,
             raise SpecError(f"{prefix}: {attr} is not callable; drop the (...) or name a "
                             "factory function")
         try:
-            obj = obj(*call_args)
+            obj = obj(*call_args, **call_kwargs)
         except SpecError as e:
             if e.file is not None or not from_file:
                 raise
             file, line = _error_site(e, Path(module.__file__))
             raise SpecError(f"{prefix}: {e}", file=file if line else None, line=line) from None
         except Exception as e:  # noqa: BLE001 - reported in one line
-            call = f"{attr}({', '.join(map(repr, call_args))})"
+            args = [*map(repr, call_args), *(f"{k}={v!r}" for k, v in call_kwargs.items())]
+            call = f"{attr}({', '.join(args)})"
             file, line = (_error_site(e, Path(module.__file__)) if from_file
                           else (None, None))
             raise SpecError(f"{prefix}: {call} failed ({type(e).__name__}: {_first_line(e)}); "

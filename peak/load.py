@@ -5,8 +5,9 @@ Grammar of ``ref`` (exactly one ``:``)::
 
     package.module:Class            imported from sys.path (``peak.examples.cgra_pe:PE``)
     path/to/file.py:Class           loaded from the file (``my_pe.py:PE``)
-    package.module:factory(8, 16)   a call with literal arguments
-                                    (``peak.examples.toy_pe:make_toy_pe(8)``)
+    package.module:factory(8, 16)   a call with literal arguments, positional or keyword
+                                    (``peak.examples.toy_pe:make_toy_pe(8)``,
+                                    ``peak.examples.dataflow_pe:make_dataflow_pe(32, div=True)``)
     package.module:Outer.Inner      a dotted attribute path
 
 A relative ``file.py`` is resolved against ``base`` when given (a TOML configuration passes

@@ -163,6 +163,19 @@ class MBits:
     __rmul__ = __mul__
     bvmul = __mul__
 
+    def bvudiv(self, y: Any) -> "MBits":
+        """Unsigned quotient; all ones for ``y = 0`` (SMT-LIB's ``bvudiv`` and hwtypes'; a
+        Verilog ``/`` by 0 is X, so the RTL selects the value explicitly)."""
+        d = self._o(y)
+        return self._new(m.mux([self.v / d, m.uint((1 << self.n) - 1, self.n)],
+                               d == m.uint(0, self.n)))
+
+    def bvurem(self, y: Any) -> "MBits":
+        """Unsigned remainder; ``self`` for ``y = 0`` (SMT-LIB's ``bvurem``), as
+        ``self - (self / y) * y`` (CIRCT 1.58 has no ``comb.urem`` lowering from magma)."""
+        d = self._o(y)
+        return self._new(m.mux([self.v - (self.v / d) * d, self.v], d == m.uint(0, self.n)))
+
     def __neg__(self) -> "MBits":
         return self._new(m.uint(0, self.n) - self.v)
 

@@ -54,7 +54,8 @@ interpret_trace`); a write site becomes an output IO tile whose tokens the host 
 the site's addresses in program order. A DRAM both read and written is refused.
 
 **Operators** (i32, all signed): add, sub, mul, and, or, xor, shl, shr, min, max, neg, not,
-abs, the comparisons (a PE's ``res_p``, 1 bit), select (``Sel`` on ``p``); constant operands
+abs, div and mod (floor, on a PE built with the divider, ``make_dataflow_pe(..., div=True)``),
+the comparisons (a PE's ``res_p``, 1 bit), select (``Sel`` on ``p``); constant operands
 fold into the PE (``CONST``), loop indices read its counter (``INDEX``); an expression of
 constants only is folded on the host.
 
@@ -64,7 +65,7 @@ access or controller label and what maps instead): FIFOs, SRAMs a memory PE cann
 bounds that are not constants,
 ``par`` on a loop that is not innermost (a loop that fills an SRAM runs in one lane: its
 memory PE takes one write stream), more than the PE's counter levels of nesting, a
-float program, an operator the PE lacks (div, mod), a value read at a rate it is not
+float program, an operator the PE lacks (div and mod without the divider), a value read at a rate it is not
 produced at (a Reg written inside a loop and read after it without a reduction), and a
 program whose PEs or IO tiles outnumber the array's (naming the resource and the
 shortfall).
@@ -108,6 +109,9 @@ from peak.assembler import assembler
 #: program operator -> DataflowPE op (binary, operands in program order)
 PE_OPS = {"add": "Add", "sub": "Sub", "mul": "Mul", "and": "And", "or": "Or", "xor": "Xor",
           "shl": "Shl", "shr": "Shr", "min": "Min", "max": "Max"}
+#: program operator -> DataflowPE op of a PE built with the divider (``div=True``; floor
+#: quotient and modulo, 0 for a zero divisor, as the interpreter)
+DIV_OPS = {"div": "Div", "mod": "Mod"}
 #: program comparison -> DataflowPE ``cond`` (the result on ``res_p``)
 CMP_OPS = {"lt": "LT", "le": "LE", "gt": "GT", "ge": "GE", "eq": "EQ", "ne": "NE"}
 #: reduction operator -> DataflowPE ``red``
@@ -219,6 +223,15 @@ class _Compiler:
         self.alias: dict[int, Loop] = {}
         #: id(SRAM) -> the program steps that start and end each write epoch
         self.epochs = epochs
+        #: id(Temp) -> how many expression nodes of the program read it
+        self.temp_reads: dict[int, int] = {}
+        for c in program.controllers():
+            for st in c.statements if isinstance(c, Block) else ():
+                exprs = [st.value] + (list(st.index) if isinstance(st, Store) else [])
+                for e in exprs:
+                    for x in _nodes(e):
+                        if isinstance(x, Temp):
+                            self.temp_reads[id(x)] = self.temp_reads.get(id(x), 0) + 1
         #: id(Loop) -> the Regs (by id) its body writes
         self.reg_writes: dict[int, set[int]] = {
             id(lp): {id(st.mem) for b in _descendants(lp) if isinstance(b, Block)
@@ -336,8 +349,12 @@ class _Compiler:
         args = [self.expr(a, chain, memo) for a in e.args]
         if all(a.kind == "const" for a in args):
             return Val("const", value=int(apply_op(e.op, [a.value for a in args], "i32")))
-        if e.op in PE_OPS:
-            pe = self.new_pe(chain, op=PE_OPS[e.op])
+        if e.op in PE_OPS or e.op in DIV_OPS:
+            if e.op in DIV_OPS and not getattr(self.spec, "div", False):
+                raise self.refuse(f"unit {self.unit}: operator {e.op!r} needs a divider; the "
+                                  f"design's PE has none (build it with "
+                                  f"make_dataflow_pe(..., div=True))")
+            pe = self.new_pe(chain, op={**PE_OPS, **DIV_OPS}[e.op])
             self.operand(pe, "a", args[0])
             self.operand(pe, "b", args[1])
             return self.out_of(pe)
@@ -400,6 +417,10 @@ class _Compiler:
             cur = self.regs.get(id(m))
             if isinstance(cur, _Pending):
                 cur = self.close_reduction(m, cur, chain)
+            elif isinstance(cur, _Deferred):
+                unit, self.unit = self.unit, cur.unit
+                cur = self.regs[id(m)] = cur.build()
+                self.unit = unit
             made = {self.loop_key(x) for x in (cur.rate if cur is not None else ())}
             for lp, _ in chain:
                 key = self.loop_key(lp)
@@ -518,6 +539,9 @@ class _Compiler:
         if any(isinstance(y, Load) and y.mem is m for y in walk(x)):
             return None
         cur = self.regs.get(id(m))
+        if isinstance(cur, _Deferred):
+            raise self.refuse(f"{s.label}: a second reduction into Reg {m.name!r} before "
+                              f"its value is read")
         if isinstance(cur, _Pending):
             lane = self.lane_of(chain)
             if not (cur.par_loop is not None and lane is not None and
@@ -693,11 +717,89 @@ class _Compiler:
         self.unit = b.label
         lane = next((ln for _, ln in chain if ln is not None), None)
         memo: dict[int, Val] = {}
+        groups = [g for g in _arg_groups(b, self.temp_reads) if self.carried(g, chain)]
+        skip = {id(g.cond) for g in groups}
+        claimed = {id(st): g for g in groups for st in g.stores}
         for st in b.statements:
             if isinstance(st, Let):
-                self.temps[(id(st.temp), lane)] = self.expr(st.value, chain, memo)
+                if id(st) not in skip:
+                    self.temps[(id(st.temp), lane)] = self.expr(st.value, chain, memo)
+            elif id(st) in claimed:
+                g = claimed[id(st)]
+                if st is g.stores[0]:
+                    self.arg_reduce(g, chain, memo)
             else:
                 self.store(st, chain, memo)
+
+    def carried(self, g: "_ArgGroup", chain: list) -> bool:
+        """Whether the values of ``g``'s Regs before this block were produced outside
+        some of the enclosing loops (a reduction over them), not in this iteration."""
+        rates = []
+        for reg in (g.best, g.index):
+            cur = self.regs.get(id(reg))
+            if isinstance(cur, _Pending | _Deferred):
+                return False        # the second reduction is refused by store()
+            rates.append(len(cur.rate) if cur is not None else 0)
+        return max(rates) < len(chain)
+
+    def arg_reduce(self, g: "_ArgGroup", chain: list, memo: dict[int, Val]) -> None:
+        """``best`` and ``index`` of an arg-reduction (:func:`_arg_groups`) over the loops
+        inside their values' rate: a ``MIN`` (``MAX``) PE and an ``ARGMIN`` (``ARGMAX``) PE
+        over ``key`` with ``B`` = ``value``, each emitting once per window; after the
+        window ``best = min(best0, m)`` and ``index = m < best0 ? arg : index0`` with the
+        values ``best0`` / ``index0`` before the loops (built when read)."""
+        if self.lane_of(chain) is not None:
+            raise self.refuse(f"{g.stores[0].label}: an arg-{g.kind} reduction into Regs "
+                              f"{g.index.name!r} / {g.best.name!r} in the lanes of a par loop "
+                              f"(not mapped; use par on another loop)")
+        inits = []
+        for reg in (g.best, g.index):
+            cur = self.regs.get(id(reg))
+            inits.append(cur if cur is not None else Val("const", value=int(reg.init)))
+        best0, index0 = inits
+        outer = max(len(best0.rate), len(index0.rate))
+        window = len(chain) - outer
+        key = self.expr(g.key, chain, memo)
+        value = self.expr(g.value, chain, memo)
+        unit = self.unit
+        ext, red = ("Min", "MIN") if g.kind == "min" else ("Max", "MAX")
+        rate = tuple(lp for lp, _ in chain[:outer])
+        made: dict[str, Val] = {}
+
+        def reducer(kind: str) -> Val:
+            if kind not in made:
+                pe = self.new_pe(chain, op="PassA")
+                self.operand(pe, "a", key)
+                if kind == "arg":
+                    self.operand(pe, "b", value)
+                pe.red = "ARG" + red if kind == "arg" else red
+                pe.levels["red_level"] = pe.levels["emit_level"] = window
+                made[kind] = Val("net", pe.name, "res", rate=rate)
+            return made[kind]
+
+        def best() -> Val:
+            m = reducer("ext")
+            extreme = -2**31 if g.kind == "max" else 2**31 - 1
+            if best0.kind == "const" and best0.value == extreme:
+                return m
+            pe = self.new_pe(chain[:outer], op=ext)
+            self.operand(pe, "a", best0)
+            self.operand(pe, "b", m)
+            return self.out_of(pe)
+
+        def index() -> Val:
+            m, arg = reducer("ext"), reducer("arg")
+            cmp = self.new_pe(chain[:outer], cond="LT" if g.kind == "min" else "GT")
+            self.operand(cmp, "a", m)
+            self.operand(cmp, "b", best0)
+            pe = self.new_pe(chain[:outer], op="Sel")
+            self.operand(pe, "a", arg)
+            self.operand(pe, "b", index0)
+            self.operand(pe, "p", self.out_of(cmp, "res_p", 1))
+            return self.out_of(pe)
+
+        self.regs[id(g.best)] = _Deferred(best, unit)
+        self.regs[id(g.index)] = _Deferred(index, unit)
 
 
 @dataclass
@@ -712,6 +814,112 @@ class _Pending:
     parts: list
     unit: str
     par_loop: Loop | None = None
+
+
+@dataclass
+class _Deferred:
+    """A Reg's value after an arg-reduction, built (its PEs made, in ``unit``) when read."""
+    build: Any
+    unit: str
+
+
+@dataclass
+class _ArgGroup:
+    """An arg-reduction of one block (:func:`_arg_groups`): ``kind`` ``min`` / ``max``, the
+    Regs ``best`` and ``index``, the ``key`` compared and the ``value`` recorded, the
+    condition's Let and the two stores (in program order)."""
+    kind: str
+    best: Reg
+    index: Reg
+    key: Expr
+    value: Expr
+    cond: Let
+    stores: tuple
+
+
+def _same(a: Expr, b: Expr) -> bool:
+    """Structural equality of two expressions (the same Reg or memory read at equal
+    indices, equal constants, the same loop index, Temp or operator tree)."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, Const):
+        return a.value == b.value and a.dtype == b.dtype
+    if isinstance(a, Index):
+        return a.loop is b.loop
+    if isinstance(a, Load):
+        return a.mem is b.mem and len(a.index) == len(b.index) and all(
+            _same(x, y) for x, y in zip(a.index, b.index, strict=True))
+    if isinstance(a, Op):
+        return a.op == b.op and all(_same(x, y) for x, y in zip(a.args, b.args, strict=True))
+    return False
+
+
+def _nodes(e: Expr):
+    """Every node of expression tree ``e``, a shared node once per use (unlike
+    :func:`walk`)."""
+    yield e
+    for c in e.children():
+        yield from _nodes(c)
+
+
+def _reads(e: Expr, reg: Reg) -> bool:
+    return any(isinstance(x, Load) and x.mem is reg for x in walk(e))
+
+
+def _arg_groups(b: Block, temp_reads: dict[int, int]) -> list[_ArgGroup]:
+    """The arg-reductions of block ``b`` (SARA's k-means assignment, an accumulator pair
+    promoted into its VCU): ``t = key < best`` (or ``best > key``; ``>`` for an arg-max), then
+    ``index = select(t, value, index)`` and ``best = select(t, key, best)`` in either order,
+    with ``t`` read by these two stores only (``temp_reads``: id(Temp) -> its reads in the
+    program), ``key`` and ``value`` reading neither Reg. Strict comparisons only: ties
+    keep the earlier ``value``."""
+    lets = {id(st.temp): st for st in b.statements if isinstance(st, Let)}
+    stores = [st for st in b.statements if isinstance(st, Store) and isinstance(st.mem, Reg)]
+    order = {id(st): k for k, st in enumerate(b.statements)}
+    groups = []
+
+    def select_of(st: Store):
+        e = st.value
+        if (isinstance(e, Op) and e.op == "select" and isinstance(e.args[0], Temp)
+                and id(e.args[0]) in lets and isinstance(e.args[2], Load)
+                and e.args[2].mem is st.mem):
+            return e.args[0], e.args[1]
+        return None
+
+    for s in stores:
+        sel = select_of(s)
+        if sel is None:
+            continue
+        t, value = sel
+        cond = lets[id(t)]
+        c = cond.value
+        if not (isinstance(c, Op) and c.op in ("lt", "gt")):
+            continue
+        if temp_reads.get(id(t)) != 2:
+            continue
+        x, y = c.args
+        # key < best (arg-min) or best < key (arg-max); gt mirrors them
+        for key, side, kind in ((x, y, "min"), (y, x, "max")):
+            if c.op == "gt":
+                kind = "max" if kind == "min" else "min"
+            if not (isinstance(side, Load) and isinstance(side.mem, Reg)) or side.mem is s.mem:
+                continue
+            best = side.mem
+            partner = [o for o in stores if o.mem is best
+                       and (sel2 := select_of(o)) is not None and sel2[0] is t
+                       and _same(sel2[1], key)]
+            if len(partner) != 1 or any(_reads(e, r) for e in (key, value)
+                                        for r in (best, s.mem)):
+                continue
+            if not order[id(cond)] < min(order[id(s)], order[id(partner[0])]):
+                continue
+            first = s if order[id(s)] < order[id(partner[0])] else partner[0]
+            groups.append(_ArgGroup(kind, best, s.mem, key, value, cond,
+                                    (first, partner[0] if first is s else s)))
+            break
+    return groups
 
 
 def _check_srams(program: Program, trace: dict[str, list],

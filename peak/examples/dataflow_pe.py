@@ -23,23 +23,30 @@ firing" for ``k = 0`` and "the firings where ``done`` bit ``k - 1`` is 1" otherw
 
 * operands: ``A`` = ``a``, the constant ``a_const`` or the chain's index at level
   ``a_level`` (zero-extended; ``a_src``: :class:`Src`), ``B`` likewise;
-* ``x = op(A, B)`` (:class:`DfOp`; ``signed`` selects signed Min/Max/Shr and compares;
-  ``Mul`` keeps the low ``width`` bits; ``Sel`` = ``p ? A : B``; ``PassA`` = ``A``);
+* ``x = op(A, B)`` (:class:`DfOp`; ``signed`` selects signed Min/Max/Shr/Div/Mod and compares;
+  ``Mul`` keeps the low ``width`` bits; ``Sel`` = ``p ? A : B``; ``PassA`` = ``A``;
+  ``Div`` / ``Mod`` the floor quotient and modulo of a PE built with ``div=True``, 0 for
+  ``B = 0`` (:func:`make_divider`));
 * reduction (:class:`Red`): with ``red = NONE`` ``y = x``; else ``y = x`` on the first
   firing of a window and ``red(acc, x)`` after it, a window ending at the firings of level
-  ``red_level``; ``acc`` holds ``y`` (reset: an empty window). ``res = y``;
+  ``red_level``; ``acc`` holds ``y`` (reset: an empty window). ``res = y``, except for
+  ``ARGMIN`` / ``ARGMAX``: ``acc`` keeps the window's minimum / maximum of ``x`` and ``arg``
+  the ``B`` of the firing where ``x`` first reached it (updated on the first firing and
+  when ``x`` is strictly below / above ``acc``: ties keep the earlier ``B``, as a program's
+  ``best = select(x < best, x, best)``), and ``res = arg``: with ``B`` the index of the
+  window's loop, the index of the first minimum (SARA's k-means assignment);
 * ``res_p`` = the comparison ``cond`` (:class:`PCond`) of ``A`` and ``B``, or ``p``;
 * ``emit_res`` at level ``emit_level`` and, if ``emit_on_p``, only when ``p`` is 1;
   ``emit_res_p`` at level ``emit_p_level``; ``deq_<in>`` at level ``deq_<in>_level``.
 
 A dot product of ``n`` pairs is one such PE: ``op = Mul``, ``red = ADD``, a one-level chain
 ``(0, 1, n)`` with ``red_level = emit_level = 1``: it fires ``n`` times and emits the sum
-on the last. State: the chain (``levels * ctr_width`` bits), ``acc`` (``width`` bits) and
-the window flag (1 bit).
+on the last. State: the chain (``levels * ctr_width`` bits), ``acc`` and ``arg``
+(``width`` bits each) and the window flag (1 bit).
 
 ``make_dataflow_pe(width, levels, ctr_width)`` (cached) builds the class; ``DataflowPE``
 is the 32-bit PE with a 3-level chain of 16-bit counters (``pe =
-"peak.examples.dataflow_pe:DataflowPE"``), 239 instruction bits. Level fields are
+"peak.examples.dataflow_pe:DataflowPE"``), 240 instruction bits. Level fields are
 ``(levels).bit_length()`` bits. :func:`dataflow_inst` builds an instruction from plain
 values and raises :class:`~cgra.errors.ConfigError` for values the PE cannot hold; it is
 also the class method ``instruction`` of every dataflow PE class.
@@ -69,6 +76,8 @@ class DfOp(Enum):
     Sel = 10
     PassA = 11
     Mem = 12
+    Div = 13
+    Mod = 14
 
 
 class Red(Enum):
@@ -76,6 +85,8 @@ class Red(Enum):
     ADD = 1
     MIN = 2
     MAX = 3
+    ARGMIN = 4
+    ARGMAX = 5
 
 
 class Src(Enum):
@@ -113,6 +124,44 @@ def make_operand(width: int) -> type:
             return out
     Operand.__name__ = Operand.__qualname__ = f"Operand{width}"
     return Operand
+
+
+@functools.lru_cache(maxsize=None)
+def make_divider(width: int, enabled: bool) -> type:
+    """The integer divider of a dataflow PE (a stateless sub-PE): inputs ``signed`` (1 bit),
+    ``a``, ``b`` (``width`` bits); outputs ``quo`` and ``mod`` (``width`` bits): the
+    *floor* quotient and the floor modulo (Python's ``//`` and ``%``, the dataflow
+    DSL's ``div`` / ``mod``: the remainder takes the divisor's sign) of ``a`` by ``b``, as
+    two's complement when ``signed`` else unsigned, the quotient wrapped to ``width`` bits
+    (``-2**(width-1) // -1`` is ``-2**(width-1)``); both 0 when ``b`` is 0 (the
+    interpreter's ``x // 0``). Built from one unsigned divider of the magnitudes
+    (``bvudiv``), the quotient negated and lowered by one when the signs differ and the
+    division is inexact. With ``enabled`` false there is no divider: both outputs are
+    ``a`` (``Div`` and ``Mod`` act as ``PassA``)."""
+    Data = BitVector[width]
+    TOP = width - 1
+    if not enabled:
+        class NoDivider(Peak):
+            @name_outputs(quo=Data, mod=Data)
+            def __call__(self, signed: Bit, a: Data, b: Data):
+                return a, a
+        NoDivider.__name__ = NoDivider.__qualname__ = f"NoDivider{width}"
+        return NoDivider
+
+    class Divider(Peak):
+        @name_outputs(quo=Data, mod=Data)
+        def __call__(self, signed: Bit, a: Data, b: Data):
+            neg_a = signed & a[TOP]
+            neg_b = signed & b[TOP]
+            ua = neg_a.ite(-a, a)
+            ub = neg_b.ite(-b, b)
+            q = ua.bvudiv(ub)
+            inexact = (ua - q * ub) != Data(0)
+            down = (neg_a ^ neg_b).ite(-q - inexact.ite(Data(1), Data(0)), q)
+            zero = b == Data(0)
+            return zero.ite(Data(0), down), zero.ite(Data(0), a - b * down)
+    Divider.__name__ = Divider.__qualname__ = f"Divider{width}"
+    return Divider
 
 
 @functools.lru_cache(maxsize=None)
@@ -157,15 +206,25 @@ def make_scratch(width: int, words: int) -> type:
     return Scratch
 
 
-@functools.lru_cache(maxsize=None)
 def make_dataflow_pe(width: int = 32, levels: int = 3, ctr_width: int = 16,
-                     words: int = 0) -> type:
+                     words: int = 0, div: bool = False) -> type:
     """The dataflow PE class for a ``width``-bit datapath (a power of two, 4..32), a
-    ``levels`` x ``ctr_width``-bit counter chain and a scratchpad of ``words`` words (0:
-    none; a power of two up to 1024), the memory of op ``Mem`` (module docstring). Raises
+    ``levels`` x ``ctr_width``-bit counter chain, a scratchpad of ``words`` words (0:
+    none; a power of two up to 1024), the memory of op ``Mem`` (module docstring), and with
+    ``div`` an integer divider for ops ``Div`` / ``Mod`` (:func:`make_divider`; without
+    it they act as ``PassA``). Raises
     :class:`~cgra.errors.SpecError` for a width that is not a power of two in 4..32,
-    ``ctr_width > width`` (the index is an operand) or a bad ``words``; the chain's own
-    limits as :func:`~peak.control.make_counter_chain`."""
+    ``ctr_width > width`` (the index is an operand), a bad ``words`` or a ``div`` that is
+    not a bool; the chain's own limits as :func:`~peak.control.make_counter_chain`."""
+    if not isinstance(div, bool):
+        raise SpecError(f"make_dataflow_pe: div = {div!r} must be True or False")
+    return _make_dataflow_pe(width, levels, ctr_width, words, div)
+
+
+@functools.lru_cache(maxsize=None)
+def _make_dataflow_pe(width: int, levels: int, ctr_width: int, words: int, div: bool) -> type:
+    """:func:`make_dataflow_pe` cached by its positional arguments (one class however the
+    arguments are spelled)."""
     if width not in (4, 8, 16, 32):
         raise SpecError(f"make_dataflow_pe: width = {width!r} must be 4, 8, 16 or 32")
     if words not in (0, *(1 << k for k in range(1, 11))) or words > 1 << ctr_width:
@@ -204,17 +263,21 @@ def make_dataflow_pe(width: int = 32, levels: int = 3, ctr_width: int = 16,
         ctr = Chain.Inst
 
     WORDS = words
+    DIV = div
     Scratch = make_scratch(W, words)
+    Divider = make_divider(W, div)
     Operand = make_operand(W)
 
     class DataflowPE(Peak):
         def __init__(self):
             self.ctr = Chain()
             self.acc = RegisterFile(1, Data, 0)
+            self.arg = RegisterFile(1, Data, 0)
             self.fresh = RegisterFile(1, One, 1)
             self.scratch = Scratch()
             self.a_src = Operand()
             self.b_src = Operand()
+            self.divider = Divider()
 
         @name_outputs(res=Data, res_p=Bit, emit_res=Bit, emit_res_p=Bit, deq_a=Bit,
                       deq_b=Bit, deq_p=Bit, need_a=Bit, need_b=Bit, need_p=Bit)
@@ -251,6 +314,7 @@ def make_dataflow_pe(width: int = 32, levels: int = 3, ctr_width: int = 16,
                 lt = av.bvult(bv)
                 le = av.bvule(bv)
                 shr = av.bvlshr(bv & SHIFT_MASK)
+            quo, mod = self.divider(inst.signed, av, bv)
             if inst.op == DfOp.Add:
                 x = av + bv
             elif inst.op == DfOp.Sub:
@@ -273,23 +337,36 @@ def make_dataflow_pe(width: int = 32, levels: int = 3, ctr_width: int = 16,
                 x = bv if le else av
             elif inst.op == DfOp.Sel:
                 x = av if p else bv
+            elif inst.op == DfOp.Div:
+                x = quo
+            elif inst.op == DfOp.Mod:
+                x = mod
             else:
                 x = av
             acc = self.acc.read(One(0))
             fresh = self.fresh.read(One(0))[0]
             if inst.signed:
                 acc_le = acc.bvsle(x)
+                acc_lt = acc.bvslt(x)
             else:
                 acc_le = acc.bvule(x)
+                acc_lt = acc.bvult(x)
+            arg_min = inst.red == Red.ARGMIN
+            arg_max = inst.red == Red.ARGMAX
             if inst.red == Red.ADD:
                 r = acc + x
-            elif inst.red == Red.MIN:
+            elif (inst.red == Red.MIN) | arg_min:
                 r = acc if acc_le else x
             else:
                 r = x if acc_le else acc
             keep = (inst.red == Red.NONE) | fresh
             y = keep.ite(x, r)
             self.acc.write(One(0), y)
+            # ARGMIN / ARGMAX: B where x first became the window's strict minimum / maximum
+            better = fresh | (arg_min & ~acc_le) | (arg_max & acc_lt)
+            arg = better.ite(bv, self.arg.read(One(0)))
+            self.arg.write(One(0), arg)
+            y = (arg_min | arg_max).ite(arg, y)
             self.fresh.write(One(0), ((inst.red == Red.NONE) | at_red).ite(One(1), One(0)))
             if inst.cond == PCond.LT:
                 res_p = lt
@@ -311,11 +388,13 @@ def make_dataflow_pe(width: int = 32, levels: int = 3, ctr_width: int = 16,
                 at_da, at_db)
             return y, res_p, emit, at_emit_p, at_da, at_db, at_dp, need_a, need_b, Bit(1)
 
-    suffix = f"_m{WORDS}" if WORDS else ""
+    suffix = (f"_m{WORDS}" if WORDS else "") + ("_div" if DIV else "")
     DataflowPE.__name__ = DataflowPE.__qualname__ = f"DataflowPE{W}_{L}x{CW}{suffix}"
     DataflowPE.peak_ref = (f"{__name__}:make_dataflow_pe({W}, {L}, {CW}"
-                           + (f", {WORDS})" if WORDS else ")"))
+                           + (f", {WORDS}" if WORDS or DIV else "")
+                           + (", div=True)" if DIV else ")"))
     DataflowPE.words = WORDS
+    DataflowPE.div = DIV
     DataflowPE.Inst = Inst
     DataflowPE.Chain = Chain
     DataflowPE.width = W

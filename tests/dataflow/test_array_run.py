@@ -93,6 +93,123 @@ def windows(n: int = 4, m: int = 6, par: int = 2, seed: int = 5):
     return p, inputs, want
 
 
+def quotients(n: int = 4, m: int = 6, seed: int = 11):
+    """Floor division and modulo by data (zero and negative divisors, ``-2**31 // -1``) and a
+    row mean (a reduction's sum divided by the constant ``m``)."""
+    p = Program("quotients")
+    a, b = p.dram("a", (n, m)), p.dram("b", (n, m))
+    q, r, mean = p.dram("q", (n, m)), p.dram("r", (n, m)), p.dram("mean", (n,))
+    s = p.reg("s")
+    with p.foreach(n) as i:
+        with p.reduce(s, m) as (j, add):
+            add(a[i, j])
+        mean[i] = s.value // m
+        with p.foreach(m) as j:
+            x, y = p.let(a[i, j]), p.let(b[i, j])
+            q[i, j] = x // y
+            r[i, j] = x % y
+    rng = np.random.default_rng(seed)
+    a_in = rng.integers(-50, 51, (n, m)).astype(np.int64)
+    b_in = rng.integers(-4, 5, (n, m)).astype(np.int64)
+    a_in[0, :2], b_in[0, :2] = -2**31, (-1, 0)
+    one = np.where(b_in == 0, 1, b_in)
+    wrap = lambda v: ((v + 2**31) % 2**32 - 2**31).astype(np.int32)  # noqa: E731
+    want = {"q": wrap(np.where(b_in == 0, 0, a_in // one)),
+            "r": wrap(np.where(b_in == 0, 0, a_in % one)),
+            "mean": wrap(wrap(a_in.sum(axis=1)).astype(np.int64) // m)}
+    return p, {"a": a_in.astype(np.int32), "b": b_in.astype(np.int32)}, want
+
+
+def test_floor_division_and_modulo_on_the_pes_divider(df, tmp_path):
+    """``//`` and ``%`` on Div / Mod PEs (configs/small_df.toml's PE has the divider) under
+    random stalls: Python's floor semantics, ``x // 0 = x % 0 = 0`` as the interpreter,
+    ``-2**31 // -1`` wrapping to ``-2**31``; the row mean divides a reduction by a constant
+    operand. The same program on a PE without the divider is refused, naming the fix."""
+    program, inputs, want = quotients()
+    assert (want["q"][0, :2].tolist(), want["r"][0, :2].tolist()) == ([-2**31, 0], [0, 0])
+    assert (want["q"] < 0).any() and (want["r"] < 0).any() and (want["mean"] < 0).any()
+    r = run_program(program, inputs, df, tmp_path, stall_in=0.3, stall_out=0.3, stall_seed=8)
+    ref = interpret(program, inputs)
+    for name in ("q", "r", "mean"):
+        assert np.array_equal(r.memories[name], want[name]), name
+        assert np.array_equal(ref[name], want[name]), name
+    assert_model(r)
+    ops = sorted((pe.op, pe.operands["b"].kind) for pe in r.program.pes.values()
+                 if pe.op in ("Div", "Mod"))
+    assert ops == [("Div", "const"), ("Div", "net"), ("Mod", "net")]
+    with pytest.raises(MappingError, match=re.escape(
+            "operator 'div' needs a divider; the design's PE has none (build it with "
+            "make_dataflow_pe(..., div=True))")):
+        compile_program(program, inputs, MEM_PE)
+
+
+def nearest(n: int = 6, k: int = 4, d: int = 3, seed: int = 2):
+    """k-means' assignment step (apps.kmeans_step's centroid loop): per point the index of
+    the nearest centroid (first minimum; centroid 2 duplicates centroid 0, so every point
+    closest to it ties and keeps 0) and its distance; and an arg-max with initial values
+    that are not the extreme (``far`` starts at 101 with index -1: a point whose every
+    distance is at most 101 keeps -1; seed 2 has one at 93 and two at exactly 101)."""
+    p = Program("nearest")
+    pts, cen_d = p.dram("points", (n, d)), p.dram("centroids", (k, d))
+    assign, bestd, farthest = (p.dram("assign", (n,)), p.dram("best_dist", (n,)),
+                               p.dram("far_index", (n,)))
+    cen = p.sram("cen", (k, d))
+    with p.foreach(k) as c, p.foreach(d) as j:
+        cen[c, j] = cen_d[c, j]
+    dist, best, bi = p.reg("dist"), p.reg("best"), p.reg("best_index")
+    far, fi = p.reg("far"), p.reg("fi")
+    with p.foreach(n) as i:
+        best.value = 2**31 - 1
+        bi.value = 0
+        far.value = 101
+        fi.value = -1
+        with p.foreach(k) as c:
+            with p.reduce(dist, d) as (j, add):
+                diff = p.let(pts[i, j] - cen[c, j])
+                add(diff * diff)
+            closer = p.let(dist.value < best.value)
+            bi.value = select(closer, c, bi.value)
+            best.value = select(closer, dist.value, best.value)
+            farther = p.let(far.value < dist.value)
+            fi.value = select(farther, c, fi.value)
+            far.value = select(farther, dist.value, far.value)
+        assign[i] = bi.value
+        bestd[i] = best.value
+        farthest[i] = fi.value
+    rng = np.random.default_rng(seed)
+    inputs = {"points": rng.integers(-6, 7, (n, d)).astype(np.int32),
+              "centroids": rng.integers(-6, 7, (k, d)).astype(np.int32)}
+    inputs["centroids"][2] = inputs["centroids"][0]
+    dd = ((inputs["points"][:, None, :].astype(np.int64)
+           - inputs["centroids"][None, :, :]) ** 2).sum(axis=2)
+    far_i = np.where(dd.max(axis=1) > 101, np.argmax(dd, axis=1), -1)
+    want = {"assign": np.argmin(dd, axis=1), "best_dist": dd.min(axis=1), "far_index": far_i}
+    return p, inputs, {k_: v.astype(np.int32) for k_, v in want.items()}
+
+
+def test_arg_min_and_arg_max_over_a_loop_on_argmin_pes(df, tmp_path):
+    """``best = select(dist < best, dist, best)`` with the index beside it, over the
+    centroid loop: an ARGMIN PE (ties keep the lower index) and a MIN PE per pair, the
+    initial values combined after the loop (the arg-max's 101 / -1 through a compare and a
+    select; the arg-min's extreme initial value needs none for ``best``), under random
+    stalls; the same cycles as the model."""
+    program, inputs, want = nearest()
+    assert (want["far_index"] == -1).sum() == 3 and (want["far_index"] >= 0).sum() == 3
+    dists = ((inputs["points"][:, None, :].astype(np.int64)
+              - inputs["centroids"][None, :, :]) ** 2).sum(axis=2)
+    assert [len(np.flatnonzero(d == d.min())) for d in dists] == [1, 2, 1, 1, 1, 2]  # ties
+    r = run_program(program, inputs, df, tmp_path, stall_in=0.3, stall_out=0.3, stall_seed=6)
+    ref = interpret(program, inputs)
+    for name in want:
+        assert np.array_equal(r.memories[name], want[name]), name
+        assert np.array_equal(ref[name], want[name]), name
+    assert_model(r)
+    reds = sorted(pe.red for pe in r.program.pes.values() if pe.red != "NONE")
+    assert reds == ["ADD", "ARGMAX", "ARGMIN", "MAX", "MIN"]
+    arg = next(pe for pe in r.program.pes.values() if pe.red == "ARGMIN")
+    assert arg.operands["b"].kind == "index" and arg.levels["emit_level"] == 1
+
+
 @pytest.mark.parametrize("par, p_stall, seed", [(1, 0.6, 2), (2, 0.3, 3)])
 def test_dot_product_bit_exact_under_random_stalls(df, par, p_stall, seed, tmp_path):
     program, inputs, reference = APPS["dot_product"](n=64, par=par)

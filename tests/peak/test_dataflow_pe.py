@@ -14,8 +14,9 @@ from peak.normalize import normal_form
 from peak.sim import RTLSim, model_outputs
 from peak.smt import symbolic
 
-SMALL = make_dataflow_pe(4, 2, 2)       # 51 instruction bits: fits RTLSim's 64
+SMALL = make_dataflow_pe(4, 2, 2)       # 52 instruction bits: fits RTLSim's 64
 SMALL_MEM = make_dataflow_pe(4, 2, 2, 4)      # with a 4-word scratchpad
+SMALL_DIV = make_dataflow_pe(4, 2, 2, div=True)   # with the divider
 
 
 def _run(spec, inst, feed):
@@ -28,8 +29,8 @@ def test_ports_and_instruction_width():
     assert [n for n, _ in nf.inputs] == ["a", "b", "p"]
     assert [n for n, _ in nf.outputs] == ["res", "res_p", "emit_res", "emit_res_p", "deq_a",
                                           "deq_b", "deq_p", "need_a", "need_b", "need_p"]
-    assert assembler(DataflowPE.Inst).width == 239
-    assert assembler(SMALL.Inst).width == 51
+    assert assembler(DataflowPE.Inst).width == 240
+    assert assembler(SMALL.Inst).width == 52
 
 
 def test_dot_product_window_emits_the_sum_on_its_last_firing():
@@ -72,6 +73,26 @@ def test_min_max_windows_compare_and_predicated_emit():
         [1, 0, 1]
 
 
+def test_argmin_argmax_windows_keep_the_first_extreme_index():
+    """ARGMIN over windows of 4 firings (``B`` = the window loop's index): ``res`` on the
+    last firing is the index of the first strict minimum (ties keep the earlier index,
+    signed compare); ARGMAX likewise; the running ``res`` is the index so far."""
+    vals = [7, 3, 9, 3,   -2, 5, -2, -9,   4, 4, 4, 4]
+    feed = [(v % 2**32, 0, 0) for v in vals]
+    amin = dataflow_inst(DataflowPE, [(0, 1, 4), (0, 1, 3)], "PassA", b_src="INDEX",
+                         red="ARGMIN", red_level=1, emit_level=1, signed=True)
+    rows = _run(DataflowPE, amin, feed)
+    assert [r[0] for r in rows] == [0, 1, 1, 1,   0, 0, 0, 3,   0, 0, 0, 0]
+    assert [r[2] for r in rows] == [0, 0, 0, 1] * 3
+    amax = dataflow_inst(DataflowPE, [(0, 1, 4), (0, 1, 3)], "PassA", b_src="INDEX",
+                         red="ARGMAX", red_level=1, emit_level=1, signed=True)
+    assert [r[0] for r in _run(DataflowPE, amax, feed) if r[2]] == [2, 1, 0]
+    # unsigned: -9 is the largest word, so ARGMIN of the second window is 1 (5)
+    umin = dataflow_inst(DataflowPE, [(0, 1, 4), (0, 1, 3)], "PassA", b_src="INDEX",
+                         red="ARGMIN", red_level=1, emit_level=1)
+    assert [r[0] for r in _run(DataflowPE, umin, feed) if r[2]] == [1, 1, 0]
+
+
 def test_scratchpad_writes_in_counter_order_then_reads():
     """op Mem, 16 words, epochs of 4 writes (b_const) and 3 reads (counter (0, 1, 7)): b
     written at the inner counter's value while writing (a not needed, nothing emitted), then
@@ -104,7 +125,8 @@ def _random_inst(rng: random.Random, spec=None):
                                           "deq_a_level", "deq_b_level", "deq_p_level")})
 
 
-@pytest.mark.parametrize("spec", [SMALL, SMALL_MEM], ids=["no_scratchpad", "scratchpad"])
+@pytest.mark.parametrize("spec", [SMALL, SMALL_MEM, SMALL_DIV],
+                         ids=["no_scratchpad", "scratchpad", "divider"])
 def test_python_smt_rtl_agree_on_random_stimulus(spec, tmp_path):
     rng = random.Random(35)
     asm = assembler(spec.Inst)
@@ -135,6 +157,65 @@ def test_python_smt_rtl_agree_on_random_stimulus(spec, tmp_path):
     got = RTLSim(spec, str(tmp_path / "dfpe")).run(vectors)
     bad = [i for i, (e, g) in enumerate(zip(expected, got, strict=True)) if e != g]
     assert bad == [], f"RTL differs from the Python model first at cycle {bad[0]}"
+
+
+def _floor(signed: int, a: int, b: int, bits: int) -> tuple[int, int]:
+    """Python's floor ``//`` and ``%`` on ``bits``-bit words (0, 0 for b = 0), wrapped."""
+    if signed:
+        a, b = (v - (1 << bits) if v >> (bits - 1) else v for v in (a, b))
+    if b == 0:
+        return 0, 0
+    return (a // b) % (1 << bits), (a % b) % (1 << bits)
+
+
+def test_divider_is_floor_division_on_every_4_bit_pair_python_smt_rtl(tmp_path):
+    """Ops Div and Mod of a PE with the divider, signed and unsigned, on all 256 operand
+    pairs: the Python model gives Python's floor ``//`` / ``%`` (``-8 // -1`` wraps to -8,
+    ``x // 0`` and ``x % 0`` are 0); the SMT interpretation on a seeded sample and the RTL on
+    every vector give the same words."""
+    asm = assembler(SMALL_DIV.Inst)
+    vectors, want = [], []
+    for op, signed in [("Div", 1), ("Mod", 1), ("Div", 0), ("Mod", 0)]:
+        inst = asm.encode(dataflow_inst(SMALL_DIV, [(0, 1, 1)], op, signed=bool(signed)))
+        for a in range(16):
+            for b in range(16):
+                vectors.append((inst, [a, b, 0], 1))
+                want.append(_floor(signed, a, b, 4)[op == "Mod"])
+    py = model_outputs(SMALL_DIV, vectors)
+    assert [r[0] for r in py] == want
+    assert want[3 * 16] == 0 and _floor(1, 8, 15, 4) == (8, 0)     # 3 // 0; -8 // -1
+    assert _floor(1, 9, 2, 4) == (12, 1) and _floor(1, 7, 14, 4) == (12, 15)  # -7 // 2; 7 // -2
+    nf = normal_form(SMALL_DIV)
+    sym = symbolic(SMALL_DIV)
+    model = SMALL_DIV()
+    names = [n for n, _ in nf.inputs]
+    for inst, ins, _ in random.Random(13).sample(vectors, 96):
+        values = {"inst": inst, **dict(zip(names, ins, strict=True))}
+        values.update({f"state.{leaf.name}": int(v)
+                       for leaf, v in zip(nf.state, model.state(), strict=True)})
+        outs, _ = sym.substitute(values)
+        assert tuple(int(o.constant_value()) for o in outs.values()) == \
+            tuple(int(x) for x in model(inst, *ins))
+    assert RTLSim(SMALL_DIV, str(tmp_path / "div")).run(vectors) == py
+
+
+def test_divider_known_answers_at_32_bits_and_a_pe_without_one():
+    """-7 // 2 = -4, -7 % 2 = 1, 7 % -2 = -1, INT_MIN // -1 = INT_MIN, 5 // 0 = 0 on the
+    32-bit PE with ``div=True``; the default PE has no divider (Div is PassA) and its spec
+    reference names the option."""
+    P = make_dataflow_pe(32, 3, 16, 64, div=True)
+    assert P.peak_ref == "peak.examples.dataflow_pe:make_dataflow_pe(32, 3, 16, 64, div=True)"
+    assert P.div and not DataflowPE.div and assembler(P.Inst).width == 240
+    cases = [("Div", -7, 2, -4), ("Mod", -7, 2, 1), ("Mod", 7, -2, -1),
+             ("Div", -2**31, -1, -2**31), ("Div", 5, 0, 0), ("Mod", 5, 0, 0),
+             ("Div", 2**31 - 1, 3, 715827882)]
+    for op, a, b, q in cases:
+        inst = dataflow_inst(P, [(0, 1, 1)], op, signed=True)
+        assert _run(P, inst, [(a % 2**32, b % 2**32, 0)])[0][0] == q % 2**32, (op, a, b)
+    inst = dataflow_inst(DataflowPE, [(0, 1, 1)], "Div", signed=True)
+    assert _run(DataflowPE, inst, [(9, 2, 0)])[0][0] == 9
+    with pytest.raises(SpecError, match="div = 1 must be True or False"):
+        make_dataflow_pe(32, div=1)
 
 
 def test_refusals():

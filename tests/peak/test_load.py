@@ -47,6 +47,11 @@ def test_module_factory_and_dotted_forms():
     assert load_spec("peak.examples.toy_pe:ToyPE") is ToyPE
     toy8 = load_spec("peak.examples.toy_pe:make_toy_pe(8)")
     assert toy8.width == 8 and toy8 is load_spec("peak.examples.toy_pe:make_toy_pe( 8 )")
+    # keyword arguments: the dataflow PE with its divider, the same class by either spelling
+    df = load_spec("peak.examples.dataflow_pe:make_dataflow_pe(4, 2, 2, div=True)")
+    assert df.div and df.width == 4 and df.__name__ == "DataflowPE4_2x2_div"
+    assert df is load_spec("peak.examples.dataflow_pe:make_dataflow_pe(4, 2, 2, 0, True)")
+    assert load_spec(df.peak_ref) is df
 
 
 def test_file_relative_to_cwd_and_to_base(tmp_path, monkeypatch):
@@ -114,6 +119,10 @@ def test_spec_ref_resolves_back(tmp_path):
     ("peak.examples.toy_pe:make_toy_pe", ["not a PEak spec class", "a factory",
                                           "make_toy_pe(...)"]),
     ("peak.examples.toy_pe:make_toy_pe(x)", ["factory arguments 'x' are not literals"]),
+    ("peak.examples.toy_pe:make_toy_pe(**dict(w=8))", ["factory arguments", "not literals"]),
+    ("peak.examples.toy_pe:make_toy_pe(width=x)", ["factory arguments", "not literals"]),
+    ("peak.examples.dataflow_pe:make_dataflow_pe(4, divider=True)",
+     ["make_dataflow_pe(4, divider=True) failed", "TypeError", "divider"]),
     ("peak.examples.toy_pe:make_toy_pe(8", ["malformed factory call"]),
     ("peak.examples.toy_pe:make_toy_pe('a')", ["make_toy_pe('a') failed", "TypeError"]),
     ("missing_pe.py:PE", ["file", "missing_pe.py does not exist", "existing Python file"]),
