@@ -217,6 +217,10 @@ class _Compiler:
         self.sinks: dict[tuple[str, str], list[tuple[str, str]]] = {}
         #: id(SRAM) -> the net of the words its write site stores
         self.sram_data: dict[int, Val] = {}
+        #: id(SRAM) -> its scatter-add store (:func:`_accumulators`)
+        self.accs = _accumulators(program)
+        #: id(SRAM) of a scatter-add -> (address net, addend net, updates)
+        self.sram_acc: dict[int, tuple[Val, Val, int]] = {}
         #: (read site label, lane) -> its memory PE
         self.pmus: dict[tuple[str, Any], str] = {}
         #: id(Loop) -> the loop whose counter runs a branch clause's iterations of it
@@ -455,6 +459,8 @@ class _Compiler:
         m = e.mem
         if id(m) not in self.epochs:
             return Val("const", value=0)          # never written (_check_srams)
+        if id(m) in self.accs:
+            return self.acc_read(e, chain)
         lane = self.lane_of(chain)
         key = (e.label, lane[1] if lane else None)
         if key not in self.pmus:
@@ -472,10 +478,7 @@ class _Compiler:
                     f"{e.label}: reads SRAM {m.name!r} {per} times after its {len(epochs)} "
                     f"write epochs" + (f" (lane {lane[1]})" if lane else "") + "; a memory "
                     "PE reads the same number of words after every epoch")
-            flat: Expr = e.index[0]
-            for ix, n in zip(e.index[1:], m.shape[1:], strict=True):
-                flat = flat * n + ix
-            addr = self.materialise(self.expr(flat, chain, {}), chain)
+            addr = self.materialise(self.expr(_flat(e.index, m), chain, {}), chain)
             unit, self.unit = self.unit, m.name
             pmu = self.new_pe([], op="Mem")
             self.unit = unit
@@ -490,6 +493,55 @@ class _Compiler:
             pmu.operands["b"] = data
             self.pmus[key] = pmu.name
         return Val("net", self.pmus[key], "res", rate=tuple(lp for lp, _ in chain))
+
+    def acc_read(self, e: Load, chain: list) -> Val:
+        """A read site of a scatter-added SRAM (:func:`_accumulation`): a ``MemAcc`` memory
+        PE per read site, fed the scatter-add's address and addend streams, its counter
+        ``(0, 1, updates + words)`` and ``b_const = updates``; after the updates it emits the
+        words in address order. The site must read them so: once each, in address order,
+        per iteration of the loops its index uses (the value is held across the loops
+        inside them, the reader's dequeue window); a lane of a par loop the index does not
+        use gets its own copy."""
+        m = e.mem
+        used = {self.loop_key(x.loop) for i in e.index for x in walk(i)
+                if isinstance(x, Index)}
+        keys = [self.loop_key(lp) for lp, _ in chain]
+        laned = next(((lp, ln) for lp, ln in chain if ln is not None), None)
+        if laned is not None and self.loop_key(laned[0]) in used:
+            raise self.refuse(f"{e.label}: reads scatter-added SRAM {m.name!r} at the index "
+                              f"of par loop {laned[0].label} (a scatter-add memory PE emits "
+                              f"every word in address order to each lane; use par 1 there)")
+        depth = max((k + 1 for k, key in enumerate(keys) if key in used), default=0)
+        repeat = 1
+        for lp, ln in chain[depth:]:
+            start, stop, step = (int(x.value) for x in (lp.start, lp.stop, lp.step))
+            if ln is not None:                      # this lane's iterations of a par loop
+                start, step = start + ln * step, step * lp.par
+            repeat *= len(range(start, stop, step))
+        flat = [int(np.ravel_multi_index(idx, m.shape)) for idx, where, _ in
+                self.trace.get(e.label, []) if laned is None
+                or dict(where)[laned[0].label] % laned[0].par == laned[1]]
+        if flat != [a for a in range(m.size) for _ in range(repeat)]:
+            raise self.refuse(f"{e.label}: reads scatter-added SRAM {m.name!r} out of address "
+                              f"order (a scatter-add memory PE emits each word once, in "
+                              f"order, per iteration of the loops the index uses)")
+        key = (e.label, laned[1] if laned else None)
+        if key not in self.pmus:
+            addr, add, updates = self.sram_acc[id(m)]
+            top = updates + m.size
+            if top >= self.ctr_limit:
+                raise self.refuse(f"{e.label}: {updates} updates and {m.size} reads of SRAM "
+                                  f"{m.name!r}; a memory PE's counter holds "
+                                  f"{self.ctr_limit - 1}")
+            unit, self.unit = self.unit, m.name
+            pmu = self.new_pe([], op="MemAcc")
+            self.unit = unit
+            pmu.counters = [(0, 1, top)] + [(0, 1, 1)] * (self.levels - 1)
+            pmu.consts["b_const"] = updates
+            pmu.operands["a"] = addr
+            pmu.operands["b"] = add
+            self.pmus[key] = pmu.name
+        return Val("net", self.pmus[key], "res", rate=tuple(lp for lp, _ in chain[:depth]))
 
     # ---------------------------------------------------------------- statements
     def store(self, s: Store, chain: list, memo: dict[int, Val]) -> None:
@@ -513,6 +565,12 @@ class _Compiler:
                 v = Val(v.kind, value=v.value, loop=v.loop,
                         rate=tuple(lp for lp, _ in chain))
             self.regs[id(m)] = v
+            return
+        if isinstance(m, SRAM) and id(m) in self.accs:
+            x, _ = _accumulation(s)
+            addr = self.materialise(self.expr(_flat(s.index, m), chain, memo), chain)
+            add = self.materialise(self.expr(x, chain, memo), chain)
+            self.sram_acc[id(m)] = (addr, add, len(self.trace.get(s.label, [])))
             return
         if isinstance(m, SRAM):
             self.sram_data[id(m)] = self.materialise(self.expr(s.value, chain, memo), chain)
@@ -922,6 +980,39 @@ def _arg_groups(b: Block, temp_reads: dict[int, int]) -> list[_ArgGroup]:
     return groups
 
 
+def _flat(index: Sequence[Expr], m: SRAM) -> Expr:
+    """The row-major word address of ``m[index]``."""
+    flat: Expr = index[0]
+    for ix, n in zip(index[1:], m.shape[1:], strict=True):
+        flat = flat * n + ix
+    return flat
+
+
+def _accumulation(st: Store) -> tuple[Expr, Load] | None:
+    """``(x, own read)`` when ``st`` is a scatter-add ``m[idx] = m[idx] + x`` (or ``x +
+    m[idx]``) into SRAM ``m``, the same index on both sides and ``x`` not reading ``m``."""
+    m, e = st.mem, st.value
+    if not (isinstance(m, SRAM) and isinstance(e, Op) and e.op == "add"):
+        return None
+    for own, x in ((e.args[0], e.args[1]), (e.args[1], e.args[0])):
+        if (isinstance(own, Load) and own.mem is m and len(own.index) == len(st.index)
+                and all(_same(i, j) for i, j in zip(own.index, st.index, strict=True))
+                and not any(isinstance(y, Load) and y.mem is m for y in walk(x))):
+            return x, own
+    return None
+
+
+def _accumulators(program: Program) -> dict[int, Store]:
+    """id(SRAM) -> its scatter-add store (:func:`_accumulation`), for the SRAMs whose only
+    write site is one."""
+    stores: dict[int, list[Store]] = {}
+    for c in program.controllers():
+        for st in c.statements if isinstance(c, Block) else ():
+            if isinstance(st, Store) and isinstance(st.mem, SRAM):
+                stores.setdefault(id(st.mem), []).append(st)
+    return {k: v[0] for k, v in stores.items() if len(v) == 1 and _accumulation(v[0])}
+
+
 def _check_srams(program: Program, trace: dict[str, list],
                  pe_spec: type) -> dict[int, list[tuple[int, int]]]:
     """The write epochs of every SRAM, id(SRAM) -> ``[(first step, last step), ...]`` of
@@ -942,6 +1033,10 @@ def _check_srams(program: Program, trace: dict[str, list],
                     sites.setdefault(id(ld.mem), ([], []))[1].append(ld.label)
     mems = {id(m): m for m in program.memories.values()}
     epochs: dict[int, list[tuple[int, int]]] = {}
+    accs = _accumulators(program)
+    for key, st in accs.items():          # the scatter-add's own read is its update
+        own = _accumulation(st)[1].label
+        sites[key][1][:] = [r for r in sites[key][1] if r != own]
     for key, (writes, reads) in sites.items():
         m = mems[key]
         where = f"dataflow program {program.name!r} on the array: SRAM {m.name!r}"
@@ -956,6 +1051,18 @@ def _check_srams(program: Program, trace: dict[str, list],
             raise MappingError(f"{where}: written at {len(writes)} sites {writes}; a memory PE "
                                f"takes one write stream")
         w = trace.get(writes[0], [])
+        if key in accs:
+            if not w:
+                continue
+            last = w[-1][2]
+            for r in reads:
+                bad = next((step for _, _, step in trace.get(r, []) if step < last), None)
+                if bad is not None:
+                    raise MappingError(f"{where}: {r} reads it before the scatter-add "
+                                       f"{writes[0]} ends (a scatter-add memory PE updates, "
+                                       f"then reads, once)")
+            epochs[key] = [(w[0][2], last)]
+            continue
         flat = [int(np.ravel_multi_index(idx, m.shape)) for idx, _, _ in w]
         n = max(1, len(flat) // m.size)
         if flat != list(range(m.size)) * n:

@@ -19,7 +19,8 @@ make_dataflow_pe` for one fire, from the counter chain's state only): ``emit_res
 0: every fire; level ``k``: the fires where counter ``k - 1`` saturates with every inner
 one); a ``Mem`` PE with a scratchpad writes while its inner counter is below ``b_const``
 (needs and dequeues ``b`` only, emits nothing) and reads after (needs and dequeues ``a``
-only). tests/dataflow/test_array_model.py checks it against the PE's own Python model.
+only); a ``MemAcc`` PE updates while below (needs and dequeues ``a`` and ``b``, emits
+nothing) and emits after, needing nothing. tests/dataflow/test_array_model.py checks it against the PE's own Python model.
 """
 from __future__ import annotations
 
@@ -54,7 +55,9 @@ class _PeRates:
         self.lv = [((mins >> k * cw) & self.cw_mask, (strides >> k * cw) & self.cw_mask,
                     (maxes >> k * cw) & self.cw_mask) for k in range(self.L)]
         self.offs = [0] * self.L
-        self.mem = inst.op == type(inst.op).Mem and spec.words > 0   # DfOp, from the spec
+        ops = type(inst.op)                                            # DfOp, from the spec
+        self.mem = inst.op == ops.Mem and spec.words > 0
+        self.acc = inst.op == ops.MemAcc and spec.words > 0
         self.wn = int(inst.b_const)
         self.codes = {f: int(getattr(inst, f)) for f in (
             "emit_level", "emit_p_level", "deq_a_level", "deq_b_level", "deq_p_level")}
@@ -87,6 +90,10 @@ class _PeRates:
             reading = v0 >= self.wn
             emit, da, db = emit and reading, da and reading, db and not reading
             need_a, need_b = reading, not reading
+        elif self.acc:
+            reading = v0 >= self.wn
+            emit, da, db = emit and reading, da and not reading, db and not reading
+            need_a = need_b = not reading
         return FireRates(
             no_deq=frozenset(p for p, on in (("a", da), ("b", db), ("p", dp)) if not on),
             no_emit=frozenset(p for p, on in (("res", emit), ("res_p", emit_p)) if not on),

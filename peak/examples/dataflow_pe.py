@@ -78,6 +78,7 @@ class DfOp(Enum):
     Mem = 12
     Div = 13
     Mod = 14
+    MemAcc = 15
 
 
 class Red(Enum):
@@ -166,24 +167,31 @@ def make_divider(width: int, enabled: bool) -> type:
 
 @functools.lru_cache(maxsize=None)
 def make_scratch(width: int, words: int) -> type:
-    """The scratchpad of a dataflow PE (a sub-PE): with ``words`` > 0, op ``Mem``'s memory
-    of ``words`` ``width``-bit words, used in *epochs* of ``wn`` writes then reads (SARA
-    §III-A1: a VMU "written ... C times, before being read ..., repeating A×B times"). The inner counter ``ix``
-    (``width`` bits, zero-extended) counts the firings of an epoch: while ``ix < wn``
-    (unsigned) the firing writes ``b`` at ``ix`` (``a`` not needed, nothing emitted), after
-    it the firing reads ``mem[a]`` on ``res`` (``a`` dequeued, ``b`` not needed). The next
-    epoch starts when the counter wraps, so a counter ``(0, 1, wn + reads)`` gives epochs
-    of ``wn`` writes and ``reads`` reads. Inputs: ``is_mem`` (the op is ``Mem``), ``a``,
-    ``b``, ``ix``, ``wn`` (the instruction's ``b_const``) and the PE's ``y``, ``emit``,
-    ``deq_a``, ``deq_b`` otherwise; outputs ``y``, ``emit``, ``deq_a``, ``deq_b``,
-    ``need_a``, ``need_b``. With ``words`` = 0 it passes the PE's values through and needs
-    every input. State: the words."""
+    """The scratchpad of a dataflow PE (a sub-PE): with ``words`` > 0, the memory of ops
+    ``Mem`` and ``MemAcc``, ``words`` ``width``-bit words used in *epochs* of ``wn`` update
+    firings then reads (SARA §III-A1: a VMU "written ... C times, before being read ...,
+    repeating A×B times"). The inner counter ``ix`` (``width`` bits, zero-extended) counts
+    the firings of an epoch; the update phase is ``ix < wn`` (unsigned; ``wn`` is the
+    instruction's ``b_const``); the next epoch starts when the counter wraps, so a counter
+    ``(0, 1, wn + reads)`` gives epochs of ``wn`` updates and ``reads`` reads.
+
+    * ``Mem``: an update writes ``b`` at ``ix`` (``a`` not needed, nothing emitted); a read
+      emits ``mem[a]`` on ``res`` (``a`` dequeued, ``b`` not needed).
+    * ``MemAcc`` (a scatter-add, SARA's PMU read-modify-write for ``m[f(x)] += v``): an
+      update adds ``b`` to the word at ``a`` (``mem[a] += b``, both dequeued, nothing
+      emitted); a read emits ``mem[ix - wn]`` (the words in address order, no input
+      needed). The words start at 0 (reset) and are not cleared between epochs.
+
+    Inputs: ``is_mem`` / ``is_acc`` (the op is ``Mem`` / ``MemAcc``), ``a``, ``b``, ``ix``,
+    ``wn`` and the PE's ``y``, ``emit``, ``deq_a``, ``deq_b`` otherwise; outputs ``y``,
+    ``emit``, ``deq_a``, ``deq_b``, ``need_a``, ``need_b``. With ``words`` = 0 it passes the
+    PE's values through and needs every input. State: the words."""
     Data = BitVector[width]
     if words == 0:
         class NoScratch(Peak):
             @name_outputs(y=Data, emit=Bit, deq_a=Bit, deq_b=Bit, need_a=Bit, need_b=Bit)
-            def __call__(self, is_mem: Bit, a: Data, b: Data, ix: Data, wn: Data, y: Data,
-                         emit: Bit, deq_a: Bit, deq_b: Bit):
+            def __call__(self, is_mem: Bit, is_acc: Bit, a: Data, b: Data, ix: Data, wn: Data,
+                         y: Data, emit: Bit, deq_a: Bit, deq_b: Bit):
                 return y, emit, deq_a, deq_b, Bit(1), Bit(1)
         return NoScratch
     AB = max(1, (words - 1).bit_length())
@@ -194,14 +202,18 @@ def make_scratch(width: int, words: int) -> type:
             self.mem = RegisterFile(WORDS, Data, 0)
 
         @name_outputs(y=Data, emit=Bit, deq_a=Bit, deq_b=Bit, need_a=Bit, need_b=Bit)
-        def __call__(self, is_mem: Bit, a: Data, b: Data, ix: Data, wn: Data, y: Data,
-                     emit: Bit, deq_a: Bit, deq_b: Bit):
+        def __call__(self, is_mem: Bit, is_acc: Bit, a: Data, b: Data, ix: Data, wn: Data,
+                     y: Data, emit: Bit, deq_a: Bit, deq_b: Bit):
             reading = ~ix.bvult(wn)
-            self.mem.write(ix[0:AB], b, is_mem & ~reading)
-            got = self.mem.read(a[0:AB])
-            return (is_mem.ite(got, y), is_mem.ite(reading, emit),
-                    is_mem.ite(reading, deq_a), is_mem.ite(~reading, deq_b),
-                    is_mem.ite(reading, Bit(1)), is_mem.ite(~reading, Bit(1)))
+            used = is_mem | is_acc
+            waddr = is_acc.ite(a, ix)
+            old = self.mem.read(waddr[0:AB])
+            self.mem.write(waddr[0:AB], is_acc.ite(old + b, b), used & ~reading)
+            got = self.mem.read(is_acc.ite(ix - wn, a)[0:AB])
+            a_on = is_mem.ite(reading, ~reading)       # Mem reads at a; MemAcc updates at a
+            return (used.ite(got, y), used.ite(reading, emit),
+                    used.ite(a_on, deq_a), used.ite(~reading, deq_b),
+                    used.ite(a_on, Bit(1)), used.ite(~reading, Bit(1)))
     Scratch.__name__ = Scratch.__qualname__ = f"Scratch{width}_m{words}"
     return Scratch
 
@@ -210,8 +222,8 @@ def make_dataflow_pe(width: int = 32, levels: int = 3, ctr_width: int = 16,
                      words: int = 0, div: bool = False) -> type:
     """The dataflow PE class for a ``width``-bit datapath (a power of two, 4..32), a
     ``levels`` x ``ctr_width``-bit counter chain, a scratchpad of ``words`` words (0:
-    none; a power of two up to 1024), the memory of op ``Mem`` (module docstring), and with
-    ``div`` an integer divider for ops ``Div`` / ``Mod`` (:func:`make_divider`; without
+    none; a power of two up to 1024), the memory of ops ``Mem`` and ``MemAcc``
+    (:func:`make_scratch`), and with ``div`` an integer divider for ops ``Div`` / ``Mod`` (:func:`make_divider`; without
     it they act as ``PassA``). Raises
     :class:`~cgra.errors.SpecError` for a width that is not a power of two in 4..32,
     ``ctr_width > width`` (the index is an operand), a bad ``words`` or a ``div`` that is
@@ -384,8 +396,8 @@ def _make_dataflow_pe(width: int, levels: int, ctr_width: int, words: int, div: 
                 res_p = p
             emit = at_emit & (~inst.emit_on_p | p)
             y, emit, at_da, at_db, need_a, need_b = self.scratch(
-                inst.op == DfOp.Mem, a, b, index[0:CW].zext(W - CW), inst.b_const, y, emit,
-                at_da, at_db)
+                inst.op == DfOp.Mem, inst.op == DfOp.MemAcc, a, b, index[0:CW].zext(W - CW),
+                inst.b_const, y, emit, at_da, at_db)
             return y, res_p, emit, at_emit_p, at_da, at_db, at_dp, need_a, need_b, Bit(1)
 
     suffix = (f"_m{WORDS}" if WORDS else "") + ("_div" if DIV else "")

@@ -341,6 +341,32 @@ def test_branch_clauses_on_strided_counters_and_a_refilled_memory(df, par, p_sta
 
 
 MEM_PE = make_dataflow_pe(32, 3, 16, 64)
+DIV_PE = make_dataflow_pe(32, 3, 16, 64, div=True)      # configs/small_df.toml's PE
+
+
+def test_kmeans_step_bit_exact_under_random_stalls(df, tmp_path):
+    """apps.kmeans_step (16 points, 4 dimensions, 3 centroids; 64-word scratchpads hold
+    the points): the distances reduce in place, the nearest centroid is an ARGMIN PE, the
+    centroid sums and counts are scatter-adds (``MemAcc`` memory PEs at the assigned
+    centroid's address) read back in address order, the means divide on a Div PE;
+    ``assign`` and ``new_centroids`` equal the reference and the interpreter under random
+    stalls, in the model's cycles."""
+    program, inputs, reference = ARRAY_PROGRAMS["kmeans_step"](n=16, seed=3)
+    want = reference(inputs)
+    assert len(set(want["assign"].tolist())) == 3
+    r = run_program(program, inputs, df, tmp_path, stall_in=0.3, stall_out=0.3, stall_seed=3)
+    for name in ("assign", "new_centroids"):
+        assert np.array_equal(r.memories[name], want[name]), name
+    assert_model(r)
+    ops = sorted(pe.op for pe in r.program.pes.values())
+    assert ops.count("MemAcc") == 2 and ops.count("Mem") == 4 and ops.count("Div") == 1
+    assert sorted(pe.red for pe in r.program.pes.values() if pe.red != "NONE") == \
+        ["ADD", "ARGMIN", "MIN"]
+    acc = {pe.unit: pe for pe in r.program.pes.values() if pe.op == "MemAcc"}
+    assert {u: (p.counters[0], p.consts) for u, p in acc.items()} == {
+        "sums": ((0, 1, 16 * 4 + 12), {"b_const": 64}),
+        "counts": ((0, 1, 16 + 3), {"b_const": 16})}
+    assert r.report["tokens"] == {"in": 16 * 4 + 12, "out": 16 + 12}
 
 
 @pytest.mark.parametrize("app, kw, pe, needle", [
@@ -350,8 +376,10 @@ MEM_PE = make_dataflow_pe(32, 3, 16, 64)
     ("pagerank", {}, MEM_PE, "SRAM 'ranks': written at 2 sites ['W0', 'W14']"),
     ("fig2a", {}, MEM_PE, "SRAM 'm3': written at 2 sites ['W31', 'W32']"),
     ("kmeans_step", {}, MEM_PE, "SRAM 'pts': 128 words; the PE's scratchpad holds 64"),
-    ("kmeans_step", {"n": 8}, MEM_PE, "SRAM 'sums': W24 does not write every word once in "
-                                     "address order per epoch"),
+    ("kmeans_step", {"n": 8}, MEM_PE, "unit B19: operator 'div' needs a divider; the "
+                                     "design's PE has none"),
+    ("kmeans_step", {"n": 8, "par": 2}, DIV_PE, "R30: reads scatter-added SRAM 'sums' at the "
+                                               "index of par loop L18"),
 ])
 def test_constructs_not_mapped_yet_are_named(app, kw, pe, needle):
     program, inputs, _ = ARRAY_PROGRAMS[app](**kw)
