@@ -497,20 +497,16 @@ class _Compiler:
     def acc_read(self, e: Load, chain: list) -> Val:
         """A read site of a scatter-added SRAM (:func:`_accumulation`): a ``MemAcc`` memory
         PE per read site, fed the scatter-add's address and addend streams, its counter
-        ``(0, 1, updates + words)`` and ``b_const = updates``; after the updates it emits the
-        words in address order. The site must read them so: once each, in address order,
-        per iteration of the loops its index uses (the value is held across the loops
-        inside them, the reader's dequeue window); a lane of a par loop the index does not
-        use gets its own copy."""
+        ``(0, 1, updates + reads)``, ``b_const = updates`` and ``a_const`` the reads' offset
+        and stride; after the updates it emits ``mem[offset + r * stride]``. The site (each
+        lane of a par loop its own copy) must read so: a rising arithmetic sequence of
+        addresses, each once per iteration of the loops its index uses (the value held
+        across the loops inside them, the reader's dequeue window)."""
         m = e.mem
         used = {self.loop_key(x.loop) for i in e.index for x in walk(i)
                 if isinstance(x, Index)}
         keys = [self.loop_key(lp) for lp, _ in chain]
         laned = next(((lp, ln) for lp, ln in chain if ln is not None), None)
-        if laned is not None and self.loop_key(laned[0]) in used:
-            raise self.refuse(f"{e.label}: reads scatter-added SRAM {m.name!r} at the index "
-                              f"of par loop {laned[0].label} (a scatter-add memory PE emits "
-                              f"every word in address order to each lane; use par 1 there)")
         depth = max((k + 1 for k, key in enumerate(keys) if key in used), default=0)
         repeat = 1
         for lp, ln in chain[depth:]:
@@ -521,14 +517,22 @@ class _Compiler:
         flat = [int(np.ravel_multi_index(idx, m.shape)) for idx, where, _ in
                 self.trace.get(e.label, []) if laned is None
                 or dict(where)[laned[0].label] % laned[0].par == laned[1]]
-        if flat != [a for a in range(m.size) for _ in range(repeat)]:
-            raise self.refuse(f"{e.label}: reads scatter-added SRAM {m.name!r} out of address "
-                              f"order (a scatter-add memory PE emits each word once, in "
-                              f"order, per iteration of the loops the index uses)")
+        words = flat[::repeat]
+        offset = words[0] if words else 0
+        stride = words[1] - words[0] if len(words) > 1 else 1
+        half = self.spec.width // 2
+        if (flat != [w for w in words for _ in range(repeat)] or not 1 <= stride <= 1 << half
+                or offset >= 1 << half
+                or words != list(range(offset, offset + stride * len(words), stride))):
+            where = f" (lane {laned[1]})" if laned else ""
+            raise self.refuse(f"{e.label}: reads scatter-added SRAM {m.name!r}{where} at "
+                              f"addresses that are not a rising arithmetic sequence, each "
+                              f"once per iteration of the loops the index uses (a scatter-add "
+                              f"memory PE emits mem[offset + r * stride] for r = 0, 1, ...)")
         key = (e.label, laned[1] if laned else None)
         if key not in self.pmus:
             addr, add, updates = self.sram_acc[id(m)]
-            top = updates + m.size
+            top = updates + len(words)
             if top >= self.ctr_limit:
                 raise self.refuse(f"{e.label}: {updates} updates and {m.size} reads of SRAM "
                                   f"{m.name!r}; a memory PE's counter holds "
@@ -538,6 +542,7 @@ class _Compiler:
             self.unit = unit
             pmu.counters = [(0, 1, top)] + [(0, 1, 1)] * (self.levels - 1)
             pmu.consts["b_const"] = updates
+            pmu.consts["a_const"] = offset | (stride - 1) << half
             pmu.operands["a"] = addr
             pmu.operands["b"] = add
             self.pmus[key] = pmu.name

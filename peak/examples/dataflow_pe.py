@@ -179,11 +179,14 @@ def make_scratch(width: int, words: int) -> type:
       emits ``mem[a]`` on ``res`` (``a`` dequeued, ``b`` not needed).
     * ``MemAcc`` (a scatter-add, SARA's PMU read-modify-write for ``m[f(x)] += v``): an
       update adds ``b`` to the word at ``a`` (``mem[a] += b``, both dequeued, nothing
-      emitted); a read emits ``mem[ix - wn]`` (the words in address order, no input
-      needed). The words start at 0 (reset) and are not cleared between epochs.
+      emitted); the ``r``-th read (``r = ix - wn``) emits ``mem[offset + r * stride]`` with
+      no input needed: ``offset`` is the low half of the instruction's ``a_const``
+      (``ac``), ``stride`` its high half plus one (``a_const = 0``: every word in address
+      order; a lane of a ``par`` loop reads every ``par``-th word). The words start at 0
+      (reset) and are not cleared between epochs.
 
     Inputs: ``is_mem`` / ``is_acc`` (the op is ``Mem`` / ``MemAcc``), ``a``, ``b``, ``ix``,
-    ``wn`` and the PE's ``y``, ``emit``, ``deq_a``, ``deq_b`` otherwise; outputs ``y``,
+    ``wn``, ``ac`` and the PE's ``y``, ``emit``, ``deq_a``, ``deq_b`` otherwise; outputs ``y``,
     ``emit``, ``deq_a``, ``deq_b``, ``need_a``, ``need_b``. With ``words`` = 0 it passes the
     PE's values through and needs every input. State: the words."""
     Data = BitVector[width]
@@ -191,11 +194,12 @@ def make_scratch(width: int, words: int) -> type:
         class NoScratch(Peak):
             @name_outputs(y=Data, emit=Bit, deq_a=Bit, deq_b=Bit, need_a=Bit, need_b=Bit)
             def __call__(self, is_mem: Bit, is_acc: Bit, a: Data, b: Data, ix: Data, wn: Data,
-                         y: Data, emit: Bit, deq_a: Bit, deq_b: Bit):
+                         ac: Data, y: Data, emit: Bit, deq_a: Bit, deq_b: Bit):
                 return y, emit, deq_a, deq_b, Bit(1), Bit(1)
         return NoScratch
     AB = max(1, (words - 1).bit_length())
     WORDS = words
+    H = width // 2
 
     class Scratch(Peak):
         def __init__(self):
@@ -203,13 +207,15 @@ def make_scratch(width: int, words: int) -> type:
 
         @name_outputs(y=Data, emit=Bit, deq_a=Bit, deq_b=Bit, need_a=Bit, need_b=Bit)
         def __call__(self, is_mem: Bit, is_acc: Bit, a: Data, b: Data, ix: Data, wn: Data,
-                     y: Data, emit: Bit, deq_a: Bit, deq_b: Bit):
+                     ac: Data, y: Data, emit: Bit, deq_a: Bit, deq_b: Bit):
             reading = ~ix.bvult(wn)
             used = is_mem | is_acc
             waddr = is_acc.ite(a, ix)
             old = self.mem.read(waddr[0:AB])
             self.mem.write(waddr[0:AB], is_acc.ite(old + b, b), used & ~reading)
-            got = self.mem.read(is_acc.ite(ix - wn, a)[0:AB])
+            stride = ac[H:width].zext(width - H) + Data(1)
+            raddr = (ix - wn) * stride + ac[0:H].zext(width - H)
+            got = self.mem.read(is_acc.ite(raddr, a)[0:AB])
             a_on = is_mem.ite(reading, ~reading)       # Mem reads at a; MemAcc updates at a
             return (used.ite(got, y), used.ite(reading, emit),
                     used.ite(a_on, deq_a), used.ite(~reading, deq_b),
@@ -397,7 +403,7 @@ def _make_dataflow_pe(width: int, levels: int, ctr_width: int, words: int, div: 
             emit = at_emit & (~inst.emit_on_p | p)
             y, emit, at_da, at_db, need_a, need_b = self.scratch(
                 inst.op == DfOp.Mem, inst.op == DfOp.MemAcc, a, b, index[0:CW].zext(W - CW),
-                inst.b_const, y, emit, at_da, at_db)
+                inst.b_const, inst.a_const, y, emit, at_da, at_db)
             return y, res_p, emit, at_emit_p, at_da, at_db, at_dp, need_a, need_b, Bit(1)
 
     suffix = (f"_m{WORDS}" if WORDS else "") + ("_div" if DIV else "")

@@ -344,29 +344,37 @@ MEM_PE = make_dataflow_pe(32, 3, 16, 64)
 DIV_PE = make_dataflow_pe(32, 3, 16, 64, div=True)      # configs/small_df.toml's PE
 
 
-def test_kmeans_step_bit_exact_under_random_stalls(df, tmp_path):
+@pytest.mark.parametrize("par, seed, used", [(1, 3, 3), (2, 4, 2)])
+def test_kmeans_step_bit_exact_under_random_stalls(df, par, seed, used, tmp_path):
     """apps.kmeans_step (16 points, 4 dimensions, 3 centroids; 64-word scratchpads hold
-    the points): the distances reduce in place, the nearest centroid is an ARGMIN PE, the
-    centroid sums and counts are scatter-adds (``MemAcc`` memory PEs at the assigned
-    centroid's address) read back in address order, the means divide on a Div PE;
+    the points): the distances reduce in place (``par`` lanes), the nearest centroid is an
+    ARGMIN PE, the centroid sums and counts are scatter-adds (``MemAcc`` memory PEs at the
+    assigned centroid's address) read back per lane of the last loop (lane ``l`` of ``par``
+    reads sums at ``l, l + par, ...``: ``a_const``), the means divide on Div PEs;
     ``assign`` and ``new_centroids`` equal the reference and the interpreter under random
-    stalls, in the model's cycles."""
-    program, inputs, reference = ARRAY_PROGRAMS["kmeans_step"](n=16, seed=3)
+    stalls, in the model's cycles. Seed 4 leaves centroid 1 without points: it stays
+    (the ``cnt > 0`` select), its division by 0 discarded."""
+    program, inputs, reference = ARRAY_PROGRAMS["kmeans_step"](n=16, par=par, seed=seed)
     want = reference(inputs)
-    assert len(set(want["assign"].tolist())) == 3
-    r = run_program(program, inputs, df, tmp_path, stall_in=0.3, stall_out=0.3, stall_seed=3)
+    assert len(set(want["assign"].tolist())) == used
+    r = run_program(program, inputs, df, tmp_path, stall_in=0.3, stall_out=0.3,
+                    stall_seed=seed)
     for name in ("assign", "new_centroids"):
         assert np.array_equal(r.memories[name], want[name]), name
     assert_model(r)
-    ops = sorted(pe.op for pe in r.program.pes.values())
-    assert ops.count("MemAcc") == 2 and ops.count("Mem") == 4 and ops.count("Div") == 1
+    ops = [pe.op for pe in r.program.pes.values()]
+    # pts: a copy per distance lane and one for the sums; cen: per distance and mean lane
+    assert (ops.count("MemAcc"), ops.count("Mem"), ops.count("Div")) == \
+        (2 * par, 3 * par + 1, par)
     assert sorted(pe.red for pe in r.program.pes.values() if pe.red != "NONE") == \
-        ["ADD", "ARGMIN", "MIN"]
-    acc = {pe.unit: pe for pe in r.program.pes.values() if pe.op == "MemAcc"}
-    assert {u: (p.counters[0], p.consts) for u, p in acc.items()} == {
-        "sums": ((0, 1, 16 * 4 + 12), {"b_const": 64}),
-        "counts": ((0, 1, 16 + 3), {"b_const": 16})}
+        ["ADD"] * par + ["ARGMIN", "MIN"]
+    acc = sorted((pe.unit, pe.counters[0], pe.consts["b_const"], pe.consts["a_const"])
+                 for pe in r.program.pes.values() if pe.op == "MemAcc")
+    assert acc == sorted([("counts", (0, 1, 16 + 3), 16, 0)] * par
+                         + [("sums", (0, 1, 64 + 12 // par), 64, lane | (par - 1) << 16)
+                            for lane in range(par)])
     assert r.report["tokens"] == {"in": 16 * 4 + 12, "out": 16 + 12}
+    assert r.report["io"] == {"in": 2, "out": 1 + par}
 
 
 @pytest.mark.parametrize("app, kw, pe, needle", [
@@ -378,8 +386,9 @@ def test_kmeans_step_bit_exact_under_random_stalls(df, tmp_path):
     ("kmeans_step", {}, MEM_PE, "SRAM 'pts': 128 words; the PE's scratchpad holds 64"),
     ("kmeans_step", {"n": 8}, MEM_PE, "unit B19: operator 'div' needs a divider; the "
                                      "design's PE has none"),
-    ("kmeans_step", {"n": 8, "par": 2}, DIV_PE, "R30: reads scatter-added SRAM 'sums' at the "
-                                               "index of par loop L18"),
+    ("kmeans_step", {"n": 8, "d": 3, "par": 2}, DIV_PE, "R30: reads scatter-added SRAM "
+                                                       "'sums' (lane 0) at addresses that are "
+                                                       "not a rising arithmetic sequence"),
 ])
 def test_constructs_not_mapped_yet_are_named(app, kw, pe, needle):
     program, inputs, _ = ARRAY_PROGRAMS[app](**kw)

@@ -115,7 +115,8 @@ def test_scratchpad_accumulates_at_data_addresses_then_reads_in_order():
     """op MemAcc (a scatter-add), 8 words, epochs of 5 updates (b_const) and 8 reads
     (counter (0, 1, 13)): ``mem[a] += b`` per update (both dequeued, nothing emitted), then
     every word in address order with no input needed; the words are not cleared, so the
-    second epoch adds to the first."""
+    second epoch adds to the first; with ``a_const`` the reads start at an offset and
+    stride."""
     P = make_dataflow_pe(32, 3, 16, 8)
     inst = dataflow_inst(P, [(0, 1, 13)], "MemAcc", b_const=5)
     ups = [(3, 10, 0), (1, 4, 0), (3, 2**32 - 15, 0), (7, 1, 0), (3, 1, 0)]
@@ -125,6 +126,9 @@ def test_scratchpad_accumulates_at_data_addresses_then_reads_in_order():
     assert [r[0] for r in rows[18:]] == [0, 8, 0, 2**32 - 8, 0, 0, 0, 2]
     assert [(r[7], r[8]) for r in rows] == ([(1, 1)] * 5 + [(0, 0)] * 8) * 2  # need_a, need_b
     assert [(r[4], r[5]) for r in rows] == ([(1, 1)] * 5 + [(0, 0)] * 8) * 2  # deq_a, deq_b
+    # a_const: offset 1 (low half), stride 2 (high half + 1): words 1, 3, 5
+    lane = dataflow_inst(P, [(0, 1, 8)], "MemAcc", b_const=5, a_const=1 | (1 << 16))
+    assert [r[0] for r in _run(P, lane, ups + [(0, 0, 0)] * 3)][5:] == [4, 2**32 - 4, 0]
 
 
 def _random_inst(rng: random.Random, spec=None):
