@@ -12,6 +12,7 @@ from pathlib import Path
 
 from garnet.build import generate
 from garnet.params import load_toml
+from peak.rules import build_table
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -40,13 +41,21 @@ def save_rows(name: str, rows: list[dict]) -> Path:
     return path
 
 
-def default_design(name: str = "default"):
+def default_design(name: str = "default", only: list[str] | None = None):
     """``build/<name>`` (``configs/<name>.toml`` with its rules; default the default 32x16
     array), brought up to date first: generated when missing, regenerated where the
     generators or the config changed (``garnet.build.generate``'s keys; well under a second
-    when nothing did), so a bench never measures a stale design."""
+    when nothing did), so a bench never measures a stale design. ``only``: the rule targets
+    to synthesise (a partial table, for a bench that maps no application through the rules,
+    such as the dataflow programs); default every target of the PE."""
     root = Path(__file__).resolve().parents[1]
     d = root / "build" / name
+    builder = None
+    if only is not None:
+        def builder(spec, shared, jobs):
+            table = build_table(spec, shared, jobs=jobs, only=only)
+            return table.path, {e.target: e.action for e in table.entries}
     generate(load_toml(root / "configs" / f"{name}.toml"), d, rules=True,
-             rules_dir=root / "build" / "rules", jobs=2, config_file=f"configs/{name}.toml")
+             rules_dir=root / "build" / "rules", jobs=2, config_file=f"configs/{name}.toml",
+             builder=builder)
     return d

@@ -736,6 +736,9 @@ class _RunCommand(click.Command):
 @click.option("--par", "par", default=None, type=click.IntRange(1, 64),
               help="dataflow programs (dot_product, gemm_tile, ...; `cgra dataflow --list`): "
                    "the par of the program's parallel loops [default: 1]")
+@click.option("--arg", "program_args", multiple=True, metavar="NAME=INT",
+              help="dataflow programs: a size argument of the program's builder (repeat; "
+                   "e.g. `cgra run kmeans_step --arg n=16`); its defaults otherwise")
 def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
             size: int | None, width: int | None, height: int | None, unroll: int,
             channels: int | None, block: int | None,
@@ -745,7 +748,8 @@ def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
             quiet_unused: bool, power_aware: float | None, energy: bool,
             stall_in: float | None, stall_out: float | None, stall_seed: int | None,
             model_hierarchy: str, duplicate: bool,
-            sub_array: int | None, copy_unroll: int, par: int | None) -> None:
+            sub_array: int | None, copy_unroll: int, par: int | None,
+            program_args: tuple[str, ...]) -> None:
     """Map APP (a shipped app or a DNN layer: resnet_layer, resnet_stride2, mobilenet_layer,
     gemm) onto the design, simulate it on the RTL and compare with both golden models. A
     dataflow program (dot_product, gemm_tile, ...) runs on a ready-valid array of dataflow
@@ -759,11 +763,14 @@ def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
         bad = [k for k, v in given.items() if v]
         if bad:
             raise ConfigError(f"{', '.join(bad)}: not an option of a dataflow program "
-                              f"({app}); it takes --par, --tensor-seed (its inputs), --seed "
-                              f"(placement) and the --stall-* options")
+                              f"({app}); it takes --par, --arg (its sizes), --tensor-seed "
+                              f"(its inputs), --seed (placement) and the --stall-* options")
         _dataflow_run(app, design, out, par or 1, tensor_seed, seed, stall_in, stall_out,
-                      stall_seed)
+                      stall_seed, _program_args(app, program_args))
         return
+    if program_args:
+        raise ConfigError(f"--arg: {app} is not a dataflow program (`cgra dataflow --list`); "
+                          f"--arg sets a dataflow program's sizes")
     if par is not None:
         raise ConfigError(f"--par: {app} is not a dataflow program (`cgra dataflow --list`); "
                           f"unroll an image app with --unroll")
@@ -810,14 +817,40 @@ def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
         _summary(run, t0)
 
 
+def _program_args(app: str, given: tuple[str, ...]) -> dict[str, int]:
+    """``--arg NAME=INT`` of dataflow program ``app``: its builder's integer arguments
+    other than ``par`` and ``seed`` (their own options). Raises :class:`ConfigError` naming
+    the builder's arguments for a malformed, unknown or repeated one."""
+    import inspect
+
+    params = inspect.signature(ARRAY_PROGRAMS[app]).parameters
+    names = [n for n, p in params.items() if n not in ("par", "seed")
+             and isinstance(p.default, int) and not isinstance(p.default, bool)]
+    out: dict[str, int] = {}
+    for g in given:
+        name, eq, value = g.partition("=")
+        name = name.strip()
+        if not eq or name not in names or name in out:
+            why = ("repeated" if name in out else "not NAME=INT" if not eq else
+                   f"{app} has no size argument {name!r}")
+            raise ConfigError(f"--arg {g!r}: {why}; {app} takes {', '.join(names)} "
+                              f"(--par and --tensor-seed set par and seed)")
+        try:
+            out[name] = int(value)
+        except ValueError:
+            raise ConfigError(f"--arg {g!r}: {value.strip()!r} is not an integer") from None
+    return out
+
+
 def _dataflow_run(app: str, design: Path, out: str | None, par: int, tensor_seed: int,
                   seed: int, stall_in: float | None, stall_out: float | None,
-                  stall_seed: int | None) -> None:
-    """``cgra run`` of a dataflow program (:func:`mapper.dataflow.array_run.run_program`):
-    the array's result against the interpreter, the interpreter's against numpy; a one-line
-    summary."""
+                  stall_seed: int | None, sizes: dict[str, int] | None = None) -> None:
+    """``cgra run`` of a dataflow program (:func:`mapper.dataflow.array_run.run_program`)
+    built with ``sizes`` (``--arg``): the array's result against the interpreter, the
+    interpreter's against numpy; a one-line summary."""
     t0 = time.perf_counter()
-    program, inputs, reference = ARRAY_PROGRAMS[app](par=par, seed=tensor_seed)
+    program, inputs, reference = ARRAY_PROGRAMS[app](par=par, seed=tensor_seed,
+                                                     **(sizes or {}))
     coll = load_collateral(design)
     run_dir = Path(out) if out is not None else Path("build") / "apps" / app
     p_in = 0.3 if stall_in is None else stall_in

@@ -25,6 +25,24 @@ lane reduces its share (its counter starts at ``start + lane * step`` with strid
 par``) and a tree of PEs combines the lanes, which is exact for the integer ``add``
 (wrapping), ``min`` and ``max`` (associative and commutative).
 
+**Arg-reductions.** ``t = key < best``, ``index = select(t, value, index)``, ``best =
+select(t, key, best)`` inside loops deeper than the values ``best`` and ``index`` had before
+them (k-means' nearest centroid, SARA's ``kmeans`` app) is a ``MIN`` PE over ``key`` and an
+``ARGMIN`` PE recording ``value`` (the loop's index: its counter) where ``key`` first reached
+the window's minimum, emitting once per window; after it ``best = min(best0, m)`` and
+``index = m < best0 ? arg : index0`` (a compare and a ``Sel`` PE; ``best`` needs no PE when
+``best0`` is the largest i32); ``>`` gives ``MAX`` / ``ARGMAX`` (:func:`_arg_groups`). The
+condition's ``t`` must be a Let read by those two stores only; not in the lanes of a par
+loop.
+
+**Scatter-adds.** An SRAM whose one write site is ``m[idx] = m[idx] + x`` (the same index
+on both sides; k-means' centroid sums at the assigned centroid) is a ``MemAcc`` memory PE
+per read site and lane: it takes the address and addend streams (``mem[a] += b`` per
+update), then emits ``mem[offset + r * stride]`` for its reads, which must be a rising
+arithmetic sequence of addresses, each once per iteration of the loops the index uses
+(held across the inner loops by the reader's dequeue window); every read comes after the
+last update (one epoch; the words start at 0) (:meth:`_Compiler.acc_read`).
+
 **SRAM.** A memory PE (op ``Mem`` of a PE with a scratchpad) per read site and lane:
 it takes the SRAM's write stream, one word per firing at its counter's value, then serves
 the addresses the read site computes (PEs over the loop indices), one word per address
@@ -32,8 +50,9 @@ the addresses the read site computes (PEs over the loop indices), one word per a
 an SRAM written again (a buffer refilled per iteration of an outer loop, as SARA Fig. 4's
 ``mem``) is written whole, then read by each site and lane the same number of times,
 then written again; the PE's counter runs ``words + reads`` per epoch. It holds an SRAM
-written at one site, every word once in address order per epoch, never read while an
-epoch is being written, of at most the scratchpad's words (:func:`_check_srams`). The
+written at one site, every word once in address order per epoch (or a scatter-add, above),
+never read while an epoch is being written, of at most the scratchpad's words
+(:func:`_check_srams`). The
 epochs run one after the other: a double-buffered SRAM (``buffers=2``) is correct on one
 memory PE but does not overlap a fill with the reads before it.
 
@@ -534,8 +553,8 @@ class _Compiler:
             addr, add, updates = self.sram_acc[id(m)]
             top = updates + len(words)
             if top >= self.ctr_limit:
-                raise self.refuse(f"{e.label}: {updates} updates and {m.size} reads of SRAM "
-                                  f"{m.name!r}; a memory PE's counter holds "
+                raise self.refuse(f"{e.label}: {updates} updates and {len(words)} reads of "
+                                  f"SRAM {m.name!r}; a memory PE's counter holds "
                                   f"{self.ctr_limit - 1}")
             unit, self.unit = self.unit, m.name
             pmu = self.new_pe([], op="MemAcc")

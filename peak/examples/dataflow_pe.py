@@ -438,8 +438,8 @@ def dataflow_inst(spec: type, chain: Sequence[tuple[int, int, int]], op: str = "
     ints (two's complement); ``levels``: any of ``a_level``, ``b_level`` (0 .. levels-1, the
     counter an INDEX operand reads) and ``red_level``, ``emit_level``, ``emit_p_level``,
     ``deq_a_level``, ``deq_b_level``, ``deq_p_level`` (0 = every firing, k = done bit k-1),
-    plus ``emit_on_p`` (0/1). Raises :class:`ConfigError` (one line) for an unknown name or a
-    value out of range."""
+    plus ``emit_on_p`` (0/1). Raises :class:`ConfigError` (one line) for an unknown name, a
+    value out of range or ``Div`` / ``Mod`` on a PE without the divider."""
     W, L = spec.width, spec.levels
     chain = list(chain)
     if len(chain) > L:
@@ -454,6 +454,9 @@ def dataflow_inst(spec: type, chain: Sequence[tuple[int, int, int]], op: str = "
             raise ConfigError(f"{spec.__name__}: {field} = {name!r}; choose one of "
                               f"{sorted(members)}")
         vals[field] = members[name]
+    if op in ("Div", "Mod") and not getattr(spec, "div", False):
+        raise ConfigError(f"{spec.__name__}: op = {op!r} needs a divider; build the PE with "
+                          f"make_dataflow_pe(..., div=True)")
     emit_on_p = levels.pop("emit_on_p", 0)
     bad = sorted(set(levels) - set(_LEVEL_FIELDS))
     if bad:

@@ -126,7 +126,10 @@ def test_two_inputs_with_predicated_emit(tmp_path):
 def test_dataflow_inst_refuses_out_of_range():
     with pytest.raises(ConfigError, match="emit_level = 4 must be in 0..3"):
         dataflow_inst(PE16, [(0, 1, 8)], emit_level=4)
-    with pytest.raises(ConfigError, match="op = 'Div'"):
+    with pytest.raises(ConfigError, match="op = 'Div' needs a divider; build the PE with "
+                                          r"make_dataflow_pe\(..., div=True\)"):
         dataflow_inst(PE16, [(0, 1, 8)], "Div")
+    with pytest.raises(ConfigError, match="op = 'Sqrt'; choose one of"):
+        dataflow_inst(PE16, [(0, 1, 8)], "Sqrt")
     with pytest.raises(ConfigError, match="4 counter levels given; the chain has 3"):
         dataflow_inst(PE16, [(0, 1, 2)] * 4)

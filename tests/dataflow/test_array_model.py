@@ -23,7 +23,7 @@ from peak.examples.dataflow_pe import dataflow_inst, make_dataflow_pe
 
 from test_array_run import scale_rows, windows
 
-MEM_PE = make_dataflow_pe(32, 3, 16, 64)
+MEM_PE = make_dataflow_pe(32, 3, 16, 64, div=True)     # configs/small_df.toml's PE
 
 
 def _python_rates(spec: type, inst, fires: int) -> list[FireRates]:
@@ -48,6 +48,7 @@ PROGRAMS = [
     ("branch", lambda: ARRAY_PROGRAMS["branch"](par=2)[:2]),
     ("scale_rows", lambda: scale_rows()[:2]),
     ("windows", lambda: windows()[:2]),
+    ("kmeans_step", lambda: ARRAY_PROGRAMS["kmeans_step"](n=8, par=2)[:2]),
 ]
 
 
@@ -78,6 +79,8 @@ def test_rates_equal_the_pe_python_model_on_every_pe(name, make):
     assert any(k in ("deq", "emit") and v for k, v in kinds)
     if name in ("gemm_tile", "branch"):                     # ... these the memory PE's phases
         assert {("need", frozenset({"a"})), ("need", frozenset({"b"}))} <= kinds
+    if name == "kmeans_step":                 # a scatter-add's reads need no input
+        assert ("need", frozenset({"a", "b"})) in kinds
 
 
 def test_known_answer_of_the_counter_chain():

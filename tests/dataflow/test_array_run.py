@@ -377,6 +377,78 @@ def test_kmeans_step_bit_exact_under_random_stalls(df, par, seed, used, tmp_path
     assert r.report["io"] == {"in": 2, "out": 1 + par}
 
 
+def _argmin_program(cond: str = "lt", par: int = 1, extra_read: bool = False) -> Program:
+    p = Program("amin")
+    a, out = p.dram("a", (3, 4)), p.dram("out", (3,))
+    best, bi = p.reg("best"), p.reg("bi")
+    with p.foreach(3) as i:
+        best.value = 1000
+        bi.value = 0
+        with p.foreach(4, par=par) as c:
+            x = p.let(a[i, c] * 2)
+            t = p.let(op(cond, x, best.value))
+            bi.value = select(t, c, bi.value)
+            best.value = select(t, x, best.value)
+            if extra_read:
+                out[i] = t
+        if not extra_read:
+            out[i] = bi.value
+    return p
+
+
+def _scatter_program(read_early: bool = False, order: str = "rows") -> Program:
+    p = Program("scatter")
+    a, ix, out = p.dram("a", (8,)), p.dram("ix", (8,)), p.dram("out", (2, 3))
+    m = p.sram("m", (2, 3))
+    with p.foreach(8) as i:
+        m[ix[i], 1] = m[ix[i], 1] + a[i]
+        if read_early:
+            out[0, 0] = m[0, 1]
+    if order == "rows":
+        with p.foreach(2) as r, p.foreach(3) as c:
+            out[r, c] = m[r, c]
+    else:
+        with p.foreach(3) as c, p.foreach(2) as r:
+            out[r, c] = m[r, c]
+    return p
+
+
+@pytest.mark.parametrize("make, needle", [
+    # non-strict: ties would keep the later index, not an arg-min PE's first
+    (lambda: _argmin_program("le"), "Reg 'best' is read in loop"),
+    (lambda: _argmin_program(extra_read=True), "Reg 'best' is read in loop"),
+    (lambda: _argmin_program(par=2), "an arg-min reduction into Regs 'bi' / 'best' in the "
+                                     "lanes of a par loop"),
+    (lambda: _scatter_program(read_early=True), "SRAM 'm': R5 reads it before the "
+                                                "scatter-add W4 ends"),
+    (lambda: _scatter_program(order="columns"), "reads scatter-added SRAM 'm' at addresses "
+                                                "that are not a rising arithmetic sequence"),
+])
+def test_arg_reductions_and_scatter_adds_the_array_does_not_run_are_named(make, needle):
+    """An arg-min only with a strict compare whose Let nothing else reads, outside par lanes;
+    a scatter-add read only after its updates, in address order."""
+    program = make()
+    inputs = {"a": np.arange(12, dtype=np.int32).reshape(3, 4) % 5}
+    if program.name == "scatter":
+        inputs = {"a": np.arange(8, dtype=np.int32), "ix": np.arange(8, dtype=np.int32) % 2}
+    with pytest.raises(MappingError, match=re.escape(needle)):
+        compile_program(program, inputs, DIV_PE)
+
+
+def test_a_scatter_add_and_an_arg_min_compile_to_their_pes():
+    """The positive forms of the programs above: one ARGMIN and one MIN PE; one MemAcc PE
+    whose reads are the 6 words in address order (counter 8 updates + 6 reads)."""
+    ap = compile_program(_argmin_program(), {"a": np.arange(12, dtype=np.int32).reshape(3, 4)},
+                         DIV_PE)
+    assert sorted(pe.red for pe in ap.pes.values() if pe.red != "NONE") == ["ARGMIN", "MIN"]
+    ap = compile_program(_scatter_program(), {"a": np.arange(8, dtype=np.int32),
+                                              "ix": np.arange(8, dtype=np.int32) % 2}, DIV_PE)
+    acc = [pe for pe in ap.pes.values() if pe.op == "MemAcc"]
+    assert [(pe.counters[0], pe.consts) for pe in acc] == [((0, 1, 14),
+                                                           {"b_const": 8, "a_const": 0})]
+    assert ap.golden["out"].tolist() == [[0, 12, 0], [0, 16, 0]]
+
+
 @pytest.mark.parametrize("app, kw, pe, needle", [
     ("black_scholes", {}, MEM_PE, "f32 values (the dataflow PE is an integer datapath)"),
     ("gemm_tile", {}, DataflowPE, "SRAM 'ta': the design's PE has no scratchpad"),
@@ -491,9 +563,11 @@ def test_random_programs_bit_exact_on_the_array(df, seed, tmp_path):
 
 def test_cgra_run_on_a_dataflow_design(df, tmp_path, cgra):
     code, out, err = cgra("run", "dot_product", "--design", df.root, "--par", "2", "--out",
-                          tmp_path / "run", "--stall-seed", "4")
+                          tmp_path / "run", "--stall-seed", "4", "--arg", "n=32")
     assert code == 0, err
     assert "dot_product (par 2) on design small_df: bit-exact" in out
+    assert json.loads((tmp_path / "run" / "dataflow_run.json").read_text())["tokens"] == \
+        {"in": 64, "out": 1}                                  # --arg n=32: 2 x 32 words
     assert "3 PEs (L1: 3), 4 input and 1 output IO tiles" in out
     # the clock the routed program closes at, named by its model (configs/small_df.toml
     # names the 32-bit delay table), as pipelined.json holds it
@@ -522,3 +596,16 @@ def test_cgra_run_on_a_dataflow_design(df, tmp_path, cgra):
     code, out, err = cgra("run", "gaussian", "--design", df.root, "--par", "2", "--out",
                           tmp_path / "g")
     assert code == 2 and "error: --par: gaussian is not a dataflow program" in err
+    for args, needle in [(["--arg", "m=3"], "--arg 'm=3': dot_product has no size argument "
+                                             "'m'; dot_product takes n"),
+                         (["--arg", "n"], "--arg 'n': not NAME=INT"),
+                         (["--arg", "n=4", "--arg", "n=5"], "--arg 'n=5': repeated"),
+                         (["--arg", "n=x"], "--arg 'n=x': 'x' is not an integer"),
+                         (["--arg", "n=0"], "n=0 must be >= 1")]:
+        code, out, err = cgra("run", "dot_product", "--design", df.root, "--out",
+                              tmp_path / "a", *args)
+        assert code == 2 and needle in err and "Traceback" not in err, (args, err)
+        assert not (tmp_path / "a").exists()
+    code, out, err = cgra("run", "gaussian", "--design", df.root, "--arg", "n=3", "--out",
+                          tmp_path / "g")
+    assert code == 2 and "error: --arg: gaussian is not a dataflow program" in err

@@ -135,7 +135,8 @@ def _random_inst(rng: random.Random, spec=None):
     levels = [(lo := rng.randrange(0, 2), rng.randrange(1, 3), rng.randrange(lo + 1, 4))
               for _ in range(2)]
     return dataflow_inst(
-        spec or SMALL, levels, rng.choice([m.name for m in DfOp.enumerate()]),
+        spec or SMALL, levels, rng.choice([m.name for m in DfOp.enumerate()
+                                           if (spec or SMALL).div or m.name not in ("Div", "Mod")]),
         signed=rng.random() < 0.5, cond=rng.choice([m.name for m in PCond.enumerate()]),
         a_src=rng.choice([m.name for m in Src.enumerate()]), a_const=rng.randrange(16),
         b_src=rng.choice([m.name for m in Src.enumerate()]), b_const=rng.randrange(16),
@@ -221,8 +222,8 @@ def test_divider_is_floor_division_on_every_4_bit_pair_python_smt_rtl(tmp_path):
 
 def test_divider_known_answers_at_32_bits_and_a_pe_without_one():
     """-7 // 2 = -4, -7 % 2 = 1, 7 % -2 = -1, INT_MIN // -1 = INT_MIN, 5 // 0 = 0 on the
-    32-bit PE with ``div=True``; the default PE has no divider (Div is PassA) and its spec
-    reference names the option."""
+    32-bit PE with ``div=True``; the default PE has no divider (an instruction using it is
+    refused) and the spec reference names the option."""
     P = make_dataflow_pe(32, 3, 16, 64, div=True)
     assert P.peak_ref == "peak.examples.dataflow_pe:make_dataflow_pe(32, 3, 16, 64, div=True)"
     assert P.div and not DataflowPE.div and assembler(P.Inst).width == 240
@@ -232,8 +233,8 @@ def test_divider_known_answers_at_32_bits_and_a_pe_without_one():
     for op, a, b, q in cases:
         inst = dataflow_inst(P, [(0, 1, 1)], op, signed=True)
         assert _run(P, inst, [(a % 2**32, b % 2**32, 0)])[0][0] == q % 2**32, (op, a, b)
-    inst = dataflow_inst(DataflowPE, [(0, 1, 1)], "Div", signed=True)
-    assert _run(DataflowPE, inst, [(9, 2, 0)])[0][0] == 9
+    with pytest.raises(ConfigError, match="DataflowPE32_3x16: op = 'Mod' needs a divider"):
+        dataflow_inst(DataflowPE, [(0, 1, 1)], "Mod", signed=True)
     with pytest.raises(SpecError, match="div = 1 must be True or False"):
         make_dataflow_pe(32, div=1)
 
