@@ -138,7 +138,7 @@ def make_divider(width: int, enabled: bool) -> type:
     interpreter's ``x // 0``). Built from one unsigned divider of the magnitudes
     (``bvudiv``), the quotient negated and lowered by one when the signs differ and the
     division is inexact. With ``enabled`` false there is no divider: both outputs are
-    ``a`` (``Div`` and ``Mod`` act as ``PassA``)."""
+    ``a`` (``Div`` and ``Mod`` act as ``PassA``; :func:`dataflow_inst` refuses them)."""
     Data = BitVector[width]
     TOP = width - 1
     if not enabled:
