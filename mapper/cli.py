@@ -24,6 +24,7 @@ only: a CoreIR file has no stream schedule to simulate).
 """
 from __future__ import annotations
 
+import inspect
 import math
 import time
 from pathlib import Path
@@ -821,8 +822,6 @@ def _program_args(app: str, given: tuple[str, ...]) -> dict[str, int]:
     """``--arg NAME=INT`` of dataflow program ``app``: its builder's integer arguments
     other than ``par`` and ``seed`` (their own options). Raises :class:`ConfigError` naming
     the builder's arguments for a malformed, unknown or repeated one."""
-    import inspect
-
     params = inspect.signature(ARRAY_PROGRAMS[app]).parameters
     names = [n for n, p in params.items() if n not in ("par", "seed")
              and isinstance(p.default, int) and not isinstance(p.default, bool)]
