@@ -12,7 +12,7 @@ from pathlib import Path
 
 from garnet.build import generate
 from garnet.params import load_toml
-from peak.rules import build_table
+from garnet.rules import partial_builder
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -50,12 +50,7 @@ def default_design(name: str = "default", only: list[str] | None = None):
     such as the dataflow programs); default every target of the PE."""
     root = Path(__file__).resolve().parents[1]
     d = root / "build" / name
-    builder = None
-    if only is not None:
-        def builder(spec, shared, jobs):
-            table = build_table(spec, shared, jobs=jobs, only=only)
-            return table.path, {e.target: e.action for e in table.entries}
     generate(load_toml(root / "configs" / f"{name}.toml"), d, rules=True,
              rules_dir=root / "build" / "rules", jobs=2, config_file=f"configs/{name}.toml",
-             builder=builder)
+             builder=None if only is None else partial_builder(only))
     return d

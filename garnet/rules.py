@@ -87,17 +87,26 @@ def _counts(table: TableFile) -> dict[str, int]:
 Builder = Callable[[type, Path, int], tuple[Path, dict[str, str]]]
 
 
-def peak_builder(spec: type, shared: Path, jobs: int) -> tuple[Path, dict[str, str]]:
-    """Run :func:`peak.rules.build_table` into ``shared``; returns the table file and the
-    action of every entry (synthesised / cached / reused / decomposed)."""
+def peak_builder(spec: type, shared: Path, jobs: int,
+                 only: list[str] | None = None) -> tuple[Path, dict[str, str]]:
+    """Run :func:`peak.rules.build_table` into ``shared`` (``only``: just those targets, a
+    partial table); returns the table file and the action of every entry (synthesised /
+    cached / reused / decomposed)."""
     try:
         from peak.rules import build_table  # deferred: loads peak.rules, peak.smt only when called
     except ImportError as exc:
         raise CollateralError(f"rules/: the rule synthesiser peak.rules cannot be imported "
                               f"({exc}); generate RTL only with --no-rules") from None
-    table = build_table(spec, shared, jobs=jobs)
+    table = build_table(spec, shared, jobs=jobs, only=only)
     assert table.path is not None
     return table.path, {e.target: e.action for e in table.entries}
+
+
+def partial_builder(only: list[str]) -> Builder:
+    """A :data:`Builder` synthesising the targets ``only`` (PEak's cache in the shared
+    directory keeps every entry already there): a design whose flow maps no application
+    through the rules, such as a dataflow program's."""
+    return lambda spec, shared, jobs: peak_builder(spec, shared, jobs, only)
 
 
 def provide_rules(spec: type, pe_path: str, spec_hash: str, dest: Path,

@@ -20,7 +20,7 @@ from cgra.tomlfile import read_toml
 from garnet.build import generate
 from garnet.glb.params import load_table
 from garnet.params import GarnetParams, load_toml
-from peak.rules import build_table
+from garnet.rules import partial_builder
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -66,7 +66,7 @@ def _design(tmp_path_factory, name: str, only: list[str] | None = None) -> pathl
             if not (out / "design.json").is_file():
                 generate(fixture_params(name), out, rules=True, rules_dir=ROOT / "build" / "rules", jobs=2,
                          config_file=f"configs/{name}.toml",
-                         builder=None if only is None else _partial_builder(only))
+                         builder=None if only is None else partial_builder(only))
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
     return out
@@ -90,15 +90,6 @@ def _glb_design(base: pathlib.Path, name: str) -> pathlib.Path:
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
     return out
-
-
-def _partial_builder(only: list[str]):
-    """A :data:`garnet.rules.Builder` synthesising the targets ``only`` (PEak's cache in
-    the shared directory keeps every entry already there)."""
-    def build(spec, shared, jobs):
-        table = build_table(spec, shared, jobs=jobs, only=only)
-        return table.path, {e.target: e.action for e in table.entries}
-    return build
 
 
 @pytest.fixture(scope="session")
