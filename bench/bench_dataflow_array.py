@@ -3,11 +3,12 @@ par 1, 2 and 4 on the 32x16 ready-valid array of dataflow PEs (configs/default_d
 and at par 1 and 2 on the 8x8 (configs/small_df.toml; par 4 needs 9 IO tiles, the 8x8
 has 8), gemm_tile (8x8x8, its two SRAM tiles in memory PEs) at par 1, 2 and 4 on both,
 SARA's Fig. 4 branch program (n = 16, length 8: its SRAM refilled in 8 epochs) at par 1
-and 2 on the 8x8 and 1, 2 and 4 on the 32x16, and kmeans_step (16 points of 4 dimensions,
-3 centroids: its points fill a 64-word scratchpad; par 4 needs 77 PEs, the 8x8 has 56) at
-par 1 and 2 on the 8x8 and 1, 2 and 4 on the 32x16; both designs' PEs have 64-word
-scratchpads and the divider; each run without stalls and under random stalls (0.3 / 0.3, seed 1), every
-run bit-exact with numpy (the bench stops otherwise).
+and 2 on the 8x8 and 1, 2 and 4 on the 32x16, and kmeans_step (4 dimensions, 3 centroids)
+at its default 32 points at par 1 and 2 on the 8x8 (its 128 words of points fill the 8x8's
+128-word scratchpads; par 4 needs 77 PEs, the 8x8 has 56) and at 16 points at par 1, 2
+and 4 on the 32x16 (its PEs have 64-word scratchpads: configs/default_df.toml says why);
+both designs' PEs have the divider; each run without stalls and under random stalls
+(0.3 / 0.3, seed 1), every run bit-exact with numpy (the bench stops otherwise).
 
 Figures per run (``bench/results/dataflow_array.csv``, params: program, n, par, design,
 stall probabilities and seed): PEs, IO tiles, routes (static / dynamic), RTL cycles, the
@@ -20,10 +21,11 @@ IO runs out) and the seconds of each stage (compile, place and route, Verilator 
 simulation, token-level simulator) and of the design's cold generation.
 
 Run: ``.venv/bin/python bench/bench_dataflow_array.py`` (the 32x16 model's cold Verilator
-build is most of it).
+build is most of it); ``--design small_df`` runs one design's rows.
 """
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
@@ -41,17 +43,20 @@ NAME = "dataflow_array"
 N = 256
 #: (program, its builder's sizes, the pars run) per design
 BRANCH = {"n": 16, "length": 8}
-KMEANS = {"n": 16}
 RUNS = {"small_df": [("dot_product", {"n": N}, (1, 2)), ("gemm_tile", {}, (1, 2, 4)),
-                     ("branch", BRANCH, (1, 2)), ("kmeans_step", KMEANS, (1, 2))],
+                     ("branch", BRANCH, (1, 2)), ("kmeans_step", {"n": 32}, (1, 2))],
         "default_df": [("dot_product", {"n": N}, (1, 2, 4)), ("gemm_tile", {}, (1, 2, 4)),
-                       ("branch", BRANCH, (1, 2, 4)), ("kmeans_step", KMEANS, (1, 2, 4))]}
+                       ("branch", BRANCH, (1, 2, 4)), ("kmeans_step", {"n": 16}, (1, 2, 4))]}
 STALLS = ((0.0, 0.0), (0.3, 0.3))
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--design", choices=sorted(RUNS), action="append",
+                    help="run this design's rows only (repeatable; default: both)")
+    designs = ap.parse_args().design or list(RUNS)
     rows = []
-    for design, runs in RUNS.items():
+    for design, runs in ((d, RUNS[d]) for d in designs):
         t = time.perf_counter()
         d = default_design(design, only=["coreir.add"])   # the dataflow compiler uses no rule
         rows.append(row(NAME, "design_generation_seconds", round(time.perf_counter() - t, 1),

@@ -23,7 +23,7 @@ from peak.examples.dataflow_pe import dataflow_inst, make_dataflow_pe
 
 from test_array_run import scale_rows, windows
 
-MEM_PE = make_dataflow_pe(32, 3, 16, 64, div=True)     # configs/small_df.toml's PE
+MEM_PE = make_dataflow_pe(32, 3, 16, 128, div=True)    # configs/small_df.toml's PE
 
 
 def _python_rates(spec: type, inst, fires: int) -> list[FireRates]:
