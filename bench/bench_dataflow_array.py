@@ -3,11 +3,10 @@ par 1, 2 and 4 on the 32x16 ready-valid array of dataflow PEs (configs/default_d
 and at par 1 and 2 on the 8x8 (configs/small_df.toml; par 4 needs 9 IO tiles, the 8x8
 has 8), gemm_tile (8x8x8, its two SRAM tiles in memory PEs) at par 1, 2 and 4 on both,
 SARA's Fig. 4 branch program (n = 16, length 8: its SRAM refilled in 8 epochs) at par 1
-and 2 on the 8x8 and 1, 2 and 4 on the 32x16, and kmeans_step (4 dimensions, 3 centroids)
-at its default 32 points at par 1 and 2 on the 8x8 (its 128 words of points fill the 8x8's
-128-word scratchpads; par 4 needs 77 PEs, the 8x8 has 56) and at 16 points at par 1, 2
-and 4 on the 32x16 (its PEs have 64-word scratchpads: configs/default_df.toml says why);
-both designs' PEs have the divider; each run without stalls and under random stalls
+and 2 on the 8x8 and 1, 2 and 4 on the 32x16, and kmeans_step at its defaults (32 points
+of 4 dimensions, 3 centroids: its points fill a 128-word scratchpad; par 4 needs 77 PEs,
+the 8x8 has 56) at par 1 and 2 on the 8x8 and 1, 2 and 4 on the 32x16; both designs' PEs
+have 128-word scratchpads and the divider; each run without stalls and under random stalls
 (0.3 / 0.3, seed 1), every run bit-exact with numpy (the bench stops otherwise).
 
 Figures per run (``bench/results/dataflow_array.csv``, params: program, n, par, design,
@@ -46,7 +45,7 @@ BRANCH = {"n": 16, "length": 8}
 RUNS = {"small_df": [("dot_product", {"n": N}, (1, 2)), ("gemm_tile", {}, (1, 2, 4)),
                      ("branch", BRANCH, (1, 2)), ("kmeans_step", {"n": 32}, (1, 2))],
         "default_df": [("dot_product", {"n": N}, (1, 2, 4)), ("gemm_tile", {}, (1, 2, 4)),
-                       ("branch", BRANCH, (1, 2, 4)), ("kmeans_step", {"n": 16}, (1, 2, 4))]}
+                       ("branch", BRANCH, (1, 2, 4)), ("kmeans_step", {"n": 32}, (1, 2, 4))]}
 STALLS = ((0.0, 0.0), (0.3, 0.3))
 
 

@@ -341,7 +341,7 @@ def test_branch_clauses_on_strided_counters_and_a_refilled_memory(df, par, p_sta
 
 
 MEM_PE = make_dataflow_pe(32, 3, 16, 64)
-DIV_PE = make_dataflow_pe(32, 3, 16, 64, div=True)   # configs/default_df.toml's PE
+DIV_PE = make_dataflow_pe(32, 3, 16, 64, div=True)
 
 
 @pytest.mark.parametrize("par, seed, used", [(1, 3, 3), (2, 2, 2)])
