@@ -342,17 +342,18 @@ def test_branch_clauses_on_strided_counters_and_a_refilled_memory(df, par, p_sta
 
 MEM_PE = make_dataflow_pe(32, 3, 16, 64)
 DIV_PE = make_dataflow_pe(32, 3, 16, 64, div=True)
+DF_PE = make_dataflow_pe(32, 3, 16, 128, div=True)     # configs/small_df.toml's PE
 
 
 @pytest.mark.parametrize("par, seed, used", [(1, 3, 3), (2, 2, 2)])
 def test_kmeans_step_bit_exact_under_random_stalls(df, par, seed, used, tmp_path):
     """apps.kmeans_step at its defaults (32 points, 4 dimensions, 3 centroids; the points
     fill small_df's 128-word scratchpads): the distances reduce in place (``par`` lanes),
-    the nearest centroid is an ARGMIN PE, the centroid sums and counts are scatter-adds (``MemAcc`` memory PEs at the
-    assigned centroid's address) read back per lane of the last loop (lane ``l`` of ``par``
-    reads sums at ``l, l + par, ...``: ``a_const``), the means divide on Div PEs;
-    ``assign`` and ``new_centroids`` equal the reference and the interpreter under random
-    stalls, in the model's cycles. Seed 2 leaves centroid 0 without points: it stays
+    the nearest centroid is an ARGMIN PE, the centroid sums and counts are scatter-adds
+    (``MemAcc`` memory PEs at the assigned centroid's address) read back per lane of the
+    last loop (lane ``l`` of ``par`` reads sums at ``l, l + par, ...``: ``a_const``), the
+    means divide on Div PEs; ``assign`` and ``new_centroids`` equal the reference and the
+    interpreter under random stalls, in the model's cycles. Seed 2 leaves centroid 0 without points: it stays
     (the ``cnt > 0`` select), its division by 0 discarded."""
     program, inputs, reference = ARRAY_PROGRAMS["kmeans_step"](par=par, seed=seed)
     want = reference(inputs)
@@ -456,6 +457,7 @@ def test_a_scatter_add_and_an_arg_min_compile_to_their_pes():
     ("pagerank", {}, MEM_PE, "SRAM 'ranks': written at 2 sites ['W0', 'W14']"),
     ("fig2a", {}, MEM_PE, "SRAM 'm3': written at 2 sites ['W31', 'W32']"),
     ("kmeans_step", {}, MEM_PE, "SRAM 'pts': 128 words; the PE's scratchpad holds 64"),
+    ("kmeans_step", {"n": 33}, DF_PE, "SRAM 'pts': 132 words; the PE's scratchpad holds 128"),
     ("kmeans_step", {"n": 8}, MEM_PE, "unit B19: operator 'div' needs a divider; the "
                                      "design's PE has none"),
     ("kmeans_step", {"n": 8, "d": 3, "par": 2}, DIV_PE, "R30: reads scatter-added SRAM "
