@@ -55,7 +55,8 @@ def main() -> None:
                     help="run this design's rows only (repeatable; default: both)")
     designs = ap.parse_args().design or list(RUNS)
     rows = []
-    for design, runs in ((d, RUNS[d]) for d in designs):
+    for design in designs:
+        runs = RUNS[design]
         t = time.perf_counter()
         d = default_design(design, only=["coreir.add"])   # the dataflow compiler uses no rule
         rows.append(row(NAME, "design_generation_seconds", round(time.perf_counter() - t, 1),

@@ -19,11 +19,10 @@ from mapper.dataflow.array import compile_program
 from mapper.dataflow.array_model import pe_rates, predict_run
 from peak.assembler import assembler
 from peak.control import counter_chain_trips
-from peak.examples.dataflow_pe import dataflow_inst, make_dataflow_pe
+from peak.examples.dataflow_pe import dataflow_inst
 
+from test_array_run import DF_PE as MEM_PE  # configs/small_df.toml's PE
 from test_array_run import scale_rows, windows
-
-MEM_PE = make_dataflow_pe(32, 3, 16, 128, div=True)    # configs/small_df.toml's PE
 
 
 def _python_rates(spec: type, inst, fires: int) -> list[FireRates]:

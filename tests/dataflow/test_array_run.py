@@ -353,8 +353,8 @@ def test_kmeans_step_bit_exact_under_random_stalls(df, par, seed, used, tmp_path
     (``MemAcc`` memory PEs at the assigned centroid's address) read back per lane of the
     last loop (lane ``l`` of ``par`` reads sums at ``l, l + par, ...``: ``a_const``), the
     means divide on Div PEs; ``assign`` and ``new_centroids`` equal the reference and the
-    interpreter under random stalls, in the model's cycles. Seed 2 leaves centroid 0 without points: it stays
-    (the ``cnt > 0`` select), its division by 0 discarded."""
+    interpreter under random stalls, in the model's cycles. Seed 2 leaves centroid 0
+    without points: it stays (the ``cnt > 0`` select), its division by 0 discarded."""
     program, inputs, reference = ARRAY_PROGRAMS["kmeans_step"](par=par, seed=seed)
     want = reference(inputs)
     assert len(set(want["assign"].tolist())) == used
