@@ -22,8 +22,12 @@ $(STAMP): pyproject.toml $(wildcard */__init__.py)
 	$(BIN)/pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
+# `make test` deselects the tests marked `bench` (large runs: the 32x16 and 16x10 arrays in
+# Verilator, the rest of a sweep; pyproject.toml); `make bench` runs them first
+PYTEST := $(BIN)/pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -p no:cacheprovider
+
 test: install
-	$(BIN)/pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -p no:cacheprovider --durations=25 tests
+	$(PYTEST) -m "not bench" --durations=25 tests
 
 lint: install
 	$(BIN)/ruff check cgra peak lake canal garnet mapper dse runtime tests bench
@@ -74,6 +78,7 @@ build/%/design.json: FORCE | install
 FORCE:
 
 bench: install
+	$(PYTEST) -m bench --durations=25 tests
 	@set -e; for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f; done
 	$(BIN)/python bench/bench_dse_trends.py --sweep configs/dse/small.toml
 

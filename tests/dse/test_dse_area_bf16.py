@@ -107,6 +107,8 @@ int main(int argc, char** argv) {
 """
 
 
+#: 20000 cycles of a yosys netlist in Verilator (~35 s): `make bench` runs it, `make test` does not
+@pytest.mark.bench
 def test_yosys_netlist_of_the_bf16_pe_equals_the_circt_verilog(designs, tmp_path):
     """The rewritten bf16 PE synthesised by yosys (``synth -flatten; abc -fast``, as the
     area proxy) and written as a netlist computes what CIRCT's Verilog computes: 20000

@@ -6,11 +6,16 @@ with numpy and Halide, with more PEs than on the stock PE (tests/mapper/test_cov
 DEFAULT_PES: camera_pipeline 32, gaussian 18)."""
 from __future__ import annotations
 
+import pytest
+
 from mapper.flow import run_app
 from mapper.params import AppParams, RunParams
 from mapper.stages import read_app
 
 
+#: `make bench` runs it, `make test` does not (~45 s: its own design and model); CI runs the
+#: decomposition end to end with gaussian below, and both PEs' covers in tests/mapper
+@pytest.mark.bench
 def test_camera_pipeline_without_max(small_nomax_design, tmp_path):
     r = run_app(RunParams(AppParams("camera_pipeline", 64, 64), small_nomax_design, tmp_path))
     assert r.report["match"] == {"numpy": True, "halide": True}

@@ -17,6 +17,10 @@ from mapper.cli import _pipeline_params
 from mapper.flow import run_app
 from mapper.params import AppParams, FlowParams, RunParams, SimOptions
 
+#: 32x16 Verilator runs: `make bench` runs them, `make test` does not (CONVENTIONS: large
+#: runs go in bench/; the 32x16 model build alone is ~100 s of CI's 30 minutes)
+pytestmark = pytest.mark.bench
+
 APPS = ("pointwise", "brighten_blur", "gaussian", "unsharp", "harris", "downsample", "upsample")
 #: the critical path and latency each pass reports
 PASSES = ["balance", "compute pipelining", "register insertion", "ALAP"]

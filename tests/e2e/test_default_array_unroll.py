@@ -5,10 +5,18 @@ gaussian at unroll 8 (1, 2, 4 and 16 in `make bench`: bench/bench_unified_buffer
 bit-exact against numpy and Halide with every unused tile gated (issue 36)."""
 from __future__ import annotations
 
+import pytest
+
 from mapper.backend.pipeline import PipelineParams
 from mapper.flow import run_app
 from mapper.params import AppParams, FlowParams, RunParams
 from test_default_array import GATED_AT_LEAST
+
+#: 32x16 Verilator runs: `make bench` runs them, `make test` does not (as
+#: test_default_array.py)
+pytestmark = pytest.mark.bench
+
+
 def test_laplacian_pyramid(default_design, default_harness, tmp_path, assert_gated):
     """Issue 14's acceptance on build/default: the three-level Laplacian pyramid (stages at
     full, half and quarter rate; delay lines and addressed buffers) at 900 MHz (seed 0; seed 2

@@ -30,6 +30,12 @@ from peak.rules import build_table
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
+#: a 16x10 Verilator run (its design and rules ~110 s cold): `make bench` runs it, `make test`
+#: does not (CONVENTIONS: large runs go in bench/); CI runs BFloat16 end to end on the 8x8
+#: (tests/e2e/test_e2e_bf16.py) and nlm_bf16's kernels on the Python models
+#: (tests/mapper/test_nlm_bf16.py)
+pytestmark = pytest.mark.bench
+
 #: the float rule targets nlm_bf16 maps to (products, sums, exp's clamp, conversions and
 #: constants; the division's Newton steps' 2 - b r)
 FLOAT_TARGETS = ["float.add", "float.sub", "float.mul", "float.add[in1=const]",

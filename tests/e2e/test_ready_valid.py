@@ -4,7 +4,7 @@ stalls in the run summary), `cgra verify` proving valid and ready with the data.
 
 The tiny 4x3 (configs/tiny_rv.toml: model ~15 s) takes the seed sweep, the no-stall
 throughput, the proof and the bad inputs; gaussian runs on the shipped 8x8
-(configs/small_rv.toml) under stalls."""
+(configs/small_rv.toml) under stalls in `make bench` (marked ``bench``)."""
 from __future__ import annotations
 
 import json
@@ -148,6 +148,9 @@ def test_bad_stall_option_is_one_line(tiny_rv, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+#: the shipped 8x8's model build and run (~160 s): `make bench` runs it, `make test` does not;
+#: CI's ready-valid runs are tiny_rv's above and the hybrid designs' (test_hybrid.py)
+@pytest.mark.bench
 def test_gaussian_on_the_ready_valid_8x8_under_stalls(design_dir, tmp_path):
     """The shipped ready-valid 8x8: gaussian on a 32x32 camera crop under the default
     stall probabilities, bit-exact against numpy and Halide; every net's handshake proved."""

@@ -13,6 +13,11 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
+
+#: `make bench` runs this module, `make test` does not (its design, rules and model ~65 s of
+#: CI's 30 minutes); CI runs a non-default data width end to end at 8 bits (test_width8.py)
+pytestmark = pytest.mark.bench
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CGRA = str(pathlib.Path(sys.executable).parent / "cgra")
