@@ -7,11 +7,11 @@ wirelength, registers placed, cached vs synthesised rules); PE / MEM / IO counts
 design names and spec hashes exactly. After a change of those, ``python
 docs/tutorial_outputs.py`` regenerates the shown blocks.
 
-Every output but the tile timing measurements stays under ``tmp_path``. The shared rule
-cache of the repository (``build/rules``, as tests/e2e/conftest.py uses it) is only read: the cache entry of the
-stock PE, if there is one, is copied into the scratch directory's ``build/rules`` (under
-its lock) so that the tutorial's first ``cgra rules`` finds it cached; without it the
-tutorial synthesises the table itself (about 16 s more on 2 cores). The tile timing
+Every output but the tile timing measurements and the stock PE's rules stays under
+``tmp_path``. The stock PE's cache entry in the shared rule cache of the repository
+(``build/rules``, as tests/e2e/conftest.py uses it; synthesised there first if missing, once
+for the whole suite) is copied into the scratch directory's ``build/rules`` (under its
+lock) so that the tutorial's first ``cgra rules`` finds it cached. The tile timing
 measurements are the repository's shared cache ``build/timing`` (the measured model is the
 default; the scratch directory's ``build/timing`` links to it, so each tile is measured once
 for the whole suite, and each new tile the tutorial's edits make lands there too).

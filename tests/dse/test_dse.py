@@ -3,7 +3,8 @@ the CI sample of the shipped example configs/dse/small.toml (its apps and option
 of its grid; the whole example, every point mapping, is in `make bench`:
 bench/bench_dse_trends.py --sweep configs/dse/small.toml): CSV rows, plots, every point
 mapping (issue 41), a point that does not fit recorded as a failure, the D3 / PUB / unroll
-trends, and a second run computing nothing."""
+trends, and a second run computing nothing. The sweep's checks run in `make bench` (marked
+``bench``); the checks of the sweep file and of a bad sweep run in `make test`."""
 from __future__ import annotations
 
 import csv
@@ -30,6 +31,11 @@ def _run(*args: str) -> subprocess.CompletedProcess:
                           timeout=900)
 
 
+#: the CI sweep itself (~170 s: 4 designs at 16x8, 12 points, run twice) and the checks of its
+#: rows are marked ``bench``: `make bench` runs them, `make test` does not. `make test` keeps
+#: DSE end to end in tests/dse/test_dse_search.py (a 2 x 2 grid searched, its Pareto front,
+#: a second run computing nothing), test_dse_simulate.py (points simulated in Verilator),
+#: test_dse_scheduler.py (a real Dask cluster) and test_dse_area_bf16.py (tile areas).
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
     cache = tmp_path_factory.mktemp("dse")
@@ -48,6 +54,7 @@ def _get(rows, **kw):
     return got[0]
 
 
+@pytest.mark.bench
 def test_rows_and_plots(sweep):
     first, _second, out, rows = sweep
     assert len(rows) == 4 * 3
@@ -69,6 +76,7 @@ def test_rows_and_plots(sweep):
         [int(r["pe_count"]) if r["pe_count"] else None for r in rows]
 
 
+@pytest.mark.bench
 def test_tile_areas_are_cached_beside_the_rules(sweep):
     """The tiles' yosys cell counts are cached beside the sweep's rules directory (here the
     suite's build/rules: build/area), as the tile timing measurements are (build/timing),
@@ -99,6 +107,7 @@ def test_ci_sweep_samples_the_shipped_example():
     assert (len(ci.points), len(ex.points)) == (4, 8)        # designs (x 3 apps)
 
 
+@pytest.mark.bench
 def test_every_point_maps(sweep):
     """The example shows the tool working: all 12 points (4 designs x gaussian, gaussian
     unrolled twice, harris) map, place, route and pipeline, so each app's Pareto plot has
@@ -111,6 +120,7 @@ def test_every_point_maps(sweep):
         {"gaussian": 4, "gaussian_u2": 4, "harris": 4}
 
 
+@pytest.mark.bench
 def test_unroll_trades_pes_for_cycles(sweep):
     """Unrolled twice, gaussian computes 2 pixels a cycle: more PEs, fewer cycles, on
     every design."""
@@ -122,6 +132,7 @@ def test_unroll_trades_pes_for_cycles(sweep):
         assert int(u2["cycles"]) < int(r["cycles"])
 
 
+@pytest.mark.bench
 def test_too_big_is_a_recorded_failure(sweep, tmp_path):
     """A point that does not fit (harris unrolled twice: more PEs than the 16x8 array's 84)
     is a recorded MappingError, its result file written like any point's (it is cached)."""
@@ -137,6 +148,7 @@ def test_too_big_is_a_recorded_failure(sweep, tmp_path):
     assert json.loads(result.read_text())["error"] == row["error"]
 
 
+@pytest.mark.bench
 def test_d3_fewer_pes_and_pub_fewer_mems(sweep):
     rows = sweep[3]
     for tracks in (4,):
@@ -150,6 +162,7 @@ def test_d3_fewer_pes_and_pub_fewer_mems(sweep):
             assert 2 * int(pub["mem_count"]) <= int(dp["mem_count"])
 
 
+@pytest.mark.bench
 def test_second_run_recomputes_nothing(sweep):
     _first, second, _out, _rows = sweep
     assert "computed 0 points (0 designs), 12 from the cache" in second

@@ -34,8 +34,15 @@ def _dse(sweep: pathlib.Path, cache: pathlib.Path) -> subprocess.CompletedProces
                           timeout=900)
 
 
-def test_simulated_sweep_records_verilator_cycles(tmp_path):
+def test_simulated_sweep_records_verilator_cycles(tmp_path, small_design):
     cache = tmp_path / "cache"
+    # the sweep's design is configs/small.toml's RTL: its Verilator model cache
+    # (<cache>/designs/.sim-cache, mapper.sim.verilator.model_cache_dir) is the session's e2e
+    # one, content-keyed and locked, so the model the e2e tests build is not built again
+    (cache / "designs").mkdir(parents=True)
+    (small_design.parent / ".sim-cache").mkdir(exist_ok=True)
+    (cache / "designs" / ".sim-cache").symlink_to(small_design.parent / ".sim-cache",
+                                                  target_is_directory=True)
     sim = tmp_path / "sim.toml"
     sim.write_text(SWEEP.format(root=ROOT, simulate="true"))
     first = _dse(sim, cache)

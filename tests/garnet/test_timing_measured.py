@@ -92,6 +92,9 @@ def test_a_mem_tile_crossing_is_slower_than_a_pe_tile_crossing(t5):
     assert side["mem"] > side["pe"]           # the reason: a larger footprint, a longer wire
 
 
+#: a 32-bit design's tiles measured (~55 s): `make bench` runs it, `make test` does not; the
+#: measurement follows an edit in `make test` through the tracks (below) and the interconnect
+@pytest.mark.bench
 def test_a_wider_datapath_makes_the_pe_core_slower(tmp_path_factory, t5):
     t32 = _build(tmp_path_factory, "w32", tracks=5, data_width=32, widths=[32, 1],
                  pe="peak.examples.cgra_pe:make_pe(32)", mem_preset="dualport_1024x32")

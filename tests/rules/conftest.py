@@ -17,9 +17,12 @@ import pytest  # noqa: E402
 
 @pytest.fixture(scope="session")
 def default_table(tmp_path_factory):
-    """(table, out_dir) of the default 16-bit CGRA PE, synthesised once (one process)."""
+    """(table, out_dir) of the default 16-bit CGRA PE, through the suite's shared rule cache
+    (tests/shared_rules.py: synthesised once per session, whichever of these tests and the e2e
+    designs asks first; before, each xdist worker synthesised the whole table again, in one
+    process). ``out_dir`` holds this PE's cache entry only."""
     from peak.examples.cgra_pe import PE
-    from peak.rules import build_table
-    out = tmp_path_factory.mktemp("rules_default")
-    table = build_table(PE, out, jobs=1)
-    return table, out
+    from shared_rules import shared_table
+
+    out = tmp_path_factory.mktemp("rules_default") / "rules"
+    return shared_table(PE, out), out
