@@ -4,8 +4,8 @@
 the suite synthesises into (tests/conftest.py ``_design``). :func:`shared_table` gives the
 tests that want a whole rule table of their own (a directory holding only that PE's entry)
 the same cache, so the table is synthesised once per test session whichever test asks
-first; PEak locks a cache entry while a run updates it, so
-xdist workers wait for each other instead of synthesising twice."""
+first; PEak locks a cache entry while a run updates it, so xdist workers wait for each other
+instead of synthesising twice."""
 from __future__ import annotations
 
 import shutil

@@ -9,6 +9,8 @@ import pathlib
 import subprocess
 import sys
 
+from mapper.sim.verilator import model_cache_dir
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 #: the rule tables of the whole suite (content-keyed: shared with the e2e designs)
 RULES = str(ROOT / "build" / "rules")
@@ -36,13 +38,14 @@ def _dse(sweep: pathlib.Path, cache: pathlib.Path) -> subprocess.CompletedProces
 
 def test_simulated_sweep_records_verilator_cycles(tmp_path, small_design):
     cache = tmp_path / "cache"
-    # the sweep's design is configs/small.toml's RTL: its Verilator model cache
-    # (<cache>/designs/.sim-cache, mapper.sim.verilator.model_cache_dir) is the session's e2e
-    # one, content-keyed and locked, so the model the e2e tests build is not built again
-    (cache / "designs").mkdir(parents=True)
-    (small_design.parent / ".sim-cache").mkdir(exist_ok=True)
-    (cache / "designs" / ".sim-cache").symlink_to(small_design.parent / ".sim-cache",
-                                                  target_is_directory=True)
+    # the sweep's design is configs/small.toml's RTL: its Verilator model cache (that of a
+    # design in <cache>/designs) is the session's e2e one, content-keyed and locked, so the
+    # model the e2e tests build is not built again
+    shared = model_cache_dir(small_design)
+    shared.mkdir(exist_ok=True)
+    link = model_cache_dir(cache / "designs" / "any")
+    link.parent.mkdir(parents=True)
+    link.symlink_to(shared, target_is_directory=True)
     sim = tmp_path / "sim.toml"
     sim.write_text(SWEEP.format(root=ROOT, simulate="true"))
     first = _dse(sim, cache)

@@ -17,6 +17,9 @@ on the 8x8, the refusals, and a DNN layer bit-exact in Verilator on the 8x8 PUB 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -200,7 +203,7 @@ def default_coll(default_design):
 def test_default_blocking_fits_the_default_design(default_coll, layer):
     """``make app APP=<layer>`` (no option): the map stage picks the largest block that fits
     the design's IO, PE and MEM tiles and records it (app.json ``blocking``); planning only,
-    the full run of gemm is test_cgra_run_default_gemm_and_refuses_bad_blocks."""
+    the full run of gemm is test_cgra_run_default_gemm."""
     from mapper.apps.dnn import DEFAULT_SIZE
     from mapper.backend.place import site_capacity
     from mapper.flow import map_app
@@ -253,21 +256,14 @@ def test_blocking_on_the_small_design(small_design):
         map_app(AppParams("gemm", 16, 16, block=4), coll)
 
 
-def _cgra() -> str:
-    import sys
-    from pathlib import Path
-
-    return str(Path(sys.executable).parent / "cgra")
+CGRA = str(Path(sys.executable).parent / "cgra")
 
 
 @pytest.mark.bench
 def test_cgra_run_default_gemm(default_design, default_harness, tmp_path):
     """`cgra run gemm` with no option on the default array (issue 41: its 8 x 8 tile needed
     65 IO tiles): 16x16 (k 32) at the 4 x 4 tile, bit-exact, the blocking printed."""
-    import subprocess
-
-    cgra = _cgra()
-    r = subprocess.run([cgra, "run", "gemm", "--design", str(default_design), "--out",
+    r = subprocess.run([CGRA, "run", "gemm", "--design", str(default_design), "--out",
                         str(tmp_path / "g")], capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr
     assert "b 16x32, a 32x16 -> 16x16 matches numpy and Halide bit-exactly" in r.stdout
@@ -283,10 +279,7 @@ def test_cgra_refuses_bad_blocks(default_design, tmp_path):
     """A given block that cannot fit the default array is one line naming the block that
     does, and a block that does not divide the channels one line too; nothing written (no
     model is built: both are refused before mapping ends)."""
-    import subprocess
-
-    cgra = _cgra()
-    r = subprocess.run([cgra, "map", "gemm", "--design", str(default_design), "--block", "8",
+    r = subprocess.run([CGRA, "map", "gemm", "--design", str(default_design), "--block", "8",
                         "--out", str(tmp_path / "g8")], capture_output=True, text=True,
                        timeout=600)
     assert r.returncode == 2
@@ -296,7 +289,7 @@ def test_cgra_refuses_bad_blocks(default_design, tmp_path):
         "fits design default (--block 4; without --block the largest block that fits is "
         "chosen)"]
     assert not (tmp_path / "g8").exists()
-    r = subprocess.run([cgra, "run", "resnet_layer", "--design", str(default_design),
+    r = subprocess.run([CGRA, "run", "resnet_layer", "--design", str(default_design),
                         "--size", "6", "--channels", "4", "--block", "3", "--out",
                         str(tmp_path / "bad")], capture_output=True, text=True, timeout=600)
     assert r.returncode == 2

@@ -1,8 +1,9 @@
 """Session fixtures of the rule-synthesis tests.
 
-The full default-PE rule table is synthesised ONCE per test session (per xdist worker) into
-a session directory and shared by every test that needs it. The project root goes first on
-``sys.path`` so ``tests/peak`` never shadows the ``peak`` package."""
+The full default-PE rule table comes from the suite's shared rule cache
+(tests/shared_rules.py: synthesised once per session) and is shared by every test that needs
+it. The project root goes first on ``sys.path`` so ``tests/peak`` never shadows the ``peak``
+package."""
 from __future__ import annotations
 
 import pathlib
@@ -14,6 +15,8 @@ if _ROOT not in sys.path:
 
 import pytest  # noqa: E402
 
+from shared_rules import shared_table  # noqa: E402
+
 
 @pytest.fixture(scope="session")
 def default_table(tmp_path_factory):
@@ -22,7 +25,6 @@ def default_table(tmp_path_factory):
     designs asks first; before, each xdist worker synthesised the whole table again, in one
     process). ``out_dir`` holds this PE's cache entry only."""
     from peak.examples.cgra_pe import PE
-    from shared_rules import shared_table
 
     out = tmp_path_factory.mktemp("rules_default") / "rules"
     return shared_table(PE, out), out
