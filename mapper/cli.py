@@ -548,9 +548,11 @@ def _model_cache(design: Path) -> Path:
 
 def _verilator_note(report: dict[str, Any]) -> str:
     """``Verilator model <key> reused`` or ``... built in <s> s``, with ``(column blocks of
-    <k>)`` for a model of the top in column blocks (run_report ``verilator``)."""
+    <k>)`` for a model of the top in column blocks and ``(tile blocks: <modules>)`` for one
+    of tile blocks (run_report ``verilator``)."""
     v = report.get("verilator") or {}
-    blocks = f" (column blocks of {v['hier_columns']})" if v.get("hier_columns") else ""
+    blocks = f" (column blocks of {v['hier_columns']})" if v.get("hier_columns") else \
+        f" (tile blocks: {', '.join(v['hier_tiles'])})" if v.get("hier_tiles") else ""
     if v.get("cached"):
         return f"Verilator model {v.get('key')}{blocks} reused"
     return (f"Verilator model {v.get('key')}{blocks} built in "
@@ -716,11 +718,13 @@ class _RunCommand(click.Command):
 @click.option("--stall-seed", "stall_seed", type=int, default=None,
               help="ready-valid designs: seed of the stall draws [default: 1]")
 @click.option("--model-hierarchy", "model_hierarchy", default="auto", show_default=True,
-              type=click.Choice(["auto", "flat", "blocks"]),
+              type=click.Choice(["auto", "flat", "blocks", "tiles"]),
               help="the Verilator model: 'blocks' builds it from the top in column blocks "
                    "(rtl/hier/; each distinct block verilated once: a cold 32x16 build in "
-                   "less than half the time, ~0.9x the simulation speed), 'flat' from the "
-                   "flat top; 'auto' takes blocks from 256 tiles")
+                   "less than half the time, ~0.9x the simulation speed), 'tiles' with each "
+                   "distinct tile module verilated once (ready-valid arrays: the small_df "
+                   "8x8 in 0.4x the time), 'flat' from the flat top; 'auto' takes blocks "
+                   "from 256 tiles, tiles for ready-valid arrays of 2 MB of tile Verilog")
 @click.option("--duplicate", "duplicate", is_flag=True, default=False,
               help="low-unroll duplication (Cascade §V-C4): compile the app at unroll 1 for "
                    "a strip of the image, place and route it on a sub-array and copy its "
@@ -766,8 +770,11 @@ def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
             raise ConfigError(f"{', '.join(bad)}: not an option of a dataflow program "
                               f"({app}); it takes --par, --arg (its sizes), --tensor-seed "
                               f"(its inputs), --seed (placement) and the --stall-* options")
+        sizes = _program_args(app, program_args)
+        if model_hierarchy in ("blocks", "tiles"):  # no blocks: refused before compiling
+            check_hierarchy(design, SimParams(hierarchy=model_hierarchy))
         _dataflow_run(app, design, out, par or 1, tensor_seed, seed, stall_in, stall_out,
-                      stall_seed, _program_args(app, program_args))
+                      stall_seed, sizes, model_hierarchy)
         return
     if program_args:
         raise ConfigError(f"--arg: {app} is not a dataflow program (`cgra dataflow --list`); "
@@ -804,8 +811,8 @@ def run_cmd(app: str, design: Path, out: str | None, seed: int, image: str,
                           "--duplicate or drop them")
     run_dir = Path(out) if out is not None else default_run_dir(app)
     params.validate()                   # before the run directory is touched
-    if model_hierarchy == "blocks":     # a design without blocks: refused before mapping
-        check_hierarchy(design, SimParams(hierarchy="blocks", toggles=energy))
+    if model_hierarchy in ("blocks", "tiles"):  # no blocks, or toggles: refused before mapping
+        check_hierarchy(design, SimParams(hierarchy=model_hierarchy, toggles=energy))
     with claim_output_dir(run_dir, "--out"):
         if Path(design).is_dir():
             check_output_dir(_model_cache(Path(design)), "--design")  # the Verilator cache
@@ -843,10 +850,12 @@ def _program_args(app: str, given: tuple[str, ...]) -> dict[str, int]:
 
 def _dataflow_run(app: str, design: Path, out: str | None, par: int, tensor_seed: int,
                   seed: int, stall_in: float | None, stall_out: float | None,
-                  stall_seed: int | None, sizes: dict[str, int] | None = None) -> None:
+                  stall_seed: int | None, sizes: dict[str, int] | None = None,
+                  hierarchy: str = "auto") -> None:
     """``cgra run`` of a dataflow program (:func:`mapper.dataflow.array_run.run_program`)
-    built with ``sizes`` (``--arg``): the array's result against the interpreter, the
-    interpreter's against numpy; a one-line summary."""
+    built with ``sizes`` (``--arg``) on the Verilator model of ``hierarchy``
+    (``--model-hierarchy``): the array's result against the interpreter, the interpreter's
+    against numpy; a one-line summary."""
     t0 = time.perf_counter()
     program, inputs, reference = ARRAY_PROGRAMS[app](par=par, seed=tensor_seed,
                                                      **(sizes or {}))
@@ -860,7 +869,7 @@ def _dataflow_run(app: str, design: Path, out: str | None, par: int, tensor_seed
             raise ConfigError(f"{name} {v}: a probability per cycle in [0, 1)")
     with claim_output_dir(run_dir, "--out"):
         r = run_program(program, inputs, coll, run_dir, stall_in=p_in, stall_out=p_out,
-                        stall_seed=s_seed, place_seed=seed)
+                        stall_seed=s_seed, place_seed=seed, hierarchy=hierarchy)
     # the array equals the interpreter (run_program); the interpreter must equal numpy
     tol = TOLERANCES.get("gemm" if app == "gemm_tile" else app, (0.0, 0.0))
     for name, want in reference(inputs).items():

@@ -134,13 +134,16 @@ def _save_stages(run_dir: Path, coll: Collateral, ap: ArrayProgram, packed, pl, 
 def run_program(program: Program, inputs: dict[str, np.ndarray], coll: Collateral,
                 out: str | Path, *, stall_in: float = 0.0, stall_out: float = 0.0,
                 stall_seed: int = 0, place_seed: int = 0,
-                credits: Mapping[str, int] | None = None) -> ProgramRun:
+                credits: Mapping[str, int] | None = None,
+                hierarchy: str = "auto") -> ProgramRun:
     """Simulate ``program`` with the token-level simulator, then compile, place, route and
     run it on the design of ``coll`` (module docstring); harness files and
     ``dataflow_run.json`` go to ``out``. Stall probabilities are per cycle and socket
     (0..1). ``credits``: initial credits overriding CMMC's (as
     :func:`mapper.dataflow.sim.simulate`): a program that deadlocks by construction (a credit
-    removed) is refused by the simulator before anything is placed or built."""
+    removed) is refused by the simulator before anything is placed or built.
+    ``hierarchy``: how the Verilator model is built (:attr:`SimParams.hierarchy`; "auto"
+    takes tile blocks on arrays of big tiles such as configs/small_df.toml's)."""
     secs: dict[str, float] = {}
     t = time.perf_counter()
     vudfg = lower(program)
@@ -176,7 +179,8 @@ def run_program(program: Program, inputs: dict[str, np.ndarray], coll: Collatera
                  {"stall_in": stall_in, "stall_out": stall_out, "stall_seed": stall_seed,
                   "place_seed": place_seed})
     t = time.perf_counter()
-    params = SimParams(stall_in=stall_in, stall_out=stall_out, stall_seed=stall_seed)
+    params = SimParams(stall_in=stall_in, stall_out=stall_out, stall_seed=stall_seed,
+                       hierarchy=hierarchy)
     harness = build_harness(coll.root, params)
     secs["verilator_build"] = harness.build_seconds
     socket = {n: io_port("I", "in" if n in ap.inputs else "out", pl.sites[n], width=width)
@@ -229,6 +233,9 @@ def run_program(program: Program, inputs: dict[str, np.ndarray], coll: Collatera
                    "array_model_ratio": round(cycles / max(1, model.cycles), 4),
                    "array_model_stalls": [model.input_stall_cycles,
                                           model.output_backpressure_cycles]},
+        "verilator": {"key": harness.key, "cached": harness.cached,
+                      "build_seconds": round(harness.build_seconds, 3),
+                      "hier_tiles": list(harness.hier_tiles)},
         "seconds": {k: round(v, 4) for k, v in secs.items()}}
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "dataflow_run.json").write_text(json.dumps(report, indent=1) + "\n")

@@ -596,7 +596,8 @@ def run_report(app: dict[str, Any], opts: SimOptions, coll: Collateral, flow: Fl
         "buffers": app.get("buffers", []),
         "verilator": {"key": harness.key, "cached": harness.cached,
                       "build_seconds": round(harness.build_seconds, 3),
-                      "hier_columns": harness.hier_columns},
+                      "hier_columns": harness.hier_columns,
+                      "hier_tiles": list(harness.hier_tiles)},
         "stage_seconds": {k: round(v, 4) for k, v in secs.items()},
     } | ({"handshake": _handshake_section(sim.handshake, plan.cycles)}
          if getattr(sim, "handshake", None) else {})

@@ -178,6 +178,25 @@ cycles/s; -O1 33.4-35.4 s, 1490-1533 cycles/s; -O2 43.2 s, 1541 cycles/s. -O1 is
 in the run of ``bench_verilator.py`` with its defaults, flat 76.7 s (verilate 47.9 s) and
 1688 cycles/s against blocks 34.4 s (verilate 8.5 s) and 1533 cycles/s (0.45x the build,
 0.91x the speed), outputs bit-identical.
+
+**Tile blocks** (``SimParams.hierarchy = "tiles"``, ``cgra run --model-hierarchy tiles``).
+The per-instance code is what makes ready-valid arrays slow to build: their tiles carry
+valid and ready beside every track and a skid FIFO at each register site, and a PE tile of
+configs/small_df.toml also holds a 128-word scratchpad and a divider. The flat model of that
+8x8 is 45 MB of C++ (a 195 kB tile module, 56 instances), 122 s cold (verilate 40 s; idle
+machine). Marking each distinct tile module ``hier_block`` (a Verilator config file beside
+the build; no RTL change) verilates and compiles it once: 13 s of verilation. Side by side
+(one script, kmeans_step and gemm_tile at par 2 under stalls, seed 1): the tile-block model
+built in 58.1 s against 129.8 s flat, same cycles, byte-identical ``sim.out``; it simulates
+at about 0.27x the speed (kmeans_step's 411 cycles in 1.85-1.98 s against 0.50 s), a few
+seconds on a dataflow run, so the cold build wins. The blocks do not help static arrays at this size (configs/small.toml's
+8x8: 21 s flat against 30 s in tile blocks; the 32x16: 241 s, first table), nor the 4x3
+tiny_rv (10.5 against 18.4 s), and help tiny_hybrid a little (22.8 against 17.7 s); so
+"auto" takes them for ready-valid and hybrid arrays whose tile instances hold at least
+:data:`TILE_BLOCK_MIN_BYTES` of Verilog (:func:`tile_modules`: small_df 17.5 MB,
+tiny_hybrid 2.2 MB, tiny_rv 1.2 MB). A combinational route across tiles settles over
+several passes of the blocks' wrappers, as with column blocks; runs are byte-identical to the
+flat model's (tests/e2e/test_ready_valid.py replays a stalled run in tile blocks).
 """
 from __future__ import annotations
 
@@ -216,6 +235,11 @@ CONTROL_PORTS = ("CLK", "RESET", "clk_en", "flush", "config_addr", "config_data"
 #: the fewest tiles for which SimParams.hierarchy "auto" builds the model from the column
 #: blocks (module docstring, "Build time": measured on 8x8, 16x8, 32x8 and 32x16)
 HIER_MIN_TILES = 256
+#: the least Verilog (bytes, summed over the top's tile instances with their submodules) for
+#: which SimParams.hierarchy "auto" builds a ready-valid or hybrid design's model from tile
+#: blocks (module docstring, "Tile blocks"): small_df 17.5 MB, tiny_hybrid 2.2 MB take them,
+#: tiny_rv 1.2 MB stays flat
+TILE_BLOCK_MIN_BYTES = 2_000_000
 
 
 @dataclass
@@ -271,8 +295,11 @@ class SimParams:
     stall_seed: int = 1
     #: "auto": the top in column blocks (``rtl/hier/``, ``verilator --hierarchical``: each
     #: distinct block verilated and compiled once) for static arrays of at least
-    #: :data:`HIER_MIN_TILES` tiles whose design has blocks, unless toggles are counted;
-    #: "flat": the flat top; "blocks": the blocks or a ConfigError
+    #: :data:`HIER_MIN_TILES` tiles whose design has blocks, the tile blocks for ready-valid
+    #: and hybrid arrays of at least :data:`TILE_BLOCK_MIN_BYTES` of tile Verilog, unless
+    #: toggles are counted; "flat": the flat top; "blocks": the column blocks or a
+    #: ConfigError; "tiles": every distinct tile module of the flat top a block of its own
+    #: (``hier_block`` in a Verilator config file)
     hierarchy: str = "auto"
     #: build the design's system top (the array and its GLB in RTL, ``design.json``
     #: ``system``; a design with a ``[glb]`` table) instead of the array top
@@ -307,6 +334,9 @@ class Harness:
     handshake: bool = False
     #: columns per block of a model built from ``rtl/hier/`` (0: the flat top)
     hier_columns: int = 0
+    #: the tile modules verilated as blocks of their own (SimParams.hierarchy "tiles"; empty
+    #: otherwise)
+    hier_tiles: tuple[str, ...] = ()
 
 
 @dataclass
@@ -344,36 +374,78 @@ def load_design_doc(design_dir: str | Path) -> DesignInfo:
     return design
 
 
-def _hierarchical(p: SimParams, doc: DesignInfo, handshake: bool) -> bool:
-    """Whether the model is built from the column blocks of ``rtl/hier/``
-    (:attr:`SimParams.hierarchy`). Raises :class:`ConfigError` for an unknown value, and for
-    ``"blocks"`` on a design without blocks or with toggle probes (they are wires of the
-    flat top)."""
+_INSTANCE = re.compile(r"^\s*(\w+)\s+\w+\s*\(", re.M)
+
+
+def tile_modules(rtl_dir: str | Path, top: str) -> tuple[list[str], int]:
+    """The distinct modules the top ``rtl_dir/<top>.v`` instantiates that have a file of their
+    own in ``rtl_dir`` (the tiles, sorted), and the Verilog bytes of its instances: each
+    instance's module with its submodules, once per instance (what a flat Verilator model
+    schedules per instance). Raises :class:`CollateralError` when the top's file is
+    missing."""
+    d = Path(rtl_dir)
+    try:
+        text = (d / f"{top}.v").read_text()
+    except OSError as exc:
+        raise CollateralError(f"{d / f'{top}.v'}: cannot read the top module ({exc.strerror}); "
+                              f"regenerate the design with `cgra rtl`") from None
+    insts = [n for n in _INSTANCE.findall(text) if n != top and (d / f"{n}.v").is_file()]
+    sizes: dict[str, int] = {}
+
+    def closure(name: str, seen: set[str]) -> int:
+        if name in seen:
+            return 0
+        seen.add(name)
+        body = (d / f"{name}.v").read_text()
+        return len(body.encode()) + sum(closure(n, seen) for n in set(_INSTANCE.findall(body))
+                                        if n != name and (d / f"{n}.v").is_file())
+
+    for n in set(insts):
+        sizes[n] = closure(n, set())
+    return sorted(sizes), sum(sizes[n] for n in insts)
+
+
+def _hierarchy(p: SimParams, doc: DesignInfo, handshake: bool) -> str:
+    """How the model is built (:attr:`SimParams.hierarchy`): ``"columns"`` from the column
+    blocks of ``rtl/hier/``, ``"tiles"`` from the flat top with each tile module a block,
+    ``"flat"``. Raises :class:`ConfigError` for an unknown value, for ``"blocks"`` on a
+    design without blocks, and for ``"blocks"`` or ``"tiles"`` with toggle probes (they are
+    wires of the flat top)."""
     mode = p.hierarchy
-    if mode not in ("auto", "flat", "blocks"):
-        raise ConfigError(f"SimParams.hierarchy = {mode!r}; use 'auto', 'flat' or 'blocks'")
+    if mode not in ("auto", "flat", "blocks", "tiles"):
+        raise ConfigError(f"SimParams.hierarchy = {mode!r}; use 'auto', 'flat', 'blocks' or "
+                          f"'tiles'")
     usable = bool(doc.hier_columns and doc.hier_filelist) and not handshake
+    if mode in ("blocks", "tiles") and p.toggles:
+        raise ConfigError(f"hierarchy '{mode}' cannot count toggles (the probes are wires "
+                          f"of the flat top); use hierarchy 'auto' or 'flat' with toggles")
     if mode == "blocks":
         if not usable:
             raise ConfigError(f"{doc.root}: the design has no column blocks (rtl/hier/, "
                               f"written by `cgra rtl` for static arrays of two blocks of "
                               f">= {MIN_BLOCK_COLUMNS} columns); use hierarchy 'flat' or "
-                              f"'auto', or regenerate a design made before the blocks")
-        if p.toggles:
-            raise ConfigError("hierarchy 'blocks' cannot count toggles (the probes are wires "
-                              "of the flat top); use hierarchy 'auto' or 'flat' with toggles")
-        return True
-    return mode == "auto" and usable and not p.toggles and \
-        doc.columns * doc.rows >= HIER_MIN_TILES
+                              f"'auto' (or 'tiles'), or regenerate a design made before the "
+                              f"blocks")
+        return "columns"
+    if mode != "auto":
+        return mode
+    if p.toggles:
+        return "flat"
+    if usable and doc.columns * doc.rows >= HIER_MIN_TILES:
+        return "columns"
+    if handshake and doc.top and \
+            tile_modules(doc.root / "rtl", doc.top)[1] >= TILE_BLOCK_MIN_BYTES:
+        return "tiles"
+    return "flat"
 
 
-def check_hierarchy(design_dir: str | Path, params: SimParams) -> bool:
-    """Whether :func:`build_harness` would build the model of ``design_dir`` from its column
-    blocks under ``params`` (checked before a run maps anything). Raises
+def check_hierarchy(design_dir: str | Path, params: SimParams) -> str:
+    """How :func:`build_harness` would build the model of ``design_dir`` under ``params``
+    (``"flat"``, ``"columns"`` or ``"tiles"``; checked before a run maps anything). Raises
     :class:`ConfigError` as the build would (:attr:`SimParams.hierarchy`) and
     :class:`CollateralError` for a missing or malformed design.json."""
     doc = gc.read_design_info(design_dir)
-    return _hierarchical(params, doc, is_handshake_design(doc.ports))
+    return _hierarchy(params, doc, is_handshake_design(doc.ports))
 
 
 def _rtl_files(design_dir: Path, filelist: str = "rtl/filelist.f") -> list[Path]:
@@ -841,7 +913,9 @@ def build_harness(design_dir: str | Path, params: SimParams | None = None,
         top, top_ports = doc.system_top, doc.system_ports
         doc.verify_files([f for f in doc.files if f.startswith("glb/")])
     handshake = is_handshake_design(top_ports)
-    hier = _hierarchical(p, doc, handshake) and not p.system
+    mode = "flat" if p.system else _hierarchy(p, doc, handshake)
+    hier = mode == "columns"
+    blocks = tile_modules(d / "rtl", top)[0] if mode == "tiles" else []
     filelist = doc.system_filelist if p.system else \
         doc.hier_filelist if hier else "rtl/filelist.f"
     files = _rtl_files(d, filelist)
@@ -856,7 +930,8 @@ def build_harness(design_dir: str | Path, params: SimParams | None = None,
     widths = {**{q.name: q.width for q in doc.ports}, **{q.name: q.width for q in top_ports}}
     make_vars = [f"OPT_FAST={p.opt_fast_blocks if hier else p.opt_fast}", f"OPT_SLOW={p.opt_slow}"]
     flags = [*p.extra_flags, *make_vars, f"pch={int(p.precompiled_header)}", BUILD_RECIPE,
-             f"hier={doc.hier_columns if hier else 0}"]
+             f"hier={doc.hier_columns if hier else 0}",
+             *([f"tiles={','.join(blocks)}"] if blocks else [])]
     h = hashlib.sha256()
     for f in files:
         h.update(f.name.encode())
@@ -876,7 +951,7 @@ def build_harness(design_dir: str | Path, params: SimParams | None = None,
     def result(cached: bool, secs: float) -> Harness:
         return Harness(d, top, exe, ins, outs, widths, key, cached, secs, fw, lock_path,
                        [w for w, _b in probes], handshake,
-                       doc.hier_columns if hier else 0)
+                       doc.hier_columns if hier else 0, tuple(blocks))
 
     if _reuse(out):
         say("cached")
@@ -898,7 +973,8 @@ def build_harness(design_dir: str | Path, params: SimParams | None = None,
             try:
                 secs = _build(p, d, top, src, ins, outs, widths, make_vars, tmp, say,
                               progress is not None, t0, failed_log, version, probes=bool(probes),
-                              filelist=filelist, hier=hier, probe_module=doc.top)
+                              filelist=filelist, hier=hier, probe_module=doc.top,
+                              blocks=blocks)
                 (tmp / "used").touch()
                 if out.exists():
                     shutil.rmtree(out)
@@ -1055,13 +1131,15 @@ def _build(p: SimParams, d: Path, top: str, src: str, ins: list[str], outs: list
            widths: dict[str, int], make_vars: list[str], tmp: Path,
            say: Callable[[str], None], count: bool, t0: float, failed_log: Path,
            version: str, probes: bool = False, filelist: str = "rtl/filelist.f",
-           hier: bool = False, probe_module: str | None = None) -> float:
+           hier: bool = False, probe_module: str | None = None,
+           blocks: Sequence[str] = ()) -> float:
     """Verilate and compile into ``tmp`` (see :func:`build_harness`; the run-time library
     from the cache or compiled beside the verilation, :class:`_Runtime`; ``probes``: make the
     tile-output wires public for the harness's toggle counts); returns the seconds. The log
     of a failed build is kept as ``failed_log``; ``filelist`` (relative to ``d``) lists the
     Verilog, ``hier``: verilate the column blocks of ``rtl/hier/`` once each
-    (``--hierarchical``)."""
+    (``--hierarchical``); ``blocks``: the modules of the flat top to verilate once each
+    (``hier_block`` lines in ``tiles.vlt``, ``--hierarchical``)."""
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     (tmp / "harness.cpp").write_text(src)
@@ -1072,13 +1150,17 @@ def _build(p: SimParams, d: Path, top: str, src: str, ins: list[str], outs: list
                                         f'"{probe_module or top}" '
                                         f'-var "_Tile_X*"\n')
         vlt = [str(tmp / "probes.vlt")]
+    if blocks:
+        (tmp / "tiles.vlt").write_text("`verilator_config\n" + "".join(
+            f'hier_block -module "{b}"\n' for b in blocks))
+        vlt.append(str(tmp / "tiles.vlt"))
     (tmp / "ports.json").write_text(json.dumps(
         {"harness": HARNESS_VERSION, "top": top, "inputs": ins, "outputs": outs,
          "widths": widths}, indent=1) + "\n")
     obj = tmp / "obj"
     jobs = str(max(1, p.jobs))
     verilate = [p.verilator, "--cc", "--exe", *p.extra_flags,
-                *(["--hierarchical"] if hier else []), "--top-module", top,
+                *(["--hierarchical"] if hier or blocks else []), "--top-module", top,
                 "-f", str(d / filelist), "-Mdir", str(obj),
                 "-o", str(tmp / "harness"), *vlt, str(tmp / "harness.cpp")]
     make = ["make", "-C", str(obj), "-f", "cgra.mk", "-j", jobs, *make_vars]

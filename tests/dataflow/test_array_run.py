@@ -130,6 +130,11 @@ def test_floor_division_and_modulo_on_the_pes_divider(df, tmp_path):
     assert (want["q"] < 0).any() and (want["r"] < 0).any() and (want["mean"] < 0).any()
     r = run_program(program, inputs, df, tmp_path, stall_in=0.3, stall_out=0.3, stall_seed=8)
     ref = interpret(program, inputs)
+    # the 8x8 of dataflow PEs (17.5 MB of tile Verilog) is verilated in tile blocks ("auto"):
+    # its two tile modules once each
+    assert r.report["verilator"]["hier_tiles"] == sorted(
+        p.stem for p in (df.root / "rtl").glob("RvTile_*.v"))
+    assert len(r.report["verilator"]["hier_tiles"]) == 2
     for name in ("q", "r", "mean"):
         assert np.array_equal(r.memories[name], want[name]), name
         assert np.array_equal(ref[name], want[name]), name
@@ -595,6 +600,10 @@ def test_cgra_run_on_a_dataflow_design(df, tmp_path, cgra):
                           tmp_path / "bad")
     assert code == 2 and "error: --unroll: not an option of a dataflow program" in err
     assert not (tmp_path / "bad").exists()
+    code, out, err = cgra("run", "dot_product", "--design", df.root, "--model-hierarchy",
+                          "blocks", "--out", tmp_path / "blocks")
+    assert code == 2 and "the design has no column blocks" in err and "'tiles'" in err
+    assert not (tmp_path / "blocks").exists()
     code, out, err = cgra("run", "gaussian", "--design", df.root, "--par", "2", "--out",
                           tmp_path / "g")
     assert code == 2 and "error: --par: gaussian is not a dataflow program" in err

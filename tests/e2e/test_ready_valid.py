@@ -77,11 +77,19 @@ def test_stall_seed_sweep_is_bit_exact(tiny_rv, tmp_path):
     assert len(set(cycles.values())) == 3
     # token k of every output stream is the same word whatever the stalls
     assert outs[1] == outs[2] == outs[3] and outs[1].count("\n") > 261
-    # the same seed replays the same run
-    _r, rep = _pointwise(tiny_rv, tmp_path / "again", "--stall-seed", 2)
+    # the same seed replays the same run, also on the model verilated in tile blocks (each
+    # tile module once; "auto" keeps this 4x3 flat): the same cycles and the same words
+    assert rep["verilator"]["hier_tiles"] == []
+    _r, rep = _pointwise(tiny_rv, tmp_path / "again", "--stall-seed", 2,
+                         "--model-hierarchy", "tiles")
     hs = rep["handshake"]
     assert (hs["cycles"], hs["input_stall_cycles"], hs["output_backpressure_cycles"]) == \
         cycles[2]
+    assert rep["verilator"]["hier_tiles"] == sorted(
+        p.stem for p in (tiny_rv / "rtl").glob("RvTile_*.v"))
+    assert len(rep["verilator"]["hier_tiles"]) == 3
+    assert (tmp_path / "again" / "sim.out").read_bytes() == \
+        (tmp_path / "s2" / "sim.out").read_bytes()
 
 
 def test_no_stalls_sustain_one_word_per_cycle(tiny_rv, tmp_path):

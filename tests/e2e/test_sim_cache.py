@@ -63,7 +63,7 @@ def test_regenerated_design_reuses_its_model(small_design, pub_small_design, har
     out = cgra_run(a2)
     rep = json.loads((a2 / "run_report.json").read_text())
     assert rep["verilator"] == {"key": harness.key, "cached": True, "build_seconds": 0.0,
-                                "hier_columns": 0}        # an 8x8: the flat top (auto)
+                                "hier_columns": 0, "hier_tiles": []}  # an 8x8: the flat top
     assert rep["stage_seconds"]["verilator_build"] == 0.0
     assert f"Verilator model {harness.key} reused" in out
     for f in ("gaussian.bs", "sim.stim", "sim.out", "gaussian.png"):
