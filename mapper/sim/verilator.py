@@ -189,14 +189,15 @@ the build; no RTL change) verilates and compiles it once: 13 s of verilation. Si
 (one script, kmeans_step and gemm_tile at par 2 under stalls, seed 1): the tile-block model
 built in 58.1 s against 129.8 s flat, same cycles, byte-identical ``sim.out``; it simulates
 at about 0.27x the speed (kmeans_step's 411 cycles in 1.85-1.98 s against 0.50 s), a few
-seconds on a dataflow run, so the cold build wins. The blocks do not help static arrays at this size (configs/small.toml's
-8x8: 21 s flat against 30 s in tile blocks; the 32x16: 241 s, first table), nor the 4x3
-tiny_rv (10.5 against 18.4 s), and help tiny_hybrid a little (22.8 against 17.7 s); so
-"auto" takes them for ready-valid and hybrid arrays whose tile instances hold at least
-:data:`TILE_BLOCK_MIN_BYTES` of Verilog (:func:`tile_modules`: small_df 17.5 MB,
-tiny_hybrid 2.2 MB, tiny_rv 1.2 MB). A combinational route across tiles settles over
-several passes of the blocks' wrappers, as with column blocks; runs are byte-identical to the
-flat model's (tests/e2e/test_ready_valid.py replays a stalled run in tile blocks).
+seconds on a dataflow run, so the cold build wins. The blocks do not help static arrays at
+this size (configs/small.toml's 8x8: 21 s flat against 30 s in tile blocks; the 32x16: 241
+s, first table), nor the 4x3 tiny_rv (10.5 against 18.4 s), and help tiny_hybrid a little
+(22.8 against 17.7 s); so "auto" takes them for ready-valid and hybrid arrays whose tile
+instances hold at least :data:`TILE_BLOCK_MIN_BYTES` of Verilog (:func:`tile_modules`:
+small_df 17.5 MB, tiny_hybrid 2.2 MB, tiny_rv 1.2 MB). A combinational route across tiles
+settles over several passes of the blocks' wrappers, as with column blocks; runs are
+byte-identical to the flat model's (tests/e2e/test_ready_valid.py replays a stalled run in
+tile blocks).
 """
 from __future__ import annotations
 
