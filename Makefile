@@ -23,8 +23,7 @@ $(STAMP): pyproject.toml $(wildcard */__init__.py)
 	@touch $(STAMP)
 
 # `make test` deselects the tests marked `bench` (large runs: the 32x16 and 16x10 arrays in
-# Verilator, the rest of a sweep, the tutorial run as written; pyproject.toml); `make bench`
-# runs them first
+# Verilator, the rest of a sweep; pyproject.toml); `make bench` runs them first
 PYTEST := $(BIN)/pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -p no:cacheprovider
 
 test: install

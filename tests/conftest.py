@@ -162,37 +162,39 @@ def extra_sb_edge():
 
 #: test files run first, in this order: in `make bench`, the 32x16 design's first user (it
 #: generates the design and builds its Verilator model) on one pytest-xdist worker while the
-#: other runs the tutorial, which needs no 32x16; in `make test` (the 32x16 runs and the
-#: tutorial's full run deselected: marker ``bench``) the dataflow array runs (the 8x8
-#: dataflow model) first
+#: other runs the tutorial, which needs no 32x16; in `make test` (the 32x16 runs deselected:
+#: marker ``bench``) the two longest files, the tutorial and the dataflow array runs (the 8x8
+#: dataflow model), one on each worker
 LEAD_FILES = ("tests/e2e/test_default_array.py", "tests/test_tutorial.py",
               "tests/dataflow/test_array_run.py", "tests/e2e/test_e2e_dnn.py",
               "tests/dse/test_dse.py")
-#: the other slow files' seconds (the sum of their tests' times in the profile of stop 70,
-#: `make test`'s selection with every duration, tile blocks for the dataflow 8x8),
+#: the other slow files' seconds (the sum of their tests' times in the `make test` of stop 69
+#: with every duration, before the DSE sweep and the 32-bit timing went to `make bench`),
 #: the longest-processing-time-first order after the lead, so no long file starts last.
 #: Files not listed (under 25 s) keep pytest's order after these.
 FILE_SECONDS = {
-    "tests/e2e/test_hybrid.py": 179, "tests/e2e/test_e2e.py": 132,
-    "tests/rules/test_rules_bf16.py": 130, "tests/dse/test_dse_search.py": 124,
-    "tests/bad_inputs/test_kill_random.py": 99, "tests/e2e/test_e2e_pond.py": 91,
-    "tests/mapper/test_covering.py": 91, "tests/e2e/test_ready_valid.py": 83,
-    "tests/bad_inputs/test_run_concurrency.py": 78, "tests/garnet/test_timing_measured.py": 77,
-    "tests/e2e/test_power.py": 77, "tests/e2e/test_e2e_bf16.py": 76,
-    "tests/e2e/test_e2e_long_wires.py": 72, "tests/peak/test_bf16.py": 71,
-    "tests/mapper/test_pack_d2.py": 66, "tests/canal/test_canal_smt_rtl.py": 65,
-    "tests/bad_inputs/test_locks.py": 65, "tests/e2e/test_e2e_sum.py": 65,
-    "tests/mapper/test_compute.py": 60, "tests/e2e/test_e2e_dnn_pub.py": 59,
-    "tests/e2e/test_timing_sdf.py": 54, "tests/e2e/test_e2e_d2.py": 52,
-    "tests/garnet/test_incremental.py": 52, "tests/e2e/test_width8.py": 49,
-    "tests/e2e/test_e2e_mem_spec.py": 45, "tests/dse/test_dse_area_bf16.py": 42,
-    "tests/peak/test_cgra_pe.py": 41, "tests/runtime/test_glb_run.py": 40,
-    "tests/peak/test_dataflow_pe.py": 40, "tests/e2e/test_decompose_e2e.py": 37,
-    "tests/peak/test_cgra_pe_d2.py": 35, "tests/bad_inputs/test_output_paths.py": 35,
-    "tests/rules/test_rules_cache.py": 32, "tests/dse/test_dse_simulate.py": 32,
-    "tests/e2e/test_custom_interconnect_e2e.py": 31, "tests/lake/test_lake_acceptance.py": 31,
-    "tests/rules/test_rules_d3.py": 31, "tests/mapper/test_float_math.py": 31,
-    "tests/mapper/test_memory.py": 28, "tests/mapper/test_simulate_build.py": 25,
+    "tests/e2e/test_hybrid.py": 184, "tests/e2e/test_e2e.py": 136,
+    "tests/garnet/test_timing_measured.py": 100, "tests/e2e/test_e2e_pond.py": 98,
+    "tests/bad_inputs/test_kill_random.py": 96, "tests/mapper/test_covering.py": 95,
+    "tests/rules/test_rules_bf16.py": 89, "tests/e2e/test_e2e_bf16.py": 87,
+    "tests/mapper/test_pack_d2.py": 84, "tests/e2e/test_power.py": 81,
+    "tests/peak/test_bf16.py": 77, "tests/e2e/test_e2e_long_wires.py": 76,
+    "tests/dse/test_dse_search.py": 66, "tests/bad_inputs/test_run_concurrency.py": 65,
+    "tests/e2e/test_e2e_sum.py": 64, "tests/e2e/test_e2e_dnn_pub.py": 62,
+    "tests/mapper/test_compute.py": 62, "tests/rules/test_rules_default_pe.py": 60,
+    "tests/dse/test_dse_simulate.py": 60, "tests/canal/test_canal_smt_rtl.py": 60,
+    "tests/bad_inputs/test_locks.py": 59, "tests/e2e/test_width8.py": 58,
+    "tests/e2e/test_ready_valid.py": 58, "tests/e2e/test_e2e_d2.py": 51,
+    "tests/runtime/test_glb_run.py": 48, "tests/e2e/test_decompose_e2e.py": 46,
+    "tests/peak/test_dataflow_pe.py": 44, "tests/e2e/test_e2e_mem_spec.py": 44,
+    "tests/dse/test_dse_area_bf16.py": 44, "tests/e2e/test_timing_sdf.py": 42,
+    "tests/peak/test_cgra_pe.py": 39, "tests/mapper/test_float_math.py": 38,
+    "tests/lake/test_lake_acceptance.py": 38, "tests/bad_inputs/test_options.py": 36,
+    "tests/garnet/test_resources.py": 36, "tests/garnet/test_incremental.py": 32,
+    "tests/rules/test_rules_cache.py": 32, "tests/bad_inputs/test_output_paths.py": 32,
+    "tests/mapper/test_simulate_build.py": 30, "tests/rules/test_rules_d3.py": 27,
+    "tests/e2e/test_custom_interconnect_e2e.py": 26, "tests/peak/test_cgra_pe_d2.py": 26,
+    "tests/mapper/test_memory.py": 26,
 }
 
 

@@ -21,18 +21,7 @@ needs 18 PEs; mapping after the edit and before regenerating is refused (stale d
 after regenerating the rule table has ``pattern.muladd`` and gaussian needs 10 PEs, eight
 of them multiply-adds; after the interconnect and memory change the rules are reused,
 gaussian needs one MEM instead of two, and it runs on the generated RTL bit-exactly against
-numpy and Halide; harris is refused on the 8x8 array naming the PE count.
-
-The whole run (``test_tutorial_runs``, ~6 min on 2 cores) is marked ``bench``: `make bench`
-runs it, `make test` deselects it. `make test` keeps the comparison itself
-(``test_shown_outputs_select_and_normalise``) and, for each step of the loop the tutorial
-walks, an end-to-end test of its own: a PE edit regenerating the rules and the design
-(tests/garnet/test_incremental.py, tests/e2e/test_e2e_d2.py, tests/e2e/test_e2e_sum.py), another
-interconnect and memory run bit-exact (tests/e2e/test_e2e_pub.py,
-tests/e2e/test_e2e_long_wires.py), the architect's own memory tile
-(tests/e2e/test_e2e_mem_spec.py) and interconnect (tests/e2e/test_custom_interconnect_e2e.py),
-the refusal of a design whose PE was edited since (tests/mapper/test_mapper_collateral.py) and
-of an app too large for the array (tests/e2e/test_e2e.py)."""
+numpy and Halide; harris is refused on the 8x8 array naming the PE count."""
 from __future__ import annotations
 
 import json
@@ -41,8 +30,6 @@ import sys
 import time
 from itertools import pairwise
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "docs"))
@@ -74,9 +61,6 @@ def test_shown_outputs_select_and_normalise():
         assert msg.startswith("docs/tutorial.md:5: the shown output differs")
 
 
-@pytest.mark.bench      # ~6 min on 2 cores: five `cgra rtl` with their tiles measured, three
-                        # Verilator models; the loop's steps each have their own test in
-                        # `make test` (module docstring)
 def test_tutorial_runs(tmp_path):
     blocks = tut.fenced_blocks(tut.TUTORIAL)
     assert [b.lang for b in blocks if b.lang in ("sh", "diff")] == \
