@@ -197,7 +197,10 @@ instances hold at least :data:`TILE_BLOCK_MIN_BYTES` of Verilog (:func:`tile_mod
 small_df 17.5 MB, tiny_hybrid 2.2 MB, tiny_rv 1.2 MB). A combinational route across tiles
 settles over several passes of the blocks' wrappers, as with column blocks; runs are
 byte-identical to the flat model's (tests/e2e/test_ready_valid.py replays a stalled run in
-tile blocks).
+tile blocks). Arrays of :data:`HIER_MIN_TILES` tiles or more stay flat under "auto": the
+32x16 of dataflow PEs (configs/default_df.toml, 512 block wrappers in its top) verilated in
+6 min and was still compiling after 13 min (two g++ processes at 7 GB each) when stopped,
+against 1562 s flat (stop 68), so tile blocks there are not shown to pay.
 """
 from __future__ import annotations
 
@@ -239,7 +242,7 @@ HIER_MIN_TILES = 256
 #: the least Verilog (bytes, summed over the top's tile instances with their submodules) for
 #: which SimParams.hierarchy "auto" builds a ready-valid or hybrid design's model from tile
 #: blocks (module docstring, "Tile blocks"): small_df 17.5 MB, tiny_hybrid 2.2 MB take them,
-#: tiny_rv 1.2 MB stays flat
+#: tiny_rv 1.2 MB stays flat; arrays of HIER_MIN_TILES tiles or more stay flat (not measured)
 TILE_BLOCK_MIN_BYTES = 2_000_000
 
 
@@ -297,8 +300,8 @@ class SimParams:
     #: "auto": the top in column blocks (``rtl/hier/``, ``verilator --hierarchical``: each
     #: distinct block verilated and compiled once) for static arrays of at least
     #: :data:`HIER_MIN_TILES` tiles whose design has blocks, the tile blocks for ready-valid
-    #: and hybrid arrays of at least :data:`TILE_BLOCK_MIN_BYTES` of tile Verilog, unless
-    #: toggles are counted; "flat": the flat top; "blocks": the column blocks or a
+    #: and hybrid arrays of fewer tiles with at least :data:`TILE_BLOCK_MIN_BYTES` of tile
+    #: Verilog, unless toggles are counted; "flat": the flat top; "blocks": the column blocks or a
     #: ConfigError; "tiles": every distinct tile module of the flat top a block of its own
     #: (``hier_block`` in a Verilator config file)
     hierarchy: str = "auto"
@@ -434,7 +437,7 @@ def _hierarchy(p: SimParams, doc: DesignInfo, handshake: bool) -> str:
         return "flat"
     if usable and doc.columns * doc.rows >= HIER_MIN_TILES:
         return "columns"
-    if handshake and doc.top and \
+    if handshake and doc.top and doc.columns * doc.rows < HIER_MIN_TILES and \
             tile_modules(doc.root / "rtl", doc.top)[1] >= TILE_BLOCK_MIN_BYTES:
         return "tiles"
     return "flat"
