@@ -724,7 +724,8 @@ class _RunCommand(click.Command):
                    "less than half the time, ~0.9x the simulation speed), 'tiles' with each "
                    "distinct tile module verilated once (ready-valid arrays: the small_df "
                    "8x8 in 0.4x the time), 'flat' from the flat top; 'auto' takes blocks "
-                   "from 256 tiles, tiles for ready-valid arrays of 2 MB of tile Verilog")
+                   "from 256 tiles, tiles for smaller ready-valid arrays of 2 MB of tile "
+                   "Verilog")
 @click.option("--duplicate", "duplicate", is_flag=True, default=False,
               help="low-unroll duplication (Cascade §V-C4): compile the app at unroll 1 for "
                    "a strip of the image, place and route it on a sub-array and copy its "

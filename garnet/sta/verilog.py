@@ -150,6 +150,12 @@ def modules(rtl: Path) -> dict[str, str]:
     return mods
 
 
+def instances(text: str, mods: dict[str, str]) -> list[str]:
+    """The module of every instance in the Verilog ``text`` (one module's body), in order and
+    with repeats, keeping only modules of ``mods``."""
+    return [i[1] for i in _INST.finditer(text) if i[1] in mods]
+
+
 def closure(top: str, mods: dict[str, str], stop: tuple[str, ...] = ()) -> list[str]:
     """The sorted module names ``top`` instantiates, transitively, ``top`` included; a
     module of ``stop`` is included but not descended into (a black box)."""
@@ -162,8 +168,9 @@ def closure(top: str, mods: dict[str, str], stop: tuple[str, ...] = ()) -> list[
         seen.append(m)
         if m in stop:
             continue
-        todo.extend(i[1] for i in _INST.finditer(mods[m]) if i[1] in mods and i[1] != m)
+        todo.extend(i for i in instances(mods[m], mods) if i != m)
     return sorted(seen)
 
 
-__all__ = ["flatten_packed", "hoist_automatic", "modules", "modules_of", "closure"]
+__all__ = ["flatten_packed", "hoist_automatic", "modules", "modules_of", "instances",
+           "closure"]

@@ -194,7 +194,7 @@ this size (configs/small.toml's 8x8: 21 s flat against 30 s in tile blocks; the 
 s, first table), nor the 4x3 tiny_rv (10.5 against 18.4 s), and help tiny_hybrid a little
 (22.8 against 17.7 s); so "auto" takes them for ready-valid and hybrid arrays whose tile
 instances hold at least :data:`TILE_BLOCK_MIN_BYTES` of Verilog (:func:`tile_modules`:
-small_df 17.5 MB, tiny_hybrid 2.2 MB, tiny_rv 1.2 MB). A combinational route across tiles
+small_df 17.5 MB, tiny_hybrid 2.1 MB, tiny_rv 1.2 MB). A combinational route across tiles
 settles over several passes of the blocks' wrappers, as with column blocks; runs are
 byte-identical to the flat model's (tests/e2e/test_ready_valid.py replays a stalled run in
 tile blocks). Arrays of :data:`HIER_MIN_TILES` tiles or more stay flat under "auto": the
@@ -227,6 +227,7 @@ from cgra.errors import CollateralError, ConfigError, SimulationError
 from cgra.procs import pdeathsig_preexec
 from garnet import collateral as gc
 from garnet.collateral import MIN_BLOCK_COLUMNS, DesignInfo, TopPort
+from garnet.sta.verilog import closure, instances, modules
 from mapper.sim.rv_harness import (HARNESS_HELPERS, PORT_LINES, config_phases, harness_opening,
                                    is_handshake_design, rv_harness_source)
 
@@ -241,7 +242,7 @@ CONTROL_PORTS = ("CLK", "RESET", "clk_en", "flush", "config_addr", "config_data"
 HIER_MIN_TILES = 256
 #: the least Verilog (bytes, summed over the top's tile instances with their submodules) for
 #: which SimParams.hierarchy "auto" builds a ready-valid or hybrid design's model from tile
-#: blocks (module docstring, "Tile blocks"): small_df 17.5 MB, tiny_hybrid 2.2 MB take them,
+#: blocks (module docstring, "Tile blocks"): small_df 17.5 MB, tiny_hybrid 2.1 MB take them,
 #: tiny_rv 1.2 MB stays flat; arrays of HIER_MIN_TILES tiles or more stay flat (not measured)
 TILE_BLOCK_MIN_BYTES = 2_000_000
 
@@ -378,41 +379,26 @@ def load_design_doc(design_dir: str | Path) -> DesignInfo:
     return design
 
 
-_INSTANCE = re.compile(r"^\s*(\w+)\s+\w+\s*\(", re.M)
-
-
 def tile_modules(rtl_dir: str | Path, top: str) -> tuple[list[str], int]:
-    """The distinct modules the top ``rtl_dir/<top>.v`` instantiates that have a file of their
-    own in ``rtl_dir`` (the tiles, sorted), and the Verilog bytes of its instances: each
-    instance's module with its submodules, once per instance (what a flat Verilator model
-    schedules per instance). Raises :class:`CollateralError` when the top's file is
-    missing."""
-    d = Path(rtl_dir)
-    try:
-        text = (d / f"{top}.v").read_text()
-    except OSError as exc:
-        raise CollateralError(f"{d / f'{top}.v'}: cannot read the top module ({exc.strerror}); "
-                              f"regenerate the design with `cgra rtl`") from None
-    insts = [n for n in _INSTANCE.findall(text) if n != top and (d / f"{n}.v").is_file()]
-    sizes: dict[str, int] = {}
-
-    def closure(name: str, seen: set[str]) -> int:
-        if name in seen:
-            return 0
-        seen.add(name)
-        body = (d / f"{name}.v").read_text()
-        return len(body.encode()) + sum(closure(n, seen) for n in set(_INSTANCE.findall(body))
-                                        if n != name and (d / f"{n}.v").is_file())
-
-    for n in set(insts):
-        sizes[n] = closure(n, set())
+    """The distinct modules the top ``top`` of ``rtl_dir`` instantiates (the tiles, sorted),
+    and the Verilog bytes of its instances: each instance's module with its submodules
+    (:func:`garnet.sta.verilog.closure`), once per instance (what a flat Verilator model
+    schedules per instance). Raises :class:`CollateralError` when ``rtl_dir`` has no
+    module ``top``."""
+    mods = modules(Path(rtl_dir))
+    if top not in mods:
+        raise CollateralError(f"{rtl_dir}: no Verilog module {top}; regenerate the design "
+                              f"with `cgra rtl`")
+    insts = [n for n in instances(mods[top], mods) if n != top]
+    sizes = {n: sum(len(mods[m].encode()) for m in closure(n, mods)) for n in set(insts)}
     return sorted(sizes), sum(sizes[n] for n in insts)
 
 
-def _hierarchy(p: SimParams, doc: DesignInfo, handshake: bool) -> str:
+def _hierarchy(p: SimParams, doc: DesignInfo, handshake: bool) -> tuple[str, list[str]]:
     """How the model is built (:attr:`SimParams.hierarchy`): ``"columns"`` from the column
     blocks of ``rtl/hier/``, ``"tiles"`` from the flat top with each tile module a block,
-    ``"flat"``. Raises :class:`ConfigError` for an unknown value, for ``"blocks"`` on a
+    ``"flat"``; with the tile modules of ``"tiles"`` (:func:`tile_modules`, else ``[]``).
+    Raises :class:`ConfigError` for an unknown value, for ``"blocks"`` on a
     design without blocks, and for ``"blocks"`` or ``"tiles"`` with toggle probes (they are
     wires of the flat top)."""
     mode = p.hierarchy
@@ -430,17 +416,18 @@ def _hierarchy(p: SimParams, doc: DesignInfo, handshake: bool) -> str:
                               f">= {MIN_BLOCK_COLUMNS} columns); use hierarchy 'flat' or "
                               f"'auto' (or 'tiles'), or regenerate a design made before the "
                               f"blocks")
-        return "columns"
-    if mode != "auto":
-        return mode
-    if p.toggles:
-        return "flat"
+        return "columns", []
+    if mode == "tiles":
+        return mode, tile_modules(doc.root / "rtl", doc.top)[0]
+    if mode == "flat" or p.toggles:
+        return "flat", []
     if usable and doc.columns * doc.rows >= HIER_MIN_TILES:
-        return "columns"
-    if handshake and doc.top and doc.columns * doc.rows < HIER_MIN_TILES and \
-            tile_modules(doc.root / "rtl", doc.top)[1] >= TILE_BLOCK_MIN_BYTES:
-        return "tiles"
-    return "flat"
+        return "columns", []
+    if handshake and doc.columns * doc.rows < HIER_MIN_TILES:
+        names, size = tile_modules(doc.root / "rtl", doc.top)
+        if size >= TILE_BLOCK_MIN_BYTES:
+            return "tiles", names
+    return "flat", []
 
 
 def check_hierarchy(design_dir: str | Path, params: SimParams) -> str:
@@ -449,7 +436,7 @@ def check_hierarchy(design_dir: str | Path, params: SimParams) -> str:
     :class:`ConfigError` as the build would (:attr:`SimParams.hierarchy`) and
     :class:`CollateralError` for a missing or malformed design.json."""
     doc = gc.read_design_info(design_dir)
-    return _hierarchy(params, doc, is_handshake_design(doc.ports))
+    return _hierarchy(params, doc, is_handshake_design(doc.ports))[0]
 
 
 def _rtl_files(design_dir: Path, filelist: str = "rtl/filelist.f") -> list[Path]:
@@ -917,9 +904,8 @@ def build_harness(design_dir: str | Path, params: SimParams | None = None,
         top, top_ports = doc.system_top, doc.system_ports
         doc.verify_files([f for f in doc.files if f.startswith("glb/")])
     handshake = is_handshake_design(top_ports)
-    mode = "flat" if p.system else _hierarchy(p, doc, handshake)
+    mode, blocks = ("flat", []) if p.system else _hierarchy(p, doc, handshake)
     hier = mode == "columns"
-    blocks = tile_modules(d / "rtl", top)[0] if mode == "tiles" else []
     filelist = doc.system_filelist if p.system else \
         doc.hier_filelist if hier else "rtl/filelist.f"
     files = _rtl_files(d, filelist)
